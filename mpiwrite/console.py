@@ -1,0 +1,107 @@
+"""What rank 0 shows: the header, a line per iteration, progress, the final summary.
+
+Results go to stdout (or stderr when stdout carries the JSON summary); diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Dict, List, Optional, TextIO
+
+import numpy as np
+
+from mpiwrite.config import RunConfig
+from mpiwrite.units import format_seconds, format_size
+
+
+def _f(x: float, width: int = 9, digits: int = 1) -> str:
+    return f"{x:{width}.{digits}f}" if x == x else f"{'-':>{width}}"
+
+
+class Console:
+    def __init__(self, cfg: RunConfig, out: Optional[TextIO] = None):
+        self.cfg = cfg
+        self.out = out or (sys.stderr if cfg.json_path == "-" else sys.stdout)
+        self.tty = self.out.isatty()
+        self._progress_shown = False
+
+    def line(self, text: str = "") -> None:
+        self._end_progress()
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def warn(self, text: str) -> None:
+        self._end_progress()
+        sys.stderr.write(f"mpiwrite: warning: {text}\n")
+        sys.stderr.flush()
+
+    def header(self, run_id: str, nranks: int, hosts: List[str], keys: Dict[str, str],
+               fs: Dict[str, Any]) -> None:
+        c = self.cfg
+        limit = []
+        if c.size is not None:
+            limit.append(f"{format_size(c.size)} per rank")
+        if c.time_limit:
+            limit.append(f"at most {format_seconds(c.time_limit)}")
+        sync = f"fsync every {c.fsync_every} blocks" if c.fsync_every else (
+            "fsync at end" if c.fsync else "no fsync")
+        host_text = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4
+                                            else "")
+        self.line(f"mpiwrite run {run_id}")
+        self.line(f"  ranks {nranks} on {len(hosts)} node{'s' * (len(hosts) != 1)} "
+                  f"({host_text})")
+        self.line(f"  target {fs.get('path')} ({keys['fstype']} from {fs.get('mount_source')})")
+        self.line(f"  block {format_size(c.block_size)}, {' and '.join(limit)}, {sync}"
+                  f"{', O_DIRECT' if c.direct else ''}, layout {c.layout}, "
+                  f"{c.iterations} iteration{'s' * (c.iterations != 1)}")
+        self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
+                                   ("kernel", "lustre", "checksums", "checksum_type")))
+        if c.tags:
+            self.line("  tags " + ", ".join(f"{k}={v}" for k, v in c.tags.items()))
+        self.line(f"{'iter':>4} {'aggregate':>10} {'first-done':>10} {'rank min':>9} "
+                  f"{'rank mean':>9} {'rank max':>9} {'tail s':>7} {'bytes':>9} status")
+        self.line(f"{'':>4} {'MB/s':>10} {'MB/s':>10} {'MB/s':>9} {'MB/s':>9} {'MB/s':>9}")
+
+    def iteration(self, row: np.void, status: str) -> None:
+        self.line(f"{int(row['iteration']):>4} {_f(row['aggregate_MB_per_s'], 10)} "
+                  f"{_f(row['first_done_MB_per_s'], 10)} {_f(row['rank_min_MB_per_s'])} "
+                  f"{_f(row['rank_mean_MB_per_s'])} {_f(row['rank_max_MB_per_s'])} "
+                  f"{_f(row['tail_seconds'], 7, 2)} {format_size(int(row['bytes'])):>9} {status}")
+
+    def progress(self, elapsed: float, nbytes: float, fraction: float, done: int,
+                 total: int) -> None:
+        rate = nbytes / elapsed / 1e6 if elapsed > 0 else 0.0
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0 else math.nan
+        text = (f"[{format_seconds(elapsed)}] {fraction * 100:5.1f}% "
+                f"{rate:9.1f} MB/s so far, {done}/{total} ranks done, "
+                f"eta {format_seconds(eta)}")
+        if self.tty:
+            self.out.write("\r" + text + "   ")
+            self._progress_shown = True
+        else:
+            self.out.write(text + "\n")
+        self.out.flush()
+
+    def _end_progress(self) -> None:
+        if self._progress_shown:
+            self.out.write("\n")
+            self._progress_shown = False
+
+    def summary(self, stats: Dict[str, Any]) -> None:
+        agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]
+        n = agg["n"]
+        self.line(f"summary over {n} iteration{'s' * (n != 1)}:")
+        self.line(f"  aggregate (last done)  mean {_f(agg['mean'], 0)} MB/s  min "
+                  f"{_f(agg['min'], 0)}  max {_f(agg['max'], 0)}  stddev {_f(agg['std'], 0)}")
+        self.line(f"  aggregate (first done) mean {_f(first['mean'], 0)} MB/s")
+        self.line(f"  per rank               min {_f(stats['rank_min'], 0)}  mean "
+                  f"{_f(per['mean'], 0)}  max {_f(stats['rank_max'], 0)}  stddev "
+                  f"{_f(stats['rank_std'], 0)} MB/s")
+        if stats.get("slowest"):
+            s = stats["slowest"]
+            self.line(f"  slowest rank           {s['rank']} on {s['host']} "
+                      f"({s['MB_per_s']:.1f} MB/s, iteration {s['iteration']})")
+        for node in stats.get("nodes", []):
+            self.line(f"  node {node['host']:<16} {node['ranks']:>4} ranks "
+                      f"{format_size(node['bytes']):>9} {_f(node['MB_per_s'], 0)} MB/s")

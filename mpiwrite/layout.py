@@ -1,0 +1,129 @@
+"""Where a run's data files go, and the checks made before any data is written.
+
+Every file and directory a run creates carries its run id in its name and is created with
+O_EXCL, so a run never truncates, overwrites or deletes anything it did not create itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import List, Optional
+
+from mpiwrite.config import RunConfig
+from mpiwrite.errors import ConfigError
+from mpiwrite.writer import StreamPlan
+
+
+def subdir_count(cfg: RunConfig, nranks: int) -> int:
+    """0 when all files fit in TARGET itself, else the number of run subdirectories."""
+    if cfg.layout == "shared" or nranks <= cfg.files_per_dir:
+        return 0
+    return -(-nranks // cfg.files_per_dir)
+
+
+def subdir(cfg: RunConfig, run_id: str, index: int) -> str:
+    return os.path.join(cfg.target, f"mpiwrite-{run_id}-d{index:05d}")
+
+
+def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> str:
+    if cfg.layout == "shared":
+        return os.path.join(cfg.target, f"mpiwrite-{run_id}-i{iteration}-shared.dat")
+    name = f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
+    if subdir_count(cfg, nranks):
+        return os.path.join(subdir(cfg, run_id, rank // cfg.files_per_dir), name)
+    return os.path.join(cfg.target, name)
+
+
+def plan(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> StreamPlan:
+    shared = cfg.layout == "shared"
+    return StreamPlan(
+        path=data_path(cfg, run_id, nranks, rank, iteration),
+        create=not shared,
+        offset=rank * cfg.size if shared else 0,
+        nbytes=cfg.size,
+        block_size=cfg.block_size,
+        time_limit=cfg.time_limit,
+        fsync=cfg.fsync,
+        fsync_every=cfg.fsync_every,
+        direct=cfg.direct,
+        sample_interval=cfg.sample_interval,
+    )
+
+
+def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
+    """Refuse a target we cannot or must not write, before any rank writes data.
+
+    Creates TARGET if only its last component is missing; writes, fsyncs and removes one probe
+    block (with O_DIRECT under --direct) so permissions, read-only mounts, a full disk and a
+    filesystem that refuses O_DIRECT are found here, with one clear line.
+    """
+    target = cfg.target
+    parent = os.path.dirname(os.path.abspath(target))
+    if os.path.lexists(target) and not os.path.isdir(target):
+        raise ConfigError(f"TARGET: {target!r} exists and is not a directory")
+    if not os.path.isdir(target):
+        if not os.path.isdir(parent):
+            raise ConfigError(f"TARGET: parent directory {parent!r} does not exist")
+        try:
+            os.mkdir(target)
+        except OSError as exc:
+            raise ConfigError(f"TARGET: cannot create {target!r}: {exc.strerror}") from None
+    probe = os.path.join(target, f".mpiwrite-{run_id}-probe")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    if cfg.direct:
+        flags |= os.O_DIRECT
+    import mmap
+
+    buf = mmap.mmap(-1, max(cfg.block_size if cfg.direct else 4096, 4096))
+    fd = -1
+    try:
+        fd = os.open(probe, flags, 0o644)
+        os.write(fd, memoryview(buf)[: (cfg.block_size if cfg.direct else 4096)])
+        os.fsync(fd)
+    except OSError as exc:
+        if cfg.direct and exc.errno == errno.EINVAL:
+            raise ConfigError(f"--direct: the {fstype} filesystem at {target!r} refuses O_DIRECT "
+                              f"(or block size {cfg.block_size} is not aligned for it)") from None
+        raise ConfigError(f"TARGET: cannot write in {target!r}: {exc.strerror} "
+                          f"(errno {exc.errno})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+            try:
+                os.unlink(probe)
+            except OSError:
+                pass
+
+
+def make_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> float:
+    """Create the run's subdirectories before the timed phase; returns the seconds it took."""
+    t0 = time.monotonic()
+    for i in range(subdir_count(cfg, nranks)):
+        os.mkdir(subdir(cfg, run_id, i))
+    return time.monotonic() - t0
+
+
+def remove_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> List[str]:
+    """Remove the run's (now empty) subdirectories; returns those that could not be removed."""
+    left = []
+    for i in range(subdir_count(cfg, nranks)):
+        try:
+            os.rmdir(subdir(cfg, run_id, i))
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(subdir(cfg, run_id, i))
+    return left
+
+
+def remove(path: str) -> Optional[str]:
+    """Unlink one file this run created; returns an error text or None."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    return None

@@ -1,0 +1,76 @@
+"""Size, time and rate syntax.
+
+Sizes: ``4k``, ``1M``, ``1MiB``, ``2G`` are binary (2**10...); ``1kB``, ``1MB``, ``1GB`` are
+decimal (10**3...); a bare number is bytes.  Times: ``30``, ``30s``, ``500ms``, ``5m``, ``1h``.
+Rates are printed in MB/s = 10**6 bytes per second, as lmdd and the original study did.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+_DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
+_IEC = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+MB = 10**6
+
+
+def parse_size(text: str) -> int:
+    """Parse a size into bytes; raises ValueError with what is expected."""
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a size (expected e.g. 4k, 1M, 1MiB, 1MB, 2G)")
+    number, suffix = m.group(1), m.group(2)
+    low = suffix.lower()
+    if low in _IEC:
+        mult = _IEC[low]
+    elif low in _DECIMAL and suffix not in ("Mb", "Gb", "Tb", "Pb"):
+        mult = _DECIMAL[low]
+    elif low in _BINARY:
+        mult = _BINARY[low]
+    else:
+        raise ValueError(f"{text!r} has an unknown unit {suffix!r} "
+                         "(expected k, M, G, MiB, MB, ...)")
+    value = float(number) * mult if "." in number else int(number) * mult
+    if value != int(value):
+        raise ValueError(f"{text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def parse_time(text: str) -> float:
+    """Parse a duration into seconds; raises ValueError with what is expected."""
+    m = _TIME_RE.match(str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a duration (expected e.g. 30, 30s, 500ms, 5m, 1h)")
+    unit = m.group(2).lower() if m.group(2) else None
+    return float(m.group(1)) * _TIME_UNITS[unit]
+
+
+def format_size(nbytes: float) -> str:
+    """Binary size for humans: 1MiB, 256KiB, 1.5GiB, 17B."""
+    for unit, mult in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
+                       ("KiB", 2**10)):
+        if nbytes >= mult:
+            value = nbytes / mult
+            return f"{value:.0f}{unit}" if value == int(value) else f"{value:.2f}{unit}"
+    return f"{int(nbytes)}B"
+
+
+def mbps(nbytes: float, seconds: float) -> float:
+    """MB/s (10**6 B/s); NaN when no time elapsed."""
+    return nbytes / seconds / MB if seconds > 0 else float("nan")
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds != seconds:  # NaN
+        return "-"
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+    if seconds >= 60:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"

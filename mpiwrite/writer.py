@@ -1,0 +1,230 @@
+"""One rank's timed, single-stream write: open, write loop, fsync, close.  No MPI here.
+
+The loop is the hot path: one preallocated buffer, one 8-byte header patch, one write call and
+one clock read per block.  Everything else (time limit, samples, polling the other ranks for an
+abort, progress) happens only when the clock passes the next event, a few times per second.
+The writer alone decides when to fsync.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import time
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+
+from mpiwrite import pattern
+
+POLL_SECONDS = 0.1  # how often the loop looks up from writing
+UNBOUNDED = 2**62
+
+clock = time.monotonic
+
+
+@dataclasses.dataclass
+class StreamResult:
+    """What one rank did in one iteration (times on this rank's monotonic clock)."""
+
+    path: str
+    t_open_start: float = float("nan")
+    t_write_start: float = float("nan")
+    t_write_end: float = float("nan")
+    t_fsync_end: float = float("nan")
+    t_close_end: float = float("nan")
+    bytes: int = 0
+    blocks: int = 0
+    fsyncs: int = 0
+    created: bool = False
+    stopped_by: str = ""  # "", "time", "abort"
+    error_phase: str = ""
+    error_errno: int = 0
+    error_text: str = ""
+    samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error_phase)
+
+    def fail(self, phase: str, exc: OSError, hint: str = "") -> None:
+        self.error_phase = phase
+        self.error_errno = exc.errno or 0
+        text = exc.strerror or str(exc)
+        self.error_text = f"{text}{' (' + hint + ')' if hint else ''}"
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamPlan:
+    path: str
+    create: bool  # O_CREAT|O_EXCL: this rank creates the file (never truncates anything)
+    offset: int  # where this rank's segment starts in the file
+    nbytes: Optional[int]  # None: until the time limit
+    block_size: int
+    time_limit: Optional[float] = None
+    fsync: bool = True
+    fsync_every: int = 0
+    direct: bool = False
+    sample_interval: float = 1.0
+
+
+Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
+
+
+def _open_flags(plan: StreamPlan) -> int:
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    if plan.create:
+        flags |= os.O_CREAT | os.O_EXCL
+    if plan.direct:
+        flags |= os.O_DIRECT
+    return flags
+
+
+def _write_all(fd: int, view: memoryview, offset: int, positional: bool) -> int:
+    """Write the whole view; a short write is retried, and a write of 0 is an error."""
+    done = 0
+    n = len(view)
+    while done < n:
+        part = view[done:]
+        w = os.pwrite(fd, part, offset + done) if positional else os.write(fd, part)
+        if w <= 0:
+            raise OSError(errno.EIO, "short write: 0 bytes written")
+        done += w
+    return done
+
+
+def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
+    """Run one rank's stream; never raises for I/O errors (they are in the result)."""
+    res = StreamResult(path=plan.path)
+    bs = plan.block_size
+    view = memoryview(buf)
+    pack = pattern.OFFSET.pack_into
+    at = pattern.OFFSET_AT
+    positional = plan.offset != 0 or not plan.create
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    nfull, tail = divmod(total, bs)
+    fd = -1
+    res.t_open_start = clock()
+    try:
+        fd = os.open(plan.path, _open_flags(plan), 0o644)
+    except OSError as exc:
+        hint = "the filesystem refuses O_DIRECT (--direct)" if (
+            plan.direct and exc.errno == errno.EINVAL) else ""
+        res.fail("open", exc, hint)
+        return res
+    res.created = plan.create
+    t0 = res.t_write_start = clock()
+    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
+    next_poll = t0 + POLL_SECONDS
+    next_sample = t0 + plan.sample_interval
+    next_event = min(next_poll, deadline)
+    every = plan.fsync_every
+    next_fsync = every if every else -1
+    off = plan.offset
+    done = 0
+    write = os.pwrite if positional else os.write
+    samples = res.samples
+    try:
+        while done < nfull:
+            pack(buf, at, off)
+            w = write(fd, view, off) if positional else write(fd, view)
+            if w != bs:
+                res.bytes = done * bs + w
+                _write_all(fd, view[w:], off + w, positional)
+            off += bs
+            done += 1
+            if done == next_fsync:
+                os.fsync(fd)
+                res.fsyncs += 1
+                next_fsync += every
+            now = clock()
+            if now >= next_event:
+                if now >= deadline:
+                    res.stopped_by = "time"
+                    break
+                if now >= next_sample:
+                    samples.append((now, done * bs))
+                    next_sample += plan.sample_interval * max(1, int((now - next_sample)
+                                                                     / plan.sample_interval) + 1)
+                next_poll = now + POLL_SECONDS
+                next_event = min(next_poll, deadline)
+                if poll is not None and poll(now, done * bs):
+                    res.stopped_by = "abort"
+                    break
+        res.bytes = done * bs
+        if tail and not res.stopped_by:
+            pack(buf, at, off)
+            res.bytes += _write_all(fd, view[:tail], off, positional)
+            done += 1
+        res.blocks = done
+        res.t_write_end = clock()
+        need_fsync = plan.fsync and res.stopped_by != "abort" and (
+            not every or done % every != 0 or tail)
+        if need_fsync:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                res.fail("fsync", exc)
+                return res
+            res.fsyncs += 1
+        res.t_fsync_end = clock()
+    except OSError as exc:
+        res.blocks = done
+        res.bytes = max(res.bytes, done * bs)
+        res.t_write_end = clock()
+        hint = "--direct needs aligned sizes on this filesystem" if (
+            plan.direct and exc.errno == errno.EINVAL) else ""
+        res.fail("write", exc, hint)
+        return res
+    finally:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError as exc:
+                if not res.failed:
+                    res.fail("close", exc)
+            res.t_close_end = clock()
+            samples.append((res.t_close_end, res.bytes))
+    return res
+
+
+@dataclasses.dataclass
+class VerifyResult:
+    path: str
+    bytes: int = 0
+    seconds: float = 0.0
+    mismatches: int = 0
+    first: Optional[pattern.Mismatch] = None
+    error_text: str = ""
+
+
+def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: int, rank: int,
+                   iteration: int) -> VerifyResult:
+    """Read a segment back and check every block's header and body."""
+    res = VerifyResult(path=path)
+    expect = pattern.body(block_size, key, rank)
+    buf = bytearray(block_size)
+    view = memoryview(buf)
+    t0 = clock()
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            for off, n in pattern.blocks(offset, nbytes, block_size):
+                got = os.preadv(fh.fileno(), [view[:n]], off)
+                if got < n:
+                    res.mismatches += 1
+                    res.first = res.first or pattern.Mismatch(off + got, "data", "end of file")
+                    break
+                bad = pattern.check_block(view[:n], off, expect, key, rank, iteration)
+                if bad is not None:
+                    res.mismatches += 1
+                    res.first = res.first or bad
+                res.bytes += n
+    except OSError as exc:
+        res.error_text = f"{exc.strerror or exc}"
+    res.seconds = clock() - t0
+    return res
+
+
+def samples_array(res: StreamResult) -> np.ndarray:
+    return np.asarray(res.samples, dtype=np.float64).reshape(-1, 2)
