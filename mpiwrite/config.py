@@ -183,6 +183,9 @@ def build(
         raise _fail("--progress-interval", "must not be negative (0 turns progress off)")
     if kwargs.get("timeout") is not None and kwargs["timeout"] < 0:
         raise _fail("--timeout", "must not be negative (0 turns the watchdog off)")
+    timeout = kwargs.get("timeout")
+    if timeout and time_limit and timeout <= time_limit:
+        raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")
     if kwargs.get("files_per_dir", 1000) < 1:
         raise _fail("--files-per-dir", "must be at least 1")
     if kwargs.get("verify_shift", 0) < 0:

@@ -91,6 +91,11 @@ class Console:
     def summary(self, stats: Dict[str, Any]) -> None:
         agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]
         n = agg["n"]
+        if n == 0:
+            for node in stats.get("nodes", []):
+                self.line(f"  node {node['host']:<16} {node['ranks']:>4} ranks wrote "
+                          f"{format_size(node['bytes']):>9} before the run stopped")
+            return
         self.line(f"summary over {n} iteration{'s' * (n != 1)}:")
         self.line(f"  aggregate (last done)  mean {_f(agg['mean'], 0)} MB/s  min "
                   f"{_f(agg['min'], 0)}  max {_f(agg['max'], 0)}  stddev {_f(agg['std'], 0)}")

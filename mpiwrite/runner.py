@@ -166,8 +166,8 @@ class Run:
         watch_s = cfg.watchdog_seconds()
         grace = max(5.0, 0.1 * (watch_s or 0))
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: f"rank {self.rank} on {team.host}: no progress within "
-                                    f"--timeout {watch_s:g}s ({plan.path}); ending the job")
+                            lambda: f"rank {self.rank} on {team.host}: the write phase did not end "
+                                    f"within --timeout {watch_s:g}s ({plan.path}); ending the job")
         state["t0"] = clock()
         state["next"] = state["t0"] + cfg.progress_interval
         if shared_failed:

@@ -126,9 +126,12 @@ def node_totals(ranks: np.ndarray) -> np.ndarray:
     out = np.zeros(len(nodes), dtype=dt)
     for i, n in enumerate(nodes):
         sel = ranks[ranks["node"] == n]
-        span = np.nanmax(sel["t_close_end"]) - np.nanmin(sel["t_write_start"]) if len(sel) else 0
+        ends, starts = sel["t_close_end"], sel["t_write_start"]
+        ok = np.isfinite(ends).all() and np.isfinite(starts).all() and len(sel)
+        span = float(ends.max() - starts.min()) if ok else np.nan
+        rates = sel["MB_per_s"][np.isfinite(sel["MB_per_s"])]
         out[i] = (n, len(sel), sel["bytes"].sum(), _mbps(float(sel["bytes"].sum()), span),
-                  np.nanmin(sel["MB_per_s"]) if np.any(np.isfinite(sel["MB_per_s"])) else np.nan)
+                  rates.min() if rates.size else np.nan)
     return out
 
 
@@ -145,7 +148,7 @@ def over_iterations(values: np.ndarray) -> Dict[str, float]:
 def run_stats(ranks: np.ndarray, iterations: np.ndarray, hosts) -> Dict[str, object]:
     """Over-iteration statistics for the summary, the JSON output and `show`."""
     ok = iterations[iterations["status"] == OK] if len(iterations) else iterations
-    use = ok if len(ok) else iterations
+    use = ok
     stats: Dict[str, object] = {
         "aggregate": over_iterations(use["aggregate_MB_per_s"]),
         "first_done": over_iterations(use["first_done_MB_per_s"]),
