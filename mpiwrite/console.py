@@ -56,7 +56,7 @@ class Console:
                   f"{', O_DIRECT' if c.direct else ''}, layout {c.layout}, "
                   f"{c.iterations} iteration{'s' * (c.iterations != 1)}")
         self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
-                                   ("kernel", "lustre", "checksums", "checksum_type")))
+                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")))
         if c.tags:
             self.line("  tags " + ", ".join(f"{k}={v}" for k, v in c.tags.items()))
         self.line(f"{'iter':>4} {'aggregate':>10} {'first-done':>10} {'rank min':>9} "

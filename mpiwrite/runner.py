@@ -105,7 +105,7 @@ class Run:
                     except OSError as exc:
                         raise ConfigError(f"--results: cannot write records in "
                                           f"{cfg.results!r}: {exc.strerror}") from None
-                    self.record_file = record_path(cfg.results, self.run_id)
+                    self.record_file = os.path.abspath(record_path(cfg.results, self.run_id))
                 self.mkdir_seconds = layout.make_subdirs(cfg, self.run_id, team.size)
             except ConfigError as exc:
                 message = str(exc)

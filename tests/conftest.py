@@ -1,0 +1,86 @@
+"""Helpers for tests that run mpiwrite as a user would: real mpiexec, real files."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from typing import List, Optional
+
+import pytest
+
+BIN = os.path.dirname(sys.executable)
+
+
+def tool(name: str) -> Optional[str]:
+    here = os.path.join(BIN, name)
+    return here if os.path.exists(here) else shutil.which(name)
+
+
+MPIEXEC = tool("mpiexec")
+MPIWRITE = tool("mpiwrite")
+
+
+def _clean_env(extra=None):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("PMI_", "PMIX_", "OMPI_", "SLURM_", "MPIWRITE_")):
+            del env[k]
+    env.update(extra or {})
+    return env
+
+
+def mpirun(n: int, args: List[str], cwd: str, timeout: float = 120, env=None,
+           pre: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+    """`mpiexec -n N mpiwrite ARGS` in cwd; output captured; fails the test on a hang."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    cmd = (pre or []) + [MPIEXEC, "-n", str(n), MPIWRITE] + list(args)
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=_clean_env(env), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        subprocess.run(["pkill", "-9", "-f", "mpiwrite"], check=False)
+        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n"
+                             f"{exc.stdout}\n{exc.stderr}") from None
+
+
+def cli(args: List[str], cwd: str, timeout: float = 60, env=None, input=None):
+    """`mpiwrite ARGS` without a launcher."""
+    return subprocess.run([MPIWRITE] + list(args), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=_clean_env(env), input=input)
+
+
+def records_in(folder: str) -> List[str]:
+    return sorted(glob.glob(os.path.join(folder, "*.h5")))
+
+
+def only_record(folder: str):
+    from mpiwrite import records
+
+    found = records_in(folder)
+    assert len(found) == 1, found
+    return records.read(found[0])
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+needs_root = pytest.mark.skipif(not is_root(), reason="needs root (mounts)")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A small tmpfs of our own (64 MiB), unmounted afterwards."""
+    if not is_root():
+        pytest.skip("needs root to mount a tmpfs")
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield str(mnt)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
