@@ -61,15 +61,47 @@ def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
     """
     target = cfg.target
     parent = os.path.dirname(os.path.abspath(target))
-    if os.path.lexists(target) and not os.path.isdir(target):
-        raise ConfigError(f"TARGET: {target!r} exists and is not a directory")
-    if not os.path.isdir(target):
-        if not os.path.isdir(parent):
+    kind = _kind(target)
+    if kind not in ("dir", "missing"):
+        raise ConfigError(f"TARGET: {target!r} {kind}")
+    created = False
+    if kind == "missing":
+        pkind = _kind(parent)
+        if pkind == "missing":
             raise ConfigError(f"TARGET: parent directory {parent!r} does not exist")
+        if pkind != "dir":
+            raise ConfigError(f"TARGET: parent {parent!r} {pkind}")
         try:
             os.mkdir(target)
+            created = True
         except OSError as exc:
             raise ConfigError(f"TARGET: cannot create {target!r}: {exc.strerror}") from None
+    try:
+        _probe(cfg, run_id, fstype)
+    except ConfigError:
+        if created:
+            try:
+                os.rmdir(target)
+            except OSError:
+                pass
+        raise
+
+
+def _kind(path: str) -> str:
+    """'dir', 'missing', or what is wrong with path, for a one-line message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot be reached: {exc.strerror}"
+    import stat
+
+    return "dir" if stat.S_ISDIR(st.st_mode) else "exists and is not a directory"
+
+
+def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
+    target = cfg.target
     probe = os.path.join(target, f".mpiwrite-{run_id}-probe")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     if cfg.direct:
@@ -91,10 +123,11 @@ def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
     finally:
         if fd >= 0:
             os.close(fd)
-            try:
-                os.unlink(probe)
-            except OSError:
-                pass
+        # The kernel may create the file and then refuse O_DIRECT: the name is ours either way.
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
 
 
 def make_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> float:

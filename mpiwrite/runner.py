@@ -88,8 +88,11 @@ class Run:
             texts = team.gather_texts(facts_text, team.leaders)
             if texts is not None:
                 self.nodes = [json.loads(t) for t in texts]
+        node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
         message = ""
         if self.rank == 0:
+            self.node_of = node_rows[:, 0].astype(np.int64)
+            self.hosts = [n["host"] for n in self.nodes]
             self.run_id = new_run_id()
             self.start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self.keys = nodeinfo.run_keys(self.nodes)
@@ -107,25 +110,30 @@ class Run:
                                           f"{cfg.results!r}: {exc.strerror}") from None
                     self.record_file = os.path.abspath(record_path(cfg.results, self.run_id))
                 self.mkdir_seconds = layout.make_subdirs(cfg, self.run_id, team.size)
+                self.save_record("running")
+                if self.record_error:
+                    layout.remove_subdirs(cfg, self.run_id, team.size)
+                    raise ConfigError(f"--results: {self.record_error}")
             except ConfigError as exc:
                 message = str(exc)
             except OSError as exc:
                 message = f"TARGET: cannot create run directories: {exc.strerror}"
+            if message and self.created_target:
+                try:
+                    os.rmdir(cfg.target)
+                except OSError:
+                    pass
         text = team.bcast_text("" if self.rank else f"{self.run_id}\n{message}")
         self.run_id, message = text.split("\n", 1)
         if message:
             raise ConfigError(message)
-        node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
         self.key = pattern.run_key(self.run_id)
         self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
         if self.rank == 0:
-            self.node_of = node_rows[:, 0].astype(np.int64)
-            self.hosts = [n["host"] for n in self.nodes]
             ram = [n.get("mem_total_bytes") or 0 for n in self.nodes]
             self.ram = np.array(ram, dtype=float)
             self.console.header(self.run_id, team.size, self.hosts, self.keys,
                                 self.nodes[0]["fs"])
-            self.save_record("running")
         team.barrier()
         self.origin = clock()
 
