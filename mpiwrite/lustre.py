@@ -96,11 +96,14 @@ def collect(reader: Reader, kernel_release: str) -> Dict[str, Any]:
     """Every Lustre fact of this node; {'present': False} when no client is loaded."""
     text = None
     source = None
+    reasons = []
     for rel in VERSION_FILES:
-        text, _why = reader.read(rel)
+        text, why = reader.read(rel)
         if text is not None:
             source = "/" + rel
             break
+        if why != "absent":
+            reasons.append(f"/{rel}: {why}")
     oscs = _devices(reader, "osc")
     llites = _devices(reader, "llite")
     if text is None and not oscs and not llites:
@@ -112,7 +115,7 @@ def collect(reader: Reader, kernel_release: str) -> Dict[str, Any]:
     info["kernel_line"] = parsed["kernel_line"]
     info["kernel"] = patch_state(parsed["kernel_line"], kernel_release)
     if text is None:
-        reader.unknown["lustre.version"] = "no version file under /sys or /proc"
+        reader.unknown["lustre.version"] = "; ".join(reasons) or "no version file"
     osc_rows = []
     for dev in sorted(oscs):
         params = oscs[dev]

@@ -203,6 +203,8 @@ class Run:
         rows = team.gather_rows(row)
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()
+        if self.rank == 0 and it == 0 and self.keys["fstype"] in ("lustre", "mixed"):
+            self.stripe = nodeinfo.stripe_of(plan.path)
         self.cleanup(res, plan.path)
         status = "ok"
         if self.rank == 0:
@@ -390,6 +392,7 @@ class Run:
             "host": self.hosts[0] if hasattr(self, "hosts") else "",
             "mkdir_seconds": getattr(self, "mkdir_seconds", 0.0),
             "bytes_to_ram": getattr(self, "bytes_to_ram", float("nan")),
+            "stripe": json.dumps(getattr(self, "stripe", None)),
             "mpiwrite_version": __version__, "environment": json.dumps(
                 {k: v for k, v in os.environ.items()
                  if k.startswith(("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_"))}),
