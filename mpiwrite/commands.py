@@ -1,10 +1,35 @@
-"""Commands beyond `run` and `env`, each a thin layer over its module."""
+"""Commands beyond `run` and `env`, each a thin layer over its module.  None starts MPI."""
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
 
-from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.errors import ConfigError, RecordError, RunError
+
+FORMATS = click.Choice(["table", "markdown", "csv", "json"])
+METRIC_HELP = "aggregate (last done), first-done, rank-mean, per-node"
+
+
+def _confidence(value: float) -> float:
+    if not 0.5 <= value < 1:
+        raise ConfigError("--confidence: expected a fraction such as 0.95")
+    return value
+
+
+def _store(paths, skip_bad: bool):
+    from mpiwrite.results import Store
+
+    store = Store(paths)
+    if store.bad and not skip_bad:
+        return store, 1
+    return store, 0
+
+
+def _keys(text: str):
+    return [k.strip() for k in text.split(",") if k.strip()] if text else []
 
 
 @click.command()
@@ -33,5 +58,106 @@ def verify(paths):
         raise RunError(f"verify: {bad} problem(s) in {len(files)} file(s)")
 
 
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--by", default="kernel,lustre,checksums", show_default=True,
+              help="Comma-separated run keys or tags to group by.")
+@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
+@click.option("--baseline", default=None, help="KEY=VALUE[,...]: the row to compare against.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
+    """One row per configuration over the records under PATHS (files, folders, globs)."""
+    from mpiwrite.report import format_rows, report_rows
+
+    store, code = _store(paths, skip_bad)
+    keys = _keys(by)
+    rows = report_rows(store, keys, metric, baseline, _confidence(confidence))
+    if not rows:
+        raise ConfigError("PATHS: no complete runs found")
+    click.echo(format_rows(rows, keys, fmt, confidence))
+    skipped = len(store.runs) - len(store.select())
+    if skipped:
+        sys.stderr.write(f"mpiwrite: {skipped} run(s) that did not complete were left out\n")
+    return code
+
+
+@click.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--in", "where", multiple=True, default=["results"], show_default=True,
+              help="Where KEY=VALUE filters look for records (repeatable).")
+@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
+@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def compare(a, b, where, metric, confidence, as_json):
+    """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in."""
+    import os
+
+    from mpiwrite.report import compare_text, select_side
+    from mpiwrite.results import Store
+
+    needs_in = any(not os.path.exists(x) for x in (a, b))
+    store = Store(where) if needs_in else None
+    text, doc = compare_text(select_side(a, store), select_side(b, store), a, b, metric,
+                             _confidence(confidence))
+    if as_json:
+        click.echo(json.dumps(doc, indent=1, default=lambda x: None))
+    else:
+        click.echo(text)
+
+
+@click.command()
+@click.argument("run")
+@click.option("--in", "where", multiple=True, default=["results"], show_default=True,
+              help="Where to look for a run given by its id.")
+@click.option("--iteration", type=int, default=None, help="Per-rank table of this iteration.")
+def show(run, where, iteration):
+    """One run in full: parameters, nodes, per-node and per-rank figures, warnings."""
+    import os
+
+    from mpiwrite import records
+    from mpiwrite.report import show_text
+    from mpiwrite.results import Store, run_keys
+
+    if os.path.isfile(run):
+        try:
+            rec = records.read(run)
+        except RecordError as exc:
+            raise RunError(str(exc)) from None
+    else:
+        rec = Store(where).find_run(run)
+    click.echo(show_text(rec, run_keys(rec), iteration))
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(["scaling", "ranks", "timeline"]))
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf.")
+@click.option("--by", default="", help="Group runs into lines by these keys (scaling).")
+@click.option("--x", "xkey", type=click.Choice(["nodes", "ranks"]), default="nodes",
+              show_default=True)
+@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
+@click.option("--iteration", type=int, default=None, help="Iteration (ranks, timeline).")
+@click.option("--skip-bad", is_flag=True)
+def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
+    """Draw a scaling curve, per-rank bars of one run, or a throughput timeline."""
+    from mpiwrite import plot as plots
+
+    plots.check_output(output)
+    store, code = _store(paths, skip_bad)
+    if kind == "scaling":
+        plots.scaling(store, output, _keys(by), xkey, metric)
+    else:
+        runs = store.runs
+        if len(runs) != 1:
+            raise ConfigError(f"PATHS: {kind} draws one run; {len(runs)} records given")
+        getattr(plots, kind)(runs[0], output, iteration)
+    click.echo(output)
+    return code
+
+
 def register(cli) -> None:
-    cli.add_command(verify)
+    for cmd in (verify, report, compare, show, plot):
+        cli.add_command(cmd)

@@ -197,6 +197,7 @@ class Run:
         verify = None
         if cfg.verify and not any_failed and not any_signal:
             verify = self.verify(it, res)
+            team.barrier()  # nobody removes a file another rank may still be reading
         if any_failed or any_signal or (verify is not None and verify.mismatches):
             self.collect_errors(it, res, verify)
         row = self.row(res, verify)
@@ -342,6 +343,7 @@ class Run:
         ranks["clock_offset_seconds"] = offsets[self.node_of, 0]
         ranks["clock_uncertainty_seconds"] = offsets[self.node_of, 1]
         summary.fill_rates(ranks)
+        self.last_offsets = offsets
         flat, counts = samples
         pairs = flat.reshape(-1, 2)
         srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
@@ -408,7 +410,7 @@ class Run:
             iterations=np.array(self.iter_rows, dtype=summary.ITER_DTYPE),
             samples=np.concatenate(self.sample_rows) if self.sample_rows else
             np.zeros(0, summary.SAMPLE_DTYPE),
-            nodes=self.nodes, node_clock=None, errors=self.errors)
+            nodes=self.nodes, node_clock=getattr(self, "last_offsets", None), errors=self.errors)
 
     def save_record(self, status: str, error: str = "") -> None:
         if self.record_file is None:

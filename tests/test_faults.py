@@ -25,29 +25,33 @@ from mpiwrite import records, summary
 pytestmark = pytest.mark.mpi
 
 
-def rank_pids(marker: str, timeout: float = 20.0) -> dict:
-    """{rank: pid} of running mpiwrite processes whose command line contains marker."""
+def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
+    """{rank: pid} of the mpiwrite ranks running in folder cwd (unique per test)."""
+    cwd = os.path.realpath(str(cwd))
     end = time.monotonic() + timeout
+    found = {}
     while time.monotonic() < end:
         found = {}
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
                 continue
             try:
+                if os.path.realpath(f"/proc/{pid}/cwd") != cwd:
+                    continue
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
                     cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
                 with open(f"/proc/{pid}/environ", "rb") as fh:
                     env = fh.read().decode(errors="replace")
             except OSError:
                 continue
-            if marker in cmd and "mpiwrite" in cmd and "mpiexec" not in cmd:
+            if "mpiwrite" in cmd and "mpiexec" not in cmd:
                 for var in env.split("\0"):
                     if var.startswith("PMI_RANK="):
                         found[int(var[9:])] = int(pid)
-        if found:
+        if len(found) == nranks:
             return found
-        time.sleep(0.1)
-    raise AssertionError(f"no rank processes for {marker}")
+        time.sleep(0.05)
+    raise AssertionError(f"found ranks {sorted(found)} of {nranks} in {cwd}")
 
 
 def start(n, args, cwd):
@@ -159,7 +163,7 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
     before = pathlib.Path(good).read_bytes()
     proc = start(3, ["run", "victim", "-t", "30", "--no-fsync", "--results", str(res),
                      "--progress-interval", "0"], tmp_path)
-    pids = rank_pids("run victim")
+    pids = rank_pids(tmp_path, 3)
     wait_for_bytes(tmp_path / "victim", 1)
     os.kill(pids[1], signal.SIGKILL)
     code, _out, _err = wait(proc, 60)
@@ -175,7 +179,7 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
 def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
     proc = start(3, ["run", "d", "-t", "30", "--no-fsync", "--results", "r", "--json", "s.json",
                      "--progress-interval", "0"], tmp_path)
-    rank_pids("run d")
+    rank_pids(tmp_path, 3)
     wait_for_bytes(tmp_path / "d", 2**20)
     t0 = time.monotonic()
     proc.send_signal(sig)
@@ -193,7 +197,7 @@ def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
 def test_stopped_rank_is_named_by_the_watchdog(tmp_path):
     proc = start(3, ["run", "d", "-t", "2", "--timeout", "4", "--no-fsync", "--results", "r",
                      "--progress-interval", "0"], tmp_path)
-    pids = rank_pids("run d")
+    pids = rank_pids(tmp_path, 3)
     wait_for_bytes(tmp_path / "d", 1)
     os.kill(pids[2], signal.SIGSTOP)
     try:

@@ -1,0 +1,52 @@
+"""Synthetic records with known figures, written with the real record writer."""
+
+import json
+
+import numpy as np
+
+from mpiwrite import records, summary
+
+
+def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18"):
+    return {"host": host, "kernel": kernel, "fs": {"fstype": "lustre"},
+            "lustre": {"present": True, "version": lustre, "checksums": checksums,
+                       "checksum_type": "adler", "kernel": "patchless"},
+            "mem_total_bytes": 16 * 2**30, "raw": {"/proc/fs/lustre/version": f"lustre: {lustre}"}}
+
+
+def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="complete",
+         **keys):
+    """A record whose iterations have exactly these aggregate MB/s values."""
+    n = nodes * ranks_per_node
+    per_rank = 2**30
+    rank_rows, iters = [], []
+    for it, v in enumerate(values):
+        r = np.zeros(n, dtype=summary.RANK_DTYPE)
+        r["iteration"], r["rank"], r["node"] = it, np.arange(n), np.arange(n) // ranks_per_node
+        r["bytes"] = per_rank
+        span = n * per_rank / (v * 1e6)
+        start = it * 10 * span
+        r["t_open_start"] = start - 0.001
+        r["t_write_start"] = start
+        r["t_write_end"] = start + span * 0.9
+        r["t_fsync_end"] = start + span * np.linspace(0.95, 1.0, n)
+        r["t_close_end"] = r["t_fsync_end"]
+        r["verify_seconds"] = np.nan
+        summary.fill_rates(r)
+        rank_rows.append(r)
+        iters.append(summary.iteration_summary(r, None, summary.OK))
+    cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
+           "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x"}
+    nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]
+    from mpiwrite.nodeinfo import run_keys
+
+    rec = records.RunRecord(
+        attrs={"run_id": run_id, "status": status,
+               "start_time": f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
+               "params": json.dumps(cfg), "tags": json.dumps(tags or {}),
+               "keys": json.dumps(run_keys(nd)), "ranks": n, "nodes": nodes,
+               "host": "n1", "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
+        ranks=np.concatenate(rank_rows), iterations=np.array(iters, dtype=summary.ITER_DTYPE),
+        samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[])
+    records.write(rec, str(path))
+    return str(path)

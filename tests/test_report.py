@@ -1,0 +1,181 @@
+"""Reports, comparisons, show, plots and the Python API over real and synthetic records."""
+
+import csv
+import io
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+import pytest
+import synth
+from conftest import cli, mpirun
+
+from mpiwrite import stats
+
+STUDY = {"1.6.4.3": 832.0, "1.6.5-off": 681.0, "1.6.5-on": 326.0}
+
+
+@pytest.fixture
+def study(tmp_path):
+    """Three client configurations, five runs of two iterations each, ~1% noise."""
+    rng = np.random.default_rng(7)
+    folder = tmp_path / "study"
+    folder.mkdir()
+    for name, mbps in STUDY.items():
+        for rep in range(5):
+            vals = mbps * (1 + 0.01 * rng.standard_normal(2))
+            synth.make(folder / f"{name}-{rep}.h5", vals, f"{name}-{rep}",
+                       tags={"client": name, "rep": str(rep)})
+    return folder
+
+
+def test_t_distribution_matches_tables():
+    assert stats.t_ppf(0.975, 1) == pytest.approx(12.7062, abs=1e-4)
+    assert stats.t_ppf(0.975, 5) == pytest.approx(2.5706, abs=1e-4)
+    assert stats.t_ppf(0.975, 30) == pytest.approx(2.0423, abs=1e-4)
+    assert stats.t_cdf(2.0, 10) == pytest.approx(0.963306, abs=1e-6)
+
+
+def test_report_finds_the_original_losses(study, tmp_path):
+    out = cli(["report", str(study), "--by", "client", "--baseline", "client=1.6.4.3",
+               "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = {r["client"]: r for r in json.loads(out.stdout)}
+    assert rows["1.6.4.3"]["runs"] == 5 and rows["1.6.4.3"]["n"] == 10
+    for name, mbps in STUDY.items():
+        assert rows[name]["ci_lo"] < rows[name]["mean"] < rows[name]["ci_hi"]
+        assert rows[name]["mean"] == pytest.approx(mbps, rel=0.01)
+    for name, expect in (("1.6.5-off", -18.0), ("1.6.5-on", -61.0)):
+        r = rows[name]
+        truth = (STUDY[name] / STUDY["1.6.4.3"] - 1) * 100
+        assert r["change_pct"] == pytest.approx(expect, abs=1.0)
+        assert r["change_lo"] <= truth <= r["change_hi"]
+        assert r["verdict"] == "real"
+
+
+def test_report_table_fits_100_columns_and_other_formats(study, tmp_path):
+    base = ["report", str(study), "--by", "client,checksums", "--baseline",
+            "client=1.6.4.3"]
+    table = cli(base, cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert max(len(ln) for ln in table.stdout.splitlines()) <= 100, table.stdout
+    assert "1.6.5-on" in table.stdout and "base" in table.stdout
+    md = cli(base + ["--format", "markdown"], cwd=tmp_path).stdout
+    assert md.startswith("| client | checksums |") and len(md.strip().splitlines()) == 5
+    rows = list(csv.DictReader(io.StringIO(cli(base + ["--format", "csv"], cwd=tmp_path).stdout)))
+    assert len(rows) == 3 and float(rows[0]["mean_MB_per_s"]) > 0
+
+
+def test_compare_same_distribution_is_within_noise(tmp_path):
+    rng = np.random.default_rng(3)
+    for side in ("a", "b"):
+        os.makedirs(tmp_path / side)
+        for rep in range(4):
+            synth.make(tmp_path / side / f"{rep}.h5", 700 * (1 + 0.03 * rng.standard_normal(2)),
+                       f"{side}{rep}", tags={"side": side})
+    out = cli(["compare", "side=a", "side=b", "--in", str(tmp_path), "--json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["real"] is False and "within noise" in doc["verdict"]
+    assert doc["test"] == "welch" and doc["a"]["n"] == 8
+    text = cli(["compare", str(tmp_path / "a"), str(tmp_path / "b")], cwd=tmp_path).stdout
+    assert "Welch" in text and "within noise" in text and "more repetitions" in text
+
+
+def test_compare_checksums_on_against_off(study, tmp_path):
+    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study)],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "a real difference" in out.stdout and "-52." in out.stdout
+
+
+def test_bad_records_are_named_and_skipped(study, tmp_path):
+    good = sorted(os.listdir(study))[0]
+    data = (study / good).read_bytes()
+    (study / "truncated.h5").write_bytes(data[: len(data) // 2])
+    with h5py.File(study / "foreign.h5", "w") as h5:
+        h5["x"] = [1, 2, 3]
+    synth.make(study / "future.h5", [800.0], "future")
+    with h5py.File(study / "future.h5", "a") as h5:
+        h5.attrs["schema_version"] = 99
+    out = cli(["report", str(study), "--by", "client"], cwd=tmp_path)
+    assert out.returncode == 1
+    for name in ("truncated.h5", "foreign.h5", "future.h5"):
+        assert name in out.stderr
+    assert "newer" in out.stderr and "1.6.5-on" in out.stdout
+    assert cli(["report", str(study), "--by", "client", "--skip-bad"],
+               cwd=tmp_path).returncode == 0
+
+
+def test_incomplete_runs_are_left_out(tmp_path):
+    synth.make(tmp_path / "ok.h5", [500.0, 510.0], "ok", tags={"k": "v"})
+    synth.make(tmp_path / "bad.h5", [9000.0], "bad", tags={"k": "v"}, status="running")
+    out = cli(["report", str(tmp_path), "--by", "k", "--format", "json"], cwd=tmp_path)
+    assert json.loads(out.stdout)[0]["n"] == 2
+    assert "did not complete" in out.stderr
+
+
+def test_python_api_tables_join_on_run_id(study):
+    pd = pytest.importorskip("pandas")
+    from mpiwrite.results import load
+
+    t = load([str(study)])
+    assert set(t) == {"runs", "iterations", "ranks", "nodes", "samples"}
+    assert len(t["runs"]) == 15 and len(t["iterations"]) == 30
+    joined = t["iterations"].merge(t["runs"][["run_id", "checksums"]], on="run_id")
+    assert len(joined) == 30 and set(joined["client"]) == set(STUDY)
+    assert isinstance(t["ranks"], pd.DataFrame) and "host" in t["ranks"]
+
+
+def _not_blank_png(path):
+    from PIL import Image
+
+    im = np.asarray(Image.open(path).convert("L"), dtype=float)
+    assert im.shape[0] > 100 and im.std() > 10
+
+
+def test_scaling_plot(tmp_path):
+    for nodes in (1, 2, 4):
+        for rep in range(3):
+            synth.make(tmp_path / f"s{nodes}-{rep}.h5", [300.0 * nodes ** 0.8 + rep],
+                       f"s{nodes}{rep}", nodes=nodes, tags={"study": "scale"})
+    png = tmp_path / "scaling.png"
+    out = cli(["plot", "scaling", str(tmp_path), "--by", "study", "-o", str(png)], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    _not_blank_png(png)
+    svg = tmp_path / "scaling.svg"
+    assert cli(["plot", "scaling", str(tmp_path), "-o", str(svg), "--x", "ranks"],
+               cwd=tmp_path).returncode == 0
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    assert "MB/s" in svg.read_text() or "MB" in svg.read_text()
+
+
+@pytest.mark.mpi
+def test_real_runs_report_show_and_plots(tmp_path):
+    for sums in ("on", "off"):
+        out = mpirun(2, ["run", "d", "-s", "2M", "-i", "2", "--results", "r", "--tag",
+                         f"sums={sums}", "--sample-interval", "0.05"], cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    rep = cli(["report", "r", "--by", "sums,ranks"], cwd=tmp_path)
+    assert rep.returncode == 0 and "on" in rep.stdout and "off" in rep.stdout
+    recs = sorted(os.listdir(tmp_path / "r"))
+    show = cli(["show", os.path.join("r", recs[0])], cwd=tmp_path)
+    assert show.returncode == 0, show.stderr
+    for needle in ("per rank, slowest first", "imbalance", "straggler tail", "per node",
+                   "offset s"):
+        assert needle in show.stdout
+    run_id = recs[0][len("mpiwrite-"):-3]
+    assert cli(["show", run_id[:-2], "--in", "r"], cwd=tmp_path).returncode == 0
+    for kind in ("ranks", "timeline"):
+        png = tmp_path / f"{kind}.png"
+        out = cli(["plot", kind, os.path.join("r", recs[0]), "-o", str(png)], cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        _not_blank_png(png)
+
+
+def test_plot_refuses_an_unknown_suffix(tmp_path):
+    out = cli(["plot", "scaling", str(tmp_path), "-o", "x.gif"], cwd=tmp_path)
+    assert out.returncode == 2 and "-o" in out.stderr
