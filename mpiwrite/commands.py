@@ -158,6 +158,88 @@ def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
     return code
 
 
+@click.command(context_settings={"show_default": True})
+@click.option("--nodes", default="1", help="Node count, or a list like 1,2,4,8 for a "
+              "scaling study.")
+@click.option("--ntasks-per-node", type=int, default=1)
+@click.option("--partition", default=None)
+@click.option("--account", default=None)
+@click.option("--time-limit", default=None, help="Slurm time, e.g. 30, 1:00:00, 1-00:00.")
+@click.option("--launcher", default="srun", help="srun (PMI) or mpirun (mpiexec).")
+@click.option("--repeat", type=int, default=1, help="Runs per node count.")
+@click.option("--job-name", default="mpiwrite")
+@click.option("--results", default="results", help="Folder for records (unless the run "
+              "arguments give --results).")
+@click.option("-o", "--output", "out_file", default=None, help="Write the script here.")
+@click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id.")
+@click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, repeat,
+              job_name, results, out_file, submit, run_args):
+    """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
+    import os
+    import shutil
+    import subprocess
+
+    from mpiwrite import jobscript as js
+
+    _check_run_args(ctx, list(run_args))
+    here = shutil.which("mpiwrite") or os.path.join(os.path.dirname(sys.executable), "mpiwrite")
+    job = js.Job(nodes=js.parse_nodes(nodes), ntasks_per_node=ntasks_per_node,
+                 partition=partition, account=account, time_limit=time_limit,
+                 launcher=launcher, repeat=repeat, job_name=job_name,
+                 mpiwrite=os.path.abspath(here), results=results, run_args=list(run_args),
+                 mpiexec=_beside(here, "mpiexec"))
+    text = js.render(job)
+    if out_file:
+        with open(out_file, "w") as fh:
+            fh.write(text)
+        os.chmod(out_file, 0o755)
+    if submit:
+        if not shutil.which("sbatch"):
+            raise RunError("--submit: sbatch not found")
+        out = subprocess.run(["sbatch", "--parsable"], input=text, capture_output=True,
+                             text=True)
+        if out.returncode:
+            raise RunError(f"sbatch: {out.stderr.strip()}")
+        click.echo(out.stdout.strip().split(";")[0])
+    elif not out_file:
+        click.echo(text, nl=False)
+
+
+def _beside(path: str, name: str) -> str:
+    """`name` from the same bin folder as `path` when it is there (a virtualenv's MPI)."""
+    import os
+    import shutil
+
+    here = os.path.join(os.path.dirname(os.path.abspath(path)), name)
+    return here if os.path.exists(here) else (shutil.which(name) or name)
+
+
+def _check_run_args(ctx, args) -> None:
+    """Parse the run arguments as `mpiwrite run` would, so mistakes surface now (exit 2)."""
+    from mpiwrite import cli as cli_mod
+
+    run_cmd = cli_mod.run
+    try:
+        sub = run_cmd.make_context("run", list(args), parent=ctx, resilient_parsing=False)
+    except click.exceptions.Exit:
+        return
+    p = sub.params
+    from mpiwrite import config
+
+    config.build(target=p["target"], layout=p["layout"], block_size=p["block_size"],
+                 size=p["size"], count=p["count"], time_limit=p["time_limit"],
+                 fsync=p["fsync"], fsync_every=p["fsync_every"], direct=p["direct"],
+                 iterations=p["iterations"], delay=p["delay"], keep=p["keep"],
+                 results=p["results"], json_path=p["json_path"],
+                 tags=config.parse_tags(p["tags"], p["tag_file"]),
+                 sample_interval=p["sample_interval"],
+                 progress_interval=p["progress_interval"], timeout=p["timeout"],
+                 files_per_dir=p["files_per_dir"], verify=p["verify"],
+                 verify_shift=p["verify_shift"])
+
+
 def register(cli) -> None:
-    for cmd in (verify, report, compare, show, plot):
+    for cmd in (verify, report, compare, show, plot, jobscript):
         cli.add_command(cmd)

@@ -8,6 +8,7 @@ every rank aborts the job if even that does not happen.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import threading
@@ -33,7 +34,9 @@ class Team:
         self.comm = (world or MPI.COMM_WORLD).Dup()
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
-        self.host = socket.gethostname()
+        # MPIWRITE_HOSTNAME names the node where hostnames do not tell nodes apart
+        # (containers that share a hostname; tests that model uneven nodes on one machine).
+        self.host = os.environ.get("MPIWRITE_HOSTNAME") or socket.gethostname()
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
         color = zlib.crc32(self.host.encode()) & 0x7FFFFFFF
@@ -258,6 +261,18 @@ class Watchdog:
     def cancel(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
+
+
+def seconds_since_exec() -> float:
+    """How long ago this process started (from /proc; 10 ms resolution), or NaN."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def node_ranks(team: Team) -> Optional[np.ndarray]:

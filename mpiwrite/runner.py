@@ -21,7 +21,7 @@ from mpiwrite import __version__, layout, nodeinfo, pattern, summary
 from mpiwrite.config import RunConfig
 from mpiwrite.console import Console
 from mpiwrite.errors import ConfigError
-from mpiwrite.parallel import ProgressBoard, Team, Watchdog, world_ranks_of
+from mpiwrite.parallel import ProgressBoard, Team, Watchdog, seconds_since_exec, world_ranks_of
 from mpiwrite.writer import StreamResult, clock, verify_segment, write_stream
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
@@ -82,7 +82,8 @@ class Run:
         self.mpi_library = self.MPI.Get_library_version().strip().splitlines()[0]
         facts_text = ""
         if team.is_leader:
-            facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, self.mpi_library))
+            facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, self.mpi_library,
+                                                     host=team.host))
         self.nodes = None
         if team.is_leader:
             texts = team.gather_texts(facts_text, team.leaders)
@@ -134,6 +135,7 @@ class Run:
             self.ram = np.array(ram, dtype=float)
             self.console.header(self.run_id, team.size, self.hosts, self.keys,
                                 self.nodes[0]["fs"])
+        self.startup_seconds = team.allreduce_max(seconds_since_exec())
         team.barrier()
         self.origin = clock()
 
@@ -395,6 +397,7 @@ class Run:
             "mkdir_seconds": getattr(self, "mkdir_seconds", 0.0),
             "bytes_to_ram": getattr(self, "bytes_to_ram", float("nan")),
             "stripe": json.dumps(getattr(self, "stripe", None)),
+            "startup_seconds": getattr(self, "startup_seconds", float("nan")),
             "mpiwrite_version": __version__, "environment": json.dumps(
                 {k: v for k, v in os.environ.items()
                  if k.startswith(("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_"))}),
@@ -438,7 +441,9 @@ class Run:
                "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
                "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
                               for row in rec.iterations],
-               "summary": stats, "warnings": self.warnings, "errors": self.errors}
+               "summary": stats, "warnings": self.warnings, "errors": self.errors,
+               "startup_seconds": getattr(self, "startup_seconds", None),
+               "mkdir_seconds": getattr(self, "mkdir_seconds", None)}
         if self.cfg.json_path:
             text = json.dumps(_jsonable(out), indent=1, allow_nan=False)
             if self.cfg.json_path == "-":

@@ -58,27 +58,40 @@ def fill_rates(ranks: np.ndarray) -> None:
 
 
 def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray) -> float:
-    """Bytes all ranks had written by time t (linear between each rank's samples)."""
-    total = 0.0
-    by_rank: Dict[int, np.ndarray] = {}
+    """Bytes all ranks had written by time t (linear between each rank's samples).
+
+    Vectorised: each rank's points are (start, 0), its samples, (end, bytes); for every rank the
+    last point at or before t and the next one are found with one sort and two bincounts.
+    """
+    ok = np.isfinite(ranks["t_write_start"])
+    r = ranks[ok]
+    if not len(r):
+        return 0.0
+    done = np.isfinite(r["t_close_end"])
+    total = float(r["bytes"][done & (r["t_close_end"] <= t)].sum())
+    live = r[done & (r["t_close_end"] > t) & (r["t_write_start"] < t)]
+    if not len(live):
+        return total
+    ids = live["rank"].astype(np.int64)
+    pt_rank = [ids, ids]
+    pt_t = [live["t_write_start"], live["t_close_end"]]
+    pt_b = [np.zeros(len(live)), live["bytes"].astype(float)]
     if samples is not None and len(samples):
-        order = np.lexsort((samples["t"], samples["rank"]))
-        s = samples[order]
-        bounds = np.flatnonzero(np.diff(s["rank"])) + 1
-        for part in np.split(s, bounds):
-            by_rank[int(part["rank"][0])] = part
-    for row in ranks:
-        start, end, nbytes = row["t_write_start"], row["t_close_end"], row["bytes"]
-        if not np.isfinite(start):
-            continue
-        if not np.isfinite(end) or t >= end:
-            total += nbytes if np.isfinite(end) else 0
-            continue
-        part = by_rank.get(int(row["rank"]))
-        ts = [start] + ([] if part is None else list(part["t"])) + [end]
-        bs = [0] + ([] if part is None else list(part["bytes"])) + [nbytes]
-        total += float(np.interp(t, ts, bs))
-    return total
+        sel = samples[np.isin(samples["rank"], ids)]
+        pt_rank.append(sel["rank"].astype(np.int64))
+        pt_t.append(sel["t"])
+        pt_b.append(sel["bytes"].astype(float))
+    rk, tt, bb = (np.concatenate(x) for x in (pt_rank, pt_t, pt_b))
+    order = np.lexsort((tt, rk))
+    rk, tt, bb = rk[order], tt[order], bb[order]
+    first = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]])  # each rank's first point
+    group = np.cumsum(np.r_[False, rk[1:] != rk[:-1]])
+    before = np.bincount(group, weights=(tt <= t), minlength=len(first)).astype(np.int64)
+    lo = first + before - 1  # last point at or before t (>= the start point)
+    hi = lo + 1  # the next point: exists, since t < end
+    span = tt[hi] - tt[lo]
+    frac = np.where(span > 0, (t - tt[lo]) / np.where(span > 0, span, 1), 1.0)
+    return total + float((bb[lo] + frac * (bb[hi] - bb[lo])).sum())
 
 
 def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
@@ -118,20 +131,34 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     return out
 
 
+NODE_DTYPE = np.dtype([("node", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
+                       ("MB_per_s", "<f8"), ("slowest_rank_MB_per_s", "<f8")])
+
+
 def node_totals(ranks: np.ndarray) -> np.ndarray:
-    """Per node: ranks, bytes and MB/s over the node's own first start to last done."""
-    dt = np.dtype([("node", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"), ("MB_per_s", "<f8"),
-                   ("slowest_rank_MB_per_s", "<f8")])
-    nodes = np.unique(ranks["node"])
-    out = np.zeros(len(nodes), dtype=dt)
-    for i, n in enumerate(nodes):
-        sel = ranks[ranks["node"] == n]
-        ends, starts = sel["t_close_end"], sel["t_write_start"]
-        ok = np.isfinite(ends).all() and np.isfinite(starts).all() and len(sel)
-        span = float(ends.max() - starts.min()) if ok else np.nan
-        rates = sel["MB_per_s"][np.isfinite(sel["MB_per_s"])]
-        out[i] = (n, len(sel), sel["bytes"].sum(), _mbps(float(sel["bytes"].sum()), span),
-                  rates.min() if rates.size else np.nan)
+    """Per node: ranks, bytes and MB/s over the node's own first start to last done.
+
+    Vectorised (bincount and ufunc.at), so 100,000 ranks on 6,000 nodes cost milliseconds.
+    A node with a rank that never finished has no rate.
+    """
+    nodes, inv = np.unique(ranks["node"], return_inverse=True)
+    k = len(nodes)
+    out = np.zeros(k, dtype=NODE_DTYPE)
+    out["node"] = nodes
+    out["ranks"] = np.bincount(inv, minlength=k)
+    out["bytes"] = np.bincount(inv, weights=ranks["bytes"], minlength=k)
+    starts, ends = ranks["t_write_start"], ranks["t_close_end"]
+    bad = np.bincount(inv, weights=~(np.isfinite(starts) & np.isfinite(ends)), minlength=k)
+    first = np.full(k, np.inf)
+    last = np.full(k, -np.inf)
+    np.minimum.at(first, inv, np.where(np.isfinite(starts), starts, np.inf))
+    np.maximum.at(last, inv, np.where(np.isfinite(ends), ends, -np.inf))
+    span = np.where(bad == 0, last - first, np.nan)
+    out["MB_per_s"] = _mbps(out["bytes"].astype(float), span)
+    slow = np.full(k, np.inf)
+    rates = ranks["MB_per_s"]
+    np.minimum.at(slow, inv, np.where(np.isfinite(rates), rates, np.inf))
+    out["slowest_rank_MB_per_s"] = np.where(np.isfinite(slow), slow, np.nan)
     return out
 
 

@@ -207,7 +207,9 @@ def test_stopped_rank_is_named_by_the_watchdog(tmp_path):
             os.kill(pids[2], signal.SIGKILL)  # mpiexec normally has ended it already
         except ProcessLookupError:
             pass
-    assert rc == 1
+    # MPI_Abort(1) ends the job; with a stopped process in it, the launcher may report the
+    # signal it sent that process rather than our 1: non-zero is what can be promised.
+    assert rc != 0, err
     assert "rank 2 did not finish within 4s (--timeout)" in err
     rec = only_record(tmp_path / "r")
     assert rec.status == "timeout" and rec.errors[0]["rank"] == 2

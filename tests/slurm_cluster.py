@@ -1,0 +1,121 @@
+"""A real one-node Slurm (munged, slurmctld, slurmd from Debian's packages) for the tests.
+
+It lives in its own folder with its own ports, declares 16 CPUs (config_overrides) so that 16
+tasks fit on a small machine, and is stopped again afterwards.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+CONF = """ClusterName=mpiwrite
+SlurmctldHost={host}
+SlurmctldPort=16817
+SlurmdPort=16818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+KillWait=5
+NodeName={host} CPUs=16 RealMemory=2000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+def why_not() -> str:
+    """Why a Slurm cannot be started here, or '' when it can."""
+    if os.geteuid() != 0:
+        return "needs root to start munged, slurmctld and slurmd"
+    missing = [b for b in ("munged", "slurmctld", "slurmd", "sbatch") if not shutil.which(b)
+               and not os.path.exists(f"/usr/sbin/{b}")]
+    if missing:
+        return f"not installed: {', '.join(missing)} (apt-get install slurm-wlm munge)"
+    return ""
+
+
+class Cluster:
+    def __init__(self, folder: str):
+        self.dir = str(folder)
+        self.host = socket.gethostname()
+        self.conf = os.path.join(self.dir, "slurm.conf")
+        self.env = dict(os.environ, SLURM_CONF=self.conf)
+        self.started_munge = False
+
+    def start(self, timeout: float = 60.0) -> "Cluster":
+        for sub in ("state", "spool"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        with open(self.conf, "w") as fh:
+            fh.write(CONF.format(host=self.host, d=self.dir))
+        if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode:
+            os.makedirs("/run/munge", exist_ok=True)
+            subprocess.run(["chown", "munge:munge", "/run/munge"], check=False)
+            if not os.path.exists("/etc/munge/munge.key"):
+                subprocess.run(["mungekey", "--create"], check=True)
+                subprocess.run(["chown", "munge:munge", "/etc/munge/munge.key"], check=True)
+            subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
+            self.started_munge = True
+        subprocess.run(["/usr/sbin/slurmctld", "-f", self.conf], check=True, env=self.env)
+        subprocess.run(["/usr/sbin/slurmd", "-f", self.conf], check=True, env=self.env)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
+                                 env=self.env)
+            if "idle" in out.stdout:
+                return self
+            time.sleep(0.2)
+        raise RuntimeError(f"Slurm node not idle after {timeout}s: {self.log()}")
+
+    def log(self) -> str:
+        text = ""
+        for name in ("slurmctld.log", "slurmd.log"):
+            try:
+                with open(os.path.join(self.dir, name)) as fh:
+                    text += f"--- {name}\n" + fh.read()[-3000:]
+            except OSError:
+                pass
+        return text
+
+    def stop(self) -> None:
+        subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True)
+        for name in ("slurmd.pid", "slurmctld.pid"):
+            try:
+                with open(os.path.join(self.dir, name)) as fh:
+                    os.kill(int(fh.read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        if self.started_munge:
+            subprocess.run(["pkill", "-x", "munged"], check=False)
+
+    def wait(self, job_id: str, timeout: float = 180.0) -> str:
+        """Wait until the job leaves the queue; returns its final state."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            out = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True,
+                                 text=True, env=self.env).stdout
+            for word in out.split():
+                if word.startswith("JobState="):
+                    state = word.split("=", 1)[1]
+                    if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+                        return state
+            time.sleep(0.3)
+        subprocess.run(["scancel", job_id], env=self.env)
+        raise AssertionError(f"job {job_id} did not finish within {timeout}s\n{self.log()}")

@@ -1,0 +1,131 @@
+"""Jobscripts: rendering as a pure function, and real jobs in a real one-node Slurm."""
+
+import os
+import subprocess
+
+import pytest
+from conftest import MPIWRITE, cli, only_record, records_in
+from slurm_cluster import Cluster, why_not
+
+from mpiwrite import jobscript as js
+from mpiwrite.errors import ConfigError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def sbatch_lines(text):
+    return {ln for ln in text.splitlines() if ln.startswith("#SBATCH")}
+
+
+def test_render_only_given_options():
+    text = js.render(js.Job(nodes=[2], ntasks_per_node=8, run_args=["/x", "-t", "5"]))
+    assert sbatch_lines(text) == {"#SBATCH --job-name=mpiwrite", "#SBATCH --nodes=2",
+                                  "#SBATCH --ntasks-per-node=8"}
+    text = js.render(js.Job(nodes=[1, 2, 4], ntasks_per_node=16, partition="batch",
+                            account="proj", time_limit="1:00:00", output="o-%j.out"))
+    assert sbatch_lines(text) == {
+        "#SBATCH --job-name=mpiwrite", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=16",
+        "#SBATCH --partition=batch", "#SBATCH --account=proj", "#SBATCH --time=1:00:00",
+        "#SBATCH --output=o-%j.out"}
+    assert "NODE_COUNTS=(1 2 4)" in text
+
+
+def test_run_arguments_pass_unchanged_and_quoted():
+    text = js.render(js.Job(run_args=["/lustre/my dir", "--time", "200", "-i", "3",
+                                      "--tag", "note=it's"]))
+    assert "RUN_ARGS=('/lustre/my dir' --time 200 -i 3 --tag 'note=it'\"'\"'s' " in text
+
+
+@pytest.mark.parametrize("job,option", [
+    (js.Job(launcher="ssh"), "--launcher"), (js.Job(ntasks_per_node=0), "--ntasks-per-node"),
+    (js.Job(repeat=0), "--repeat"), (js.Job(time_limit="soon"), "--time-limit"),
+    (js.Job(partition="a b"), "--partition"),
+])
+def test_render_refuses_bad_options(job, option):
+    with pytest.raises(ConfigError, match=option):
+        js.render(job)
+
+
+def test_jobscript_command_checks_run_arguments(tmp_path):
+    out = cli(["jobscript", "--nodes", "1,2", "--", "-s", "1Q"], cwd=tmp_path)
+    assert out.returncode == 2 and "--size" in out.stderr
+    out = cli(["jobscript", "--nodes", "0"], cwd=tmp_path)
+    assert out.returncode == 2 and "--nodes" in out.stderr
+    out = cli(["jobscript", "--nodes", "1,2", "-o", "job.sh", "--", "/x", "-t", "5"],
+              cwd=tmp_path)
+    assert out.returncode == 0 and os.access(tmp_path / "job.sh", os.X_OK)
+    assert subprocess.run(["bash", "-n", str(tmp_path / "job.sh")]).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["single.sbatch", "scaling.sbatch", "checksums-ab.sbatch"])
+def test_shipped_jobscripts_are_valid_bash(name):
+    path = os.path.join(ROOT, "jobscripts", name)
+    assert subprocess.run(["bash", "-n", path]).returncode == 0
+    with open(path) as fh:
+        assert sbatch_lines(fh.read())
+
+
+# ------------------------------------------------------------------ a real Slurm
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    reason = why_not()
+    if reason:
+        pytest.skip(f"Slurm: {reason}")
+    cluster = Cluster(tmp_path_factory.mktemp("slurm")).start()
+    yield cluster
+    cluster.stop()
+
+
+def submit(slurm, args, cwd):
+    out = subprocess.run([MPIWRITE, "jobscript", "--submit"] + args, cwd=cwd,
+                         capture_output=True, text=True, env=slurm.env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip()
+    assert job.isdigit()
+    state = slurm.wait(job)
+    log = (cwd / f"slurm-{job}.out").read_text()
+    return job, state, log
+
+
+@pytest.mark.slow
+def test_srun_job_records_the_batch_context(slurm, tmp_path):
+    job, state, log = submit(slurm, ["--ntasks-per-node", "4", "--", "d", "-s", "2M",
+                                     "--tag", "via=srun"], tmp_path)
+    assert state == "COMPLETED", log + slurm.log()
+    rec = only_record(tmp_path / "results")
+    assert rec.status == "complete" and rec.attrs["ranks"] == 4
+    ctx = rec.nodes[0]["slurm"]
+    assert ctx["job_id"] == job and "step_id" in ctx and ctx["ntasks"] == "4"
+    assert "ranks_per_node" in log and "MB/s" in log  # the report at the end of the job
+
+
+@pytest.mark.slow
+def test_mpiexec_inside_the_allocation(slurm, tmp_path):
+    job, state, log = submit(slurm, ["--ntasks-per-node", "3", "--launcher", "mpirun", "--",
+                                     "d", "-s", "2M"], tmp_path)
+    assert state == "COMPLETED", log + slurm.log()
+    rec = only_record(tmp_path / "results")
+    assert rec.attrs["ranks"] == 3 and rec.nodes[0]["slurm"]["job_id"] == job
+
+
+@pytest.mark.slow
+def test_study_with_repetitions_reports(slurm, tmp_path):
+    job, state, log = submit(slurm, ["--nodes", "1", "--ntasks-per-node", "2", "--repeat",
+                                     "3", "--", "d", "-s", "1M"], tmp_path)
+    assert state == "COMPLETED", log + slurm.log()
+    assert len(records_in(tmp_path / "results")) == 3
+    assert log.count("== mpiwrite: 1 node(s), repetition") == 3
+    table = [ln for ln in log.splitlines() if ln.startswith("1 ")]
+    assert table and table[0].split()[2] == "3"  # nodes=1, ranks_per_node=2, runs=3
+
+
+@pytest.mark.slow
+def test_checksums_ab_without_lctl_skips_clearly(slurm, tmp_path):
+    out = subprocess.run(["sbatch", "--parsable", "--chdir", str(tmp_path),
+                          os.path.join(ROOT, "jobscripts", "checksums-ab.sbatch")],
+                         capture_output=True, text=True, env=dict(slurm.env, LCTL="no-lctl"))
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip().split(";")[0]
+    assert slurm.wait(job) == "COMPLETED"
+    log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
+    assert "not found: this is not a Lustre client; skipping" in log

@@ -1,0 +1,85 @@
+"""Scale-related behaviour: typed reductions, start-up imports, files spread over directories."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import MPIEXEC, MPIWRITE, _clean_env, mpirun, only_record
+
+pytestmark = pytest.mark.mpi
+HERE = os.path.dirname(__file__)
+
+
+def _mpmd(groups, script, timeout=120):
+    """mpiexec with one group of ranks per (count, hostname)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    cmd = [MPIEXEC]
+    for i, (n, host) in enumerate(groups):
+        if i:
+            cmd.append(":")
+        cmd += ["-n", str(n), "-env", "MPIWRITE_HOSTNAME", host, sys.executable, script]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=_clean_env({"PYTHONPATH": os.path.dirname(HERE)}))
+
+
+@pytest.mark.parametrize("groups", [
+    [(1, "a")], [(2, "a")], [(3, "a"), (1, "b")], [(1, "a"), (4, "b"), (2, "c")],
+    [(5, "a"), (5, "b"), (6, "c")],
+], ids=["1", "2", "3+1", "1+4+2", "5+5+6"])
+def test_typed_reductions_match_pickled_reference(groups):
+    out = _mpmd(groups, os.path.join(HERE, "mpi_reductions.py"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_uneven_nodes_in_a_run(tmp_path):
+    cmd = [MPIEXEC, "-n", "3", "-env", "MPIWRITE_HOSTNAME", "left", MPIWRITE, "run", "d", "-s",
+           "1M", "--results", "r", ":", "-n", "1", "-env", "MPIWRITE_HOSTNAME", "right",
+           MPIWRITE, "run", "d", "-s", "1M", "--results", "r"]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env=_clean_env())
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    assert [n["host"] for n in rec.nodes] == ["left", "right"]
+    assert list(rec.ranks["node"]) == [0, 0, 0, 1]
+    assert "ranks 4 on 2 nodes (left, right)" in out.stdout
+
+
+def test_only_rank_zero_imports_h5py(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import atexit, os, sys\n"
+        "def dump():\n"
+        "    r = os.environ.get('PMI_RANK', '0')\n"
+        "    open(f'mods.{r}', 'w').write('\\n'.join(sorted(sys.modules)))\n"
+        "atexit.register(dump)\n"
+        "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
+        "from mpiwrite.cli import main\n"
+        "main()\n")
+    out = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(probe), "run", "d", "-s",
+                          "1M", "--results", "r"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env=_clean_env())
+    assert out.returncode == 0, out.stderr
+    mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(3)}
+    assert "h5py" in mods[0]
+    for r in (1, 2):
+        assert "h5py" not in mods[r] and "matplotlib" not in mods[r]
+        assert "pandas" not in mods[r]
+
+
+def test_files_per_dir_spreads_and_cleans_up(tmp_path):
+    out = mpirun(5, ["run", "d", "-s", "1M", "--files-per-dir", "2", "--keep", "--results", "r",
+                     "--json", "s.json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    subdirs = sorted(os.listdir(tmp_path / "d"))
+    assert len(subdirs) == 3 and all(rec.run_id in d for d in subdirs)
+    counts = [len(os.listdir(tmp_path / "d" / s)) for s in subdirs]
+    assert counts == [2, 2, 1]
+    assert rec.attrs["mkdir_seconds"] >= 0 and rec.attrs["startup_seconds"] > 0
+    out = mpirun(5, ["run", "d", "-s", "1M", "--files-per-dir", "2", "--no-record"],
+                 cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert sorted(os.listdir(tmp_path / "d")) == subdirs  # only the kept run's dirs remain
