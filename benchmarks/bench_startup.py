@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Start-up cost at 1, 4 and 16 ranks: process start to the first barrier, and the whole run.
+
+Each rank measures the time since its process started when it reaches the setup barrier
+(`startup_seconds` in the record: the maximum over ranks; imports, MPI_Init, node split, node
+facts, preflight).  The whole wall time of a tiny run (1 MiB per rank) is printed beside it.
+
+    python benchmarks/bench_startup.py [--ranks 1,4,16] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="1,4,16")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    mpiexec, mpiwrite = os.path.join(BIN, "mpiexec"), os.path.join(BIN, "mpiwrite")
+    print(f"medians of {args.repeat}; {os.cpu_count()} cores (16 ranks are oversubscribed here)")
+    print(f"{'ranks':>6} {'to 1st barrier s':>17} {'whole run s':>12}")
+    with tempfile.TemporaryDirectory() as d:
+        for n in (int(x) for x in args.ranks.split(",")):
+            startup, wall = [], []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                out = subprocess.run([mpiexec, "-n", str(n), mpiwrite, "run", "t", "-s", "1M",
+                                      "--no-record", "--json", "-"], cwd=d, check=True,
+                                     capture_output=True, text=True)
+                wall.append(time.perf_counter() - t0)
+                startup.append(json.loads(out.stdout)["startup_seconds"])
+            print(f"{n:>6} {statistics.median(startup):17.2f} {statistics.median(wall):12.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
