@@ -4,8 +4,8 @@
 For each size: the reductions (timeline conversion, per-rank rates, iteration summary with
 first-done interpolation, per-node totals, over-iteration statistics) and the HDF5 record
 (ranks, samples, nodes), timed, with rank 0's peak memory (tracemalloc, in a separate
-pass: numpy and h5py buffers included) and the record's size.  Target: 100,000 ranks written in under 2 s with
-under 1 GiB.
+pass: numpy and h5py buffers included) and the record's size.  Target: 100,000 ranks written
+in under 2 s with under 1 GiB.
 
     python benchmarks/bench_records.py [--samples 10] [--ranks-per-node 16] [--repeat 3]
 """

@@ -229,8 +229,13 @@ class ProgressBoard:
     def drain(self) -> int:
         comm, MPI = self.team.comm, self.team.MPI
         got = 0
-        while comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_PROGRESS):
-            comm.Recv(self._buf, source=MPI.ANY_SOURCE, tag=TAG_PROGRESS)
+        while True:
+            # A matched probe receives exactly the message it saw.  (Iprobe followed by
+            # Recv(ANY_SOURCE) hangs with MPICH 5 over UCX between hosts.)
+            msg = comm.Improbe(source=MPI.ANY_SOURCE, tag=TAG_PROGRESS)
+            if msg is None:
+                break
+            msg.Recv(self._buf)
             r = int(self._buf[0])
             self.latest[r] = self._buf[1]
             if self._buf[2]:

@@ -1,0 +1,94 @@
+"""Several hosts on one machine: network namespaces on a bridge, one hostname each.
+
+MPICH's mpiexec starts its proxies through `-launcher ssh -launcher-exec WRAPPER`; the wrapper,
+instead of ssh, enters the host's network namespace and a new UTS namespace with the host's
+name.  Files are shared (one mount namespace), as on a parallel filesystem.  Everything is
+removed again, also when a test fails.
+"""
+
+import os
+import random
+import shutil
+import subprocess
+
+WRAPPER = """#!/bin/bash
+# Called by hydra as: WRAPPER [ssh options] HOST COMMAND...
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "unknown emulated host $host" >&2; exit 255;;
+esac
+exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $name; exec $*"
+"""
+
+
+def why_not() -> str:
+    if os.geteuid() != 0:
+        return "needs root for network namespaces"
+    for tool in ("ip", "unshare"):
+        if not shutil.which(tool):
+            return f"{tool} not installed"
+    return ""
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+
+
+class Hosts:
+    def __init__(self, count: int, folder: str):
+        tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
+        self.bridge = f"mwb{tag}"
+        self.subnet = random.randint(100, 250)
+        self.names = [f"h{i}" for i in range(count)]
+        self.ns = [f"mw{tag}-{n}" for n in self.names]
+        self.ips = [f"10.{self.subnet}.77.{i + 1}" for i in range(count)]
+        self.veth = [f"mw{tag}v{i}" for i in range(count)]
+        self.wrapper = os.path.join(str(folder), "enter-host.sh")
+        self.made = []
+
+    def __enter__(self) -> "Hosts":
+        try:
+            _ip("link", "add", self.bridge, "type", "bridge")
+            self.made.append(("link", self.bridge))
+            _ip("addr", "add", f"10.{self.subnet}.77.254/24", "dev", self.bridge)
+            _ip("link", "set", self.bridge, "up")
+            for ns, ip, veth in zip(self.ns, self.ips, self.veth):
+                _ip("netns", "add", ns)
+                self.made.append(("netns", ns))
+                _ip("link", "add", veth, "type", "veth", "peer", "name", veth + "p")
+                self.made.append(("link", veth))
+                _ip("link", "set", veth, "master", self.bridge, "up")
+                _ip("link", "set", veth + "p", "netns", ns)
+                _ip("-n", ns, "link", "set", veth + "p", "name", "eth0")
+                _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
+                _ip("-n", ns, "link", "set", "eth0", "up")
+                _ip("-n", ns, "link", "set", "lo", "up")
+            cases = "\n".join(f'  {ip}|{name}) ns={ns}; name={name};;'
+                              for ip, name, ns in zip(self.ips, self.names, self.ns))
+            with open(self.wrapper, "w") as fh:
+                fh.write(WRAPPER.format(cases=cases))
+            os.chmod(self.wrapper, 0o755)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for kind, name in reversed(self.made):
+            if kind == "netns":
+                subprocess.run(["ip", "netns", "pids", name], capture_output=True)
+                _ip("netns", "del", name, check=False)
+            else:
+                _ip("link", "del", name, check=False)
+        self.made = []
+
+    def mpiexec(self, mpiexec: str):
+        """The launcher options for these hosts."""
+        return [mpiexec, "-launcher", "ssh", "-launcher-exec", self.wrapper, "-iface",
+                self.bridge]
+
+    def leftovers(self):
+        names = _ip("netns", "list").stdout + _ip("link", "show").stdout
+        return [n for n in self.ns + [self.bridge] + self.veth if n in names]

@@ -1,0 +1,91 @@
+"""Runs over several emulated hosts: per-node facts, totals and a scaling study, end to end."""
+
+import os
+import subprocess
+
+import hosts as hostlib
+import pytest
+import sysroots
+from conftest import MPIEXEC, MPIWRITE, _clean_env, cli, only_record, records_in
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+
+@pytest.fixture
+def three_hosts(tmp_path):
+    reason = hostlib.why_not()
+    if reason or MPIEXEC is None:
+        pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
+    h = hostlib.Hosts(3, tmp_path)
+    with h:
+        yield h
+    assert h.leftovers() == []
+
+
+def launch(h, segments, cwd, per_host=2, timeout=180):
+    """segments: [(host index, ranks, extra env, args)], hosts filled in order, per_host each."""
+    used = sorted({host for host, *_ in segments})
+    cmd = h.mpiexec(MPIEXEC) + ["-hosts", ",".join(h.ips[i] for i in used), "-ppn",
+                                str(per_host)]
+    for i, (_host, n, env, args) in enumerate(segments):
+        if i:
+            cmd.append(":")
+        cmd += ["-n", str(n)]
+        for k, v in env.items():
+            cmd += ["-env", k, v]
+        cmd += [MPIWRITE] + args
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=_clean_env())
+    except subprocess.TimeoutExpired as exc:
+        subprocess.run(["pkill", "-9", "-f", "hydra_pmi_proxy"], check=False)
+        raise AssertionError(f"hung: {exc.stdout}\n{exc.stderr}") from None
+
+
+def test_three_hosts_two_ranks_each_with_their_own_facts(three_hosts, tmp_path):
+    roots = [
+        sysroots.make(tmp_path / "r0", sysroots.lustre_165(1)),
+        sysroots.make(tmp_path / "r1", sysroots.lustre_165(0)),
+        sysroots.make(tmp_path / "r2", sysroots.lustre_1643_patched()),
+    ]
+    args = ["run", str(tmp_path / "data"), "-s", "4M", "--results", str(tmp_path / "res"),
+            "--progress-interval", "0"]
+    out = launch(three_hosts, [(i, 2, {"MPIWRITE_SYSROOT": roots[i]}, args) for i in range(3)],
+                 tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ranks 6 on 3 nodes (h0, h1, h2)" in out.stdout
+    assert "checksums mixed" in out.stdout
+    rec = only_record(tmp_path / "res")
+    assert [n["host"] for n in rec.nodes] == ["h0", "h1", "h2"]
+    assert list(rec.ranks["node"]) == [0, 0, 1, 1, 2, 2]
+    assert [n["lustre"]["checksums"] for n in rec.nodes] == ["on", "off", "on"]
+    assert rec.nodes[2]["lustre"]["version"] == "1.6.4.3"
+    assert rec.nodes[2]["kernel"].endswith("_lustre.1.6.4.3smp")
+    keys = rec.keys()
+    assert keys["checksums"] == "mixed" and keys["lustre"] == "mixed" and keys["kernel"] == \
+        "mixed"
+    for line in ("node h0", "node h1", "node h2"):
+        assert line in out.stdout  # per-node totals in the summary
+    assert rec.node_clock.shape == (3, 2) and (rec.node_clock[:, 1] >= 0).all()
+    show = cli(["show", rec.path], cwd=tmp_path)
+    assert "h2" in show.stdout and "1.6.4.3 (patched)" in show.stdout
+
+
+def test_scaling_study_over_one_two_three_hosts(three_hosts, tmp_path):
+    res = tmp_path / "res"
+    for nhosts in (1, 2, 3):
+        for _rep in range(2):
+            args = ["run", str(tmp_path / "data"), "-s", "2M", "--results", str(res),
+                    "--progress-interval", "0", "--tag", "study=scale"]
+            out = launch(three_hosts, [(i, 2, {}, args) for i in range(nhosts)], tmp_path)
+            assert out.returncode == 0, out.stdout + out.stderr
+    assert len(records_in(res)) == 6
+    rep = cli(["report", str(res), "--by", "nodes", "--format", "csv"], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    rows = rep.stdout.strip().splitlines()[1:]
+    assert [r.split(",")[0] for r in rows] == ["1", "2", "3"]
+    assert all(r.split(",")[1:3] == ["2", "2"] for r in rows)  # 2 runs, 2 iterations
+    png = tmp_path / "scaling.png"
+    plot = cli(["plot", "scaling", str(res), "--by", "study", "-o", str(png)], cwd=tmp_path)
+    assert plot.returncode == 0, plot.stderr
+    assert os.path.getsize(png) > 10000
