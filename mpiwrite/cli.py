@@ -122,19 +122,25 @@ def run(ctx, target, layout, block_size, size, count, time_limit, fsync, fsync_e
         iterations, delay, keep, results, no_record, json_path, tags, tag_file, sample_interval,
         progress_interval, timeout, files_per_dir, verify, verify_shift, sysroot):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
-    from mpiwrite import config
-
-    cfg = config.build(
-        target=target, layout=layout, block_size=block_size, size=size, count=count,
-        time_limit=time_limit, fsync=fsync, fsync_every=fsync_every, direct=direct,
-        iterations=iterations, delay=delay, keep=keep,
-        results=None if no_record else results, json_path=json_path,
-        tags=config.parse_tags(tags, tag_file), sample_interval=sample_interval,
-        progress_interval=progress_interval, timeout=timeout, files_per_dir=files_per_dir,
-        verify=verify, verify_shift=verify_shift, sysroot=sysroot or "/")
+    cfg = config_from(ctx.params)
     from mpiwrite import runner
 
     return runner.main(cfg, ["mpiwrite"] + sys.argv[1:])
+
+
+def config_from(p: dict):
+    """A checked RunConfig from the parameters of the `run` command (ConfigError if bad)."""
+    from mpiwrite import config
+
+    return config.build(
+        target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
+        count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
+        fsync_every=p["fsync_every"], direct=p["direct"], iterations=p["iterations"],
+        delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
+        json_path=p["json_path"], tags=config.parse_tags(p["tags"], p["tag_file"]),
+        sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
+        timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
+        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/")
 
 
 @cli.command()

@@ -220,24 +220,11 @@ def _check_run_args(ctx, args) -> None:
     """Parse the run arguments as `mpiwrite run` would, so mistakes surface now (exit 2)."""
     from mpiwrite import cli as cli_mod
 
-    run_cmd = cli_mod.run
     try:
-        sub = run_cmd.make_context("run", list(args), parent=ctx, resilient_parsing=False)
+        sub = cli_mod.run.make_context("run", list(args), parent=ctx)
     except click.exceptions.Exit:
         return
-    p = sub.params
-    from mpiwrite import config
-
-    config.build(target=p["target"], layout=p["layout"], block_size=p["block_size"],
-                 size=p["size"], count=p["count"], time_limit=p["time_limit"],
-                 fsync=p["fsync"], fsync_every=p["fsync_every"], direct=p["direct"],
-                 iterations=p["iterations"], delay=p["delay"], keep=p["keep"],
-                 results=p["results"], json_path=p["json_path"],
-                 tags=config.parse_tags(p["tags"], p["tag_file"]),
-                 sample_interval=p["sample_interval"],
-                 progress_interval=p["progress_interval"], timeout=p["timeout"],
-                 files_per_dir=p["files_per_dir"], verify=p["verify"],
-                 verify_shift=p["verify_shift"])
+    cli_mod.config_from(sub.params)
 
 
 def register(cli) -> None:

@@ -13,15 +13,16 @@ import secrets
 import signal
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 
-from mpiwrite import __version__, layout, nodeinfo, pattern, summary
+from mpiwrite import layout, nodeinfo, pattern, summary
 from mpiwrite.config import RunConfig
 from mpiwrite.console import Console
 from mpiwrite.errors import ConfigError
 from mpiwrite.parallel import ProgressBoard, Team, Watchdog, seconds_since_exec, world_ranks_of
+from mpiwrite.runlog import RunLog
 from mpiwrite.writer import StreamResult, clock, verify_segment, write_stream
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
@@ -47,18 +48,6 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        return float(obj) if np.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
 class Run:
     def __init__(self, cfg: RunConfig, argv: List[str], MPI):
         self.cfg, self.argv, self.MPI = cfg, argv, MPI
@@ -66,14 +55,7 @@ class Run:
         self.team = Team(MPI)
         self.rank = self.team.rank
         self.console = Console(cfg) if self.rank == 0 else None
-        self.errors: List[Dict[str, Any]] = []
-        self.rank_rows: List[np.ndarray] = []
-        self.iter_rows: List[np.void] = []
-        self.sample_rows: List[np.ndarray] = []
-        self.warnings: List[str] = []
-        self.record = None
-        self.record_file: Optional[str] = None
-        self.record_error = ""
+        self.log: Optional[RunLog] = None  # rank 0's account of the run
         self.created_target = False
 
     # ------------------------------------------------------------------ setup
@@ -95,8 +77,9 @@ class Run:
             self.node_of = node_rows[:, 0].astype(np.int64)
             self.hosts = [n["host"] for n in self.nodes]
             self.run_id = new_run_id()
-            self.start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             self.keys = nodeinfo.run_keys(self.nodes)
+            log = self.log = RunLog(cfg, self.argv, self.run_id, team.size, self.nodes,
+                                    self.keys, self.mpi_library, self.console)
             try:
                 existed = os.path.isdir(cfg.target)
                 layout.preflight(cfg, self.run_id, self.keys["fstype"])
@@ -109,12 +92,12 @@ class Run:
                     except OSError as exc:
                         raise ConfigError(f"--results: cannot write records in "
                                           f"{cfg.results!r}: {exc.strerror}") from None
-                    self.record_file = os.path.abspath(record_path(cfg.results, self.run_id))
-                self.mkdir_seconds = layout.make_subdirs(cfg, self.run_id, team.size)
-                self.save_record("running")
-                if self.record_error:
+                    log.record_file = os.path.abspath(record_path(cfg.results, self.run_id))
+                log.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id, team.size)
+                log.save("running")
+                if log.record_error:
                     layout.remove_subdirs(cfg, self.run_id, team.size)
-                    raise ConfigError(f"--results: {self.record_error}")
+                    raise ConfigError(f"--results: {log.record_error}")
             except ConfigError as exc:
                 message = str(exc)
             except OSError as exc:
@@ -135,7 +118,9 @@ class Run:
             self.ram = np.array(ram, dtype=float)
             self.console.header(self.run_id, team.size, self.hosts, self.keys,
                                 self.nodes[0]["fs"])
-        self.startup_seconds = team.allreduce_max(seconds_since_exec())
+        startup = team.allreduce_max(seconds_since_exec())
+        if self.log is not None:
+            self.log.extra["startup_seconds"] = startup
         team.barrier()
         self.origin = clock()
 
@@ -207,7 +192,7 @@ class Run:
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()
         if self.rank == 0 and it == 0 and self.keys["fstype"] in ("lustre", "mixed"):
-            self.stripe = nodeinfo.stripe_of(plan.path)
+            self.log.extra["stripe"] = nodeinfo.stripe_of(plan.path)
         self.cleanup(res, plan.path)
         status = "ok"
         if self.rank == 0:
@@ -249,7 +234,7 @@ class Run:
         paths = {r: layout.data_path(self.cfg, self.run_id, self.team.size, r, it)
                  for r in missing}
         for r in missing:
-            self.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
+            self.log.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
                                 "phase": "timeout", "errno": 0, "path": paths[r],
                                 "message": f"did not finish within --timeout {watch_s:g}s"})
         first = missing[0]
@@ -260,7 +245,7 @@ class Run:
         if not self.cfg.keep:
             for r in range(self.team.size):
                 layout.remove(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
-        self.finish("timeout", msg)
+        self.log.finish("timeout", msg)
         sys.stderr.flush()
         sys.stdout.flush()
         self.team.comm.Abort(1)
@@ -297,7 +282,7 @@ class Run:
                                "message": detail, "offset": first.offset if first else -1})
         texts = self.team.gather_texts(mine)
         if texts is not None:
-            self.errors.extend(json.loads(t) for t in texts if t)
+            self.log.errors.extend(json.loads(t) for t in texts if t)
 
     def row(self, res: StreamResult, verify) -> np.ndarray:
         if res.failed:
@@ -345,7 +330,6 @@ class Run:
         ranks["clock_offset_seconds"] = offsets[self.node_of, 0]
         ranks["clock_uncertainty_seconds"] = offsets[self.node_of, 1]
         summary.fill_rates(ranks)
-        self.last_offsets = offsets
         flat, counts = samples
         pairs = flat.reshape(-1, 2)
         srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
@@ -362,97 +346,21 @@ class Run:
         else:
             status, code = "ok", summary.OK
         row = summary.iteration_summary(ranks, srows, code)
-        self.rank_rows.append(ranks)
-        self.sample_rows.append(srows)
-        self.iter_rows.append(row)
+        self.log.add_iteration(ranks, srows, row, offsets)
         self.page_cache_guard(ranks)
         self.console.iteration(row, status)
-        self.save_record("running")
+        self.log.save("running")
         return status
 
     def page_cache_guard(self, ranks: np.ndarray) -> None:
         per_node = np.bincount(ranks["node"], weights=ranks["bytes"], minlength=len(self.ram))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = float(np.nanmax(np.where(self.ram > 0, per_node / self.ram, np.nan)))
-        self.bytes_to_ram = ratio
+        self.log.extra["bytes_to_ram"] = ratio
         if not self.cfg.fsync and not self.cfg.direct:
-            text = (f"neither fsync nor O_DIRECT bounds this measurement and a node wrote "
-                    f"{ratio:.2f}x its RAM: the page cache may inflate the figure "
-                    f"(write over 2x RAM, or use --fsync / --direct)")
-            if text not in self.warnings:
-                self.warnings.append(text)
-                self.console.warn(text)
-
-    # ------------------------------------------------------------------ rank 0: record
-    def attrs(self, status: str, error: str = "") -> Dict[str, Any]:
-        cfg = self.cfg
-        return {
-            "run_id": self.run_id, "status": status, "error": error,
-            "command_line": " ".join(self.argv), "start_time": self.start_time,
-            "end_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "params": cfg.to_json(), "tags": json.dumps(cfg.tags),
-            "keys": json.dumps(self.keys), "warnings": json.dumps(self.warnings),
-            "ranks": self.team.size, "nodes": len(self.nodes), "mpi_library": self.mpi_library,
-            "host": self.hosts[0] if hasattr(self, "hosts") else "",
-            "mkdir_seconds": getattr(self, "mkdir_seconds", 0.0),
-            "bytes_to_ram": getattr(self, "bytes_to_ram", float("nan")),
-            "stripe": json.dumps(getattr(self, "stripe", None)),
-            "startup_seconds": getattr(self, "startup_seconds", float("nan")),
-            "mpiwrite_version": __version__, "environment": json.dumps(
-                {k: v for k, v in os.environ.items()
-                 if k.startswith(("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_"))}),
-        }
-
-    def build_record(self, status: str, error: str = ""):
-        from mpiwrite import records
-
-        return records.RunRecord(
-            attrs=self.attrs(status, error),
-            ranks=np.concatenate(self.rank_rows) if self.rank_rows else
-            np.zeros(0, summary.RANK_DTYPE),
-            iterations=np.array(self.iter_rows, dtype=summary.ITER_DTYPE),
-            samples=np.concatenate(self.sample_rows) if self.sample_rows else
-            np.zeros(0, summary.SAMPLE_DTYPE),
-            nodes=self.nodes, node_clock=getattr(self, "last_offsets", None), errors=self.errors)
-
-    def save_record(self, status: str, error: str = "") -> None:
-        if self.record_file is None:
-            return
-        from mpiwrite import records
-
-        try:
-            records.write(self.build_record(status, error), self.record_file)
-        except OSError as exc:
-            self.record_error = f"record not saved: {self.record_file}: {exc.strerror or exc}"
-
-    def finish(self, status: str, error: str = "") -> Dict[str, Any]:
-        """Rank 0: final record, summary on screen, JSON; returns the JSON summary."""
-        self.save_record(status, error)
-        rec = self.build_record(status, error)
-        stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
-        if len(rec.iterations):
-            self.console.summary(stats)
-        saved = self.record_file if (self.record_file and not self.record_error) else None
-        if saved:
-            self.console.line(f"record {saved}")
-        out = {"run_id": self.run_id, "status": status, "error": error or None,
-               "record": saved, "record_error": self.record_error or None,
-               "ranks": self.team.size, "nodes": len(self.nodes), "hosts": self.hosts,
-               "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
-               "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
-                              for row in rec.iterations],
-               "summary": stats, "warnings": self.warnings, "errors": self.errors,
-               "startup_seconds": getattr(self, "startup_seconds", None),
-               "mkdir_seconds": getattr(self, "mkdir_seconds", None)}
-        if self.cfg.json_path:
-            text = json.dumps(_jsonable(out), indent=1, allow_nan=False)
-            if self.cfg.json_path == "-":
-                sys.stdout.write(text + "\n")
-                sys.stdout.flush()
-            else:
-                with open(self.cfg.json_path, "w") as fh:
-                    fh.write(text + "\n")
-        return out
+            self.log.warn(f"neither fsync nor O_DIRECT bounds this measurement and a node "
+                          f"wrote {ratio:.2f}x its RAM: the page cache may inflate the figure "
+                          f"(write over 2x RAM, or use --fsync / --direct)")
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
@@ -483,30 +391,15 @@ class Run:
                         os.rmdir(self.cfg.target)
                     except OSError:
                         pass
-            message = self.failure_message(final)
-            self.finish(final, message)
+            message = self.log.failure_message(final)
+            self.log.finish(final, message)
             if message:
                 sys.stderr.write(message + "\n")
-            if self.record_error:
-                sys.stderr.write(f"mpiwrite: {self.record_error}\n")
+            if self.log.record_error:
+                sys.stderr.write(f"mpiwrite: {self.log.record_error}\n")
                 code = code or 1
         code = int(self.team.allreduce_max(code))
         return code
-
-    def failure_message(self, final: str) -> str:
-        if final == "complete":
-            return ""
-        if final == "interrupted":
-            return "mpiwrite: run interrupted by a signal; partial results recorded"
-        errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
-                                                  e.get("t", 0.0) or 0.0))
-        if not errs:
-            return f"mpiwrite: run {final}"
-        e = errs[0]
-        more = f"; {len(errs) - 1} more rank error(s) in the record" if len(errs) > 1 else ""
-        errno_text = f" (errno {e['errno']})" if e.get("errno") else ""
-        return (f"mpiwrite: run failed: rank {e['rank']} on {e['host']}: {e['phase']} "
-                f"{e['path']}: {e['message']}{errno_text}{more}")
 
 
 def main(cfg: RunConfig, argv: List[str]) -> int:

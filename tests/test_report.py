@@ -179,3 +179,17 @@ def test_real_runs_report_show_and_plots(tmp_path):
 def test_plot_refuses_an_unknown_suffix(tmp_path):
     out = cli(["plot", "scaling", str(tmp_path), "-o", "x.gif"], cwd=tmp_path)
     assert out.returncode == 2 and "-o" in out.stderr
+
+
+@pytest.mark.parametrize("metric", ["aggregate", "first-done", "rank-mean", "per-node"])
+def test_every_metric_reports(study, tmp_path, metric):
+    out = cli(["report", str(study), "--by", "client", "--metric", metric, "--format", "json"],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = {r["client"]: r for r in json.loads(out.stdout)}
+    assert rows["1.6.4.3"]["mean"] > rows["1.6.5-on"]["mean"] > 0
+
+
+def test_unknown_metric_is_bad_input(study, tmp_path):
+    out = cli(["report", str(study), "--metric", "fastest"], cwd=tmp_path)
+    assert out.returncode == 2 and "--metric" in out.stderr

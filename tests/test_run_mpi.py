@@ -134,3 +134,33 @@ def test_failure_on_one_rank_ends_every_rank(tmp_path):
     assert rec.ranks["bytes"][0] == 32 * 2**20
     assert (rec.ranks["bytes"][1:] < 2 * 2**30).all()  # stopped early, not finished
     assert not os.path.exists(tmp_path / "d") or not os.listdir(tmp_path / "d")
+
+
+@pytest.mark.parametrize("extra,per_file", [([], 1), (["--fsync-every", "3"], 3),
+                                            (["--no-fsync"], 0)])
+def test_fsync_calls_per_data_file_under_mpiexec(tmp_path, extra, per_file):
+    """strace -f -y over the whole job: fsync calls on each rank's data file, nothing else."""
+    import re
+    import shutil
+
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (apt-get install strace)")
+    out = mpirun(2, ["run", "d", "-s", "8M", "-b", "1M", "--no-record",
+                     "--progress-interval", "0"] + extra, cwd=tmp_path,
+                 pre=["strace", "-f", "-y", "-e", "trace=fsync,fdatasync", "-o",
+                      str(tmp_path / "trace")])
+    assert out.returncode == 0, out.stderr
+    calls = re.findall(r"fsync\(\d+<([^>]*\.dat)>", (tmp_path / "trace").read_text())
+    per = {}
+    for path in calls:
+        per[path] = per.get(path, 0) + 1
+    assert sorted(per.values()) == ([per_file] * 2 if per_file else [])
+
+
+def test_python_dash_m_works(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "mpiwrite", "--version"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "mpiwrite" in out.stdout
