@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -72,15 +73,22 @@ def is_root() -> bool:
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root (mounts)")
 
 
+@contextlib.contextmanager
+def mounted(path, fstype: str, options: str = ""):
+    """Mount a filesystem of ours at path (created), and unmount it afterwards."""
+    os.makedirs(path, exist_ok=True)
+    cmd = ["mount", "-t", fstype] + (["-o", options] if options else []) + [fstype, str(path)]
+    subprocess.run(cmd, check=True)
+    try:
+        yield str(path)
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
 @pytest.fixture
 def tmpfs(tmp_path):
     """A small tmpfs of our own (64 MiB), unmounted afterwards."""
     if not is_root():
         pytest.skip("needs root to mount a tmpfs")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
-    try:
-        yield str(mnt)
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    with mounted(tmp_path / "tmpfs", "tmpfs", "size=64m") as mnt:
+        yield mnt

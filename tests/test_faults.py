@@ -14,6 +14,7 @@ from conftest import (
     _clean_env,
     cli,
     is_root,
+    mounted,
     mpirun,
     needs_root,
     only_record,
@@ -102,17 +103,12 @@ def test_disk_fills_mid_run(tmpfs, tmp_path):
 
 @needs_root
 def test_read_only_mount_is_refused_before_writing(tmp_path):
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(mnt)], check=True)
-    try:
-        out = cli(["run", str(mnt), "--results", str(tmp_path / "r")], cwd=tmp_path)
+    with mounted(tmp_path / "ro", "tmpfs", "ro,size=1m") as mnt:
+        out = cli(["run", mnt, "--results", str(tmp_path / "r")], cwd=tmp_path)
         assert out.returncode == 2
         assert "Read-only file system" in out.stderr and len(out.stderr.splitlines()) == 1
-        out = cli(["run", str(mnt / "sub")], cwd=tmp_path)
+        out = cli(["run", os.path.join(mnt, "sub")], cwd=tmp_path)
         assert out.returncode == 2 and "Read-only" in out.stderr
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 @needs_root
@@ -143,16 +139,11 @@ def test_permission_denied_for_another_user(tmp_path):
 
 @needs_root
 def test_direct_on_a_filesystem_that_refuses_it(tmp_path):
-    mnt = tmp_path / "ramfs"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "ramfs", "ramfs", str(mnt)], check=True)
-    try:
-        out = cli(["run", str(mnt), "--direct", "-s", "4M", "--no-record"], cwd=tmp_path)
+    with mounted(tmp_path / "ramfs", "ramfs") as mnt:
+        out = cli(["run", mnt, "--direct", "-s", "4M", "--no-record"], cwd=tmp_path)
         assert out.returncode == 2
         assert "--direct" in out.stderr and "ramfs" in out.stderr and "O_DIRECT" in out.stderr
         assert os.listdir(mnt) == []
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
@@ -218,23 +209,15 @@ def test_stopped_rank_is_named_by_the_watchdog(tmp_path):
 
 @needs_root
 def test_results_folder_not_writable_is_found_before_data(tmp_path):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
-    try:
-        out = cli(["run", "d", "--results", str(ro)], cwd=tmp_path)
+    with mounted(tmp_path / "ro", "tmpfs", "ro,size=1m") as ro:
+        out = cli(["run", "d", "--results", ro], cwd=tmp_path)
         assert out.returncode == 2 and "--results" in out.stderr
         assert not os.path.exists(tmp_path / "d")
-    finally:
-        subprocess.run(["umount", str(ro)], check=False)
 
 
 @needs_root
 def test_results_disk_full_at_the_end_still_reports(tmp_path):
-    res = tmp_path / "res"
-    res.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(res)], check=True)
-    try:
+    with mounted(tmp_path / "res", "tmpfs", "size=512k") as res:
         proc = start(2, ["run", "d", "-t", "3", "--no-fsync", "--results", str(res), "--json",
                          "-", "--progress-interval", "0"], tmp_path)
         wait_for_bytes(tmp_path / "d", 1)
@@ -246,10 +229,8 @@ def test_results_disk_full_at_the_end_still_reports(tmp_path):
         assert doc["record"] is None and "record not saved" in doc["record_error"]
         assert doc["iterations"][0]["aggregate_MB_per_s"] > 0
         assert "record not saved" in err
-        running = [p for p in records_in(res)]
+        running = records_in(res)
         assert len(running) == 1 and records.read(running[0]).status == "running"
-    finally:
-        subprocess.run(["umount", str(res)], check=False)
 
 
 def test_eight_runs_finishing_at_once(tmp_path):
