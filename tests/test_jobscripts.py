@@ -129,3 +129,45 @@ def test_checksums_ab_without_lctl_skips_clearly(slurm, tmp_path):
     assert slurm.wait(job) == "COMPLETED"
     log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
     assert "not found: this is not a Lustre client; skipping" in log
+
+
+FAKE_LCTL = """#!/bin/bash
+# Stands in for lctl on a machine without a Lustre client: reads and sets osc.*.checksums in
+# the sysroot that mpiwrite reads its node facts from.
+set -e
+root=${MPIWRITE_SYSROOT:?}
+[ "$1" = get_param ] && { cat "$root"/proc/fs/lustre/osc/*/checksums; exit 0; }
+[ "$1" = set_param ] || exit 2
+value=${3##*=}
+for f in "$root"/proc/fs/lustre/osc/*/checksums; do echo "$value" > "$f"; done
+echo "set osc.*.checksums=$value" >> "$root/lctl.log"
+"""
+
+
+@pytest.mark.slow
+def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
+    import sysroots
+
+    root = sysroots.make(tmp_path / "root", sysroots.lustre_165(1))
+    lctl = tmp_path / "lctl"
+    lctl.write_text(FAKE_LCTL)
+    lctl.chmod(0o755)
+    env = dict(slurm.env, LCTL=str(lctl), MPIWRITE_SYSROOT=root, MPIWRITE=MPIWRITE,
+               TARGET=str(tmp_path / "data"), RESULTS=str(tmp_path / "res"), PAIRS="2",
+               RUN_ARGS="-s 2M -i 2 --progress-interval 0")
+    out = subprocess.run(["sbatch", "--parsable", "--chdir", str(tmp_path),
+                          os.path.join(ROOT, "jobscripts", "checksums-ab.sbatch")],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip().split(";")[0]
+    assert slurm.wait(job) == "COMPLETED", slurm.log()
+    log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
+    from mpiwrite import records
+
+    recs = [records.read(p) for p in records_in(tmp_path / "res")]
+    assert len(recs) == 4
+    seen = [(r.tags()["checksums_set"], r.keys()["checksums"]) for r in recs]
+    assert sorted(seen) == [("0", "off"), ("0", "off"), ("1", "on"), ("1", "on")]
+    assert "A=checksums=on" in log and "B=checksums=off" in log and "verdict:" in log
+    sets = (tmp_path / "root" / "lctl.log").read_text().split()
+    assert sets[-1] == "osc.*.checksums=1"  # restored to what it was before
