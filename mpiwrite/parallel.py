@@ -196,11 +196,26 @@ class Team:
         else:
             req.Wait()
             for _ in range(expect - 1):
-                self.comm.Recv(self._abort_buf, source=self.MPI.ANY_SOURCE, tag=TAG_ABORT)
+                self.receive_any(self._abort_buf, TAG_ABORT)
         self.MPI.Request.Waitall(self._abort_sends)
         self._abort_sends = []
         self._abort_req = None
         return [int(x) for x in sums[2:]]
+
+    def receive_any(self, buf: np.ndarray, tag: int, poll: float = 0.001) -> int:
+        """Receive one message of `tag` from any rank; returns its source.
+
+        Matched probes only: with MPICH 5 over UCX, a Recv(ANY_SOURCE) posted after a message
+        from another host has arrived never matches it (found with emulated hosts), while
+        Improbe does.  The same path is used everywhere a message may already be waiting.
+        """
+        status = self.MPI.Status()
+        while True:
+            msg = self.comm.Improbe(source=self.MPI.ANY_SOURCE, tag=tag, status=status)
+            if msg is not None:
+                msg.Recv(buf)
+                return status.Get_source()
+            time.sleep(poll)
 
     # ---------------------------------------------------------------- progress / done
     def send_progress(self, nbytes: int, done: bool, elapsed: float) -> None:
@@ -230,8 +245,7 @@ class ProgressBoard:
         comm, MPI = self.team.comm, self.team.MPI
         got = 0
         while True:
-            # A matched probe receives exactly the message it saw.  (Iprobe followed by
-            # Recv(ANY_SOURCE) hangs with MPICH 5 over UCX between hosts.)
+            # A matched probe receives exactly the message it saw (see Team.receive_any).
             msg = comm.Improbe(source=MPI.ANY_SOURCE, tag=TAG_PROGRESS)
             if msg is None:
                 break

@@ -19,7 +19,8 @@ case "$host" in
 {cases}
   *) echo "unknown emulated host $host" >&2; exit 255;;
 esac
-exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $name; exec $*"
+exec ip netns exec "$ns" unshare --uts --mount --propagation private \
+  /bin/sh -c "hostname $name; $mount exec $*"
 """
 
 
@@ -37,7 +38,9 @@ def _ip(*args, check=True):
 
 
 class Hosts:
-    def __init__(self, count: int, folder: str):
+    def __init__(self, count: int, folder: str, mounts=None):
+        """mounts: {host index: (path, tmpfs size)} seen by that host only."""
+        self.mounts = mounts or {}
         tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
         self.bridge = f"mwb{tag}"
         self.subnet = random.randint(100, 250)
@@ -65,8 +68,9 @@ class Hosts:
                 _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
                 _ip("-n", ns, "link", "set", "eth0", "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
-            cases = "\n".join(f'  {ip}|{name}) ns={ns}; name={name};;'
-                              for ip, name, ns in zip(self.ips, self.names, self.ns))
+            cases = "\n".join(
+                f'  {ip}|{name}) ns={ns}; name={name}; mount="{self._mount(i)}";;'
+                for i, (ip, name, ns) in enumerate(zip(self.ips, self.names, self.ns)))
             with open(self.wrapper, "w") as fh:
                 fh.write(WRAPPER.format(cases=cases))
             os.chmod(self.wrapper, 0o755)
@@ -74,6 +78,12 @@ class Hosts:
             self.__exit__()
             raise
         return self
+
+    def _mount(self, i: int) -> str:
+        if i not in self.mounts:
+            return ""
+        path, size = self.mounts[i]
+        return f"mount -t tmpfs -o size={size} tmpfs {path} &&"
 
     def __exit__(self, *exc) -> None:
         for kind, name in reversed(self.made):

@@ -89,3 +89,28 @@ def test_scaling_study_over_one_two_three_hosts(three_hosts, tmp_path):
     plot = cli(["plot", "scaling", str(res), "--by", "study", "-o", str(png)], cwd=tmp_path)
     assert plot.returncode == 0, plot.stderr
     assert os.path.getsize(png) > 10000
+
+
+def test_disk_full_on_one_host_stops_every_rank(tmp_path):
+    """Host h1 sees an 8 MiB tmpfs over the target (its own mount namespace); h0 and h2 the
+    shared disk.  Its ranks get a real ENOSPC; all six stop; the message names h1."""
+    reason = hostlib.why_not()
+    if reason or MPIEXEC is None:
+        pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
+    data = tmp_path / "data"
+    data.mkdir()
+    with hostlib.Hosts(3, tmp_path, mounts={1: (str(data), "8m")}) as h:
+        args = ["run", str(data), "-s", "64M", "--results", str(tmp_path / "res"),
+                "--progress-interval", "0"]
+        out = launch(h, [(i, 2, {}, args) for i in range(3)], tmp_path, timeout=120)
+    assert h.leftovers() == []
+    assert out.returncode == 1, out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert "on h1" in last and "No space left" in last and str(data) in last
+    rec = only_record(tmp_path / "res")
+    assert rec.status == "failed"
+    failed = {int(r["rank"]) for r in rec.ranks if r["status"] == 1}
+    assert failed and failed <= {2, 3}  # only h1's ranks hit the full disk
+    assert all(r["status"] == 2 for r in rec.ranks if int(r["rank"]) not in failed)
+    assert (rec.ranks["bytes"] < 64 * 2**20).all()  # everyone stopped early
+    assert os.listdir(data) == []  # the shared disk is clean
