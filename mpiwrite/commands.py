@@ -91,21 +91,25 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
 @click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def compare(a, b, where, metric, confidence, as_json):
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+def compare(a, b, where, metric, confidence, as_json, skip_bad):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in."""
     import os
 
     from mpiwrite.report import compare_text, select_side
-    from mpiwrite.results import Store
 
     needs_in = any(not os.path.exists(x) for x in (a, b))
-    store = Store(where) if needs_in else None
-    text, doc = compare_text(select_side(a, store), select_side(b, store), a, b, metric,
-                             _confidence(confidence))
+    store, code = _store(where, skip_bad) if needs_in else (None, 0)
+    side_a, bad_a = select_side(a, store)
+    side_b, bad_b = select_side(b, store)
+    if (bad_a or bad_b) and not skip_bad:
+        code = 1
+    text, doc = compare_text(side_a, side_b, a, b, metric, _confidence(confidence))
     if as_json:
         click.echo(json.dumps(doc, indent=1, default=lambda x: None))
     else:
         click.echo(text)
+    return code
 
 
 @click.command()

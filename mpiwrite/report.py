@@ -138,14 +138,17 @@ def _change_cell(r: Dict[str, Any]) -> str:
     return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
-def select_side(spec: str, store_in: Optional[Store]) -> List:
-    """A compare side: a record path or folder, or KEY=VALUE filters over --in."""
+def select_side(spec: str, store_in: Optional[Store]):
+    """A compare side: a record path or folder, or KEY=VALUE filters over --in.
+
+    Returns (complete runs, number of unreadable records met)."""
     import os
 
     if os.path.exists(spec):
-        return Store([spec]).select()
+        store = Store([spec])
+        return store.select(), len(store.bad)
     if "=" in spec and store_in is not None:
-        return store_in.select(parse_filter(spec))
+        return store_in.select(parse_filter(spec)), 0
     raise ConfigError(f"{spec!r} is neither a record path nor a KEY=VALUE filter")
 
 

@@ -193,3 +193,13 @@ def test_every_metric_reports(study, tmp_path, metric):
 def test_unknown_metric_is_bad_input(study, tmp_path):
     out = cli(["report", str(study), "--metric", "fastest"], cwd=tmp_path)
     assert out.returncode == 2 and "--metric" in out.stderr
+
+
+def test_compare_exits_1_when_a_record_was_unreadable(study, tmp_path):
+    (study / "broken.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
+    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study)],
+              cwd=tmp_path)
+    assert out.returncode == 1 and "broken.h5" in out.stderr and "verdict" in out.stdout
+    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study),
+               "--skip-bad"], cwd=tmp_path)
+    assert out.returncode == 0
