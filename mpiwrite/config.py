@@ -56,13 +56,6 @@ class RunConfig:
     verify_shift: int = 0
     sysroot: str = "/"
 
-    @property
-    def nblocks(self) -> Optional[int]:
-        """Blocks per rank (the last may be short), or None when only time limits the run."""
-        if self.size is None:
-            return None
-        return -(-self.size // self.block_size)
-
     def watchdog_seconds(self) -> Optional[float]:
         """How long one iteration's write phase may take before the run is ended."""
         if self.timeout is not None:

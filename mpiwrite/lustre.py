@@ -7,7 +7,6 @@ wins.  Formats: ../shared/reference/node-facts.md (summarised in docs/node-facts
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional
 
 from mpiwrite.sysroot import Reader, first_line, key_values, to_int, to_number
@@ -175,12 +174,3 @@ def parse_lov(data: bytes) -> Optional[Dict[str, Any]]:
     stripe_size, stripe_count, stripe_offset = struct.unpack_from("<IHH", data, 24)
     return {"layout": kind, "pattern": pattern, "stripe_size": stripe_size,
             "stripe_count": stripe_count, "stripe_offset": stripe_offset}
-
-
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*")
-
-
-def version_key(version: Optional[str]) -> tuple:
-    """Sortable tuple for a version string ('1.6.4.3' < '1.6.5')."""
-    m = _VERSION_RE.match(version or "")
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()

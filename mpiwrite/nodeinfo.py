@@ -8,7 +8,6 @@ import ctypes
 import ctypes.util
 import os
 import platform
-import sys
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__, lustre
@@ -260,7 +259,3 @@ def describe(facts: Dict[str, Any]) -> List[str]:
     for key, why in facts["unknown"].items():
         lines.append(f"unknown        {key}: {why}")
     return lines
-
-
-def running_python() -> str:
-    return sys.executable

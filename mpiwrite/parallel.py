@@ -294,12 +294,6 @@ def seconds_since_exec() -> float:
         return float("nan")
 
 
-def node_ranks(team: Team) -> Optional[np.ndarray]:
-    """On rank 0: the node index of every rank (typed gather)."""
-    rows = team.gather_rows(np.array([team.node, team.local_rank]))
-    return None if rows is None else rows[:, 0].astype(np.int64)
-
-
 def world_ranks_of(values: Sequence[int]) -> str:
     """'3' or '3, 7 and 12' or '3, 7, 12 and 40 more' for messages."""
     vals = list(values)

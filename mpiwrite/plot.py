@@ -55,18 +55,31 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     ax.set_ylabel(f"{metric} write bandwidth (MB/s, 10^6 B/s)")
     ax.set_title(f"mpiwrite scaling: {metric} MB/s against {x}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    _finish(fig, ax, plt, out)
+
+
+def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
+    if legend:
+        ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
 
 
-def ranks(rec, out: str, iteration=None) -> None:
-    plt = _pyplot()
+def _iteration(rec, iteration):
+    """(iteration, its per-rank rows): the last one unless chosen."""
+    if not len(rec.iterations):
+        raise ConfigError(f"run {rec.run_id} has no iterations")
     it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
     rows = rec.ranks[rec.ranks["iteration"] == it]
     if not len(rows):
-        raise ConfigError(f"run {rec.run_id} has no iteration {it}")
+        raise ConfigError(f"--iteration: run {rec.run_id} has no iteration {it}")
+    return it, rows
+
+
+def ranks(rec, out: str, iteration=None) -> None:
+    plt = _pyplot()
+    it, rows = _iteration(rec, iteration)
     order = np.lexsort((rows["rank"], rows["node"]))
     rows = rows[order]
     hosts = [n.get("host") for n in rec.nodes]
@@ -85,19 +98,13 @@ def ranks(rec, out: str, iteration=None) -> None:
     ax.set_xlabel("rank (grouped by node; colour = node)")
     ax.set_ylabel("per-rank write bandwidth (MB/s)")
     ax.set_title(f"per-rank MB/s, run {rec.run_id}, iteration {it}", fontsize="medium")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    _finish(fig, ax, plt, out)
 
 
 def timeline(rec, out: str, iteration=None) -> None:
     plt = _pyplot()
-    it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
+    it, rows = _iteration(rec, iteration)
     s = rec.samples[rec.samples["iteration"] == it]
-    rows = rec.ranks[rec.ranks["iteration"] == it]
-    if not len(rows):
-        raise ConfigError(f"run {rec.run_id} has no iteration {it}")
     t0 = float(np.nanmin(rows["t_write_start"]))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:
@@ -119,6 +126,4 @@ def timeline(rec, out: str, iteration=None) -> None:
     if len(rows) <= 12:
         ax.legend(fontsize="x-small", ncol=2)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
+    _finish(fig, ax, plt, out, legend=False)

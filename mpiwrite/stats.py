@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Dict, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -153,7 +153,3 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
     return Comparison(sa, sb, diff, diff - tq * se, diff + tq * se, (ratio - 1) * 100,
                       (ratio - 1 - tq * se_r) * 100, (ratio - 1 + tq * se_r) * 100, p, df,
                       real, needed)
-
-
-def as_dict(s: Summary) -> Dict[str, float]:
-    return dict(s._asdict())

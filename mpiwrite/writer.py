@@ -14,8 +14,6 @@ import os
 import time
 from typing import Callable, List, Optional, Tuple
 
-import numpy as np
-
 from mpiwrite import pattern
 
 POLL_SECONDS = 0.1  # how often the loop looks up from writing
@@ -224,7 +222,3 @@ def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: in
         res.error_text = f"{exc.strerror or exc}"
     res.seconds = clock() - t0
     return res
-
-
-def samples_array(res: StreamResult) -> np.ndarray:
-    return np.asarray(res.samples, dtype=np.float64).reshape(-1, 2)
