@@ -75,7 +75,9 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
     keys = _keys(by)
     rows = report_rows(store, keys, metric, baseline, _confidence(confidence))
     if not rows:
-        raise ConfigError("PATHS: no complete runs found")
+        others = len(store.runs)
+        raise ConfigError("PATHS: no complete runs found" + (
+            f" ({others} run(s) that did not complete, e.g. interrupted)" if others else ""))
     click.echo(format_rows(rows, keys, fmt, confidence))
     skipped = len(store.runs) - len(store.select())
     if skipped:

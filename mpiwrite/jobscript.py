@@ -73,6 +73,9 @@ def directives(job: Job) -> List[str]:
         lines.append(f"#SBATCH --account={job.account}")
     if job.time_limit:
         lines.append(f"#SBATCH --time={job.time_limit}")
+        # SIGTERM to the tasks (not to srun or this script) a minute before the limit: the
+        # ranks stop, record what they measured as "interrupted", and the report still runs.
+        lines.append("#SBATCH --signal=TERM@60")
     if job.output:
         lines.append(f"#SBATCH --output={job.output}")
     return lines

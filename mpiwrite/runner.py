@@ -182,10 +182,13 @@ class Run:
                                          1 if self.signals.received else 0])
         any_failed, any_signal = flags
         verify = None
+        bad_verify = 0
         if cfg.verify and not any_failed and not any_signal:
             verify = self.verify(it, res)
-            team.barrier()  # nobody removes a file another rank may still be reading
-        if any_failed or any_signal or (verify is not None and verify.mismatches):
+            # one agreed answer (also a barrier: nobody removes a file another rank may still
+            # be reading); the gather below is collective, so every rank must decide alike
+            bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
+        if any_failed or any_signal or bad_verify:
             self.collect_errors(it, res, verify)
         row = self.row(res, verify)
         rows = team.gather_rows(row)

@@ -5,6 +5,7 @@ tasks fit on a small machine, and is stopped again afterwards.
 """
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -36,6 +37,7 @@ SlurmdParameters=config_overrides
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 KillWait=5
+FirstJobId={first_job}
 NodeName={host} CPUs=16 RealMemory=2000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
@@ -64,7 +66,11 @@ class Cluster:
         for sub in ("state", "spool"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         with open(self.conf, "w") as fh:
-            fh.write(CONF.format(host=self.host, d=self.dir))
+            # Job ids start somewhere new each time: MPICH names its shared-memory segments
+            # after the PMI job, and a killed job's stale /dev/shm segment for "job 1" would
+            # break the next cluster's job 1 in MPI_Init ("Message truncated").
+            fh.write(CONF.format(host=self.host, d=self.dir,
+                                 first_job=random.randint(1000, 10**6)))
         if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode:
             os.makedirs("/run/munge", exist_ok=True)
             subprocess.run(["chown", "munge:munge", "/run/munge"], check=False)

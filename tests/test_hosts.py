@@ -116,3 +116,25 @@ def test_disk_full_on_one_host_stops_every_rank(tmp_path):
     assert (rec.ranks["stopped_by_time"] == 0).all()
     assert (rec.ranks["t_write_end"] - rec.ranks["t_write_start"] < 10).all()  # stopped early
     assert os.listdir(data) == []  # the shared disk is clean
+
+
+def test_verify_shift_fails_when_a_host_cannot_see_the_data(tmp_path):
+    """h1 has its own filesystem over the target: its neighbours' data is not there, and
+    theirs is not on h1.  --verify-shift 2 reads across hosts; the run must fail."""
+    reason = hostlib.why_not()
+    if reason or MPIEXEC is None:
+        pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
+    data = tmp_path / "data"
+    data.mkdir()
+    with hostlib.Hosts(2, tmp_path, mounts={1: (str(data), "64m")}) as h:
+        args = ["run", str(data), "-s", "4M", "--verify-shift", "2", "--results",
+                str(tmp_path / "res"), "--progress-interval", "0"]
+        out = launch(h, [(i, 2, {}, args) for i in range(2)], tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert "verify" in last and "No such file" in last
+    rec = only_record(tmp_path / "res")
+    assert rec.status == "failed"
+    assert (rec.ranks["verify_mismatches"] > 0).all()
+    assert {e["phase"] for e in rec.errors} == {"verify"}
+    assert os.listdir(data) == []

@@ -26,7 +26,7 @@ def test_render_only_given_options():
     assert sbatch_lines(text) == {
         "#SBATCH --job-name=mpiwrite", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=16",
         "#SBATCH --partition=batch", "#SBATCH --account=proj", "#SBATCH --time=1:00:00",
-        "#SBATCH --output=o-%j.out"}
+        "#SBATCH --signal=TERM@60", "#SBATCH --output=o-%j.out"}
     assert "NODE_COUNTS=(1 2 4)" in text
 
 
@@ -171,3 +171,32 @@ def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     assert "A=checksums=on" in log and "B=checksums=off" in log and "verdict:" in log
     sets = (tmp_path / "root" / "lctl.log").read_text().split()
     assert sets[-1] == "osc.*.checksums=1"  # restored to what it was before
+
+
+@pytest.mark.slow
+def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
+    """What --signal=TERM@60 does before a time limit: Slurm sends SIGTERM to the job's tasks
+    (not to srun or the batch script); the ranks record 'interrupted' and the script goes on."""
+    import time
+
+    out = subprocess.run([MPIWRITE, "jobscript", "--submit", "--ntasks-per-node", "2", "--",
+                          "d", "-t", "60", "--no-fsync", "--progress-interval", "0"],
+                         cwd=tmp_path, capture_output=True, text=True, env=slurm.env,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip()
+    end = time.monotonic() + 60
+    while time.monotonic() < end and not records_in(tmp_path / "results"):
+        time.sleep(0.2)  # the record appears (status running) once the run has started
+    time.sleep(2)
+    sc = subprocess.run(["scancel", "--signal=TERM", job], env=slurm.env,
+                        capture_output=True, text=True)
+    assert sc.returncode == 0, sc.stderr + slurm.log()
+    slurm.wait(job, timeout=90)
+    rec = only_record(tmp_path / "results")
+    assert rec.status == "interrupted", (tmp_path / f"slurm-{job}.out").read_text()
+    assert rec.ranks["bytes"].sum() > 0
+    assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert "run interrupted by a signal" in log
+    assert "1 run(s) that did not complete" in log  # the script went on to its report
