@@ -92,3 +92,36 @@ def tmpfs(tmp_path):
         pytest.skip("needs root to mount a tmpfs")
     with mounted(tmp_path / "tmpfs", "tmpfs", "size=64m") as mnt:
         yield mnt
+
+
+def _shm_segments():
+    try:
+        return {f for f in os.listdir("/dev/shm") if f.startswith("mpich_shm_")}
+    except OSError:
+        return set()
+
+
+def _mapped_shm():
+    inuse = set()
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/maps") as fh:
+                    inuse.update(ln.rsplit("/", 1)[-1].strip() for ln in fh if "/dev/shm/" in ln)
+            except OSError:
+                pass
+    return inuse
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_stale_mpich_segments():
+    """Tests kill MPI jobs on purpose; MPICH then leaves its /dev/shm segments behind.
+    Remove those that appeared during this session and no living process maps."""
+    before = _shm_segments()
+    yield
+    stale = _shm_segments() - before - _mapped_shm()
+    for name in stale:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except OSError:
+            pass
