@@ -12,10 +12,14 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 
 @pytest.fixture
-def three_hosts(tmp_path):
+def can_emulate():
     reason = hostlib.why_not()
     if reason or MPIEXEC is None:
         pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
+
+
+@pytest.fixture
+def three_hosts(tmp_path, can_emulate):
     h = hostlib.Hosts(3, tmp_path)
     with h:
         yield h
@@ -91,12 +95,9 @@ def test_scaling_study_over_one_two_three_hosts(three_hosts, tmp_path):
     assert os.path.getsize(png) > 10000
 
 
-def test_disk_full_on_one_host_stops_every_rank(tmp_path):
+def test_disk_full_on_one_host_stops_every_rank(tmp_path, can_emulate):
     """Host h1 sees an 8 MiB tmpfs over the target (its own mount namespace); h0 and h2 the
     shared disk.  Its ranks get a real ENOSPC; all six stop; the message names h1."""
-    reason = hostlib.why_not()
-    if reason or MPIEXEC is None:
-        pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
     data = tmp_path / "data"
     data.mkdir()
     with hostlib.Hosts(3, tmp_path, mounts={1: (str(data), "8m")}) as h:
@@ -118,12 +119,9 @@ def test_disk_full_on_one_host_stops_every_rank(tmp_path):
     assert os.listdir(data) == []  # the shared disk is clean
 
 
-def test_verify_shift_fails_when_a_host_cannot_see_the_data(tmp_path):
+def test_verify_shift_fails_when_a_host_cannot_see_the_data(tmp_path, can_emulate):
     """h1 has its own filesystem over the target: its neighbours' data is not there, and
     theirs is not on h1.  --verify-shift 2 reads across hosts; the run must fail."""
-    reason = hostlib.why_not()
-    if reason or MPIEXEC is None:
-        pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
     data = tmp_path / "data"
     data.mkdir()
     with hostlib.Hosts(2, tmp_path, mounts={1: (str(data), "64m")}) as h:
