@@ -75,14 +75,13 @@ class Run:
         message = ""
         if self.rank == 0:
             self.node_of = node_rows[:, 0].astype(np.int64)
-            self.hosts = [n["host"] for n in self.nodes]
             self.run_id = new_run_id()
-            self.keys = nodeinfo.run_keys(self.nodes)
             log = self.log = RunLog(cfg, self.argv, self.run_id, team.size, self.nodes,
-                                    self.keys, self.mpi_library, self.console)
+                                    nodeinfo.run_keys(self.nodes), self.mpi_library,
+                                    self.console)
             try:
                 existed = os.path.isdir(cfg.target)
-                layout.preflight(cfg, self.run_id, self.keys["fstype"])
+                layout.preflight(cfg, self.run_id, log.keys["fstype"])
                 self.created_target = not existed
                 if cfg.results is not None:
                     from mpiwrite.records import probe_writable, record_path
@@ -116,7 +115,7 @@ class Run:
         if self.rank == 0:
             ram = [n.get("mem_total_bytes") or 0 for n in self.nodes]
             self.ram = np.array(ram, dtype=float)
-            self.console.header(self.run_id, team.size, self.hosts, self.keys,
+            self.console.header(self.run_id, team.size, self.log.hosts, self.log.keys,
                                 self.nodes[0]["fs"])
         startup = team.allreduce_max(seconds_since_exec())
         if self.log is not None:
@@ -194,7 +193,7 @@ class Run:
         rows = team.gather_rows(row)
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()
-        if self.rank == 0 and it == 0 and self.keys["fstype"] in ("lustre", "mixed"):
+        if self.rank == 0 and it == 0 and self.log.keys["fstype"] in ("lustre", "mixed"):
             self.log.extra["stripe"] = nodeinfo.stripe_of(plan.path)
         self.cleanup(res, plan.path)
         status = "ok"
@@ -254,7 +253,7 @@ class Run:
         self.team.comm.Abort(1)
 
     def host_of(self, rank: int) -> str:
-        return self.hosts[int(self.node_of[rank])]
+        return self.log.hosts[int(self.node_of[rank])]
 
     def verify(self, it: int, res: StreamResult):
         """Read back (own data, or the rank --verify-shift away) after a barrier."""
