@@ -23,6 +23,7 @@ from mpiwrite.console import Console
 from mpiwrite.errors import ConfigError
 from mpiwrite.parallel import ProgressBoard, Team, Watchdog, seconds_since_exec, world_ranks_of
 from mpiwrite.runlog import RunLog
+from mpiwrite.text import clean
 from mpiwrite.writer import StreamResult, clock, verify_segment, write_stream
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
@@ -61,7 +62,9 @@ class Run:
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
         team, cfg = self.team, self.cfg
-        self.mpi_library = self.MPI.Get_library_version().strip().splitlines()[0]
+        # Open MPI's version string ends with a NUL, which an HDF5 string cannot hold.
+        lines = self.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
+        self.mpi_library = clean(lines[0] if lines else "unknown")
         facts_text = ""
         if team.is_leader:
             facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, self.mpi_library,
