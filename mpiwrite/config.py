@@ -14,11 +14,15 @@ import re
 from typing import Dict, Optional
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 
 DEFAULT_TARGET = "mpiwrite-data"
 DEFAULT_RESULTS = "results"
 DEFAULT_SIZE = 256 * 2**20
 DEFAULT_BLOCK = 2**20
+DEFAULT_FILES_PER_DIR = 1000
+ENGINES = ("posix", "null")  # writer.ENGINES; null writes nothing (coordination tests)
+MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
 HEADER_BYTES = 32  # the per-block pattern header (see pattern.py)
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
 
@@ -51,10 +55,11 @@ class RunConfig:
     sample_interval: float = 1.0
     progress_interval: float = 5.0
     timeout: Optional[float] = None
-    files_per_dir: int = 1000
+    files_per_dir: int = DEFAULT_FILES_PER_DIR
     verify: bool = False
     verify_shift: int = 0
     sysroot: str = "/"
+    engine: str = "posix"
 
     def watchdog_seconds(self) -> Optional[float]:
         """How long one iteration's write phase may take before the run is ended."""
@@ -66,6 +71,16 @@ class RunConfig:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+# The option that sets each RunConfig field, for messages about settings.
+_OPTION_OF = {"target": "TARGET", "tags": "--tag/--tag-file", "results": "--results/--no-record",
+              "json_path": "--json", "time_limit": "--time", "size": "--size/--count",
+              "fsync": "--fsync/--no-fsync"}
+
+
+def option_name(field: str) -> str:
+    return _OPTION_OF.get(field, "--" + field.replace("_", "-"))
 
 
 def _fail(option: str, message: str) -> ConfigError:
@@ -148,6 +163,8 @@ def build(
         raise _fail("--time", "must be a positive duration")
     if size is not None and count is not None and size != count * block_size:
         raise _fail("--count", "conflicts with --size (give one, or make size = count x block)")
+    if count is not None and count > MAX_BYTES // block_size:
+        raise _fail("--count", f"{count} blocks of {block_size} bytes is too large")
     if size is None and count is not None:
         size = count * block_size
     if size is None and time_limit is None:
@@ -179,8 +196,22 @@ def build(
     timeout = kwargs.get("timeout")
     if timeout and time_limit and timeout <= time_limit:
         raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")
-    if kwargs.get("files_per_dir", 1000) < 1:
+    if kwargs.get("files_per_dir", DEFAULT_FILES_PER_DIR) < 1:
         raise _fail("--files-per-dir", "must be at least 1")
+    for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval"):
+        value = time_limit if name == "time_limit" else kwargs.get(name)
+        if value is not None and not value <= MAX_SECONDS:  # also refuses NaN
+            raise _fail(option_name(name), f"must be at most {MAX_SECONDS / 86400:.0f} days")
+    for name in ("iterations", "fsync_every", "files_per_dir", "verify_shift"):
+        if kwargs.get(name, 0) > MAX_COUNT:
+            raise _fail(option_name(name), f"must be at most {MAX_COUNT}")
+    if size is not None and size > MAX_BYTES:
+        raise _fail("--size", f"must be at most {MAX_BYTES} bytes")
+    if kwargs.get("engine", "posix") not in ENGINES:
+        raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
+    sysroot = kwargs.get("sysroot", "/")
+    if sysroot != "/" and not os.path.isdir(sysroot):
+        raise _fail("--sysroot", f"{sysroot!r} is not a directory (MPIWRITE_SYSROOT?)")
     if kwargs.get("verify_shift", 0) < 0:
         raise _fail("--verify-shift", "must not be negative")
     if kwargs.get("verify_shift", 0):

@@ -13,18 +13,28 @@ _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2
 _DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
 _IEC = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+# ASCII digits only: '١٢M' or '１M' are not sizes.
+_SIZE_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]*)\s*$", re.ASCII)
+_TIME_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(ms|s|m|min|h)?\s*$",
+                      re.IGNORECASE | re.ASCII)
 _TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 MB = 10**6
+MAX_BYTES = 2**62  # fits a C long and a float64 exactly enough; far beyond any file
+MAX_SECONDS = 366 * 86400.0  # a year: longer than any batch job; fits every timer
+
+
+def shown(text) -> str:
+    """An input echoed in a message: quoted, and cut when it is long."""
+    s = str(text)
+    return repr(s if len(s) <= 40 else s[:37] + "...")
 
 
 def parse_size(text: str) -> int:
     """Parse a size into bytes; raises ValueError with what is expected."""
     m = _SIZE_RE.match(str(text))
     if not m:
-        raise ValueError(f"{text!r} is not a size (expected e.g. 4k, 1M, 1MiB, 1MB, 2G)")
+        raise ValueError(f"{shown(text)} is not a size (expected e.g. 4k, 1M, 1MiB, 1MB, 2G)")
     number, suffix = m.group(1), m.group(2)
     low = suffix.lower()
     if low in _IEC:
@@ -34,11 +44,18 @@ def parse_size(text: str) -> int:
     elif low in _BINARY:
         mult = _BINARY[low]
     else:
-        raise ValueError(f"{text!r} has an unknown unit {suffix!r} "
+        raise ValueError(f"{shown(text)} has an unknown unit {suffix!r} "
                          "(expected k, M, G, MiB, MB, ...)")
-    value = float(number) * mult if "." in number else int(number) * mult
-    if value != int(value):
-        raise ValueError(f"{text!r} is not a whole number of bytes")
+    if "." in number:
+        whole, frac = number.split(".")
+        value = int(whole) * mult + int(frac) * mult // 10 ** len(frac)
+        exact = (int(frac) * mult) % 10 ** len(frac) == 0
+    else:
+        value, exact = int(number) * mult, True
+    if not exact:
+        raise ValueError(f"{shown(text)} is not a whole number of bytes")
+    if value > MAX_BYTES:
+        raise ValueError(f"{shown(text)} is too large (at most {MAX_BYTES // 2**50} PiB)")
     return int(value)
 
 
@@ -46,9 +63,12 @@ def parse_time(text: str) -> float:
     """Parse a duration into seconds; raises ValueError with what is expected."""
     m = _TIME_RE.match(str(text))
     if not m:
-        raise ValueError(f"{text!r} is not a duration (expected e.g. 30, 30s, 500ms, 5m, 1h)")
+        raise ValueError(f"{shown(text)} is not a duration (expected e.g. 30, 30s, 500ms, 5m, 1h)")
     unit = m.group(2).lower() if m.group(2) else None
-    return float(m.group(1)) * _TIME_UNITS[unit]
+    seconds = float(m.group(1)) * _TIME_UNITS[unit]
+    if not seconds <= MAX_SECONDS:
+        raise ValueError(f"{shown(text)} is too long (at most {MAX_SECONDS / 86400:.0f} days)")
+    return seconds
 
 
 def format_size(nbytes: float) -> str:
