@@ -151,6 +151,17 @@ def remove_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> List[str]:
     return left
 
 
+def remove_dir_if_empty(path: Optional[str]) -> None:
+    """Remove a folder this run created if nothing is left in it.  Another run may be using
+    it (the default ./mpiwrite-data is shared by concurrent runs): then it stays."""
+    if not path:
+        return
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def remove(path: str) -> Optional[str]:
     """Unlink one file this run created; returns an error text or None."""
     try:

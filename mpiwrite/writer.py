@@ -65,13 +65,15 @@ class StreamPlan:
     fsync_every: int = 0
     direct: bool = False
     sample_interval: float = 1.0
+    expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
 
 
 Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
 
 
 def _open_flags(plan: StreamPlan) -> int:
-    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    # O_NOFOLLOW: a symlink planted where a data file goes is never followed.
+    flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW
     if plan.create:
         flags |= os.O_CREAT | os.O_EXCL
     if plan.direct:
@@ -112,6 +114,13 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
         res.fail("open", exc, hint)
         return res
     res.created = plan.create
+    if plan.expect_inode is not None:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != plan.expect_inode:
+            os.close(fd)
+            res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
+                                                   "(replaced after creation); refusing to write"))
+            return res
     t0 = res.t_write_start = clock()
     deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
     next_poll = t0 + POLL_SECONDS
@@ -185,6 +194,42 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
             res.t_close_end = clock()
             samples.append((res.t_close_end, res.bytes))
     return res
+
+
+def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
+    """The null engine (IOR's DUMMY): the same plan, time limit, samples and polls as the
+    POSIX stream, but no file and no I/O, so tests of the coordination need no storage."""
+    res = StreamResult(path=plan.path)
+    res.t_open_start = res.t_write_start = t0 = clock()
+    bs = plan.block_size
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
+    done = 0
+    while done < total:
+        now = clock()
+        if now >= deadline:
+            res.stopped_by = "time"
+            break
+        if poll is not None and poll(now, done):
+            res.stopped_by = "abort"
+            break
+        done = min(total, done + 64 * bs)  # a burst of blocks between polls
+        if plan.nbytes is None:
+            time.sleep(0.01)
+    res.bytes = done
+    res.blocks = -(-done // bs)
+    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
+    res.fsyncs = 1 if plan.fsync and res.stopped_by != "abort" else 0
+    res.samples.append((res.t_close_end, res.bytes))
+    return res
+
+
+ENGINES = {"posix": write_stream, "null": null_stream}
+
+
+def engine(name: str):
+    """The stream function for an I/O engine name (see ENGINES)."""
+    return ENGINES[name]
 
 
 @dataclasses.dataclass
