@@ -23,3 +23,22 @@ class RecordError(MpiwriteError):
     """A record that cannot be read (truncated, foreign, newer schema)."""
 
     exit_code = 1
+
+
+class PeerFailed(MpiwriteError):
+    """Another rank failed and said so on the failure channel; its report travels with this."""
+
+    exit_code = 1
+
+    def __init__(self, report: dict):
+        self.report = report
+        super().__init__(str(report.get("message", "another rank failed")))
+
+
+class Interrupted(MpiwriteError):
+    """A SIGINT/SIGTERM that the run could not answer in an orderly way within the grace."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        self.exit_code = 128 + signum
+        super().__init__(f"interrupted by signal {signum}")

@@ -1,22 +1,27 @@
-"""Rank 0's account of a run: what was measured so far, the record, the JSON summary.
+"""Rank 0's ledger of a run: hosts, progress, timeouts, the page-cache guard, the figures of
+every iteration, the HDF5 record and the JSON summary.
 
-Only rank 0 has one.  The runner feeds it iterations, errors and warnings; it writes the HDF5
-record (after every iteration and at the end) and the final summary on screen and as JSON.
+Only rank 0 has one, and it knows no MPI: the runner hands it gathered tables and it answers
+with statuses and messages.  The record is rewritten after every iteration (status "running")
+and at the end; a failure to write it is remembered and reported, never raised mid-run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite import __version__, summary
+from mpiwrite import __version__, layout, rows, summary
 from mpiwrite.config import RunConfig
 from mpiwrite.console import Console
+from mpiwrite.errors import ConfigError
+from mpiwrite.parallel import world_ranks_of
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
 
@@ -34,13 +39,39 @@ def jsonable(obj):
     return obj
 
 
-class RunLog:
+def check_json_destination(path: Optional[str]) -> None:
+    """--json PATH must be writable as a file before any data is written (ConfigError)."""
+    if not path or path == "-":
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ConfigError(f"--json: folder {parent!r} does not exist") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ConfigError(f"--json: cannot create a file in {parent!r} "
+                              "(permission denied)") from None
+        return
+    except OSError as exc:
+        raise ConfigError(f"--json: cannot reach {path!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"--json: {path!r} is a directory; expected a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"--json: {path!r} is not a regular file")
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"--json: {path!r} is not writable (permission denied)")
+
+
+class Ledger:
     def __init__(self, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
-                 nodes: List[Dict[str, Any]], keys: Dict[str, str], mpi_library: str,
-                 console: Console):
+                 nodes: List[Dict[str, Any]], node_of: np.ndarray, keys: Dict[str, str],
+                 mpi_library: str, console: Console):
         self.cfg, self.argv, self.run_id, self.nranks = cfg, argv, run_id, nranks
         self.nodes, self.keys, self.mpi_library, self.console = nodes, keys, mpi_library, console
-        self.hosts = [n["host"] for n in nodes]
+        self.node_of = node_of
+        self.hosts = [str(n.get("host")) for n in nodes]
+        self.ram = np.array([_number(n.get("mem_total_bytes")) for n in nodes], dtype=float)
         self.start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.errors: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
@@ -51,19 +82,96 @@ class RunLog:
         self.extra: Dict[str, Any] = {}  # startup_seconds, mkdir_seconds, stripe, bytes_to_ram
         self.record_file: Optional[str] = None
         self.record_error = ""
+        self.finished = False
 
-    def add_iteration(self, ranks: np.ndarray, samples: np.ndarray, row: np.void,
-                      node_clock: np.ndarray) -> None:
+    def host_of(self, rank: int) -> str:
+        return self.hosts[int(self.node_of[rank])]
+
+    # ------------------------------------------------------------------ before data
+    def check_destinations(self) -> None:
+        """--json and --results, checked before TARGET sees a single byte (ConfigError)."""
+        check_json_destination(self.cfg.json_path)
+        if self.cfg.results is None:
+            return
+        from mpiwrite.records import probe_writable, record_path
+
+        try:
+            probe_writable(self.cfg.results)
+        except OSError as exc:
+            raise ConfigError(f"--results: cannot write records in {self.cfg.results!r}: "
+                              f"{exc.strerror or exc}") from None
+        self.record_file = os.path.abspath(record_path(self.cfg.results, self.run_id))
+
+    # ------------------------------------------------------------------ during the run
+    def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
+        planned = (self.cfg.size or 0) * self.nranks
+        nbytes = float(latest.sum())
+        frac = nbytes / planned if planned else 0.0
+        if self.cfg.time_limit:
+            frac = max(frac, min(1.0, elapsed / self.cfg.time_limit))
+        self.console.progress(elapsed, nbytes, min(frac, 1.0), int(done.sum()), self.nranks)
+
+    def timed_out(self, missing: List[int], it: int, watch_s: float) -> str:
+        """Name the ranks that never finished, keep the record; returns the message."""
+        paths = {r: layout.data_path(self.cfg, self.run_id, self.nranks, r, it)
+                 for r in missing}
+        for r in missing:
+            self.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
+                                "phase": "timeout", "errno": 0, "path": paths[r],
+                                "message": f"did not finish within --timeout {watch_s:g}s"})
+        first = missing[0]
+        msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
+               f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "
+               f"rank {first} on {self.host_of(first)} writing {paths[first]}")
+        self.finish("timeout", msg)
+        return msg
+
+    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray],
+                   origin: float) -> None:
+        """Errors gathered from the ranks, their times moved onto the common timeline."""
+        for e in entries:
+            t = e.get("t")
+            if isinstance(t, (int, float)) and offsets is not None:
+                node = int(self.node_of[int(e["rank"])])
+                e["t"] = float(t) + float(offsets[node, 0]) - origin
+            self.errors.append(e)
+
+    def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
+                      counts: np.ndarray, offsets: np.ndarray, origin: float,
+                      signalled: bool) -> str:
+        """One iteration's gathered rows into figures, screen and record; returns its status."""
+        ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
+        srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
+        status, code = rows.iteration_status(ranks, signalled)
+        row = summary.iteration_summary(ranks, srows, code)
         self.rank_rows.append(ranks)
-        self.sample_rows.append(samples)
+        self.sample_rows.append(srows)
         self.iter_rows.append(row)
-        self.node_clock = node_clock
+        self.node_clock = offsets
+        self.page_cache_guard(ranks)
+        self.console.iteration(row, status)
+        self.save("running")
+        return status
+
+    def page_cache_guard(self, ranks: np.ndarray) -> None:
+        per_node = np.bincount(ranks["node"], weights=ranks["bytes"], minlength=len(self.ram))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(self.ram > 0, per_node / np.where(self.ram > 0, self.ram, 1),
+                              np.nan)
+        ratio = float(np.nanmax(ratios)) if np.isfinite(ratios).any() else float("nan")
+        self.extra["bytes_to_ram"] = ratio
+        if not self.cfg.fsync and not self.cfg.direct:
+            shown = f"{ratio:.2f}x" if ratio == ratio else "an unknown share of"
+            self.warn(f"neither fsync nor O_DIRECT bounds this measurement and a node "
+                      f"wrote {shown} its RAM: the page cache may inflate the figure "
+                      f"(write over 2x RAM, or use --fsync / --direct)")
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
             self.console.warn(text)
 
+    # ------------------------------------------------------------------ the record
     def attrs(self, status: str, error: str = "") -> Dict[str, Any]:
         return {
             "run_id": self.run_id, "status": status, "error": error,
@@ -101,11 +209,17 @@ class RunLog:
 
         try:
             records.write(self.build(status, error), self.record_file)
-        except OSError as exc:
-            self.record_error = f"record not saved: {self.record_file}: {exc.strerror or exc}"
+        except (OSError, RuntimeError, ValueError) as exc:
+            # h5py reports a full disk as RuntimeError; whatever it is, the run goes on and
+            # the end says the record is missing.
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self.record_error = f"record not saved: {self.record_file}: {reason}"
 
     def finish(self, status: str, error: str = "") -> Dict[str, Any]:
-        """The final record, the summary on screen, and the JSON summary."""
+        """The final record, the summary on screen, and the JSON summary (once)."""
+        if self.finished:
+            return {}
+        self.finished = True
         self.save(status, error)
         rec = self.build(status, error)
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
@@ -129,8 +243,13 @@ class RunLog:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
             else:
-                with open(self.cfg.json_path, "w") as fh:
-                    fh.write(text + "\n")
+                try:
+                    with open(self.cfg.json_path, "w") as fh:
+                        fh.write(text + "\n")
+                except OSError as exc:
+                    self.record_error = (self.record_error + "; " if self.record_error
+                                         else "") + (f"--json not written: "
+                                                     f"{self.cfg.json_path}: {exc.strerror}")
         return out
 
     def failure_message(self, final: str) -> str:
@@ -140,7 +259,7 @@ class RunLog:
         if final == "interrupted":
             return "mpiwrite: run interrupted by a signal; partial results recorded"
         errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
-                                                  e.get("t", 0.0) or 0.0))
+                                                  _number(e.get("t"), 0.0)))
         if not errs:
             return f"mpiwrite: run {final}"
         e = errs[0]
@@ -148,3 +267,15 @@ class RunLog:
         errno_text = f" (errno {e['errno']})" if e.get("errno") else ""
         return (f"mpiwrite: run failed: rank {e['rank']} on {e['host']}: {e['phase']} "
                 f"{e['path']}: {e['message']}{errno_text}{more}")
+
+
+def _number(value, default=0.0) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return v if np.isfinite(v) else default
+
+
+def exit_code(final: str) -> int:
+    return rows.RUN_EXIT.get(final, 1)

@@ -1,45 +1,114 @@
-"""Everything ranks say to each other: node split, clock offsets, aborts, progress, gathers.
+"""Everything ranks say to each other: node split, clock offsets, agreement, failures, progress.
 
-The library's traffic runs on a duplicate of COMM_WORLD.  Reductions are typed (numpy buffers);
-nothing per rank is pickled.  No rank is ever left waiting: a failing rank tells every other
-rank to stop, rank 0 waits for the others' "done" with a deadline, and a watchdog thread on
-every rank aborts the job if even that does not happen.
+Only this module talks MPI.  The library's traffic runs on two duplicates of COMM_WORLD: `comm`
+for the run's own messages and `fcomm`, the failure channel, on which a rank that cannot go on
+tells every other rank why (docs/architecture.md).  No rank ever blocks in MPI: collectives
+are non-blocking and waited for by `Team.wait`, which keeps looking at the failure channel and
+at this rank's signals, so one rank's failure, wherever it happens, reaches every rank within
+milliseconds instead of leaving them in a collective until the wall-clock limit.  Reductions are
+typed (numpy buffers); nothing per rank is pickled.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import sys
 import threading
 import time
 import zlib
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from mpiwrite.errors import Interrupted, PeerFailed
 
 TAG_ABORT = 101
 TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
 TAG_CLOCK = 103
+TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 CLOCK_ROUNDS = 8
+EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 clock = time.monotonic
+
+
+def grace_seconds(nranks: int) -> float:
+    """How long an orderly end may take before it is forced (MPIWRITE_GRACE overrides).
+
+    Long enough for rank 0 to gather the rows and write the record of a large run (0.5 s at
+    100,000 ranks, docs/scaling.md), short enough that a stuck job ends within seconds.
+    """
+    try:
+        value = float(os.environ.get("MPIWRITE_GRACE", ""))
+        if 0 < value < 3600:
+            return value
+    except ValueError:
+        pass
+    return 5.0 + nranks / 2000.0
+
+
+class Signals:
+    """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""
+
+    def __init__(self):
+        self.received = 0
+        self.at = float("inf")
+        for s in EXIT_FOR_SIGNAL:
+            signal.signal(s, self._handle)
+
+    def _handle(self, signum, _frame):
+        if not self.received:
+            self.received, self.at = signum, clock()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FOR_SIGNAL.get(self.received, 1)
+
+    @staticmethod
+    def exit_code_of(signum: int) -> int:
+        return EXIT_FOR_SIGNAL.get(signum, 1)
+
+
+def host_name() -> str:
+    """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
+    uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
+    UTF-8."""
+    name = os.environ.get("MPIWRITE_HOSTNAME") or socket.gethostname()
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("MPIWRITE_HOSTNAME is not valid UTF-8") from None
+    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValueError("MPIWRITE_HOSTNAME is empty or holds control characters")
+    return name
 
 
 class Team:
     """This rank's place in the run: world, node and node-leader communicators."""
 
-    def __init__(self, MPI, world=None):
+    def __init__(self, MPI, signals: Optional[Signals] = None, world=None, host: str = ""):
         self.MPI = MPI
-        self.comm = (world or MPI.COMM_WORLD).Dup()
+        world = world or MPI.COMM_WORLD
+        self.world = world
+        self.comm = world.Dup()
+        self.fcomm = world.Dup()  # the failure channel
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
-        # MPIWRITE_HOSTNAME names the node where hostnames do not tell nodes apart
-        # (containers that share a hostname; tests that model uneven nodes on one machine).
-        self.host = os.environ.get("MPIWRITE_HOSTNAME") or socket.gethostname()
+        self.signals = signals
+        self.grace = grace_seconds(self.size)
+        self.host = host or host_name()
+        self._fail_sends: list = []
+        self._fail_data: list = []
+        self._abort_req = None
+        self._abort_buf = np.zeros(1, dtype=np.int64)
+        self._abort_sends: list = []
+        self._progress_sends: list = []
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
-        color = zlib.crc32(self.host.encode()) & 0x7FFFFFFF
+        color = zlib.crc32(self.host.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
         self.node_comm = shared.Split(color, self.rank)
         shared.Free()
         self.local_rank = self.node_comm.Get_rank()
@@ -48,46 +117,109 @@ class Team:
         info = np.zeros(2, dtype=np.int64)
         if self.local_rank == 0:
             info[:] = (self.leaders.Get_rank(), self.leaders.Get_size())
-        self.node_comm.Bcast(info, root=0)
+        self.wait(self.node_comm.Ibcast(info, root=0))
         self.node, self.nnodes = int(info[0]), int(info[1])
-        self._abort_req = None
-        self._abort_buf = np.zeros(1, dtype=np.int64)
-        self._abort_sends: list = []
-        self._progress_sends: list = []
 
     @property
     def is_leader(self) -> bool:
         return self.local_rank == 0
 
+    # ---------------------------------------------------------------- failures
+    def check(self) -> None:
+        """Raise PeerFailed when another rank has reported a failure, Interrupted when a
+        signal arrived more than the grace period ago and the run has still not ended."""
+        status = self.MPI.Status()
+        msg = self.fcomm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_FAIL, status=status)
+        if msg is not None:
+            data = bytearray(status.Get_count(self.MPI.BYTE))
+            msg.Recv([data, self.MPI.BYTE])
+            raise PeerFailed(decode_report(bytes(data), status.Get_source()))
+        sig = self.signals
+        if sig is not None and sig.received and clock() - sig.at > self.grace:
+            raise Interrupted(sig.received)
+
+    def wait(self, req) -> None:
+        """Complete one request, looking at the failure channel and signals meanwhile."""
+        spins = 0
+        while not req.Test():
+            self.check()
+            spins += 1
+            if spins > 20:
+                time.sleep(0.0005 if spins < 2000 else 0.005)
+
+    def waitall(self, reqs: Sequence) -> None:
+        for req in reqs:
+            self.wait(req)
+
+    def report_failure(self, report: Dict) -> None:
+        """Tell every other rank that this one cannot go on (never blocks)."""
+        data = json.dumps(report).encode("utf-8", "surrogateescape")
+        self._fail_data.append(data)
+        for peer in range(self.size):
+            if peer != self.rank:
+                self._fail_sends.append(self.fcomm.Isend([data, self.MPI.BYTE], dest=peer,
+                                                         tag=TAG_FAIL))
+
+    def failure_reports(self, seconds: float = 0.0) -> List[Dict]:
+        """Reports that have arrived (waiting up to `seconds` for a first one)."""
+        got: List[Dict] = []
+        end = clock() + seconds
+        status = self.MPI.Status()
+        while True:
+            msg = self.fcomm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_FAIL, status=status)
+            if msg is not None:
+                data = bytearray(status.Get_count(self.MPI.BYTE))
+                msg.Recv([data, self.MPI.BYTE])
+                got.append(decode_report(bytes(data), status.Get_source()))
+                continue
+            if got or clock() >= end:
+                return got
+            time.sleep(0.005)
+
+    def abort(self, code: int) -> None:
+        """End the whole job now with this exit code (MPI_Abort)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        self.world.Abort(int(code))
+
     # ---------------------------------------------------------------- collectives
     def barrier(self) -> None:
-        self.comm.Barrier()
+        self.wait(self.comm.Ibarrier())
 
     def bcast_text(self, text: Optional[str], root: int = 0) -> str:
         """Broadcast a string as bytes (length first): no pickling."""
         data = (text or "").encode("utf-8", "surrogateescape") if self.rank == root else b""
         n = np.array([len(data)], dtype=np.int64)
-        self.comm.Bcast(n, root=root)
+        self.wait(self.comm.Ibcast(n, root=root))
         buf = np.frombuffer(data, dtype=np.uint8).copy() if self.rank == root else np.empty(
             int(n[0]), dtype=np.uint8)
-        self.comm.Bcast(buf, root=root)
+        self.wait(self.comm.Ibcast(buf, root=root))
         return buf.tobytes().decode("utf-8", "surrogateescape")
 
+    def allreduce(self, values: Sequence[float], op: str = "max") -> np.ndarray:
+        mine = np.asarray(values, dtype=np.float64)
+        out = np.zeros_like(mine)
+        self.wait(self.comm.Iallreduce(mine, out, op={"max": self.MPI.MAX,
+                                                      "sum": self.MPI.SUM}[op]))
+        return out
+
     def allreduce_max(self, value: float) -> float:
-        out = np.zeros(1)
-        self.comm.Allreduce(np.array([float(value)]), out, op=self.MPI.MAX)
-        return float(out[0])
+        return float(self.allreduce([float(value)], "max")[0])
 
     def allreduce_sum(self, value: int) -> int:
         out = np.zeros(1, dtype=np.int64)
-        self.comm.Allreduce(np.array([int(value)], dtype=np.int64), out, op=self.MPI.SUM)
+        self.wait(self.comm.Iallreduce(np.array([int(value)], dtype=np.int64), out,
+                                       op=self.MPI.SUM))
         return int(out[0])
 
     def gather_rows(self, row: np.ndarray) -> Optional[np.ndarray]:
         """Gather one fixed-length float64 row per rank into a (size, n) array on rank 0."""
         row = np.ascontiguousarray(row, dtype=np.float64)
         out = np.empty((self.size, row.size)) if self.rank == 0 else None
-        self.comm.Gather(row, out, root=0)
+        self.wait(self.comm.Igather(row, out, root=0))
         return out
 
     def gatherv(self, data: np.ndarray, comm=None) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -95,24 +227,41 @@ class Team:
         comm = comm or self.comm
         data = np.ascontiguousarray(data)
         counts = np.zeros(comm.Get_size(), dtype=np.int64)
-        comm.Gather(np.array([data.size], dtype=np.int64), counts, root=0)
+        self.wait(comm.Igather(np.array([data.size], dtype=np.int64), counts, root=0))
         if comm.Get_rank() == 0:
             out = np.empty(int(counts.sum()), dtype=data.dtype)
-            comm.Gatherv(data, (out, counts), root=0)
+            self.wait(comm.Igatherv(data, (out, counts), root=0))
             return out, counts
-        comm.Gatherv(data, None, root=0)
+        self.wait(comm.Igatherv(data, None, root=0))
         return None
 
     def gather_texts(self, text: str, comm=None) -> Optional[List[str]]:
         """Gather one short string per rank of `comm` to its rank 0, as bytes."""
         got = self.gatherv(np.frombuffer(text.encode("utf-8", "surrogateescape"),
                                          dtype=np.uint8), comm)
-        if got is None:
-            return None
-        flat, counts = got
-        ends = np.cumsum(counts)
-        return [flat[e - c:e].tobytes().decode("utf-8", "surrogateescape")
-                for c, e in zip(counts, ends)]
+        return None if got is None else _split_texts(*got)
+
+    def allgather_texts(self, text: str) -> List[str]:
+        data = np.frombuffer(text.encode("utf-8", "surrogateescape"), dtype=np.uint8)
+        counts = np.zeros(self.size, dtype=np.int64)
+        self.wait(self.comm.Iallgather(np.array([data.size], dtype=np.int64), counts))
+        out = np.empty(int(counts.sum()), dtype=np.uint8)
+        self.wait(self.comm.Iallgatherv(data, (out, counts)))
+        return _split_texts(out, counts)
+
+    def agree(self, problem: str) -> List[Dict]:
+        """Every rank's problem, or '' for none, agreed: the same list on every rank of
+        {"rank", "host", "message"}, empty when no rank has one.  Costs one allreduce when
+        all is well."""
+        if not self.allreduce_sum(1 if problem else 0):
+            return []
+        mine = json.dumps({"rank": self.rank, "host": self.host, "message": problem}) \
+            if problem else ""
+        return [json.loads(t) for t in self.allgather_texts(mine) if t]
+
+    def same_as_root(self, text: str) -> bool:
+        """Whether this rank's `text` equals rank 0's (one broadcast)."""
+        return self.bcast_text(text if self.rank == 0 else None) == text
 
     # ---------------------------------------------------------------- clocks
     def clock_offsets(self) -> Optional[np.ndarray]:
@@ -132,9 +281,10 @@ class Team:
                 for peer in range(1, lc.Get_size()):
                     best = (float("inf"), 0.0)
                     for _ in range(CLOCK_ROUNDS):
+                        recv = lc.Irecv(pong, source=peer, tag=TAG_CLOCK)
                         ta = clock()
-                        lc.Send(ping, dest=peer, tag=TAG_CLOCK)
-                        lc.Recv(pong, source=peer, tag=TAG_CLOCK)
+                        self.wait(lc.Isend(ping, dest=peer, tag=TAG_CLOCK))
+                        self.wait(recv)
                         tb = clock()
                         if tb - ta < best[0]:
                             best = (tb - ta, (ta + tb) / 2 - pong[0])
@@ -142,14 +292,16 @@ class Team:
             else:
                 buf = np.zeros(1)
                 for _ in range(CLOCK_ROUNDS):
-                    lc.Recv(buf, source=0, tag=TAG_CLOCK)
+                    self.wait(lc.Irecv(buf, source=0, tag=TAG_CLOCK))
                     buf[0] = clock()
-                    lc.Send(buf, dest=0, tag=TAG_CLOCK)
+                    self.wait(lc.Isend(buf, dest=0, tag=TAG_CLOCK))
         return result if self.rank == 0 else None
 
-    # ---------------------------------------------------------------- aborts
-    # A rank that must stop everyone tells rank 0; rank 0 tells every other rank once.  So an
-    # abort costs O(ranks) messages even when every rank is signalled at the same moment.
+    # ---------------------------------------------------------------- write-phase aborts
+    # A rank that must stop everyone's writing (an I/O error, a signal) tells rank 0; rank 0
+    # tells every other rank once, so an abort costs O(ranks) messages even when every rank is
+    # signalled at the same moment.  Unlike a failure report, this ends the write phase in
+    # order: every rank still takes part in the gathers that follow.
     def arm_abort(self) -> None:
         self._abort_req = self.comm.Irecv(self._abort_buf, source=self.MPI.ANY_SOURCE,
                                           tag=TAG_ABORT)
@@ -186,7 +338,7 @@ class Team:
         """Match every abort message still in flight; returns the sums of `extra` over ranks."""
         mine = np.array([int(self._sent_to_root), int(self._forwarded), *extra], dtype=np.int64)
         sums = np.zeros_like(mine)
-        self.comm.Allreduce(mine, sums, op=self.MPI.SUM)
+        self.wait(self.comm.Iallreduce(mine, sums, op=self.MPI.SUM))
         expect = int(sums[0]) if self.rank == 0 else int(sums[1])
         req = self._abort_req
         if expect == 0:
@@ -194,10 +346,10 @@ class Team:
                 req.Cancel()
             req.Wait()
         else:
-            req.Wait()
+            self.wait(req)
             for _ in range(expect - 1):
                 self.receive_any(self._abort_buf, TAG_ABORT)
-        self.MPI.Request.Waitall(self._abort_sends)
+        self.waitall(self._abort_sends)
         self._abort_sends = []
         self._abort_req = None
         return [int(x) for x in sums[2:]]
@@ -215,6 +367,7 @@ class Team:
             if msg is not None:
                 msg.Recv(buf)
                 return status.Get_source()
+            self.check()
             time.sleep(poll)
 
     # ---------------------------------------------------------------- progress / done
@@ -224,12 +377,48 @@ class Team:
             return
         self._progress_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_PROGRESS))
         if len(self._progress_sends) > 64:
-            self.MPI.Request.Waitall(self._progress_sends)
+            self.waitall(self._progress_sends)
             self._progress_sends = []
 
     def finish_progress(self) -> None:
-        self.MPI.Request.Waitall(self._progress_sends)
+        self.waitall(self._progress_sends)
         self._progress_sends = []
+
+    def wait_for_done(self, board: ProgressBoard, tick: Callable[[float], None],
+                      deadline: float, on_deadline: Callable[[List[int]], None]) -> None:
+        """Rank 0: collect every rank's 'done', forwarding aborts; `tick(now)` runs every
+        pass (progress lines), `on_deadline(missing ranks)` once the deadline passes."""
+        while True:
+            board.drain()
+            if board.done.all():
+                return
+            if self.signals is not None and self.signals.received:
+                self.raise_abort()
+            self.poll_abort()
+            now = clock()
+            tick(now)
+            if now >= deadline:
+                on_deadline(board.missing())
+            self.check()
+            time.sleep(0.002)
+
+
+def decode_report(data: bytes, source: int) -> Dict:
+    """A failure report from the wire; a garbled one still names its sender."""
+    try:
+        report = json.loads(data.decode("utf-8", "surrogateescape"))
+        if isinstance(report, dict):
+            report.setdefault("rank", source)
+            return report
+    except ValueError:
+        pass
+    return {"rank": source, "host": "?", "phase": "?", "message": "unreadable failure report"}
+
+
+def _split_texts(flat: np.ndarray, counts: np.ndarray) -> List[str]:
+    ends = np.cumsum(counts)
+    return [flat[e - c:e].tobytes().decode("utf-8", "surrogateescape")
+            for c, e in zip(counts, ends)]
 
 
 class ProgressBoard:
@@ -262,20 +451,23 @@ class ProgressBoard:
 
 
 class Watchdog:
-    """A last resort: if this rank is still in a phase after `seconds`, end the whole job."""
+    """A last resort for a rank stuck outside MPI (a write that never returns): if this rank
+    is still in the phase after `seconds`, it ends the whole job naming itself or whom it
+    waits for (describe()).  Never silently disabled: `seconds` is bounded by the config."""
 
-    def __init__(self, team: Team, seconds: Optional[float], describe):
+    def __init__(self, team: Team, seconds: Optional[float], describe: Callable[[], str]):
         self.team, self.describe = team, describe
         self.timer = None
         if seconds:
-            self.timer = threading.Timer(seconds, self._fire)
+            self.timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._fire)
             self.timer.daemon = True
             self.timer.start()
 
     def _fire(self) -> None:
-        sys.stderr.write(f"mpiwrite: {self.describe()}\n")
-        sys.stderr.flush()
-        self.team.comm.Abort(1)
+        try:
+            sys.stderr.write(f"mpiwrite: {self.describe()}\n")
+        finally:
+            self.team.abort(1)
 
     def cancel(self) -> None:
         if self.timer is not None:

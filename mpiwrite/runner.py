@@ -1,151 +1,219 @@
-"""One run across all ranks: setup, iterations, reductions, the record and the exit code.
+"""One run across all ranks: the steps every rank takes, inside one guard.
 
-Data flows one way: config -> every rank writes (writer.py) -> typed reductions to rank 0
-(parallel.py) -> figures (summary.py) -> record (records.py) and screen (console.py).
-Only this module imports mpi4py, and only when a run starts.
+Data flows one way: config -> every rank writes (writer.py) -> typed gathers to rank 0
+(parallel.py) -> rows into figures (rows.py, summary.py) -> rank 0's ledger (ledger.py) -> the
+record (records.py) and screen (console.py).  This module holds no MPI calls of its own: every
+message goes through `parallel.Team`.  Who owns what, and how a failure travels:
+docs/architecture.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
-import signal
+import socket
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite import layout, nodeinfo, pattern, summary
-from mpiwrite.config import RunConfig
+from mpiwrite import layout, nodeinfo, pattern, rows
+from mpiwrite.config import RunConfig, option_name
 from mpiwrite.console import Console
-from mpiwrite.errors import ConfigError
-from mpiwrite.parallel import ProgressBoard, Team, Watchdog, seconds_since_exec, world_ranks_of
-from mpiwrite.runlog import RunLog
-from mpiwrite.text import clean
-from mpiwrite.writer import StreamResult, clock, verify_segment, write_stream
+from mpiwrite.errors import ConfigError, Interrupted, PeerFailed
+from mpiwrite.ledger import Ledger, exit_code
+from mpiwrite.parallel import (
+    ProgressBoard,
+    Signals,
+    Team,
+    Watchdog,
+    clock,
+    host_name,
+    seconds_since_exec,
+)
+from mpiwrite.text import clean, printable
+from mpiwrite.units import format_size
+from mpiwrite.writer import StreamResult, engine, verify_segment
 
-ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
-              "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
-              "verify_bytes", "verify_seconds", "verify_mismatches")
-EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
-STATUS_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
 
-
-class Signals:
-    """SIGINT/SIGTERM set a flag the write loop looks at a few times a second."""
-
-    def __init__(self):
-        self.received = 0
-        for s in EXIT_FOR_SIGNAL:
-            signal.signal(s, self._handle)
-
-    def _handle(self, signum, _frame):
-        self.received = self.received or signum
+class AgreedError(ConfigError):
+    """Bad input that every rank has agreed on: each rank leaves with exit 2, rank 0 says why."""
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-class Run:
-    def __init__(self, cfg: RunConfig, argv: List[str], MPI):
-        self.cfg, self.argv, self.MPI = cfg, argv, MPI
-        self.signals = Signals()
-        self.team = Team(MPI)
-        self.rank = self.team.rank
-        self.console = Console(cfg) if self.rank == 0 else None
-        self.log: Optional[RunLog] = None  # rank 0's account of the run
-        self.created_target = False
+def raise_agreed(problems: List[Dict], size: int) -> None:
+    """Turn an agreed list of rank problems into the same AgreedError on every rank.
 
-    # ------------------------------------------------------------------ setup
+    The same problem on every rank (a bad option) is said once; otherwise the first rank
+    with a problem is named with its host, and the others are counted."""
+    if not problems:
+        return
+    first = problems[0]
+    if len(problems) == size and all(p["message"] == first["message"] for p in problems):
+        raise AgreedError(first["message"])
+    where = "" if (len(problems) == 1 and first["rank"] == 0) else \
+        f"rank {first['rank']} on {first['host']}: "
+    more = f" (and {len(problems) - 1} more rank(s))" if len(problems) > 1 else ""
+    raise AgreedError(f"{where}{first['message']}{more}")
+
+
+def _parse_inject(text: str):
+    rank, _, phase = text.partition(":")
+    return (int(rank), phase) if rank.isdigit() and phase else None
+
+
+# Settings that may differ between nodes: each node reads its own facts.
+NODE_LOCAL = ("sysroot",)
+
+
+def differing_options(root: dict, mine: dict) -> List[str]:
+    return sorted({option_name(k) for k in set(root) | set(mine)
+                   if k not in NODE_LOCAL and root.get(k) != mine.get(k)})
+
+
+class Run:
+    """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
+
+    def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals):
+        self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
+        self.rank = team.rank
+        # MPIWRITE_INJECT=RANK:PHASE raises an unexpected error on RANK when it enters a
+        # phase starting with PHASE (tests of the guard at every phase; docs/architecture.md)
+        self._inject = _parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
+        self.phase = "start-up"
+        self.ledger: Optional[Ledger] = None  # rank 0 only
+        self.created: List[str] = []  # data files this rank created and has not removed
+        self.created_target = False
+        self.run_id = ""
+        self.finished_writing = False
+        self.iteration_now = -1
+        self.stop_reason: Optional[BaseException] = None
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self._phase = value
+        if self._inject and self._inject[0] == self.rank and value.startswith(self._inject[1]):
+            raise RuntimeError(f"fault injected by MPIWRITE_INJECT in {value!r}")
+
+    # ------------------------------------------------------------------ before any data
+    def agree_on_input(self, problem: str) -> None:
+        """Problems found before MPI (bad options on some rank) and settings that differ."""
+        team = self.team
+        self.phase = "checking input"
+        raise_agreed(team.agree(problem), team.size)
+        mine = self.cfg.to_json()
+        root = team.bcast_text(mine if self.rank == 0 else None)
+        diff = differing_options(json.loads(root), json.loads(mine))
+        raise_agreed(team.agree(f"settings differ from rank 0's: {', '.join(diff)}"
+                                if diff else ""), team.size)
+        if self.cfg.verify_shift and self.cfg.verify_shift % team.size == 0:
+            raise_agreed([{"rank": 0, "host": team.host, "message":
+                           f"--verify-shift: {self.cfg.verify_shift} is a multiple of the "
+                           f"{team.size} ranks, so every rank would read its own data"}],
+                         team.size)
+
     def setup(self) -> None:
         team, cfg = self.team, self.cfg
-        # Open MPI's version string ends with a NUL, which an HDF5 string cannot hold.
-        lines = self.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
-        self.mpi_library = clean(lines[0] if lines else "unknown")
+        self.phase = "set-up"
+        lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
+        mpi_library = clean(lines[0] if lines else "unknown")
+        self.run_id = team.bcast_text(new_run_id() if self.rank == 0 else None)
+        self.root_host = team.bcast_text(team.host if self.rank == 0 else None)
+        self.key = pattern.run_key(self.run_id)
+        problem = ""
+        try:  # every rank: memory for the buffer, before anything is written anywhere
+            self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
+        except (MemoryError, OSError, ValueError) as exc:
+            problem = (f"--block-size: cannot allocate the {format_size(cfg.block_size)} write "
+                       f"buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
         facts_text = ""
-        if team.is_leader:
-            facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, self.mpi_library,
+        if team.is_leader and not problem:
+            facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library,
                                                      host=team.host))
-        self.nodes = None
+        raise_agreed(team.agree(problem), team.size)
+        nodes = None
         if team.is_leader:
             texts = team.gather_texts(facts_text, team.leaders)
             if texts is not None:
-                self.nodes = [json.loads(t) for t in texts]
+                nodes = [json.loads(t) for t in texts]
         node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
-        message = ""
+        problem = ""
         if self.rank == 0:
-            self.node_of = node_rows[:, 0].astype(np.int64)
-            self.run_id = new_run_id()
-            log = self.log = RunLog(cfg, self.argv, self.run_id, team.size, self.nodes,
-                                    nodeinfo.run_keys(self.nodes), self.mpi_library,
-                                    self.console)
-            try:
-                existed = os.path.isdir(cfg.target)
-                layout.preflight(cfg, self.run_id, log.keys["fstype"])
-                self.created_target = not existed
-                if cfg.results is not None:
-                    from mpiwrite.records import probe_writable, record_path
-
-                    try:
-                        probe_writable(cfg.results)
-                    except OSError as exc:
-                        raise ConfigError(f"--results: cannot write records in "
-                                          f"{cfg.results!r}: {exc.strerror}") from None
-                    log.record_file = os.path.abspath(record_path(cfg.results, self.run_id))
-                log.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id, team.size)
-                log.save("running")
-                if log.record_error:
-                    layout.remove_subdirs(cfg, self.run_id, team.size)
-                    raise ConfigError(f"--results: {log.record_error}")
-            except ConfigError as exc:
-                message = str(exc)
-            except OSError as exc:
-                message = f"TARGET: cannot create run directories: {exc.strerror}"
-            if message and self.created_target:
-                try:
-                    os.rmdir(cfg.target)
-                except OSError:
-                    pass
-        text = team.bcast_text("" if self.rank else f"{self.run_id}\n{message}")
-        self.run_id, message = text.split("\n", 1)
-        if message:
-            raise ConfigError(message)
-        self.key = pattern.run_key(self.run_id)
-        self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
+            node_of = node_rows[:, 0].astype(np.int64)
+            ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
+                                          node_of, nodeinfo.run_keys(nodes), mpi_library,
+                                          Console(cfg))
+            problem = self._prepare_target(ledger)
+        raise_agreed(team.agree(problem), team.size)
         if self.rank == 0:
-            ram = [n.get("mem_total_bytes") or 0 for n in self.nodes]
-            self.ram = np.array(ram, dtype=float)
-            self.console.header(self.run_id, team.size, self.log.hosts, self.log.keys,
-                                self.nodes[0]["fs"])
+            self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
+                                       self.ledger.keys, self.ledger.nodes[0]["fs"])
         startup = team.allreduce_max(seconds_since_exec())
-        if self.log is not None:
-            self.log.extra["startup_seconds"] = startup
+        if self.ledger is not None:
+            self.ledger.extra["startup_seconds"] = startup
         team.barrier()
         self.origin = clock()
+
+    def _prepare_target(self, ledger: Ledger) -> str:
+        """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
+
+        Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
+        cfg = self.cfg
+        results_existed = cfg.results is None or os.path.isdir(cfg.results)
+        target_existed = os.path.isdir(cfg.target)
+        try:
+            ledger.check_destinations()
+            layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
+            self.created_target = not target_existed
+            ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
+                                                                ledger.nranks)
+            ledger.save("running")
+            if ledger.record_error:
+                raise ConfigError(f"--results: {ledger.record_error}")
+            return ""
+        except ConfigError as exc:
+            message = str(exc)
+        except OSError as exc:
+            message = f"TARGET: cannot create run directories: {exc.strerror}"
+        layout.remove_subdirs(cfg, self.run_id, ledger.nranks)
+        if self.created_target:
+            layout.remove_dir_if_empty(cfg.target)
+        if not results_existed:
+            layout.remove_dir_if_empty(cfg.results)
+        return message
 
     # ------------------------------------------------------------------ one iteration
     def iteration(self, it: int) -> str:
         team, cfg = self.team, self.cfg
+        self.iteration_now = it
+        self.phase = f"iteration {it}: clock offsets"
         offsets = team.clock_offsets()
         plan = layout.plan(cfg, self.run_id, team.size, self.rank, it)
-        setup_err = ""
-        if cfg.layout == "shared" and self.rank == 0:
-            try:
-                os.close(os.open(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-            except OSError as exc:
-                setup_err = exc.strerror or str(exc)
-        shared_failed = cfg.layout == "shared" and team.allreduce_max(1 if setup_err else 0)
+        shared_failed = False
+        if cfg.layout == "shared":
+            plan, shared_failed = self._create_shared(plan, it)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
         board = ProgressBoard(team) if self.rank == 0 else None
-        total_planned = (cfg.size or 0) * team.size
         state = {"next": 0.0, "t0": 0.0}
 
         def poll(now: float, nbytes: int) -> bool:
             if self.signals.received:
                 team.raise_abort()
+                return True
+            try:
+                team.check()
+            except (PeerFailed, Interrupted) as exc:
+                self.stop_reason = exc  # raised once the stream has closed its file
                 return True
             if team.poll_abort():
                 return True
@@ -155,23 +223,29 @@ class Run:
                     team.send_progress(nbytes, False, now - state["t0"])
                 else:
                     board.latest[0] = nbytes
-                    self.show_progress(board, now - state["t0"], total_planned)
+                    board.drain()
+                    self.ledger.progress(board.latest, board.done, now - state["t0"])
             return False
 
+        self.phase = f"iteration {it}: write"
         team.arm_abort()
         team.barrier()
         watch_s = cfg.watchdog_seconds()
-        grace = max(5.0, 0.1 * (watch_s or 0))
+        grace = max(team.grace, 0.1 * (watch_s or 0))
+        self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: f"rank {self.rank} on {team.host}: the write phase did not end "
-                                    f"within --timeout {watch_s:g}s ({plan.path}); ending the job")
+                            lambda: self._stuck_message(plan.path, watch_s))
         state["t0"] = clock()
         state["next"] = state["t0"] + cfg.progress_interval
         if shared_failed:
-            res = StreamResult(path=plan.path, error_phase="create" if setup_err else "",
-                               error_text=setup_err, stopped_by="" if setup_err else "abort")
+            res = StreamResult(path=plan.path, stopped_by="abort")
         else:
-            res = write_stream(plan, self.buf, poll)
+            res = engine(cfg.engine)(plan, self.buf, poll)
+        if res.created:
+            self.created.append(plan.path)
+        if self.stop_reason is not None:
+            raise self.stop_reason
+        self.finished_writing = True
         if res.failed:
             team.raise_abort()
         if self.rank:
@@ -179,90 +253,102 @@ class Run:
             team.finish_progress()
         else:
             board.latest[0], board.done[0] = res.bytes, True
-            self.wait_for_ranks(board, state["t0"], watch_s, it, total_planned)
-        flags = team.disarm_abort(extra=[1 if res.failed else 0,
-                                         1 if self.signals.received else 0])
-        any_failed, any_signal = flags
+            deadline = state["t0"] + watch_s if watch_s else float("inf")
+            ticks = {"next": clock() + (cfg.progress_interval or float("inf"))}
+
+            def tick(now: float) -> None:
+                if now >= ticks["next"]:
+                    self.ledger.progress(board.latest, board.done, now - state["t0"])
+                    ticks["next"] = now + cfg.progress_interval
+
+            team.wait_for_done(board, tick, deadline,
+                               lambda missing: self._timed_out(missing, it, watch_s))
+        self.phase = f"iteration {it}: agree"
+        any_failed, any_signal = team.disarm_abort(extra=[1 if res.failed else 0,
+                                                          1 if self.signals.received else 0])
         verify = None
         bad_verify = 0
         if cfg.verify and not any_failed and not any_signal:
+            self.phase = f"iteration {it}: verify"
             verify = self.verify(it, res)
             # one agreed answer (also a barrier: nobody removes a file another rank may still
             # be reading); the gather below is collective, so every rank must decide alike
             bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
+        self.phase = f"iteration {it}: gather"
         if any_failed or any_signal or bad_verify:
-            self.collect_errors(it, res, verify)
-        row = self.row(res, verify)
-        rows = team.gather_rows(row)
+            entry = rows.error_entry(it, self.rank, team.host, res, verify)
+            texts = team.gather_texts(json.dumps(entry) if entry else "")
+            if texts is not None:
+                self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
+        row = rows.pack_row(res, verify, bool(self.signals.received))
+        gathered = team.gather_rows(row)
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()
-        if self.rank == 0 and it == 0 and self.log.keys["fstype"] in ("lustre", "mixed"):
-            self.log.extra["stripe"] = nodeinfo.stripe_of(plan.path)
-        self.cleanup(res, plan.path)
+        if self.rank == 0 and it == 0 and self.ledger.keys["fstype"] in ("lustre", "mixed"):
+            self.ledger.extra["stripe"] = nodeinfo.stripe_of(plan.path)
+        self.phase = f"iteration {it}: clean-up"
+        self.cleanup(plan.path)
         status = "ok"
         if self.rank == 0:
-            status = self.reduce(it, rows, samples, offsets)
-        status = team.bcast_text(status if self.rank == 0 else "")
-        return status
+            self.phase = f"iteration {it}: record"
+            flat, counts = samples
+            status = self.ledger.add_iteration(it, gathered, flat, counts, offsets,
+                                               self.origin, bool(self.signals.received))
+        return team.bcast_text(status if self.rank == 0 else "")
 
-    def show_progress(self, board: ProgressBoard, elapsed: float, planned: int) -> None:
-        board.drain()
-        nbytes = float(board.latest.sum())
-        frac = nbytes / planned if planned else 0.0
-        if self.cfg.time_limit:
-            frac = max(frac, min(1.0, elapsed / self.cfg.time_limit))
-        self.console.progress(elapsed, nbytes, min(frac, 1.0), int(board.done.sum()),
-                              self.team.size)
+    def _create_shared(self, plan, it: int):
+        """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
+        so a file swapped for a symlink or another file between create and open is refused."""
+        team = self.team
+        ident, err = "", ""
+        if self.rank == 0:
+            try:
+                fd = os.open(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o644)
+                self.created.append(plan.path)
+                st = os.fstat(fd)
+                os.close(fd)
+                ident = f"{st.st_dev}:{st.st_ino}"
+            except OSError as exc:
+                err = exc.strerror or str(exc)
+        text = team.bcast_text(f"{ident}\n{err}" if self.rank == 0 else None)
+        ident, err = text.split("\n", 1)
+        if err:
+            if self.rank == 0:
+                self.ledger.errors.append({"iteration": it, "rank": 0,
+                                           "host": team.host, "phase": "create", "errno": 0,
+                                           "path": plan.path, "message": err})
+            return plan, True
+        dev, ino = (int(x) for x in ident.split(":"))
+        return dataclasses.replace(plan, expect_inode=(dev, ino)), False
 
-    def wait_for_ranks(self, board: ProgressBoard, t0: float, watch_s: Optional[float],
-                       it: int, planned: int) -> None:
-        """Rank 0: collect every rank's 'done', forwarding aborts, within the watchdog."""
-        deadline = t0 + watch_s if watch_s else float("inf")
-        next_progress = clock() + (self.cfg.progress_interval or float("inf"))
-        while True:
-            board.drain()
-            if board.done.all():
-                return
-            if self.signals.received:
-                self.team.raise_abort()
-            self.team.poll_abort()
-            now = clock()
-            if now >= next_progress:
-                self.show_progress(board, now - t0, planned)
-                next_progress = now + self.cfg.progress_interval
-            if now >= deadline:
-                self.timed_out(board.missing(), it, watch_s)
-            time.sleep(0.002)
+    def _stuck_message(self, path: str, watch_s: float) -> str:
+        """What the watchdog says: a rank still writing names itself; a rank that finished
+        names rank 0, which ends the write phase and evidently could not."""
+        self.remove_created()
+        t = self.team
+        if self.finished_writing and self.rank != 0:
+            self.remove_files_of([0])  # rank 0 cannot: it is stopped or hung
+            return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
+                    f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
+                    f"writes and waited); rank 0 is stopped or hung; ending the job")
+        return (f"run timed out: rank {self.rank} on {t.host} was still writing {path} after "
+                f"--timeout {watch_s:g}s; ending the job")
 
-    def timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
+    def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
-        paths = {r: layout.data_path(self.cfg, self.run_id, self.team.size, r, it)
-                 for r in missing}
-        for r in missing:
-            self.log.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
-                                "phase": "timeout", "errno": 0, "path": paths[r],
-                                "message": f"did not finish within --timeout {watch_s:g}s"})
-        first = missing[0]
-        msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
-               f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "
-               f"rank {first} on {self.host_of(first)} writing {paths[first]}")
-        sys.stderr.write(msg + "\n")
         if not self.cfg.keep:
             for r in range(self.team.size):
                 layout.remove(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
-        self.log.finish("timeout", msg)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        self.team.comm.Abort(1)
-
-    def host_of(self, rank: int) -> str:
-        return self.log.hosts[int(self.node_of[rank])]
+            layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
+        message = self.ledger.timed_out(missing, it, watch_s)
+        sys.stderr.write(printable(message) + "\n")
+        self.team.abort(1)
 
     def verify(self, it: int, res: StreamResult):
         """Read back (own data, or the rank --verify-shift away) after a barrier."""
         team, cfg = self.team, self.cfg
-        counts = np.zeros(team.size, dtype=np.int64)
-        team.comm.Allgather(np.array([res.bytes], dtype=np.int64), counts)
+        counts = team.allgather_texts(str(res.bytes))
         source = (self.rank + cfg.verify_shift) % team.size
         path = layout.data_path(cfg, self.run_id, team.size, source, it)
         offset = source * cfg.size if cfg.layout == "shared" else 0
@@ -270,102 +356,39 @@ class Run:
         return verify_segment(path, offset, int(counts[source]), cfg.block_size, self.key,
                               source, it)
 
-    def collect_errors(self, it: int, res: StreamResult, verify) -> None:
-        mine = ""
-        if res.failed:
-            mine = json.dumps({"iteration": it, "rank": self.rank, "host": self.team.host,
-                               "phase": res.error_phase, "errno": res.error_errno,
-                               "path": res.path, "message": res.error_text,
-                               "t": res.t_write_end})
-        elif verify is not None and (verify.mismatches or verify.error_text):
-            first = verify.first
-            detail = (f"{verify.mismatches} mismatched block(s); first at offset "
-                      f"{first.offset}: expected {first.expected}, found {first.found}"
-                      if first else verify.error_text)
-            mine = json.dumps({"iteration": it, "rank": self.rank, "host": self.team.host,
-                               "phase": "verify", "errno": 0, "path": verify.path,
-                               "message": detail, "offset": first.offset if first else -1})
-        texts = self.team.gather_texts(mine)
-        if texts is not None:
-            self.log.errors.extend(json.loads(t) for t in texts if t)
-
-    def row(self, res: StreamResult, verify) -> np.ndarray:
-        if res.failed:
-            status = summary.FAILED
-        elif res.stopped_by == "abort":
-            status = summary.INTERRUPTED if self.signals.received else summary.ABORTED
-        else:
-            status = summary.OK
-        values = {
-            "bytes": res.bytes, "blocks": res.blocks, "fsyncs": res.fsyncs,
-            "t_open_start": res.t_open_start, "t_write_start": res.t_write_start,
-            "t_write_end": res.t_write_end, "t_fsync_end": res.t_fsync_end,
-            "t_close_end": res.t_close_end, "status": status, "errno": res.error_errno,
-            "stopped_by_time": 1 if res.stopped_by == "time" else 0,
-            "verify_bytes": verify.bytes if verify else 0,
-            "verify_seconds": verify.seconds if verify else np.nan,
-            "verify_mismatches": (verify.mismatches + (1 if verify.error_text else 0))
-            if verify else 0,
-        }
-        if status != summary.OK:  # a stream that did not finish has no valid end times
-            for k in ("t_fsync_end", "t_close_end"):
-                values[k] = np.nan if status == summary.FAILED else values[k]
-        return np.array([values[k] for k in ROW_FIELDS], dtype=np.float64)
-
-    def cleanup(self, res: StreamResult, path: str) -> None:
+    def cleanup(self, path: str) -> None:
         if self.cfg.keep:
+            self.created.clear()
             return
-        problem = layout.remove(path) if res.created else None
+        problem = None
+        if path in self.created and (self.cfg.layout != "shared"):
+            problem = layout.remove(path)
+            self.created.remove(path)
         if self.cfg.layout == "shared":
             self.team.barrier()
-            if self.rank == 0:
+            if path in self.created:
                 problem = layout.remove(path)
+                self.created.remove(path)
         if problem:
-            sys.stderr.write(f"mpiwrite: warning: rank {self.rank} could not remove {problem}\n")
+            sys.stderr.write(printable(f"mpiwrite: warning: rank {self.rank} could not "
+                                       f"remove {problem}") + "\n")
 
-    # ------------------------------------------------------------------ rank 0: reduce
-    def reduce(self, it: int, rows: np.ndarray, samples, offsets: np.ndarray) -> str:
-        n = self.team.size
-        ranks = np.zeros(n, dtype=summary.RANK_DTYPE)
-        ranks["iteration"], ranks["rank"], ranks["node"] = it, np.arange(n), self.node_of
-        off = offsets[self.node_of, 0] - self.origin
-        for i, k in enumerate(ROW_FIELDS):
-            col = rows[:, i]
-            ranks[k] = col + off if k.startswith("t_") else col
-        ranks["clock_offset_seconds"] = offsets[self.node_of, 0]
-        ranks["clock_uncertainty_seconds"] = offsets[self.node_of, 1]
-        summary.fill_rates(ranks)
-        flat, counts = samples
-        pairs = flat.reshape(-1, 2)
-        srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
-        owner = np.repeat(np.arange(n), counts // 2)
-        srows["iteration"], srows["rank"] = it, owner
-        srows["t"] = pairs[:, 0] + off[owner] if len(pairs) else pairs[:, 0]
-        srows["bytes"] = pairs[:, 1]
-        if np.any(ranks["status"] == summary.FAILED):
-            status, code = "failed", summary.FAILED
-        elif np.any(ranks["status"] == summary.INTERRUPTED) or self.signals.received:
-            status, code = "interrupted", summary.INTERRUPTED
-        elif np.any(ranks["verify_mismatches"] > 0):
-            status, code = "failed", summary.FAILED
-        else:
-            status, code = "ok", summary.OK
-        row = summary.iteration_summary(ranks, srows, code)
-        self.log.add_iteration(ranks, srows, row, offsets)
-        self.page_cache_guard(ranks)
-        self.console.iteration(row, status)
-        self.log.save("running")
-        return status
+    def remove_files_of(self, ranks) -> None:
+        """Remove other ranks' data files of this iteration, when they cannot (stopped, hung):
+        only names this run created with O_EXCL, so nothing of anyone else is touched."""
+        if self.cfg is None or self.cfg.keep or self.iteration_now < 0:
+            return
+        for r in ranks:
+            layout.remove(layout.data_path(self.cfg, self.run_id, self.team.size, r,
+                                           self.iteration_now))
 
-    def page_cache_guard(self, ranks: np.ndarray) -> None:
-        per_node = np.bincount(ranks["node"], weights=ranks["bytes"], minlength=len(self.ram))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = float(np.nanmax(np.where(self.ram > 0, per_node / self.ram, np.nan)))
-        self.log.extra["bytes_to_ram"] = ratio
-        if not self.cfg.fsync and not self.cfg.direct:
-            self.log.warn(f"neither fsync nor O_DIRECT bounds this measurement and a node "
-                          f"wrote {ratio:.2f}x its RAM: the page cache may inflate the figure "
-                          f"(write over 2x RAM, or use --fsync / --direct)")
+    def remove_created(self) -> None:
+        """Remove the data files this rank created (on the way out of a failed run)."""
+        if self.cfg is None or self.cfg.keep:
+            return
+        for p in self.created:
+            layout.remove(p)
+        self.created.clear()
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
@@ -379,36 +402,113 @@ class Run:
             if status != "ok":
                 break
             if it + 1 < self.cfg.iterations and self.cfg.delay:
+                self.phase = f"iteration {it}: delay"
                 end = clock() + self.cfg.delay
                 while clock() < end and not self.signals.received:
                     time.sleep(min(0.05, max(0.0, end - clock())))
         final = "complete" if status == "ok" else status
-        code = STATUS_EXIT.get(final, 1)
+        code = exit_code(final)
+        self.phase = "finish"
         if final == "interrupted":
-            signum = int(self.team.allreduce_max(self.signals.received))
-            code = EXIT_FOR_SIGNAL.get(signum, 1)
+            code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         self.team.barrier()
         if self.rank == 0:
-            if not self.cfg.keep:
-                layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
-                if self.created_target:
-                    try:
-                        os.rmdir(self.cfg.target)
-                    except OSError:
-                        pass
-            message = self.log.failure_message(final)
-            self.log.finish(final, message)
+            self.remove_run_folders()
+            message = self.ledger.failure_message(final)
+            self.ledger.finish(final, message)
             if message:
-                sys.stderr.write(message + "\n")
-            if self.log.record_error:
-                sys.stderr.write(f"mpiwrite: {self.log.record_error}\n")
+                sys.stderr.write(printable(message) + "\n")
+            if self.ledger.record_error:
+                sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
                 code = code or 1
-        code = int(self.team.allreduce_max(code))
-        return code
+        return int(self.team.allreduce_max(code))
+
+    def remove_run_folders(self) -> None:
+        if self.cfg.keep:
+            return
+        layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
+        if self.created_target:
+            layout.remove_dir_if_empty(self.cfg.target)
 
 
-def main(cfg: RunConfig, argv: List[str]) -> int:
+# ---------------------------------------------------------------------- the guard
+def end_job(run: Run, exc: BaseException) -> None:
+    """Any exception on any rank ends the whole job, within the grace period.
+
+    The rank that failed says so in one line and tells every other rank on the failure
+    channel; every rank removes the data files it created; rank 0 records the failure and
+    calls MPI_Abort.  A rank whose rank 0 does not end the job in time ends it itself."""
+    team = run.team
+    try:
+        if isinstance(exc, PeerFailed):
+            report, code, mine = exc.report, 1, False
+        elif isinstance(exc, Interrupted):
+            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
+                      "message": f"interrupted by signal {exc.signum}; ranks did not answer "
+                                 f"within {team.grace:.0f}s"}
+            code, mine = exc.exit_code, False
+        else:
+            detail = str(exc) or type(exc).__name__
+            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
+                      "errno": getattr(exc, "errno", 0) or 0,
+                      "path": getattr(exc, "filename", None) or "",
+                      "message": f"{type(exc).__name__}: {detail}"}
+            code, mine = 1, True
+        if mine:
+            sys.stderr.write(printable(
+                f"mpiwrite: run failed: rank {team.rank} on {team.host} in {run.phase}: "
+                f"{report['message']}") + "\n")
+            if os.environ.get("MPIWRITE_DEBUG"):
+                import traceback
+
+                traceback.print_exception(type(exc), exc, exc.__traceback__)
+            team.report_failure(report)
+        run.remove_created()
+        if team.rank == 0 and isinstance(exc, Interrupted):
+            sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
+                             f"rank answered within {team.grace:.0f}s, ending the job\n")
+        if team.rank == 0 and run.ledger is not None:
+            run.remove_files_of(range(team.size))
+            run.remove_run_folders()
+            entry = dict(report, iteration=report.get("iteration", -1))
+            run.ledger.errors.append(entry)
+            status = "interrupted" if isinstance(exc, Interrupted) else "failed"
+            run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
+                                      f"{report.get('phase')}: {report.get('message')}")
+    except BaseException:  # the end must come, whatever breaks on the way to it
+        pass
+    if team.rank != 0:
+        time.sleep(team.grace)  # rank 0 records the failure and ends the job
+    team.abort(code)
+
+
+def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
+    """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
+    (the other ranks still learn of it, so that no rank waits for one that left)."""
+    signals = Signals()
     from mpi4py import MPI
 
-    run = Run(cfg, argv, MPI)
-    return run.execute()
+    try:
+        host = host_name()
+    except ValueError as exc:
+        host, problem = socket.gethostname(), problem or str(exc)
+    try:
+        team = Team(MPI, signals, host=host)
+    except BaseException as exc:
+        sys.stderr.write(printable(f"mpiwrite: run failed: rank {MPI.COMM_WORLD.Get_rank()} "
+                                   f"on {host} in start-up: {type(exc).__name__}: {exc}") + "\n")
+        MPI.COMM_WORLD.Abort(1)
+        raise
+    run = Run(cfg, argv, team, signals)
+    try:
+        if cfg is None:
+            raise_agreed(team.agree(problem or "bad input"), team.size)
+        run.agree_on_input(problem)
+        return run.execute()
+    except AgreedError as exc:
+        if team.rank == 0:
+            sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
+        return exc.exit_code
+    except BaseException as exc:
+        end_job(run, exc)
+        return 1

@@ -1,0 +1,108 @@
+"""Pure functions between one rank's result and rank 0's tables; no MPI, no I/O.
+
+A rank packs what it did into one float64 row (`pack_row`); rank 0 turns the gathered rows
+into the per-rank table on the common timeline (`rank_table`, `sample_table`) and decides the
+iteration's status (`iteration_status`).  An error a rank saw becomes one dict (`error_entry`).
+The runner and benchmarks/bench_records.py use the same functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from mpiwrite import summary
+
+ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
+              "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
+              "verify_bytes", "verify_seconds", "verify_mismatches")
+
+# Run statuses (the record's `status` attribute) and the exit code each gives.
+RUN_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
+
+
+def rank_status(res, signalled: bool) -> int:
+    if res.failed:
+        return summary.FAILED
+    if res.stopped_by == "abort":
+        return summary.INTERRUPTED if signalled else summary.ABORTED
+    return summary.OK
+
+
+def pack_row(res, verify=None, signalled: bool = False) -> np.ndarray:
+    """One rank's iteration as a float64 row in ROW_FIELDS order (times on its own clock)."""
+    status = rank_status(res, signalled)
+    values = {
+        "bytes": res.bytes, "blocks": res.blocks, "fsyncs": res.fsyncs,
+        "t_open_start": res.t_open_start, "t_write_start": res.t_write_start,
+        "t_write_end": res.t_write_end, "t_fsync_end": res.t_fsync_end,
+        "t_close_end": res.t_close_end, "status": status, "errno": res.error_errno,
+        "stopped_by_time": 1 if res.stopped_by == "time" else 0,
+        "verify_bytes": verify.bytes if verify else 0,
+        "verify_seconds": verify.seconds if verify else np.nan,
+        "verify_mismatches": (verify.mismatches + (1 if verify.error_text else 0))
+        if verify else 0,
+    }
+    if status == summary.FAILED:  # a stream that did not finish has no valid end times
+        values["t_fsync_end"] = values["t_close_end"] = np.nan
+    return np.array([values[k] for k in ROW_FIELDS], dtype=np.float64)
+
+
+def rank_table(it: int, rows: np.ndarray, node_of: np.ndarray, offsets: np.ndarray,
+               origin: float) -> np.ndarray:
+    """The per-rank table of one iteration, every time moved onto rank 0's clock (minus the
+    run's origin) with its node's offset."""
+    n = len(rows)
+    ranks = np.zeros(n, dtype=summary.RANK_DTYPE)
+    ranks["iteration"], ranks["rank"], ranks["node"] = it, np.arange(n), node_of
+    off = offsets[node_of, 0] - origin
+    for i, k in enumerate(ROW_FIELDS):
+        col = rows[:, i]
+        ranks[k] = col + off if k.startswith("t_") else col
+    ranks["clock_offset_seconds"] = offsets[node_of, 0]
+    ranks["clock_uncertainty_seconds"] = offsets[node_of, 1]
+    summary.fill_rates(ranks)
+    return ranks
+
+
+def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndarray,
+                 offsets: np.ndarray, origin: float) -> np.ndarray:
+    """(t, bytes) pairs gathered from every rank as a sample table on the common timeline."""
+    pairs = np.asarray(flat, dtype=np.float64).reshape(-1, 2)
+    srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
+    owner = np.repeat(np.arange(len(counts)), np.asarray(counts) // 2)
+    off = offsets[node_of, 0] - origin
+    srows["iteration"], srows["rank"] = it, owner
+    srows["t"] = pairs[:, 0] + off[owner] if len(pairs) else pairs[:, 0]
+    srows["bytes"] = pairs[:, 1]
+    return srows
+
+
+def iteration_status(ranks: np.ndarray, signalled: bool) -> Tuple[str, int]:
+    """('ok'|'failed'|'interrupted', code) for one iteration's per-rank table."""
+    if np.any(ranks["status"] == summary.FAILED):
+        return "failed", summary.FAILED
+    if np.any(ranks["status"] == summary.INTERRUPTED) or signalled:
+        return "interrupted", summary.INTERRUPTED
+    if np.any(ranks["verify_mismatches"] > 0):
+        return "failed", summary.FAILED
+    return "ok", summary.OK
+
+
+def error_entry(it: int, rank: int, host: str, res, verify=None) -> Optional[Dict[str, Any]]:
+    """What one rank has to say about an iteration that went wrong for it, or None.
+
+    `t` is on the rank's own clock; rank 0 moves it onto the common timeline."""
+    if res.failed:
+        return {"iteration": it, "rank": rank, "host": host, "phase": res.error_phase,
+                "errno": res.error_errno, "path": res.path, "message": res.error_text,
+                "t": res.t_write_end}
+    if verify is not None and (verify.mismatches or verify.error_text):
+        first = verify.first
+        detail = (f"{verify.mismatches} mismatched block(s); first at offset "
+                  f"{first.offset}: expected {first.expected}, found {first.found}"
+                  if first else verify.error_text)
+        return {"iteration": it, "rank": rank, "host": host, "phase": "verify", "errno": 0,
+                "path": verify.path, "message": detail, "offset": first.offset if first else -1}
+    return None
