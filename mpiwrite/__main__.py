@@ -1,4 +1,4 @@
-from mpiwrite.cli import main
+from mpiwrite.entry import main
 
 if __name__ == "__main__":
     main()

@@ -224,13 +224,13 @@ def _beside(path: str, name: str) -> str:
 
 def _check_run_args(ctx, args) -> None:
     """Parse the run arguments as `mpiwrite run` would, so mistakes surface now (exit 2)."""
-    from mpiwrite import cli as cli_mod
+    from mpiwrite import runcmd
 
     try:
-        sub = cli_mod.run.make_context("run", list(args), parent=ctx)
+        sub = runcmd.run.make_context("run", list(args), parent=ctx)
     except click.exceptions.Exit:
         return
-    cli_mod.config_from(sub.params)
+    runcmd.config_from(sub.params)
 
 
 def register(cli) -> None:
