@@ -42,3 +42,7 @@ class Interrupted(MpiwriteError):
         self.signum = signum
         self.exit_code = 128 + signum
         super().__init__(f"interrupted by signal {signum}")
+
+
+class Stalled(MpiwriteError):
+    """A collective that did not complete within --timeout and the grace period."""

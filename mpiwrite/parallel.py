@@ -23,7 +23,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mpiwrite.errors import Interrupted, PeerFailed
+from mpiwrite.errors import Interrupted, PeerFailed, Stalled
+from mpiwrite.text import printable
 
 TAG_ABORT = 101
 TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
@@ -58,6 +59,9 @@ class Signals:
         self.at = float("inf")
         for s in EXIT_FOR_SIGNAL:
             signal.signal(s, self._handle)
+        early = sys.modules.get("mpiwrite.entry")  # a signal during start-up, kept for us
+        if early is not None and early.pending["signum"]:
+            self._handle(early.pending["signum"], None)
 
     def _handle(self, signum, _frame):
         if not self.received:
@@ -99,6 +103,8 @@ class Team:
         self.size = self.comm.Get_size()
         self.signals = signals
         self.grace = grace_seconds(self.size)
+        self.stall_seconds: Optional[float] = None  # a wait longer than this ends the job
+        self.phase = ""
         self.host = host or host_name()
         self._fail_sends: list = []
         self._fail_data: list = []
@@ -139,13 +145,18 @@ class Team:
             raise Interrupted(sig.received)
 
     def wait(self, req) -> None:
-        """Complete one request, looking at the failure channel and signals meanwhile."""
+        """Complete one request, looking at the failure channel and signals meanwhile; a wait
+        longer than `stall_seconds` (set from --timeout) raises Stalled."""
         spins = 0
+        start = clock()
         while not req.Test():
             self.check()
             spins += 1
             if spins > 20:
                 time.sleep(0.0005 if spins < 2000 else 0.005)
+                if self.stall_seconds and clock() - start > self.stall_seconds:
+                    raise Stalled(f"no answer from the other ranks within {self.stall_seconds:g}s "
+                                  f"(--timeout and the grace period); a rank is stopped or hung")
 
     def waitall(self, reqs: Sequence) -> None:
         for req in reqs:
@@ -401,6 +412,14 @@ class Team:
                 on_deadline(board.missing())
             self.check()
             time.sleep(0.002)
+
+
+def abort_world(MPI, what: str) -> None:
+    """End the job when not even a Team could be made: one line, then MPI_Abort."""
+    rank = MPI.COMM_WORLD.Get_rank()
+    sys.stderr.write(printable(f"mpiwrite: run failed: rank {rank} {what}") + "\n")
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(1)
 
 
 def decode_report(data: bytes, source: int) -> Dict:

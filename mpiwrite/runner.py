@@ -30,6 +30,7 @@ from mpiwrite.parallel import (
     Signals,
     Team,
     Watchdog,
+    abort_world,
     clock,
     host_name,
     seconds_since_exec,
@@ -125,6 +126,9 @@ class Run:
     def setup(self) -> None:
         team, cfg = self.team, self.cfg
         self.phase = "set-up"
+        watch_s = cfg.watchdog_seconds()
+        if watch_s:  # with --timeout, no wait for other ranks lasts longer than this
+            team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
         lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
         mpi_library = clean(lines[0] if lines else "unknown")
         self.run_id = team.bcast_text(new_run_id() if self.rank == 0 else None)
@@ -495,9 +499,7 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
     try:
         team = Team(MPI, signals, host=host)
     except BaseException as exc:
-        sys.stderr.write(printable(f"mpiwrite: run failed: rank {MPI.COMM_WORLD.Get_rank()} "
-                                   f"on {host} in start-up: {type(exc).__name__}: {exc}") + "\n")
-        MPI.COMM_WORLD.Abort(1)
+        abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
     run = Run(cfg, argv, team, signals)
     try:
