@@ -6,6 +6,7 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from typing import List, Optional
@@ -33,19 +34,36 @@ def _clean_env(extra=None):
     return env
 
 
+def bounded(cmd: List[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    """Run cmd in a session of its own; past `timeout` end exactly that process group
+    (never other people's processes by name) and fail the test as a hang."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True, **kw)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n{out}\n{err}")\
+            from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def kill_group(proc) -> None:
+    """SIGKILL the process group that `proc` leads (started with start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def mpirun(n: int, args: List[str], cwd: str, timeout: float = 120, env=None,
            pre: Optional[List[str]] = None) -> subprocess.CompletedProcess:
     """`mpiexec -n N mpiwrite ARGS` in cwd; output captured; fails the test on a hang."""
     if MPIEXEC is None:
         pytest.skip("no mpiexec (pip install mpich)")
     cmd = (pre or []) + [MPIEXEC, "-n", str(n), MPIWRITE] + list(args)
-    try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env=_clean_env(env), stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        subprocess.run(["pkill", "-9", "-f", "mpiwrite"], check=False)
-        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n"
-                             f"{exc.stdout}\n{exc.stderr}") from None
+    return bounded(cmd, timeout, cwd=cwd, env=_clean_env(env))
 
 
 def cli(args: List[str], cwd: str, timeout: float = 60, env=None, input=None):

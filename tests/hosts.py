@@ -9,6 +9,7 @@ removed again, also when a test fails.
 import os
 import random
 import shutil
+import signal
 import subprocess
 
 WRAPPER = """#!/bin/bash
@@ -88,7 +89,14 @@ class Hosts:
     def __exit__(self, *exc) -> None:
         for kind, name in reversed(self.made):
             if kind == "netns":
-                subprocess.run(["ip", "netns", "pids", name], capture_output=True)
+                # Processes left in our own namespaces are ours (a hung job's proxies).
+                pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                                      text=True).stdout.split()
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
                 _ip("netns", "del", name, check=False)
             else:
                 _ip("link", "del", name, check=False)

@@ -43,6 +43,17 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
 """
 
 
+def _pid_from(path: str, timeout: float = 5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path) as fh:
+                return int(fh.read().strip())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+    return None
+
+
 def why_not() -> str:
     """Why a Slurm cannot be started here, or '' when it can."""
     if os.geteuid() != 0:
@@ -61,6 +72,7 @@ class Cluster:
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
         self.started_munge = False
+        self.munge_pid = None
 
     def start(self, timeout: float = 60.0) -> "Cluster":
         for sub in ("state", "spool"):
@@ -79,6 +91,7 @@ class Cluster:
                 subprocess.run(["chown", "munge:munge", "/etc/munge/munge.key"], check=True)
             subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
             self.started_munge = True
+            self.munge_pid = _pid_from("/run/munge/munged.pid")
         subprocess.run(["/usr/sbin/slurmctld", "-f", self.conf], check=True, env=self.env)
         subprocess.run(["/usr/sbin/slurmd", "-f", self.conf], check=True, env=self.env)
         end = time.monotonic() + timeout
@@ -108,8 +121,11 @@ class Cluster:
                     os.kill(int(fh.read().strip()), signal.SIGTERM)
             except (OSError, ValueError):
                 pass
-        if self.started_munge:
-            subprocess.run(["pkill", "-x", "munged"], check=False)
+        if self.started_munge and self.munge_pid:
+            try:  # the munged this cluster started, by its pid; never others' by name
+                os.kill(self.munge_pid, signal.SIGTERM)
+            except OSError:
+                pass
 
     def wait(self, job_id: str, timeout: float = 180.0) -> str:
         """Wait until the job leaves the queue; returns its final state."""

@@ -14,6 +14,7 @@ from conftest import (
     _clean_env,
     cli,
     is_root,
+    kill_group,
     mounted,
     mpirun,
     needs_root,
@@ -58,14 +59,14 @@ def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
 def start(n, args, cwd):
     return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_clean_env(), stdin=subprocess.DEVNULL)
+                            env=_clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def wait(proc, timeout=60):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        kill_group(proc)
         out, err = proc.communicate()
         raise AssertionError(f"hung:\n{out}\n{err}") from None
     return proc.returncode, out, err

@@ -1,12 +1,11 @@
 """Runs over several emulated hosts: per-node facts, totals and a scaling study, end to end."""
 
 import os
-import subprocess
 
 import hosts as hostlib
 import pytest
 import sysroots
-from conftest import MPIEXEC, MPIWRITE, _clean_env, cli, only_record, records_in
+from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, cli, only_record, records_in
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -38,12 +37,7 @@ def launch(h, segments, cwd, per_host=2, timeout=180):
         for k, v in env.items():
             cmd += ["-env", k, v]
         cmd += [MPIWRITE] + args
-    try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env=_clean_env())
-    except subprocess.TimeoutExpired as exc:
-        subprocess.run(["pkill", "-9", "-f", "hydra_pmi_proxy"], check=False)
-        raise AssertionError(f"hung: {exc.stdout}\n{exc.stderr}") from None
+    return bounded(cmd, timeout, cwd=cwd, env=_clean_env())
 
 
 def test_three_hosts_two_ranks_each_with_their_own_facts(three_hosts, tmp_path):

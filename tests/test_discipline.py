@@ -1,0 +1,355 @@
+"""The failure discipline: every failure, on any rank, in any phase, ends the job within
+seconds with one line naming rank, host and phase; bad input on any rank is exit 2 before data.
+
+Each case here hung or crashed mpiwrite 0.1.0 (../shared/reference/adversarial-findings.md).
+Every job runs under a hard bound; a hang fails the test and its process group is killed.
+"""
+
+import ast
+import os
+import pathlib
+import signal
+import subprocess
+import time
+
+import pytest
+from conftest import (
+    MPIEXEC,
+    MPIWRITE,
+    _clean_env,
+    bounded,
+    cli,
+    kill_group,
+    mounted,
+    mpirun,
+    needs_root,
+    records_in,
+)
+
+from mpiwrite import records
+
+pytestmark = pytest.mark.mpi
+
+QUIET = ["--progress-interval", "0"]
+HUGE = "9" * 400
+
+
+def lines_with(text: str, word: str):
+    return [ln for ln in text.splitlines() if word in ln]
+
+
+def no_data_left(folder) -> bool:
+    folder = pathlib.Path(folder)
+    return not folder.exists() or not any(p.suffix == ".dat" for p in folder.rglob("*"))
+
+
+# ----------------------------------------------------------------------------- before data
+@pytest.mark.parametrize("n,dest,expect", [
+    (2, "out/summary.json", "does not exist"),
+    (4, "jdir", "is a directory"),
+])
+def test_json_destination_is_checked_before_any_data(tmp_path, n, dest, expect):
+    (tmp_path / "jdir").mkdir()
+    t0 = time.monotonic()
+    out = mpirun(n, ["run", "d", "-s", "1M", "--results", "r", "--json", dest] + QUIET,
+                 cwd=tmp_path, timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "--json" in out.stderr
+    assert expect in out.stderr
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
+
+
+def test_node_local_tag_file_missing_on_one_rank(tmp_path):
+    """Only rank 1's input is bad: it still joins the others to say so (exit 2, named)."""
+    (tmp_path / "node.tags").write_text("site=a\n")
+    cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "1M", "--tag-file", "node.tags",
+           ":", "-n", "1", MPIWRITE, "run", "d", "-s", "1M", "--tag-file", "missing.tags"]
+    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    assert out.returncode == 2, out.stderr
+    assert lines_with(out.stderr, "rank 1 on") and "--tag-file" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_settings_that_differ_between_ranks_are_named(tmp_path):
+    cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "1M", ":", "-n", "2", MPIWRITE,
+           "run", "d", "-s", "2M"]
+    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    assert out.returncode == 2, out.stderr
+    assert "settings differ" in out.stderr and "--size" in out.stderr
+    assert "rank 1 on" in out.stderr and "1 more rank" in out.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_one_rank_without_memory_for_its_buffer(tmp_path):
+    cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-b", "512M", "-s", "512M", "--results",
+           "r", ":", "-n", "1", "bash", "-c",
+           f"ulimit -v 1000000; exec {MPIWRITE} run d -b 512M -s 512M --results r"]
+    out = bounded(cmd, 90, cwd=tmp_path, env=_clean_env())
+    assert out.returncode == 2, out.stderr
+    assert "rank 1 on" in out.stderr and "--block-size" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("args,option", [
+    (["-t", HUGE], "--time"),
+    (["--timeout", "9000000000"], "--timeout"),
+    (["-t", "5000000000"], "--time"),
+    (["-s", "1" + "0" * 400 + ".0"], "--size"),
+    (["-b", "9" * 320 + ".5M"], "--block-size"),
+    (["-i", "2", "--delay", HUGE], "--delay"),
+    (["-s", "\u0661\u0662M"], "--size"),
+    (["-s", "\uff11M"], "--size"),
+    (["--count", str(2**62)], "--count"),
+])
+def test_numbers_that_overflow_are_bad_input(tmp_path, args, option):
+    out = mpirun(2, ["run", "d", "--results", "r"] + args + QUIET, cwd=tmp_path, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and option in out.stderr
+    assert len(out.stderr) < 400 and "Traceback" not in out.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_hostname_that_is_not_utf8(tmp_path):
+    env = _clean_env({"MPIWRITE_HOSTNAME": os.fsdecode(b"node\xff")})
+    out = bounded([MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", "1M"], 60, cwd=tmp_path,
+                  env=env)
+    assert out.returncode == 2, out.stderr
+    assert "MPIWRITE_HOSTNAME" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("memtotal", ["inf", "9" * 20, "-5"])
+def test_sysroot_with_absurd_memtotal_gives_an_unknown_fact(tmp_path, memtotal):
+    root = tmp_path / "root"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc" / "meminfo").write_text(f"MemTotal:       {memtotal} kB\n")
+    out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r", "--sysroot", str(root)] + QUIET,
+                 cwd=tmp_path, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rec = records.read(records_in(tmp_path / "r")[0])
+    assert rec.status == "complete"
+
+
+# ----------------------------------------------------------------------------- the guard
+PHASES = [
+    (1, "set-up"), (0, "set-up"), (1, "iteration 0: clock offsets"),
+    (2, "iteration 0: write"), (0, "iteration 0: write"), (1, "iteration 0: agree"),
+    (0, "iteration 1: gather"), (2, "iteration 1: clean-up"), (0, "iteration 0: record"),
+    (1, "finish"), (0, "finish"),
+]
+
+
+@pytest.mark.parametrize("rank,phase", PHASES)
+def test_an_unexpected_error_anywhere_ends_the_job(tmp_path, rank, phase):
+    t0 = time.monotonic()
+    out = mpirun(3, ["run", "d", "-s", "4M", "-b", "256k", "-i", "2", "--results", "r"] + QUIET,
+                 cwd=tmp_path, timeout=60, env={"MPIWRITE_INJECT": f"{rank}:{phase}"})
+    took = time.monotonic() - t0
+    assert out.returncode == 1, out.stderr
+    assert took < 20, f"took {took:.1f}s"
+    said = lines_with(out.stderr, "run failed:")
+    assert len(said) == 1, out.stderr
+    assert f"rank {rank} on " in said[0] and f"in {phase}" in said[0]
+    assert "RuntimeError: fault injected" in said[0]
+    assert "Traceback" not in out.stderr
+    assert no_data_left(tmp_path / "d")
+    found = records_in(tmp_path / "r")
+    if phase != "set-up":  # rank 0 had a ledger: the record says failed and names the rank
+        rec = records.read(found[0])
+        assert rec.status == "failed" and f"rank {rank}" in rec.attrs["error"]
+        assert any(e.get("rank") == rank and e.get("phase") == phase for e in rec.errors)
+
+
+def _rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
+    from test_faults import rank_pids
+
+    return rank_pids(cwd, nranks, timeout)
+
+
+def _start(tmp_path, n, args):
+    return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_clean_env({"MPIWRITE_GRACE": "3"}), stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def _finish(proc, timeout):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise AssertionError(f"not ended within {timeout}s:\n{out}\n{err}") from None
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
+    proc = _start(tmp_path, 3, ["run", "d", "-s", "2G", "-b", "1M", "--results", "r"] + QUIET)
+    try:
+        pids = _rank_pids(tmp_path, 3)
+        time.sleep(0.8)
+        os.kill(pids[1], signal.SIGSTOP)
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        rc, _out, err = _finish(proc, 30)
+        took = time.monotonic() - t0
+    finally:
+        kill_group(proc)
+    assert rc == code, err
+    assert took < 3 + 5, f"took {took:.1f}s"  # the grace (3 s here) and a margin
+    assert "interrupted" in err and "Traceback" not in err
+    assert no_data_left(tmp_path / "d")
+    rec = records.read(records_in(tmp_path / "r")[0])
+    assert rec.status == "interrupted"
+
+
+def test_stopped_rank_0_is_named_by_the_others(tmp_path):
+    proc = _start(tmp_path, 3, ["run", "d", "-t", "2", "--timeout", "4", "--results", "r"]
+                  + QUIET)
+    try:
+        pids = _rank_pids(tmp_path, 3)
+        from test_faults import wait_for_bytes
+
+        wait_for_bytes(tmp_path / "d")  # rank 0 stops in the write phase
+        os.kill(pids[0], signal.SIGSTOP)
+        rc, _out, err = _finish(proc, 40)
+    finally:
+        kill_group(proc)
+    assert rc == 1, err
+    said = lines_with(err, "timed out")
+    assert said and all("rank 0 on" in s and "did not end the write phase" in s for s in said)
+    files = list((tmp_path / "d").glob("*.dat")) if (tmp_path / "d").exists() else []
+    assert files == [], files
+
+
+def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
+    """Not only the write phase: with --timeout, no wait for other ranks is unbounded."""
+    proc = _start(tmp_path, 3, ["run", "d", "-t", "1", "--timeout", "2", "-i", "3",
+                                "--delay", "3", "--results", "r"] + QUIET)
+    try:
+        pids = _rank_pids(tmp_path, 3)
+        from test_faults import wait_for_bytes
+
+        wait_for_bytes(tmp_path / "d")
+        time.sleep(1.8)  # iteration 0 is over (1 s); the ranks are in the delay
+        os.kill(pids[1], signal.SIGSTOP)
+        t0 = time.monotonic()
+        rc, _out, err = _finish(proc, 40)
+    finally:
+        kill_group(proc)
+    assert rc == 1, err
+    assert time.monotonic() - t0 < 20
+    said = lines_with(err, "no answer from the other ranks") + lines_with(err, "timed out")
+    assert said and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
+def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
+    proc = _start(tmp_path, 2, ["run", "d", "-s", "64M", "--results", "r"] + QUIET)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    try:
+        rc, _out, err = _finish(proc, 30)
+    finally:
+        kill_group(proc)
+    assert rc == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+# ----------------------------------------------------------------------------- record disk
+@needs_root
+def test_results_disk_without_room_for_the_record(tmp_path):
+    with mounted(tmp_path / "full", "tmpfs", "size=64k") as full:
+        with open(os.path.join(full, "fill"), "wb") as fh:
+            fh.write(b"\0" * 52 * 1024)
+        out = mpirun(2, ["run", "d", "-s", "1M", "--results", full] + QUIET, cwd=tmp_path,
+                     timeout=60)
+        assert out.returncode in (1, 2), out.stderr
+        assert "Traceback" not in out.stderr
+        assert "No space left" in out.stderr.strip().splitlines()[-1]
+        assert sorted(os.listdir(full)) == ["fill"]  # no temp file left behind
+    assert no_data_left(tmp_path / "d")
+
+
+@needs_root
+def test_results_disk_filling_over_iterations_keeps_the_last_good_record(tmp_path):
+    with mounted(tmp_path / "full", "tmpfs", "size=64k") as full:
+        with open(os.path.join(full, "fill"), "wb") as fh:
+            fh.write(b"\0" * 20 * 1024)
+        out = mpirun(4, ["run", "d", "-s", "64k", "-b", "64k", "-i", "30", "--results", full]
+                     + QUIET, cwd=tmp_path, timeout=120)
+        assert out.returncode == 1, out.stderr[-2000:]  # not 11 / -11: no segfault
+        assert "Traceback" not in out.stderr and "ref count" not in out.stderr
+        assert "record not saved" in out.stderr and "No space left" in out.stderr
+        left = [f for f in os.listdir(full) if f != "fill"]
+        assert all(not f.startswith(".") for f in left), left  # no temp files
+        for f in left:  # what was recorded before the disk filled is still readable
+            rec = records.read(os.path.join(full, f))
+            assert len(rec.iterations) >= 1
+
+
+# ----------------------------------------------------------------------------- other commands
+@pytest.mark.parametrize("var", ["SLURM_PROCID=1", "PMI_RANK=3", "OMPI_COMM_WORLD_RANK=2"])
+@pytest.mark.parametrize("args", [["report", "/nonexistent"], ["run", "-s", "1Q"],
+                                  ["jobscript", "--nodes", "0"]])
+def test_errors_are_said_inside_a_job_step(tmp_path, var, args):
+    k, v = var.split("=")
+    out = cli(args, cwd=tmp_path, env={k: v})
+    assert out.returncode == 2
+    assert out.stderr.startswith("mpiwrite: error:"), out.stderr
+
+
+def test_null_engine_coordinates_sixteen_ranks_without_storage(tmp_path):
+    out = mpirun(16, ["run", "d", "-s", "4G", "--engine", "null", "-i", "2", "--results", "r"]
+                 + QUIET, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rec = records.read(records_in(tmp_path / "r")[0])
+    assert rec.status == "complete" and len(rec.ranks) == 32
+    assert (rec.ranks["bytes"] == 4 * 2**30).all()
+    assert no_data_left(tmp_path / "d")
+
+
+# ----------------------------------------------------------------------------- the house
+PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
+
+
+def _imports(path: pathlib.Path):
+    """mpiwrite modules imported anywhere in a file (also inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "mpiwrite":
+                found.update(a.name for a in node.names)
+            elif node.module.startswith("mpiwrite."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names
+                         if a.name.startswith("mpiwrite."))
+    return found
+
+
+def test_import_graph_has_no_cycle():
+    mods = {p.stem: p for p in PKG.glob("*.py")}
+    graph = {m: sorted(_imports(p) & set(mods) - {m}) for m, p in mods.items()}
+    state = {}
+
+    def visit(m, trail):
+        if state.get(m) == 1:
+            raise AssertionError("import cycle: " + " -> ".join(trail + [m]))
+        if state.get(m) == 2:
+            return
+        state[m] = 1
+        for dep in graph[m]:
+            visit(dep, trail + [m])
+        state[m] = 2
+
+    for m in graph:
+        visit(m, [])
+
+
+def test_runner_makes_no_mpi_calls_of_its_own():
+    text = (PKG / "runner.py").read_text()
+    assert "comm." not in text and "COMM_WORLD" not in text and "Abort(" not in text
