@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Start-up cost at 1, 4 and 16 ranks: process start to the first barrier, and the whole run.
+"""Start-up cost at 1, 4 and 16 ranks: process start to the first barrier, and the whole run,
+against a bare mpi4py start (MPI_Init and one barrier) measured alternately in the same run.
 
 Each rank measures the time since its process started when it reaches the setup barrier
 (`startup_seconds` in the record: the maximum over ranks; imports, MPI_Init, node split, node
-facts, preflight).  The whole wall time of a tiny run (1 MiB per rank) is printed beside it.
+facts, preflight).  The whole wall time of a tiny run (1 MiB per rank) is printed beside it,
+and the median of the per-round ratios tiny run / bare start (target: under 3 at 16 ranks).
 
     python benchmarks/bench_startup.py [--ranks 1,4,16] [--repeat 5]
 """
@@ -29,18 +31,27 @@ def main() -> int:
     args = ap.parse_args()
     mpiexec, mpiwrite = os.path.join(BIN, "mpiexec"), os.path.join(BIN, "mpiwrite")
     print(f"medians of {args.repeat}; {os.cpu_count()} cores (16 ranks are oversubscribed here)")
-    print(f"{'ranks':>6} {'to 1st barrier s':>17} {'whole run s':>12}")
+    print(f"{'ranks':>6} {'to 1st barrier s':>17} {'whole run s':>12} {'bare mpi4py s':>14} "
+          f"{'run/bare':>9}")
+    bare_cmd = [os.path.join(BIN, "python"), "-c",
+                "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"]
     with tempfile.TemporaryDirectory() as d:
         for n in (int(x) for x in args.ranks.split(",")):
-            startup, wall = [], []
+            startup, wall, bare, ratio = [], [], [], []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
+                subprocess.run([mpiexec, "-n", str(n)] + bare_cmd, cwd=d, check=True,
+                               capture_output=True)
+                bare.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
                 out = subprocess.run([mpiexec, "-n", str(n), mpiwrite, "run", "t", "-s", "1M",
-                                      "--no-record", "--json", "-"], cwd=d, check=True,
-                                     capture_output=True, text=True)
+                                      "--no-record", "--json", "-", "--progress-interval", "0"],
+                                     cwd=d, check=True, capture_output=True, text=True)
                 wall.append(time.perf_counter() - t0)
                 startup.append(json.loads(out.stdout)["startup_seconds"])
-            print(f"{n:>6} {statistics.median(startup):17.2f} {statistics.median(wall):12.2f}")
+                ratio.append(wall[-1] / bare[-1])
+            print(f"{n:>6} {statistics.median(startup):17.2f} {statistics.median(wall):12.2f} "
+                  f"{statistics.median(bare):14.2f} {statistics.median(ratio):9.2f}")
     return 0
 
 

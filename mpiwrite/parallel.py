@@ -148,12 +148,16 @@ class Team:
         """Complete one request, looking at the failure channel and signals meanwhile; a wait
         longer than `stall_seconds` (set from --timeout) raises Stalled."""
         spins = 0
+        nap = 0.0001
         start = clock()
         while not req.Test():
             self.check()
             spins += 1
             if spins > 20:
-                time.sleep(0.0005 if spins < 2000 else 0.005)
+                # back off (to 2 ms): ranks that wait leave the cores to ranks still working,
+                # which matters when ranks outnumber cores
+                time.sleep(nap)
+                nap = min(nap * 1.5, 0.002)
                 if self.stall_seconds and clock() - start > self.stall_seconds:
                     raise Stalled(f"no answer from the other ranks within {self.stall_seconds:g}s "
                                   f"(--timeout and the grace period); a rank is stopped or hung")

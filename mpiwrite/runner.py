@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import secrets
 import socket
 import sys
 import time
@@ -20,11 +19,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite import layout, nodeinfo, pattern, rows
+from mpiwrite import layout, pattern, rows
 from mpiwrite.config import RunConfig, option_name
-from mpiwrite.console import Console
 from mpiwrite.errors import ConfigError, Interrupted, PeerFailed
-from mpiwrite.ledger import Ledger, exit_code
 from mpiwrite.parallel import (
     ProgressBoard,
     Signals,
@@ -45,7 +42,7 @@ class AgreedError(ConfigError):
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
 def raise_agreed(problems: List[Dict], size: int) -> None:
@@ -88,7 +85,7 @@ class Run:
         # phase starting with PHASE (tests of the guard at every phase; docs/architecture.md)
         self._inject = _parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
         self.phase = "start-up"
-        self.ledger: Optional[Ledger] = None  # rank 0 only
+        self.ledger = None  # rank 0 only: ledger.Ledger
         self.created: List[str] = []  # data files this rank created and has not removed
         self.created_target = False
         self.run_id = ""
@@ -142,6 +139,8 @@ class Run:
                        f"buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
         facts_text = ""
         if team.is_leader and not problem:
+            from mpiwrite import nodeinfo  # node leaders only: the others never need it
+
             facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library,
                                                      host=team.host))
         raise_agreed(team.agree(problem), team.size)
@@ -153,6 +152,10 @@ class Run:
         node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
         problem = ""
         if self.rank == 0:
+            from mpiwrite import nodeinfo
+            from mpiwrite.console import Console
+            from mpiwrite.ledger import Ledger  # rank 0 only
+
             node_of = node_rows[:, 0].astype(np.int64)
             ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
                                           node_of, nodeinfo.run_keys(nodes), mpi_library,
@@ -168,7 +171,7 @@ class Run:
         team.barrier()
         self.origin = clock()
 
-    def _prepare_target(self, ledger: Ledger) -> str:
+    def _prepare_target(self, ledger) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
 
         Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
@@ -289,6 +292,8 @@ class Run:
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()
         if self.rank == 0 and it == 0 and self.ledger.keys["fstype"] in ("lustre", "mixed"):
+            from mpiwrite import nodeinfo
+
             self.ledger.extra["stripe"] = nodeinfo.stripe_of(plan.path)
         self.phase = f"iteration {it}: clean-up"
         self.cleanup(plan.path)
@@ -411,7 +416,7 @@ class Run:
                 while clock() < end and not self.signals.received:
                     time.sleep(min(0.05, max(0.0, end - clock())))
         final = "complete" if status == "ok" else status
-        code = exit_code(final)
+        code = rows.RUN_EXIT.get(final, 1)
         self.phase = "finish"
         if final == "interrupted":
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
