@@ -13,7 +13,7 @@ from typing import List, Optional
 
 from mpiwrite.config import RunConfig
 from mpiwrite.errors import ConfigError
-from mpiwrite.writer import StreamPlan
+from mpiwrite.writer import StreamPlan, open_data_file
 
 
 def subdir_count(cfg: RunConfig, nranks: int) -> int:
@@ -111,7 +111,7 @@ def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
     buf = mmap.mmap(-1, max(cfg.block_size if cfg.direct else 4096, 4096))
     fd = -1
     try:
-        fd = os.open(probe, flags, 0o644)
+        fd = open_data_file(probe, flags)
         os.write(fd, memoryview(buf)[: (cfg.block_size if cfg.direct else 4096)])
         os.fsync(fd)
     except OSError as exc:

@@ -34,7 +34,7 @@ from mpiwrite.parallel import (
 )
 from mpiwrite.text import clean, printable
 from mpiwrite.units import format_size
-from mpiwrite.writer import StreamResult, engine, verify_segment
+from mpiwrite.writer import StreamResult, engine, open_data_file, verify_segment
 
 
 class AgreedError(ConfigError):
@@ -312,8 +312,8 @@ class Run:
         ident, err = "", ""
         if self.rank == 0:
             try:
-                fd = os.open(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                             | os.O_CLOEXEC, 0o644)
+                fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                    | os.O_NOFOLLOW | os.O_CLOEXEC)
                 self.created.append(plan.path)
                 st = os.fstat(fd)
                 os.close(fd)

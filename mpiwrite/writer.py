@@ -81,6 +81,28 @@ def _open_flags(plan: StreamPlan) -> int:
     return flags
 
 
+def open_data_file(path: str, flags: int) -> int:
+    """Open (and with O_CREAT, create) a data file; if its folder has vanished, make it again
+    and retry once.  Concurrent runs share a target (the default ./mpiwrite-data): the run
+    that created it removes it when it is empty, which can be just before another run's ranks
+    create their files in it.  Only the file's folder and that folder's parent are made: the
+    run's TARGET and run subdirectory, never anything above."""
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    folder = os.path.dirname(path) or "."
+    for attempt in (folder, os.path.dirname(folder), folder):
+        try:
+            os.mkdir(attempt, 0o755)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            continue
+    return os.open(path, flags, 0o644)
+
+
 def _write_all(fd: int, view: memoryview, offset: int, positional: bool) -> int:
     """Write the whole view; a short write is retried, and a write of 0 is an error."""
     done = 0
@@ -107,7 +129,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     fd = -1
     res.t_open_start = clock()
     try:
-        fd = os.open(plan.path, _open_flags(plan), 0o644)
+        fd = open_data_file(plan.path, _open_flags(plan))
     except OSError as exc:
         hint = "the filesystem refuses O_DIRECT (--direct)" if (
             plan.direct and exc.errno == errno.EINVAL) else ""
