@@ -24,6 +24,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.parallel import world_ranks_of
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
+CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 
 
 def jsonable(obj):
@@ -138,20 +139,47 @@ class Ledger:
 
     def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
                       counts: np.ndarray, offsets: np.ndarray, origin: float,
-                      signalled: bool) -> str:
-        """One iteration's gathered rows into figures, screen and record; returns its status."""
+                      signalled: bool, window=None) -> str:
+        """One iteration's gathered rows into figures, screen and record; returns its status.
+
+        `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
+        whose times fall outside has a clock of its own, and the iteration is excluded."""
         ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
         srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
         status, code = rows.iteration_status(ranks, signalled)
-        row = summary.iteration_summary(ranks, srows, code)
+        if window is not None and code == summary.OK:
+            odd = rows.clock_outliers(ranks, window, CLOCK_SLACK)
+            if len(odd):
+                code = summary.CLOCK
+                self.clock_warning(it, ranks, odd, window)
+        durable = self.cfg.direct or self.cfg.fsync_every > 0
+        row = summary.iteration_summary(ranks, srows, code,
+                                        first_done="durable" if durable else "unknown")
+        if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
+                and "first_done_note" not in self.extra:
+            self.extra["first_done_note"] = summary.FIRST_DONE_NOTE
         self.rank_rows.append(ranks)
         self.sample_rows.append(srows)
         self.iter_rows.append(row)
         self.node_clock = offsets
         self.page_cache_guard(ranks)
-        self.console.iteration(row, status)
+        self.console.iteration(row, summary.STATUS_NAMES[code] if code == summary.CLOCK
+                               else status)
         self.save("running")
         return status
+
+    def clock_warning(self, it: int, ranks: np.ndarray, odd: np.ndarray, window) -> None:
+        lo, hi = window
+        t = np.concatenate([ranks["t_write_start"][odd], ranks["t_close_end"][odd]])
+        t = t[np.isfinite(t)]
+        off = float(np.max(np.maximum(lo - t, t - hi))) if t.size else float("nan")
+        who = [f"{int(ranks['rank'][i])} on {self.host_of(int(ranks['rank'][i]))}"
+               for i in odd[:4]]
+        more = f" and {len(odd) - 4} more" if len(odd) > 4 else ""
+        self.warn(f"clock: iteration {it} excluded from statistics: rank(s) {', '.join(who)}"
+                  f"{more} report times up to {off:.3g}s outside the iteration's wall-clock "
+                  f"window: their monotonic clock disagrees with their node leader's (a time "
+                  f"namespace or container per rank?)")
 
     def page_cache_guard(self, ranks: np.ndarray) -> None:
         per_node = np.bincount(ranks["node"], weights=ranks["bytes"], minlength=len(self.ram))
@@ -185,6 +213,7 @@ class Ledger:
             "startup_seconds": self.extra.get("startup_seconds", float("nan")),
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
+            "first_done_note": self.extra.get("first_done_note", ""),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
         }
@@ -225,6 +254,8 @@ class Ledger:
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
         if len(rec.iterations):
             self.console.summary(stats)
+            if self.extra.get("first_done_note"):
+                self.console.line("  " + self.extra["first_done_note"])
         saved = self.record_file if (self.record_file and not self.record_error) else None
         if saved:
             self.console.line(f"record {saved}")
@@ -235,6 +266,7 @@ class Ledger:
                "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
                               for row in rec.iterations],
                "summary": stats, "warnings": self.warnings, "errors": self.errors,
+               "first_done_note": self.extra.get("first_done_note"),
                "startup_seconds": self.extra.get("startup_seconds"),
                "mkdir_seconds": self.extra.get("mkdir_seconds")}
         if self.cfg.json_path:

@@ -90,6 +90,24 @@ def iteration_status(ranks: np.ndarray, signalled: bool) -> Tuple[str, int]:
     return "ok", summary.OK
 
 
+def clock_outliers(ranks: np.ndarray, window: Tuple[float, float], slack: float) -> np.ndarray:
+    """Indices of ranks whose phase times lie outside the iteration's wall-clock window.
+
+    Rank 0 brackets each write phase on its own clock: before the barrier that starts it and
+    after the last rank's "done" arrived.  Every rank's write start and close end, moved onto
+    that clock with its node's offset, must lie inside (give or take the offset's uncertainty
+    and `slack`); if not, that rank's clock disagrees with its node leader's, and the node
+    offset does not apply to it."""
+    lo, hi = window
+    unc = np.nan_to_num(ranks["clock_uncertainty_seconds"]) + slack
+    bad = np.zeros(len(ranks), dtype=bool)
+    for k in ("t_open_start", "t_write_start", "t_close_end"):
+        t = ranks[k]
+        fin = np.isfinite(t)
+        bad |= fin & ((t < lo - unc) | (t > hi + unc))
+    return np.flatnonzero(bad)
+
+
 def error_entry(it: int, rank: int, host: str, res, verify=None) -> Optional[Dict[str, Any]]:
     """What one rank has to say about an iteration that went wrong for it, or None.
 

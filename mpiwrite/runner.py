@@ -236,6 +236,7 @@ class Run:
 
         self.phase = f"iteration {it}: write"
         team.arm_abort()
+        window_start = clock()  # rank 0's bracket of the write phase (clock check)
         team.barrier()
         watch_s = cfg.watchdog_seconds()
         grace = max(team.grace, 0.1 * (watch_s or 0))
@@ -270,6 +271,7 @@ class Run:
 
             team.wait_for_done(board, tick, deadline,
                                lambda missing: self._timed_out(missing, it, watch_s))
+        window_end = clock()
         self.phase = f"iteration {it}: agree"
         any_failed, any_signal = team.disarm_abort(extra=[1 if res.failed else 0,
                                                           1 if self.signals.received else 0])
@@ -301,8 +303,9 @@ class Run:
         if self.rank == 0:
             self.phase = f"iteration {it}: record"
             flat, counts = samples
-            status = self.ledger.add_iteration(it, gathered, flat, counts, offsets,
-                                               self.origin, bool(self.signals.received))
+            status = self.ledger.add_iteration(
+                it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
+                window=(window_start - self.origin, window_end - self.origin))
         return team.bcast_text(status if self.rank == 0 else "")
 
     def _create_shared(self, plan, it: int):

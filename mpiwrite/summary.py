@@ -13,9 +13,13 @@ import numpy as np
 from mpiwrite.units import MB
 
 # Per-rank status codes, stored in the record.
-OK, FAILED, ABORTED, INTERRUPTED, MISSING = 0, 1, 2, 3, 4
+OK, FAILED, ABORTED, INTERRUPTED, MISSING, CLOCK = 0, 1, 2, 3, 4, 5
 STATUS_NAMES = {OK: "ok", FAILED: "failed", ABORTED: "aborted", INTERRUPTED: "interrupted",
-                MISSING: "missing"}
+                MISSING: "missing", CLOCK: "clock"}  # clock: excluded, its timeline is wrong
+
+FIRST_DONE_NOTE = ("first-done unavailable: with fsync only at the end, the bytes of ranks "
+                   "still writing when the fastest finished were not known to be durable "
+                   "(use --fsync-every N or --direct for a first-done figure)")
 
 RANK_DTYPE = np.dtype([
     ("iteration", "<i4"), ("rank", "<i4"), ("node", "<i4"), ("status", "<i4"),
@@ -57,8 +61,10 @@ def fill_rates(ranks: np.ndarray) -> None:
     ranks["MB_per_s"] = _mbps(ranks["bytes"], ranks["elapsed_seconds"])
 
 
-def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray) -> float:
-    """Bytes all ranks had written by time t (linear between each rank's samples).
+def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray,
+             step: bool = False) -> float:
+    """Bytes all ranks had written by time t (linear between each rank's samples; with
+    `step`, each rank's last sample at or before t: what was known by then, a lower bound).
 
     Vectorised: each rank's points are (start, 0), its samples, (end, bytes); for every rank the
     last point at or before t and the next one are found with one sort and two bincounts.
@@ -90,13 +96,22 @@ def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray) -> floa
     lo = first + before - 1  # last point at or before t (>= the start point)
     hi = lo + 1  # the next point: exists, since t < end
     span = tt[hi] - tt[lo]
+    if step:
+        return total + float(bb[lo].sum())
     frac = np.where(span > 0, (t - tt[lo]) / np.where(span > 0, span, 1), 1.0)
     return total + float((bb[lo] + frac * (bb[hi] - bb[lo])).sum())
 
 
 def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
-                      status: int = OK) -> np.ndarray:
-    """One ITER_DTYPE row from one iteration's per-rank rows (times on one timeline)."""
+                      status: int = OK, first_done: str = "interpolate") -> np.ndarray:
+    """One ITER_DTYPE row from one iteration's per-rank rows (times on one timeline).
+
+    `first_done` says what the samples count.  "durable" (--direct, --fsync-every): bytes
+    known durable, so first-done takes each rank's last sample at or before the moment the
+    fastest rank finished (a lower bound, never more than the storage did).  "unknown" (fsync
+    only at the end, or none): with ranks still writing at that moment first-done is
+    unavailable (NaN, FIRST_DONE_NOTE): their bytes sat in the page cache.  "interpolate":
+    linear between samples (synthetic data, the cost model)."""
     out = np.zeros(1, dtype=ITER_DTYPE)[0]
     for name in ITER_DTYPE.names:
         if ITER_DTYPE[name].kind == "f":
@@ -113,7 +128,10 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     first, last = good["t_close_end"].min(), good["t_close_end"].max()
     out["t_first_start"], out["t_first_done"], out["t_last_done"] = t0, first, last
     out["aggregate_MB_per_s"] = _mbps(float(ranks["bytes"].sum()), last - t0)
-    out["first_done_MB_per_s"] = _mbps(bytes_at(first, samples, ranks), first - t0)
+    live = np.any(~np.isfinite(ranks["t_close_end"]) | (ranks["t_close_end"] > first))
+    if first_done != "unknown" or not live:
+        known = bytes_at(first, samples, ranks, step=first_done == "durable")
+        out["first_done_MB_per_s"] = _mbps(known, first - t0)
     out["tail_seconds"] = last - first
     rates = good["MB_per_s"]
     out["rank_min_MB_per_s"] = np.nanmin(rates)

@@ -150,6 +150,11 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     next_event = min(next_poll, deadline)
     every = plan.fsync_every
     next_fsync = every if every else -1
+    # Samples count bytes known to be durable where the run knows them: every completed write
+    # under O_DIRECT, the last fsync'd block under --fsync-every.  Otherwise they count bytes
+    # write() accepted, and first-done is not computed from them (summary.py).
+    durable_every = bool(every) and not plan.direct
+    synced = 0
     off = plan.offset
     done = 0
     write = os.pwrite if positional else os.write
@@ -167,13 +172,14 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
                 os.fsync(fd)
                 res.fsyncs += 1
                 next_fsync += every
+                synced = done
             now = clock()
             if now >= next_event:
                 if now >= deadline:
                     res.stopped_by = "time"
                     break
                 if now >= next_sample:
-                    samples.append((now, done * bs))
+                    samples.append((now, (synced if durable_every else done) * bs))
                     next_sample += plan.sample_interval * max(1, int((now - next_sample)
                                                                      / plan.sample_interval) + 1)
                 next_poll = now + POLL_SECONDS
