@@ -20,7 +20,7 @@ case "$host" in
 {cases}
   *) echo "unknown emulated host $host" >&2; exit 255;;
 esac
-exec ip netns exec "$ns" unshare --uts --mount --propagation private \
+exec ip netns exec "$ns" unshare --uts --mount --propagation private $clock \
   /bin/sh -c "hostname $name; $mount exec $*"
 """
 
@@ -39,9 +39,11 @@ def _ip(*args, check=True):
 
 
 class Hosts:
-    def __init__(self, count: int, folder: str, mounts=None):
-        """mounts: {host index: (path, tmpfs size)} seen by that host only."""
+    def __init__(self, count: int, folder: str, mounts=None, clocks=None):
+        """mounts: {host index: (path, tmpfs size)} seen by that host only; clocks: {host
+        index: seconds} by which that host's CLOCK_MONOTONIC is ahead (a time namespace)."""
         self.mounts = mounts or {}
+        self.clocks = clocks or {}
         tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
         self.bridge = f"mwb{tag}"
         self.subnet = random.randint(100, 250)
@@ -70,7 +72,8 @@ class Hosts:
                 _ip("-n", ns, "link", "set", "eth0", "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
             cases = "\n".join(
-                f'  {ip}|{name}) ns={ns}; name={name}; mount="{self._mount(i)}";;'
+                f'  {ip}|{name}) ns={ns}; name={name}; mount="{self._mount(i)}"; '
+                f'clock="{self._clock(i)}";;'
                 for i, (ip, name, ns) in enumerate(zip(self.ips, self.names, self.ns)))
             with open(self.wrapper, "w") as fh:
                 fh.write(WRAPPER.format(cases=cases))
@@ -79,6 +82,11 @@ class Hosts:
             self.__exit__()
             raise
         return self
+
+    def _clock(self, i: int) -> str:
+        if i not in self.clocks:
+            return ""
+        return f"--time --monotonic {int(self.clocks[i])} --fork"
 
     def _mount(self, i: int) -> str:
         if i not in self.mounts:
