@@ -24,6 +24,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.parallel import world_ranks_of
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
+CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 
 
@@ -76,6 +77,7 @@ class Ledger:
         self.start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.errors: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
+        self.notes: List[str] = []
         self.rank_rows: List[np.ndarray] = []
         self.iter_rows: List[np.void] = []
         self.sample_rows: List[np.ndarray] = []
@@ -155,9 +157,11 @@ class Ledger:
         durable = self.cfg.direct or self.cfg.fsync_every > 0
         row = summary.iteration_summary(ranks, srows, code,
                                         first_done="durable" if durable else "unknown")
+        self.figure_notes(it, row, ranks)
         if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
                 and "first_done_note" not in self.extra:
-            self.extra["first_done_note"] = summary.FIRST_DONE_NOTE
+            self.extra["first_done_note"] = summary.FIRST_DONE_COARSE if durable \
+                else summary.FIRST_DONE_NOTE
         self.rank_rows.append(ranks)
         self.sample_rows.append(srows)
         self.iter_rows.append(row)
@@ -167,6 +171,25 @@ class Ledger:
                                else status)
         self.save("running")
         return status
+
+    def figure_notes(self, it: int, row, ranks: np.ndarray) -> None:
+        """IOR's figure where it differs from ours by more than 1%; saturated client CPUs."""
+        ours, ior = float(row["aggregate_MB_per_s"]), float(row["aggregate_with_open_MB_per_s"])
+        if np.isfinite(ours) and np.isfinite(ior) and ours > 0 and abs(ior / ours - 1) > 0.01:
+            self.note(f"iteration {it}: with the open time included (IOR's figure) the "
+                      f"aggregate is {ior:.1f} MB/s ({(ior / ours - 1) * 100:+.1f}%)")
+        busy = ranks["node_cpu_busy"]
+        if np.isfinite(busy).any() and np.nanmax(busy) > CPU_SATURATED:
+            hot = sorted({self.host_of(int(r)) for r in ranks["rank"][busy > CPU_SATURATED]})
+            self.note(f"iteration {it}: client CPU {np.nanmax(busy) * 100:.0f}% busy on "
+                      f"{', '.join(hot[:4])}{' and more' if len(hot) > 4 else ''}: the figure "
+                      f"may be bounded by the clients' CPU (checksums, compression, more "
+                      f"ranks than cores?)")
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            self.console.line(f"  note: {text}")
 
     def clock_warning(self, it: int, ranks: np.ndarray, odd: np.ndarray, window) -> None:
         lo, hi = window
@@ -214,6 +237,7 @@ class Ledger:
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
             "first_done_note": self.extra.get("first_done_note", ""),
+            "notes": json.dumps(self.notes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
         }
@@ -266,7 +290,7 @@ class Ledger:
                "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
                               for row in rec.iterations],
                "summary": stats, "warnings": self.warnings, "errors": self.errors,
-               "first_done_note": self.extra.get("first_done_note"),
+               "first_done_note": self.extra.get("first_done_note"), "notes": self.notes,
                "startup_seconds": self.extra.get("startup_seconds"),
                "mkdir_seconds": self.extra.get("mkdir_seconds")}
         if self.cfg.json_path:

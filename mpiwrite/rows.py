@@ -16,7 +16,8 @@ from mpiwrite import summary
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
               "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
-              "verify_bytes", "verify_seconds", "verify_mismatches")
+              "verify_bytes", "verify_seconds", "verify_mismatches", "cpu_user_seconds",
+              "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait")
 
 # Run statuses (the record's `status` attribute) and the exit code each gives.
 RUN_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
@@ -30,8 +31,34 @@ def rank_status(res, signalled: bool) -> int:
     return summary.OK
 
 
-def pack_row(res, verify=None, signalled: bool = False) -> np.ndarray:
-    """One rank's iteration as a float64 row in ROW_FIELDS order (times on its own clock)."""
+def cpu_fractions(before, after) -> Tuple[float, float]:
+    """(busy, iowait) fractions of all CPUs between two /proc/stat 'cpu' lines (lists of
+    jiffies: user nice system idle iowait irq softirq steal ...); NaN when unknown."""
+    if not before or not after or len(before) < 8 or len(after) < 8:
+        return float("nan"), float("nan")
+    d = [a - b for a, b in zip(after[:8], before[:8])]
+    total = sum(d)
+    if total <= 0:
+        return float("nan"), float("nan")
+    busy = d[0] + d[1] + d[2] + d[5] + d[6] + d[7]
+    return busy / total, d[4] / total
+
+
+def read_cpu_line(path: str = "/proc/stat"):
+    """The aggregate 'cpu' line of /proc/stat as integers, or None."""
+    try:
+        with open(path) as fh:
+            first = fh.readline().split()
+        if first and first[0] == "cpu":
+            return [int(x) for x in first[1:9]]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan)) -> np.ndarray:
+    """One rank's iteration as a float64 row in ROW_FIELDS order (times on its own clock).
+    `node_cpu`: (busy, iowait) fractions of the node's CPUs, from its leader (else NaN)."""
     status = rank_status(res, signalled)
     values = {
         "bytes": res.bytes, "blocks": res.blocks, "fsyncs": res.fsyncs,
@@ -43,6 +70,9 @@ def pack_row(res, verify=None, signalled: bool = False) -> np.ndarray:
         "verify_seconds": verify.seconds if verify else np.nan,
         "verify_mismatches": (verify.mismatches + (1 if verify.error_text else 0))
         if verify else 0,
+        "cpu_user_seconds": getattr(res, "cpu_user", np.nan),
+        "cpu_system_seconds": getattr(res, "cpu_system", np.nan),
+        "node_cpu_busy": node_cpu[0], "node_cpu_iowait": node_cpu[1],
     }
     if status == summary.FAILED:  # a stream that did not finish has no valid end times
         values["t_fsync_end"] = values["t_close_end"] = np.nan
@@ -60,6 +90,12 @@ def rank_table(it: int, rows: np.ndarray, node_of: np.ndarray, offsets: np.ndarr
     for i, k in enumerate(ROW_FIELDS):
         col = rows[:, i]
         ranks[k] = col + off if k.startswith("t_") else col
+    # the node's CPU fractions were measured by its leader: give them to all its ranks
+    nodes, first_row = np.unique(node_of, return_index=True)
+    for k in ("node_cpu_busy", "node_cpu_iowait"):
+        per_node = np.full(int(node_of.max()) + 1 if n else 0, np.nan)
+        per_node[nodes] = ranks[k][first_row]
+        ranks[k] = per_node[node_of] if n else ranks[k]
     ranks["clock_offset_seconds"] = offsets[node_of, 0]
     ranks["clock_uncertainty_seconds"] = offsets[node_of, 1]
     summary.fill_rates(ranks)

@@ -243,6 +243,7 @@ class Run:
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
                             lambda: self._stuck_message(plan.path, watch_s))
+        cpu_before = rows.read_cpu_line() if team.is_leader else None
         state["t0"] = clock()
         state["next"] = state["t0"] + cfg.progress_interval
         if shared_failed:
@@ -275,6 +276,9 @@ class Run:
         self.phase = f"iteration {it}: agree"
         any_failed, any_signal = team.disarm_abort(extra=[1 if res.failed else 0,
                                                           1 if self.signals.received else 0])
+        # every rank of the node has finished: the leader's view of its CPUs in the phase
+        node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
+            else (np.nan, np.nan)
         verify = None
         bad_verify = 0
         if cfg.verify and not any_failed and not any_signal:
@@ -289,7 +293,7 @@ class Run:
             texts = team.gather_texts(json.dumps(entry) if entry else "")
             if texts is not None:
                 self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
-        row = rows.pack_row(res, verify, bool(self.signals.received))
+        row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu)
         gathered = team.gather_rows(row)
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         watchdog.cancel()

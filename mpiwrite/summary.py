@@ -20,6 +20,8 @@ STATUS_NAMES = {OK: "ok", FAILED: "failed", ABORTED: "aborted", INTERRUPTED: "in
 FIRST_DONE_NOTE = ("first-done unavailable: with fsync only at the end, the bytes of ranks "
                    "still writing when the fastest finished were not known to be durable "
                    "(use --fsync-every N or --direct for a first-done figure)")
+FIRST_DONE_COARSE = ("first-done unavailable: a rank still writing when the fastest finished "
+                     "had no durable sample yet (use a shorter --sample-interval)")
 
 RANK_DTYPE = np.dtype([
     ("iteration", "<i4"), ("rank", "<i4"), ("node", "<i4"), ("status", "<i4"),
@@ -31,7 +33,12 @@ RANK_DTYPE = np.dtype([
     ("clock_offset_seconds", "<f8"), ("clock_uncertainty_seconds", "<f8"),
     ("errno", "<i4"), ("stopped_by_time", "<i4"),
     ("verify_bytes", "<i8"), ("verify_seconds", "<f8"), ("verify_mismatches", "<i8"),
+    ("cpu_user_seconds", "<f8"), ("cpu_system_seconds", "<f8"),
+    ("node_cpu_busy", "<f8"), ("node_cpu_iowait", "<f8"),
 ])
+# Fields added after schema 1 was first written: records without them read as NaN.
+LATER_RANK_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "node_cpu_busy",
+                     "node_cpu_iowait")
 
 ITER_DTYPE = np.dtype([
     ("iteration", "<i4"), ("status", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
@@ -41,7 +48,9 @@ ITER_DTYPE = np.dtype([
     ("rank_std_MB_per_s", "<f8"), ("slowest_rank", "<i4"), ("fastest_rank", "<i4"),
     ("open_max_seconds", "<f8"), ("fsync_max_seconds", "<f8"),
     ("verify_MB_per_s", "<f8"), ("verify_mismatches", "<i8"),
+    ("aggregate_with_open_MB_per_s", "<f8"), ("node_cpu_busy_max", "<f8"),
 ])
+LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max")
 
 SAMPLE_DTYPE = np.dtype([("iteration", "<i4"), ("rank", "<i4"), ("t", "<f8"), ("bytes", "<i8")])
 
@@ -102,6 +111,20 @@ def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray,
     return total + float((bb[lo] + frac * (bb[hi] - bb[lo])).sum())
 
 
+def _sampled_before(t: float, samples: Optional[np.ndarray], ranks: np.ndarray) -> bool:
+    """Whether every rank still writing at t has a sample after its start and at or before t:
+    without one, a lower bound from durable samples knows nothing of that rank."""
+    live = ranks[np.isfinite(ranks["t_write_start"]) & ~(ranks["t_close_end"] <= t)]
+    if not len(live):
+        return True
+    if samples is None or not len(samples):
+        return False
+    s = samples[samples["t"] <= t]
+    starts = dict(zip(live["rank"].tolist(), live["t_write_start"].tolist()))
+    seen = {int(r) for r, ts in zip(s["rank"], s["t"]) if int(r) in starts and ts > starts[int(r)]}
+    return len(seen) == len(starts)
+
+
 def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
                       status: int = OK, first_done: str = "interpolate") -> np.ndarray:
     """One ITER_DTYPE row from one iteration's per-rank rows (times on one timeline).
@@ -128,8 +151,16 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     first, last = good["t_close_end"].min(), good["t_close_end"].max()
     out["t_first_start"], out["t_first_done"], out["t_last_done"] = t0, first, last
     out["aggregate_MB_per_s"] = _mbps(float(ranks["bytes"].sum()), last - t0)
+    # IOR's bandwidth: bytes / (last close end - first open start)
+    opened = good["t_open_start"][np.isfinite(good["t_open_start"])]
+    if opened.size:
+        out["aggregate_with_open_MB_per_s"] = _mbps(float(ranks["bytes"].sum()),
+                                                    last - float(opened.min()))
+    if "node_cpu_busy" in ranks.dtype.names and np.isfinite(ranks["node_cpu_busy"]).any():
+        out["node_cpu_busy_max"] = float(np.nanmax(ranks["node_cpu_busy"]))
     live = np.any(~np.isfinite(ranks["t_close_end"]) | (ranks["t_close_end"] > first))
-    if first_done != "unknown" or not live:
+    if not live or first_done == "interpolate" or (
+            first_done == "durable" and _sampled_before(first, samples, ranks)):
         known = bytes_at(first, samples, ranks, step=first_done == "durable")
         out["first_done_MB_per_s"] = _mbps(known, first - t0)
     out["tail_seconds"] = last - first

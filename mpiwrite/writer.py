@@ -41,6 +41,8 @@ class StreamResult:
     error_errno: int = 0
     error_text: str = ""
     samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
+    cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
+    cpu_system: float = float("nan")
 
     @property
     def failed(self) -> bool:
@@ -143,6 +145,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
             res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
                                                    "(replaced after creation); refusing to write"))
             return res
+    cpu0 = os.times()
     t0 = res.t_write_start = clock()
     deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
     next_poll = t0 + POLL_SECONDS
@@ -155,6 +158,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     # write() accepted, and first-done is not computed from them (summary.py).
     durable_every = bool(every) and not plan.direct
     synced = 0
+    last_sync_sample = float("-inf")
     off = plan.offset
     done = 0
     write = os.pwrite if positional else os.write
@@ -173,6 +177,10 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
                 res.fsyncs += 1
                 next_fsync += every
                 synced = done
+                t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+                if t_sync - last_sync_sample >= 0.01:
+                    samples.append((t_sync, done * bs))
+                    last_sync_sample = t_sync
             now = clock()
             if now >= next_event:
                 if now >= deadline:
@@ -220,6 +228,8 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
                 if not res.failed:
                     res.fail("close", exc)
             res.t_close_end = clock()
+            cpu1 = os.times()
+            res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
             samples.append((res.t_close_end, res.bytes))
     return res
 
