@@ -4,13 +4,18 @@ The same install (mpi4py >= 4.1 loads the library MPI4PY_LIBMPI names) runs unde
 mpirun, under srun's PMIx plugin with Open MPI and under srun's PMI-2 plugin with MPICH.
 """
 
+import glob
 import json
 import os
+import subprocess
+import time
 
 import hosts as hostlib
 import ompi
 import pytest
-from conftest import MPIWRITE, only_record
+from conftest import MPIEXEC, MPIWRITE, _clean_env, mounted, needs_root, only_record, records_in
+from slurm_cluster import Cluster
+from slurm_cluster import why_not as slurm_why_not
 
 from mpiwrite import mpiinfo
 
@@ -62,3 +67,115 @@ def test_across_emulated_hosts_record_names_them(tmp_path, can_emulate, nhosts):
     assert [n["host"] for n in rec.nodes] == names
     assert sorted(rec.ranks["node"]) == sorted(i for i in range(nhosts) for _ in range(2))
     assert recorded_launcher(rec) == "mpirun"
+
+
+# ------------------------------------------------------------------ the test Slurm
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    reason = slurm_why_not()
+    if reason:
+        pytest.skip(f"Slurm: {reason}")
+    cluster = Cluster(tmp_path_factory.mktemp("slurm")).start()
+    yield cluster
+    cluster.stop()
+
+
+def srun_plugins(slurm) -> str:
+    out = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True,
+                         env=slurm.env, timeout=30)
+    return out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_srun_pmix_with_open_mpi(slurm, tmp_path):
+    if "pmix" not in srun_plugins(slurm):
+        pytest.skip("Slurm has no pmix plugin (apt-get install slurm-wlm-basic-plugins)")
+    environ = ompi.env({"SLURM_CONF": slurm.conf})
+    out = ompi.launch(["srun", "--mpi=pmix", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
+                       "run", "d", "-s", "2M", "--results", "r", *ARGS],
+                      tmp_path, timeout=120, environ=environ)
+    assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
+    rec = only_record(tmp_path / "r")
+    assert rec.status == "complete" and rec.attrs["ranks"] == 3
+    assert mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
+    assert recorded_launcher(rec) == "srun"
+    assert json.loads(rec.attrs["environment"])["SLURM_MPI_TYPE"] == "pmix"
+
+
+@pytest.mark.slow
+def test_srun_pmi2_with_mpich(slurm, tmp_path):
+    if MPIEXEC is None:
+        pytest.skip("no MPICH (pip install mpich)")
+    environ = _clean_env({"SLURM_CONF": slurm.conf})
+    out = ompi.launch(["srun", "--mpi=pmi2", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
+                       "run", "d", "-s", "2M", "--results", "r", *ARGS],
+                      tmp_path, timeout=120, environ=environ)
+    assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
+    rec = only_record(tmp_path / "r")
+    assert rec.status == "complete" and rec.attrs["ranks"] == 3
+    assert mpiinfo.family(rec.attrs["mpi_library"]) == "mpich"
+    assert recorded_launcher(rec) == "srun"
+    assert json.loads(rec.attrs["environment"])["SLURM_MPI_TYPE"] == "pmi2"
+
+
+# ------------------------------------------------------------------ a failing rank ends the job
+@pytest.mark.slow
+def test_unwritable_target_on_one_host_ends_the_job(tmp_path, can_emulate):
+    """h1 sees a read-only filesystem over the target; h0 and h2 could write for 20 s.  The
+    open fails on h1's ranks only, and Open MPI's job must end at once, every rank stopped."""
+    data = tmp_path / "data"
+    data.mkdir()
+    start = time.monotonic()
+    # hosts.py mounts "tmpfs -o size=SIZE": ",ro" makes h1's copy read-only.
+    with ompi.OmpiHosts(3, tmp_path, mounts={1: (str(data), "8m,ro")}) as h:
+        cmd = h.mpirun([0, 1, 2], per_host=2) + [
+            "-np", "6", MPIWRITE, "run", str(data), "-t", "20", "--no-fsync",
+            "--results", str(tmp_path / "res"), *ARGS]
+        out = ompi.launch(cmd, tmp_path, timeout=60)
+    took = time.monotonic() - start
+    assert h.leftovers() == []
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert took < 15, f"the job took {took:.1f}s: the healthy ranks ran on"
+    assert "on h1" in out.stderr and "Read-only file system" in out.stderr
+    rec = only_record(tmp_path / "res")
+    assert rec.status == "failed"
+    failed = {int(r["rank"]) for r in rec.ranks if r["status"] == 1}
+    assert failed == {2, 3}  # h1's ranks
+    healthy = rec.ranks[rec.ranks["status"] != 1]
+    assert (healthy["t_write_end"] - healthy["t_write_start"] < 10).all()  # stopped early
+    assert os.listdir(data) == []
+
+
+@needs_root
+@pytest.mark.slow
+def test_full_results_disk_ends_the_job(tmp_path):
+    """The results folder is a 1 MiB tmpfs that the test fills once the run has stored its
+    first record: rank 0 cannot write the final one.  Every rank must still exit, with 1."""
+    res = tmp_path / "res"
+    with mounted(res, "tmpfs", "size=1m"):
+        cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "2", MPIWRITE, "run",
+               str(tmp_path / "d"), "-t", "3", "-s", "1G", "--no-fsync", "--results",
+               str(res), *ARGS]
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                env=ompi.env())
+        try:
+            end = time.monotonic() + 30
+            while not records_in(res) and time.monotonic() < end and proc.poll() is None:
+                time.sleep(0.05)
+            assert records_in(res), "the run never stored its first record"
+            with open(res / "filler", "wb") as fh:
+                with pytest.raises(OSError, match="No space left"):
+                    while True:
+                        fh.write(b"\0" * 65536)
+                        fh.flush()
+            out, err = proc.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("hung: the job did not end after the record failed") from None
+        finally:
+            ompi.kill_group(proc)
+            proc.communicate()
+        assert proc.returncode == 1, out + err
+        assert "record not saved" in err and "No space left" in err
+        assert not glob.glob(str(res / ".mpiwrite-*"))  # no temporary file left behind
+    assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
