@@ -179,3 +179,34 @@ def test_full_results_disk_ends_the_job(tmp_path):
         assert "record not saved" in err and "No space left" in err
         assert not glob.glob(str(res / ".mpiwrite-*"))  # no temporary file left behind
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
+
+
+# ------------------------------------------------------------------ rendered jobscripts
+def submit(slurm, args, cwd):
+    """`mpiwrite jobscript --submit ARGS` with Open MPI as the MPI mpi4py loads."""
+    out = subprocess.run([MPIWRITE, "jobscript", "--submit", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=90,
+                         env=ompi.env({"SLURM_CONF": slurm.conf}))
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip()
+    state = slurm.wait(job, timeout=120)
+    return job, state, (cwd / f"slurm-{job}.out").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher,expected", [("srun", "srun"), ("mpirun", "mpirun")])
+def test_rendered_jobscript_runs_under_open_mpi(slurm, tmp_path, launcher, expected):
+    if launcher == "srun" and "pmix" not in srun_plugins(slurm):
+        pytest.skip("Slurm has no pmix plugin")
+    args = ["--ntasks-per-node", "3", "--launcher", launcher, "--", "d", "-s", "2M", *ARGS]
+    text = subprocess.run([MPIWRITE, "jobscript", *args], capture_output=True, text=True,
+                          timeout=90, env=ompi.env()).stdout
+    assert ("srun --mpi=pmix " if launcher == "srun" else "--map-by ppr:3:node --host") in text
+    job, state, log = submit(slurm, args, tmp_path)
+    assert state == "COMPLETED", log + slurm.log()
+    rec = only_record(tmp_path / "results")
+    assert rec.status == "complete" and rec.attrs["ranks"] == 3
+    assert mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
+    assert recorded_launcher(rec) == expected
+    assert rec.nodes[0]["slurm"]["job_id"] == job
+    assert "ranks_per_node" in log and "MB/s" in log  # the script's report ran
