@@ -76,3 +76,30 @@ def test_spack_recipe_declares_what_pyproject_needs(monkeypatch):
     assert deps["python"][0] == doc["project"]["requires-python"].lstrip(">=")
     assert any(name == "version" for name, *_ in calls)
     assert "mpiwrite" in module.PyMpiwrite.import_modules
+
+
+def def_sections(text):
+    header, _, rest = text.partition("\n%")
+    sections = {}
+    for chunk in ("%" + rest).split("\n%"):
+        name, _, body = chunk.lstrip("%").partition("\n")
+        sections[name.strip()] = body
+    return header, sections
+
+
+def test_apptainer_definition_is_complete():
+    with open(APPTAINER_DEF) as fh:
+        header, sections = def_sections(fh.read())
+    keys = dict(ln.split(":", 1) for ln in header.splitlines()
+                if ln.strip() and not ln.startswith("#"))
+    assert keys["Bootstrap"].strip() == "docker" and keys["From"].strip().startswith("debian:")
+    assert {"labels", "help", "setup", "files", "post", "environment", "runscript",
+            "test"} <= set(sections)
+    for line in sections["files"].split("\n"):
+        if line.strip() and not line.strip().startswith("#"):
+            assert os.path.exists(os.path.join(ROOT, line.split()[0])), line
+    assert "mpi4py>=4.1" in sections["post"] and "[mpich]" not in sections["post"]
+    assert "openmpi-bin" in sections["post"]
+    assert "MPI4PY_LIBMPI=${MPI4PY_LIBMPI:-libmpi.so.40}" in sections["environment"]
+    assert 'exec /opt/mpiwrite/bin/mpiwrite "$@"' in sections["runscript"]
+    assert "--mpi-lib-version" in sections["test"]
