@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import uuid
 from typing import List, Optional
 
 import hosts as hostlib
@@ -49,21 +50,68 @@ def env(extra=None) -> dict:
     return e
 
 
-def launch(cmd: List[str], cwd, timeout: float, environ=None) -> subprocess.CompletedProcess:
-    """Run a job in its own process group; on a timeout kill the group and fail."""
+TAG = "MPIWRITE_TEST_JOB"  # in the environment of every process a launch() starts
+
+
+def environ_of(pid: int) -> List[str]:
+    """A process's environment as VAR=value strings ([] if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return fh.read().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def tagged(tag: str) -> List[int]:
+    """Pids of living processes whose environment carries TAG=tag, wherever they moved: Open
+    MPI gives each rank its own process group, and ranks outliving mpirun are reparented."""
+    needle = f"{TAG}={tag}"
+    return [int(pid) for pid in os.listdir("/proc")
+            if pid.isdigit() and int(pid) != os.getpid() and needle in environ_of(int(pid))]
+
+
+def kill_tagged(tag: str) -> List[int]:
+    """SIGKILL every process of the job `tag`; returns those that were still there."""
+    stray = tagged(tag)
+    for pid in stray:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return stray
+
+
+def start(cmd: List[str], cwd, environ=None) -> subprocess.Popen:
+    """Start a job whose every process carries a tag of its own (proc.tag)."""
+    tag = uuid.uuid4().hex
+    environ = dict(environ if environ is not None else env(), **{TAG: tag})
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                            env=environ if environ is not None else env())
+                            env=environ)
+    proc.tag = tag
+    return proc
+
+
+def finish(proc: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
+    """Wait for a started job; on a timeout kill all its processes and fail.  The result's
+    `stray` lists processes of the job still alive after the launcher returned (killed)."""
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        kill_group(proc)
+        kill_tagged(proc.tag)
         out, err = proc.communicate()
-        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n{out}\n{err}"
-                             ) from None
+        raise AssertionError(f"hung: {proc.args} did not finish within {timeout}s\n{out}\n"
+                             f"{err}") from None
     finally:
-        kill_group(proc)  # daemons or ranks that outlived mpirun
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        kill_group(proc)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    result.stray = kill_tagged(proc.tag)
+    return result
+
+
+def launch(cmd: List[str], cwd, timeout: float, environ=None) -> subprocess.CompletedProcess:
+    """Run a job to its end (see finish)."""
+    return finish(start(cmd, cwd, environ), timeout)
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -7,6 +7,7 @@ mpirun, under srun's PMIx plugin with Open MPI and under srun's PMI-2 plugin wit
 import glob
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -33,6 +34,7 @@ def recorded_launcher(rec) -> str:
 def test_one_host_oversubscribed_complete_record(tmp_path, n):
     out = ompi.mpirun(n, ["run", "d", "-s", "2M", "--results", "r", *ARGS], cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stray == []  # no process of the job outlived it
     rec = only_record(tmp_path / "r")
     assert rec.status == "complete" and rec.attrs["ranks"] == n
     assert rec.attrs["mpi_library"].startswith("Open MPI v")
@@ -60,6 +62,7 @@ def test_across_emulated_hosts_record_names_them(tmp_path, can_emulate, nhosts):
         out = ompi.launch(cmd, tmp_path, timeout=120)
     assert h.leftovers() == []
     assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stray == []  # no process of the job outlived it
     names = [f"h{i}" for i in range(nhosts)]
     assert f"ranks {2 * nhosts} on {nhosts} nodes ({', '.join(names)})" in out.stdout
     rec = only_record(tmp_path / "r")
@@ -95,6 +98,7 @@ def test_srun_pmix_with_open_mpi(slurm, tmp_path):
                        "run", "d", "-s", "2M", "--results", "r", *ARGS],
                       tmp_path, timeout=120, environ=environ)
     assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
+    assert out.stray == []  # no process of the job outlived it
     rec = only_record(tmp_path / "r")
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
     assert mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
@@ -111,6 +115,7 @@ def test_srun_pmi2_with_mpich(slurm, tmp_path):
                        "run", "d", "-s", "2M", "--results", "r", *ARGS],
                       tmp_path, timeout=120, environ=environ)
     assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
+    assert out.stray == []  # no process of the job outlived it
     rec = only_record(tmp_path / "r")
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
     assert mpiinfo.family(rec.attrs["mpi_library"]) == "mpich"
@@ -135,6 +140,7 @@ def test_unwritable_target_on_one_host_ends_the_job(tmp_path, can_emulate):
     took = time.monotonic() - start
     assert h.leftovers() == []
     assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stray == []  # no process of the job outlived it
     assert took < 15, f"the job took {took:.1f}s: the healthy ranks ran on"
     assert "on h1" in out.stderr and "Read-only file system" in out.stderr
     rec = only_record(tmp_path / "res")
@@ -156,9 +162,7 @@ def test_full_results_disk_ends_the_job(tmp_path):
         cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "2", MPIWRITE, "run",
                str(tmp_path / "d"), "-t", "3", "-s", "1G", "--no-fsync", "--results",
                str(res), *ARGS]
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                env=ompi.env())
+        proc = ompi.start(cmd, tmp_path)
         try:
             end = time.monotonic() + 30
             while not records_in(res) and time.monotonic() < end and proc.poll() is None:
@@ -169,14 +173,11 @@ def test_full_results_disk_ends_the_job(tmp_path):
                     while True:
                         fh.write(b"\0" * 65536)
                         fh.flush()
-            out, err = proc.communicate(timeout=40)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("hung: the job did not end after the record failed") from None
         finally:
-            ompi.kill_group(proc)
-            proc.communicate()
-        assert proc.returncode == 1, out + err
-        assert "record not saved" in err and "No space left" in err
+            out = ompi.finish(proc, timeout=40)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert out.stray == []
+        assert "record not saved" in out.stderr and "No space left" in out.stderr
         assert not glob.glob(str(res / ".mpiwrite-*"))  # no temporary file left behind
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
 
@@ -210,3 +211,30 @@ def test_rendered_jobscript_runs_under_open_mpi(slurm, tmp_path, launcher, expec
     assert recorded_launcher(rec) == expected
     assert rec.nodes[0]["slurm"]["job_id"] == job
     assert "ranks_per_node" in log and "MB/s" in log  # the script's report ran
+
+
+@pytest.mark.slow
+def test_killed_rank_ends_the_job(tmp_path):
+    """Rank 1 is killed (as the OOM killer would) while all ranks write for 20 s: Open MPI's
+    mpirun must end the job at once, and no rank may outlive it."""
+    cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "3", MPIWRITE, "run",
+           str(tmp_path / "d"), "-t", "20", "--no-fsync", "--results", str(tmp_path / "r"),
+           *ARGS]
+    proc = ompi.start(cmd, tmp_path)
+    try:
+        end = time.monotonic() + 30
+        while not records_in(tmp_path / "r") and time.monotonic() < end:
+            time.sleep(0.05)
+        assert records_in(tmp_path / "r"), "the run never started"
+        rank1 = [pid for pid in ompi.tagged(proc.tag)
+                 if "OMPI_COMM_WORLD_RANK=1" in ompi.environ_of(pid)]
+        assert len(rank1) == 1, rank1
+        os.kill(rank1[0], signal.SIGKILL)
+        killed = time.monotonic()
+    finally:
+        out = ompi.finish(proc, timeout=60)
+    took = time.monotonic() - killed
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert out.stray == []
+    assert took < 10, f"the job went on for {took:.1f}s after rank 1 died"
+    assert "signal 9" in out.stderr or "Killed" in out.stderr, out.stderr
