@@ -8,6 +8,7 @@ group and is killed as a group when it overruns, so a hang fails the test and le
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ from conftest import MPIWRITE, _clean_env
 LIBMPI = "libmpi.so.40"  # Open MPI 4.x and 5.x
 
 
+@functools.cache
 def mpirun_path() -> Optional[str]:
     """Open MPI's mpirun (Debian names it mpirun.openmpi; the venv's mpirun is MPICH's)."""
     for candidate in (shutil.which("mpirun.openmpi"), "/usr/bin/mpirun.openmpi",
