@@ -161,9 +161,11 @@ class OmpiHosts(hostlib.Hosts):
         return f"10.{self.subnet}.77.0/24"
 
     def mpirun(self, used: List[int], per_host: int) -> List[str]:
-        """mpirun and its options for `per_host` ranks on each of the hosts `used`."""
+        """mpirun and its options for `per_host` ranks on each of the hosts `used`, placed
+        the way `mpiwrite jobscript` renders it for Open MPI (--map-by ppr:K:node --host)."""
         return [mpirun_path(), "--mca", "plm_rsh_agent", self.ompi_wrapper,
                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", self.cidr,
-                "--mca", "oob_tcp_if_include", self.cidr, "--oversubscribe",
+                "--mca", "oob_tcp_if_include", self.cidr,
+                "--map-by", f"ppr:{per_host}:node",
                 "--host", ",".join(f"{self.ips[i]}:{per_host}" for i in used),
                 "-x", "MPI4PY_LIBMPI", "-x", "PYTHONPATH"]

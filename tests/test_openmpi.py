@@ -68,7 +68,7 @@ def test_across_emulated_hosts_record_names_them(tmp_path, can_emulate, nhosts):
     rec = only_record(tmp_path / "r")
     assert rec.status == "complete" and mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
     assert [n["host"] for n in rec.nodes] == names
-    assert sorted(rec.ranks["node"]) == sorted(i for i in range(nhosts) for _ in range(2))
+    assert list(rec.ranks["node"]) == [i for i in range(nhosts) for _ in range(2)]
     assert recorded_launcher(rec) == "mpirun"
 
 
@@ -141,7 +141,8 @@ def test_unwritable_target_on_one_host_ends_the_job(tmp_path, can_emulate):
     assert h.leftovers() == []
     assert out.returncode == 1, out.stdout + out.stderr
     assert out.stray == []  # no process of the job outlived it
-    assert took < 15, f"the job took {took:.1f}s: the healthy ranks ran on"
+    # Healthy ranks that were not stopped would write for the full 20 s after start-up.
+    assert took < 20, f"the job took {took:.1f}s: the healthy ranks ran on"
     assert "on h1" in out.stderr and "Read-only file system" in out.stderr
     rec = only_record(tmp_path / "res")
     assert rec.status == "failed"
@@ -236,5 +237,6 @@ def test_killed_rank_ends_the_job(tmp_path):
     took = time.monotonic() - killed
     assert out.returncode != 0, out.stdout + out.stderr
     assert out.stray == []
-    assert took < 10, f"the job went on for {took:.1f}s after rank 1 died"
+    # The others would write on for about 18 s; allow for a loaded machine.
+    assert took < 12, f"the job went on for {took:.1f}s after rank 1 died"
     assert "signal 9" in out.stderr or "Killed" in out.stderr, out.stderr
