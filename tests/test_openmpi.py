@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import hosts as hostlib
@@ -129,14 +130,17 @@ def test_unwritable_target_on_one_host_ends_the_job(tmp_path, can_emulate):
     """h1 sees a read-only filesystem over the target; h0 and h2 could write for 20 s.  The
     open fails on h1's ranks only, and Open MPI's job must end at once, every rank stopped."""
     data = tmp_path / "data"
-    data.mkdir()
     start = time.monotonic()
-    # hosts.py mounts "tmpfs -o size=SIZE": ",ro" makes h1's copy read-only.
-    with ompi.OmpiHosts(3, tmp_path, mounts={1: (str(data), "8m,ro")}) as h:
+    # The shared disk is a 512 MiB tmpfs: ranks that are not stopped fill it within a second
+    # (and fail the test) instead of filling the machine's disk for 20 s.  hosts.py mounts
+    # "tmpfs -o size=SIZE" over it on h1; ",ro" makes that copy read-only.
+    with mounted(data, "tmpfs", "size=512m"), \
+            ompi.OmpiHosts(3, tmp_path, mounts={1: (str(data), "8m,ro")}) as h:
         cmd = h.mpirun([0, 1, 2], per_host=2) + [
             "-np", "6", MPIWRITE, "run", str(data), "-t", "20", "--no-fsync",
             "--results", str(tmp_path / "res"), *ARGS]
         out = ompi.launch(cmd, tmp_path, timeout=60)
+        left = os.listdir(data)
     took = time.monotonic() - start
     assert h.leftovers() == []
     assert out.returncode == 1, out.stdout + out.stderr
@@ -150,18 +154,19 @@ def test_unwritable_target_on_one_host_ends_the_job(tmp_path, can_emulate):
     assert failed == {2, 3}  # h1's ranks
     healthy = rec.ranks[rec.ranks["status"] != 1]
     assert (healthy["t_write_end"] - healthy["t_write_start"] < 10).all()  # stopped early
-    assert os.listdir(data) == []
+    assert left == []
 
 
 @needs_root
 @pytest.mark.slow
 def test_full_results_disk_ends_the_job(tmp_path):
     """The results folder is a 1 MiB tmpfs that the test fills once the run has stored its
-    first record: rank 0 cannot write the final one.  Every rank must still exit, with 1."""
+    first record: rank 0 cannot write the next one.  Every rank must still exit, with 1.
+    Five iterations of 8 MiB half a second apart keep the run going while the disk fills."""
     res = tmp_path / "res"
     with mounted(res, "tmpfs", "size=1m"):
         cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "2", MPIWRITE, "run",
-               str(tmp_path / "d"), "-t", "3", "-s", "1G", "--no-fsync", "--results",
+               str(tmp_path / "d"), "-s", "8M", "-i", "5", "--delay", "0.5", "--results",
                str(res), *ARGS]
         proc = ompi.start(cmd, tmp_path)
         try:
@@ -216,11 +221,12 @@ def test_rendered_jobscript_runs_under_open_mpi(slurm, tmp_path, launcher, expec
 
 @pytest.mark.slow
 def test_killed_rank_ends_the_job(tmp_path):
-    """Rank 1 is killed (as the OOM killer would) while all ranks write for 20 s: Open MPI's
-    mpirun must end the job at once, and no rank may outlive it."""
+    """Rank 1 is killed (as the OOM killer would) during a 20 s run (100 iterations of 1 MiB,
+    0.2 s apart, so that little lands on disk): Open MPI's mpirun must end the job at once,
+    and no rank may outlive it."""
     cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "3", MPIWRITE, "run",
-           str(tmp_path / "d"), "-t", "20", "--no-fsync", "--results", str(tmp_path / "r"),
-           *ARGS]
+           str(tmp_path / "d"), "-s", "1M", "-i", "100", "--delay", "0.2", "--results",
+           str(tmp_path / "r"), *ARGS]
     proc = ompi.start(cmd, tmp_path)
     try:
         end = time.monotonic() + 30
@@ -237,6 +243,42 @@ def test_killed_rank_ends_the_job(tmp_path):
     took = time.monotonic() - killed
     assert out.returncode != 0, out.stdout + out.stderr
     assert out.stray == []
-    # The others would write on for about 18 s; allow for a loaded machine.
+    # The others would go on for about 18 s; allow for a loaded machine.
     assert took < 12, f"the job went on for {took:.1f}s after rank 1 died"
     assert "signal 9" in out.stderr or "Killed" in out.stderr, out.stderr
+
+
+BUGGY_RANK = """\
+# mpiwrite with a bug that only this rank hits: its writer raises a plain RuntimeError.
+import sys
+
+import mpiwrite.runner
+from mpiwrite import cli
+
+
+def bug(*args, **kwargs):
+    raise RuntimeError("injected bug on this rank")
+
+
+mpiwrite.runner.write_stream = bug
+cli.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.slow
+def test_unexpected_error_on_one_rank_ends_the_job(tmp_path):
+    """Rank 2 raises an error nobody planned for (a bug, not an OSError) when it starts to
+    write; ranks 0 and 1 write their 4 MiB and then wait for it.  The job must end, and no
+    rank may be left behind.  (mpiwrite needs an abort guard for this.)"""
+    buggy = tmp_path / "buggy_rank.py"
+    buggy.write_text(BUGGY_RANK)
+    args = ["run", str(tmp_path / "d"), "-s", "4M", "--results", str(tmp_path / "r"), *ARGS]
+    cmd = [ompi.mpirun_path(), "--oversubscribe", "-np", "2", MPIWRITE, *args, ":",
+           "-np", "1", sys.executable, str(buggy), *args]
+    start = time.monotonic()
+    out = ompi.launch(cmd, tmp_path, timeout=30)
+    took = time.monotonic() - start
+    assert out.stray == []
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert "injected bug on this rank" in out.stderr
+    assert took < 20, f"the job took {took:.1f}s"
