@@ -249,26 +249,26 @@ def test_killed_rank_ends_the_job(tmp_path):
 
 
 BUGGY_RANK = """\
-# mpiwrite with a bug that only this rank hits: its writer raises a plain RuntimeError.
+# mpiwrite with a bug that only this rank hits: making its write buffer raises a plain
+# RuntimeError, after the collective set-up that every rank went through.
 import sys
 
-import mpiwrite.runner
-from mpiwrite import cli
+from mpiwrite import cli, pattern
 
 
 def bug(*args, **kwargs):
     raise RuntimeError("injected bug on this rank")
 
 
-mpiwrite.runner.write_stream = bug
+pattern.make_buffer = bug
 cli.main(sys.argv[1:])
 """
 
 
 @pytest.mark.slow
 def test_unexpected_error_on_one_rank_ends_the_job(tmp_path):
-    """Rank 2 raises an error nobody planned for (a bug, not an OSError) when it starts to
-    write; ranks 0 and 1 write their 4 MiB and then wait for it.  The job must end, and no
+    """Rank 2 raises an error nobody planned for (a bug, not an OSError) while it prepares to
+    write; ranks 0 and 1 go on, write their 4 MiB and then wait for it.  The job must end, and no
     rank may be left behind.  (mpiwrite needs an abort guard for this.)"""
     buggy = tmp_path / "buggy_rank.py"
     buggy.write_text(BUGGY_RANK)
