@@ -8,6 +8,7 @@ import sys
 import click
 
 from mpiwrite.errors import ConfigError, RecordError, RunError
+from mpiwrite.jobscript import MPIRUN_FAMILIES
 
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
 METRIC_HELP = "aggregate (last done), first-done, rank-mean, per-node"
@@ -172,16 +173,23 @@ def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
 @click.option("--account", default=None)
 @click.option("--time-limit", default=None, help="Slurm time, e.g. 30, 1:00:00, 1-00:00.")
 @click.option("--launcher", default="srun", help="srun (PMI) or mpirun (mpiexec).")
+@click.option("--mpi", "srun_mpi", type=click.Choice(["auto", "pmix", "pmi2", "none"]),
+              default="auto", help="srun --mpi=...; auto: pmix for Open MPI, pmi2 for the "
+              "MPICH family (the MPI that mpi4py loads here).")
+@click.option("--mpi-family", type=click.Choice(["auto", *MPIRUN_FAMILIES]), default="auto",
+              help="Whose mpirun syntax --launcher mpirun renders; auto: mpi4py's MPI here.")
+@click.option("--mpiexec", "mpiexec_path", default=None,
+              help="The mpirun/mpiexec for --launcher mpirun [default: the family's].")
 @click.option("--repeat", type=int, default=1, help="Runs per node count.")
 @click.option("--job-name", default="mpiwrite")
-@click.option("--results", default="results", help="Folder for records (unless the run "
-              "arguments give --results).")
+@click.option("--results", default="results", help="Folder for records (or give --results "
+              "after `--`, once).")
 @click.option("-o", "--output", "out_file", default=None, help="Write the script here.")
 @click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id.")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, repeat,
-              job_name, results, out_file, submit, run_args):
+def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, srun_mpi,
+              mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, run_args):
     """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
     import os
     import shutil
@@ -190,12 +198,29 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
     from mpiwrite import jobscript as js
 
     _check_run_args(ctx, list(run_args))
+    if launcher == "mpirun" and srun_mpi != "auto":
+        raise ConfigError("--mpi: chooses srun's PMI plugin; it has no meaning with "
+                          "--launcher mpirun")
+    family = mpi_family
+    if family == "auto" and (launcher == "mpirun" or srun_mpi == "auto"):
+        family = _installed_family()
+    if launcher == "srun":
+        srun_mpi = js.srun_mpi_for(family) if srun_mpi == "auto" else srun_mpi
+        if not srun_mpi:
+            sys.stderr.write("mpiwrite: could not tell which MPI mpi4py loads here; the "
+                             "script's srun uses the site's default --mpi\n")
+    elif family not in js.MPIRUN_FAMILIES:
+        raise ConfigError(f"--mpi-family: mpi4py here loads {family!r} MPI, which has no "
+                          "mpirun syntax here; give --mpi-family or use --launcher srun")
     here = shutil.which("mpiwrite") or os.path.join(os.path.dirname(sys.executable), "mpiwrite")
     job = js.Job(nodes=js.parse_nodes(nodes), ntasks_per_node=ntasks_per_node,
                  partition=partition, account=account, time_limit=time_limit,
-                 launcher=launcher, repeat=repeat, job_name=job_name,
-                 mpiwrite=os.path.abspath(here), results=results, run_args=list(run_args),
-                 mpiexec=_beside(here, "mpiexec"))
+                 launcher=launcher, mpi=srun_mpi if launcher == "srun" else "pmi2",
+                 family=family if launcher == "mpirun" else "mpich",
+                 repeat=repeat, job_name=job_name, mpiwrite=os.path.abspath(here),
+                 results=None if _defaulted(ctx, "results") else results,
+                 libmpi=os.environ.get("MPI4PY_LIBMPI") or None, run_args=list(run_args),
+                 mpiexec=mpiexec_path or _mpirun_of(family, here))
     text = js.render(job)
     if out_file:
         with open(out_file, "w") as fh:
@@ -213,6 +238,41 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         click.echo(text, nl=False)
 
 
+def _defaulted(ctx, name: str) -> bool:
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT
+
+
+def _installed_family() -> str:
+    """The family of the MPI library mpi4py loads here (MPI4PY_LIBMPI, modules), without
+    starting MPI in this process; 'unknown' if it cannot be loaded."""
+    import subprocess
+
+    from mpiwrite import mpiinfo
+
+    try:
+        out = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
+                             capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return mpiinfo.family(out.stdout) if out.returncode == 0 else "unknown"
+
+
+def _mpirun_of(family: str, mpiwrite_path: str) -> str:
+    """The family's launcher: Hydra's mpiexec beside mpiwrite (the mpich wheel) or on PATH;
+    Open MPI's mpirun on PATH, passing over an MPICH mpirun that shadows it."""
+    import os
+    import shutil
+
+    if family != "openmpi":
+        return _beside(mpiwrite_path, "mpiexec")
+    for name in ("mpirun", "mpirun.openmpi", "orterun", "prterun"):
+        found = shutil.which(name)
+        if found and not os.path.exists(os.path.join(os.path.dirname(found), "mpichversion")):
+            return found
+    return "mpirun"
+
+
 def _beside(path: str, name: str) -> str:
     """`name` from the same bin folder as `path` when it is there (a virtualenv's MPI)."""
     import os
@@ -226,13 +286,12 @@ def _check_run_args(ctx, args) -> None:
     """Parse the run arguments as `mpiwrite run` would, so mistakes surface now (exit 2)."""
     from mpiwrite import runcmd
 
-    try:
-        sub = runcmd.run.make_context("run", list(args), parent=ctx)
-    except click.exceptions.Exit:
-        return
+    help_names = set(ctx.help_option_names)
+    for arg in args:
+        if arg == "--":
+            break
+        if arg in help_names:
+            raise ConfigError(f"RUN_ARGS: {arg} after `--` would ask `mpiwrite run` for its "
+                              "help instead of a job; see `mpiwrite run --help`")
+    sub = runcmd.run.make_context("run", list(args), parent=ctx)
     runcmd.config_from(sub.params)
-
-
-def register(cli) -> None:
-    for cmd in (verify, report, compare, show, plot, jobscript):
-        cli.add_command(cmd)

@@ -3,11 +3,16 @@
 Everything after `--` on the command line is handed to `mpiwrite run` unchanged.  A scaling
 study is one allocation of the largest node count, with a job step of `-N k` for each k, so the
 records carry the node count and `report --by nodes` / `plot scaling` work on them directly.
+
+The launch line depends on the site's MPI: `srun --mpi=pmix` for Open MPI, `--mpi=pmi2` for
+the MPICH family; `mpirun` takes `--map-by ppr:K:node --host` under Open MPI and Hydra's
+`-ppn K -hosts` under MPICH, Intel MPI and MVAPICH.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shlex
 from typing import List, Optional, Sequence
@@ -15,6 +20,13 @@ from typing import List, Optional, Sequence
 from mpiwrite.errors import ConfigError
 
 LAUNCHERS = ("srun", "mpirun")
+# srun --mpi=VALUE; "" renders no --mpi (the site's MpiDefault).
+SRUN_MPI = ("pmix", "pmi2", "none", "cray_shasta", "")
+# MPI families whose mpirun/mpiexec this renders: Open MPI's own, or Hydra's.
+MPIRUN_FAMILIES = {"openmpi": "openmpi", "mpich": "hydra", "intelmpi": "hydra",
+                   "mvapich": "hydra"}
+_SRUN_MPI_OF = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2", "mvapich": "pmi2",
+                "cray-mpich": "cray_shasta"}
 _TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
 
 
@@ -26,12 +38,15 @@ class Job:
     account: Optional[str] = None
     time_limit: Optional[str] = None
     launcher: str = "srun"
+    mpi: str = "pmi2"  # srun --mpi=...
+    family: str = "mpich"  # whose mpirun syntax (MPIRUN_FAMILIES)
     repeat: int = 1
     job_name: str = "mpiwrite"
     output: Optional[str] = None
     mpiwrite: str = "mpiwrite"
     mpiexec: str = "mpiexec"
     results: Optional[str] = None
+    libmpi: Optional[str] = None  # MPI4PY_LIBMPI when rendered, kept for the job
     run_args: Sequence[str] = ()
 
 
@@ -45,9 +60,44 @@ def parse_nodes(text: str) -> List[int]:
     return sorted(set(values))
 
 
+def srun_mpi_for(family: str) -> str:
+    """srun's --mpi plugin for an MPI family (mpiinfo.FAMILIES); '' when not known."""
+    return _SRUN_MPI_OF.get(family, "")
+
+
+def results_in(run_args: Sequence[str]) -> Optional[str]:
+    """The --results folder the run arguments give (the last one, as click takes it)."""
+    found = None
+    args = list(run_args)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--results" and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith("--results="):
+            found = arg.split("=", 1)[1]
+    return found
+
+
+def agreed_results(job: Job) -> str:
+    """One results folder for the runs and the report, or ConfigError when two are given."""
+    inner = results_in(job.run_args)
+    if inner is not None and job.results is not None and \
+            os.path.normpath(inner) != os.path.normpath(job.results):
+        raise ConfigError(f"--results: given twice, {job.results!r} for the job and {inner!r} "
+                          "for the runs; give it once")
+    return inner if inner is not None else (job.results or "results")
+
+
 def check(job: Job) -> Job:
     if job.launcher not in LAUNCHERS:
         raise ConfigError(f"--launcher: {job.launcher!r} is not one of {', '.join(LAUNCHERS)}")
+    if job.mpi not in SRUN_MPI:
+        raise ConfigError(f"--mpi: {job.mpi!r} is not one of "
+                          f"{', '.join(m for m in SRUN_MPI if m)}")
+    if job.launcher == "mpirun" and job.family not in MPIRUN_FAMILIES:
+        raise ConfigError(f"--mpi-family: no mpirun syntax for {job.family!r} (one of "
+                          f"{', '.join(MPIRUN_FAMILIES)}); use --launcher srun")
     if job.ntasks_per_node < 1:
         raise ConfigError("--ntasks-per-node: must be at least 1")
     if job.repeat < 1:
@@ -83,19 +133,28 @@ def directives(job: Job) -> List[str]:
 
 def launch_line(job: Job) -> str:
     mw = '"$MPIWRITE" run "${RUN_ARGS[@]}"'
+    k = job.ntasks_per_node
+    nodes = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n"'
     if job.launcher == "srun":
-        return (f'srun --mpi=pmi2 --nodes="$n" --ntasks-per-node={job.ntasks_per_node} '
-                f"--kill-on-bad-exit=1 {mw}")
-    return (f'"$MPIEXEC" -n $(( n * {job.ntasks_per_node} )) -ppn {job.ntasks_per_node} '
-            f'-hosts "$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n" '
-            f"| paste -sd,)\" {mw}")
+        mpi = f"--mpi={job.mpi} " if job.mpi else ""
+        return f'srun {mpi}--nodes="$n" --ntasks-per-node={k} --kill-on-bad-exit=1 {mw}'
+    if MPIRUN_FAMILIES[job.family] == "openmpi":
+        return (f'"$MPIEXEC" -np $(( n * {k} )) --map-by ppr:{k}:node '
+                f"--host \"$({nodes} | sed 's/$/:{k}/' | paste -sd,)\" {mw}")
+    return f'"$MPIEXEC" -n $(( n * {k} )) -ppn {k} -hosts "$({nodes} | paste -sd,)" {mw}'
+
+
+def _launch_comment(job: Job) -> str:
+    if job.launcher == "srun":
+        return f"srun --mpi={job.mpi}" if job.mpi else "srun (the site's default --mpi)"
+    return f"{job.family}'s mpirun"
 
 
 def render(job: Job) -> str:
     job = check(job)
-    results = job.results or "results"
+    results = agreed_results(job)
     run_args = list(job.run_args)
-    if "--results" not in run_args:
+    if results_in(run_args) is None:
         run_args += ["--results", results]
     study = len(job.nodes) > 1
     what = (f"a scaling study over {', '.join(map(str, job.nodes))} nodes" if study
@@ -104,13 +163,15 @@ def render(job: Job) -> str:
         "#!/bin/bash",
         *directives(job),
         f"# Rendered by `mpiwrite jobscript`: {what}, {job.ntasks_per_node} task(s) per node,",
-        f"# {job.repeat} repetition(s) each, launched with {job.launcher}. Edit freely.",
+        f"# {job.repeat} repetition(s) each, launched with {_launch_comment(job)}. Edit freely.",
         "set -uo pipefail",
         "",
         "# The mpiwrite to run (the one that rendered this script, unless MPIWRITE is set).",
         f"MPIWRITE=${{MPIWRITE:-{shlex.quote(job.mpiwrite)}}}",
         *([f"MPIEXEC=${{MPIEXEC:-{shlex.quote(job.mpiexec)}}}"] if job.launcher == "mpirun"
           else []),
+        *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
+          if job.libmpi else []),
         f"RESULTS={shlex.quote(results)}",
         "# Arguments for `mpiwrite run` (target, sizes, iterations, tags, results folder).",
         f"RUN_ARGS=({shlex.join(run_args)})",

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite import __version__, layout, rows, summary
+from mpiwrite import __version__, layout, mpiinfo, rows, summary
 from mpiwrite.config import RunConfig
 from mpiwrite.console import Console
 from mpiwrite.errors import ConfigError
@@ -231,6 +231,7 @@ class Ledger:
             "params": self.cfg.to_json(), "tags": json.dumps(self.cfg.tags),
             "keys": json.dumps(self.keys), "warnings": json.dumps(self.warnings),
             "ranks": self.nranks, "nodes": len(self.nodes), "mpi_library": self.mpi_library,
+            "mpi_family": mpiinfo.family(self.mpi_library), "launcher": mpiinfo.launcher(),
             "host": self.hosts[0], "mpiwrite_version": __version__,
             "mkdir_seconds": self.extra.get("mkdir_seconds", 0.0),
             "startup_seconds": self.extra.get("startup_seconds", float("nan")),

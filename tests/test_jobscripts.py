@@ -1,11 +1,14 @@
 """Jobscripts: rendering as a pure function, and real jobs in a real one-node Slurm."""
 
 import os
+import shlex
 import subprocess
+import sys
 
 import pytest
-from conftest import MPIWRITE, cli, only_record, records_in
-from slurm_cluster import Cluster, why_not
+from conftest import MPIWRITE, _clean_env, cli, only_record, records_in
+from slurm_by_pid import Cluster
+from slurm_cluster import why_not
 
 from mpiwrite import jobscript as js
 from mpiwrite.errors import ConfigError
@@ -55,6 +58,91 @@ def test_jobscript_command_checks_run_arguments(tmp_path):
               cwd=tmp_path)
     assert out.returncode == 0 and os.access(tmp_path / "job.sh", os.X_OK)
     assert subprocess.run(["bash", "-n", str(tmp_path / "job.sh")]).returncode == 0
+
+
+def launch(text):
+    return next(ln.strip() for ln in text.splitlines() if '"$MPIWRITE" run' in ln)
+
+
+@pytest.mark.parametrize("mpi,flag", [("pmix", "srun --mpi=pmix "), ("pmi2", "srun --mpi=pmi2 "),
+                                      ("none", "srun --mpi=none "), ("", "srun --nodes")])
+def test_srun_mpi_plugin(mpi, flag):
+    assert launch(js.render(js.Job(mpi=mpi))).startswith(flag)
+
+
+def test_srun_plugin_per_family():
+    assert [js.srun_mpi_for(f) for f in ("openmpi", "mpich", "intelmpi", "mvapich",
+                                         "cray-mpich", "unknown")] == \
+        ["pmix", "pmi2", "pmi2", "pmi2", "cray_shasta", ""]
+
+
+def test_mpirun_syntax_per_family():
+    ompi = launch(js.render(js.Job(launcher="mpirun", family="openmpi", ntasks_per_node=4)))
+    assert ompi.startswith('"$MPIEXEC" -np $(( n * 4 )) --map-by ppr:4:node --host ')
+    assert "sed 's/$/:4/'" in ompi and "-ppn" not in ompi and "-hosts" not in ompi
+    for family in ("mpich", "intelmpi", "mvapich"):
+        hydra = launch(js.render(js.Job(launcher="mpirun", family=family, ntasks_per_node=4)))
+        assert hydra.startswith('"$MPIEXEC" -n $(( n * 4 )) -ppn 4 -hosts ')
+    with pytest.raises(ConfigError, match="--mpi-family"):
+        js.render(js.Job(launcher="mpirun", family="cray-mpich"))
+
+
+@pytest.mark.parametrize("outer,args,expected", [
+    (None, ["/x"], "results"), ("A", ["/x"], "A"), (None, ["/x", "--results=/my"], "/my"),
+    (None, ["/x", "--results", "/my"], "/my"), ("/my", ["/x", "--results", "/my/"], "/my/"),
+    (None, ["/x", "--results", "a", "--results=b"], "b"),  # click keeps the last
+])
+def test_one_results_folder_for_runs_and_report(outer, args, expected):
+    text = js.render(js.Job(results=outer, run_args=args))
+    assert f"RESULTS={expected}\n" in text
+    run_args = next(ln for ln in text.splitlines() if ln.startswith("RUN_ARGS="))
+    if js.results_in(args) is None:
+        assert run_args == f"RUN_ARGS=({shlex.join(args)} --results {expected})"
+    else:
+        assert run_args == f"RUN_ARGS=({shlex.join(args)})"  # no second --results that wins
+
+
+def test_two_results_folders_refused():
+    with pytest.raises(ConfigError, match="--results: given twice"):
+        js.render(js.Job(results="A", run_args=["/x", "--results", "B"]))
+
+
+def test_jobscript_command_results_help_and_mpi(tmp_path):
+    out = cli(["jobscript", "--", "/scratch/x", "--results=/my/records"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "RESULTS=/my/records\n" in out.stdout
+    assert "RUN_ARGS=(/scratch/x --results=/my/records)\n" in out.stdout  # no second one
+    out = cli(["jobscript", "--results", "A", "--", "/x", "--results", "B"], cwd=tmp_path)
+    assert out.returncode == 2 and "--results: given twice" in out.stderr and not out.stdout
+    for flag in ("--help", "-h"):
+        out = cli(["jobscript", "-o", "job.sh", "--", "/x", flag], cwd=tmp_path)
+        assert out.returncode == 2 and "mpiwrite run --help" in out.stderr, out.stderr
+        assert not out.stdout and not (tmp_path / "job.sh").exists()
+    out = cli(["jobscript", "--launcher", "mpirun", "--mpi", "pmix"], cwd=tmp_path)
+    assert out.returncode == 2 and "--mpi" in out.stderr
+    out = cli(["jobscript", "--launcher", "mpirun", "--mpi-family", "openmpi",
+               "--mpiexec", "/opt/ompi/bin/mpirun"], cwd=tmp_path)
+    assert out.returncode == 0 and "MPIEXEC=${MPIEXEC:-/opt/ompi/bin/mpirun}" in out.stdout
+    assert "--map-by ppr:1:node" in out.stdout
+
+
+def test_jobscript_detects_the_family_mpi4py_loads(tmp_path):
+    """auto: the MPI library mpi4py loads here decides (MPICH wheel: pmi2 and Hydra)."""
+    from mpiwrite import mpiinfo
+
+    probe = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
+                           capture_output=True, text=True, timeout=60, env=_clean_env())
+    family = mpiinfo.family(probe.stdout)
+    out = cli(["jobscript"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"srun --mpi={js.srun_mpi_for(family)} " in out.stdout
+    out = cli(["jobscript"], cwd=tmp_path, env={"MPI4PY_LIBMPI": "libnothere.so"})
+    assert out.returncode == 0 and "srun --nodes" in out.stdout
+    assert "export MPI4PY_LIBMPI=${MPI4PY_LIBMPI:-libnothere.so}" in out.stdout
+    assert "site's default --mpi" in out.stderr
+    out = cli(["jobscript", "--launcher", "mpirun"], cwd=tmp_path,
+              env={"MPI4PY_LIBMPI": "libnothere.so"})
+    assert out.returncode == 2 and "--mpi-family" in out.stderr
 
 
 @pytest.mark.parametrize("name", ["single.sbatch", "scaling.sbatch", "checksums-ab.sbatch"])
