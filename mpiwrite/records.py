@@ -149,6 +149,8 @@ def write(rec: RunRecord, path: str) -> None:
     folder fsync'd.  On failure no temporary file is left and a previous path is untouched."""
     try:
         data = image(rec)
+    except MemoryError:
+        raise OSError(errno.ENOMEM, "not enough memory to build the record", path) from None
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
         raise OSError(errno.EIO, f"cannot build the record: {exc}", path) from None
     last: Optional[OSError] = None
