@@ -11,6 +11,7 @@ import platform
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__, lustre
+from mpiwrite.errors import ConfigError
 from mpiwrite.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.sysroot import check as check_sysroot
 from mpiwrite.text import printable
@@ -183,11 +184,21 @@ def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
             host: Optional[str] = None) -> Dict[str, Any]:
     """All facts of this node as a JSON-able dict (with raw texts and unknowns).
 
-    ConfigError if sysroot is not an existing directory (sysroot.check)."""
+    A sysroot that is not an existing directory is a ConfigError (sysroot.check) for `env`;
+    inside a run (mpi_library given) one rank must not raise alone, so the reason is recorded
+    under `unknown` instead: the run checks the sysroot on every rank before MPI starts."""
     import socket
 
-    check_sysroot(sysroot or "/")
+    bad_root = ""
+    try:
+        check_sysroot(sysroot or "/")
+    except ConfigError as exc:
+        if mpi_library is None:
+            raise
+        bad_root = str(exc)
     reader = Reader(sysroot)
+    if bad_root:
+        reader.unknown["sysroot"] = bad_root
     facts: Dict[str, Any] = {"host": host or socket.gethostname(), "sysroot": reader.root}
     facts.update(host_facts(reader))
     facts["lustre"] = lustre.collect(reader, facts.get("kernel") or "")

@@ -144,3 +144,12 @@ def test_escapes_in_facts_do_not_reach_the_terminal(root, tmp_path):
     out = cli(["env", "--sysroot", root, "/mnt/lustre"], cwd=tmp_path)
     assert out.returncode == 0 and "\x1b" not in out.stdout and "\x07" not in out.stdout
     assert "\\x1b]0;owned" in out.stdout
+
+
+def test_inside_a_run_a_bad_sysroot_is_recorded_not_raised(tmp_path):
+    """One rank must not raise alone inside a run (the others would wait): the run checks the
+    sysroot with sysroot.check before MPI; collect only records the reason."""
+    f = nodeinfo.collect(str(tmp_path), "/nonexistent-sysroot", mpi_library="MPICH x")
+    assert "does not exist" in f["unknown"]["sysroot"]
+    with pytest.raises(ConfigError):
+        nodeinfo.collect(str(tmp_path), "/nonexistent-sysroot")
