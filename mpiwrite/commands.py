@@ -91,8 +91,8 @@ def verify(paths, record_paths):
             continue
         for m in rep.mismatches:
             bad += 1
-            click.echo(f"{shown}: mismatch at offset {m.offset} (block "
-                       f"{m.offset // rep.block_size}): expected {m.expected}, found {m.found}")
+            click.echo(f"{shown}: mismatch at offset {m.offset} ({rep.where(m.offset)}): "
+                       f"expected {m.expected}, found {m.found}")
         if not rep.mismatches:
             note = "" if rep.length_checked else (
                 f", length not checked (no record of run {printable(name.run_id)}; "

@@ -38,6 +38,14 @@ class FileReport(NamedTuple):
     mismatches: List[pattern.Mismatch]
     error: str
     length_checked: bool = False
+    segment: int = 0  # shared file: bytes per rank (for naming a block as rank and index)
+
+    def where(self, offset: int) -> str:
+        """'block 5', or 'rank 1 block 0' in a shared file."""
+        if self.segment and self.block_size:
+            rank, rest = divmod(offset, self.segment)
+            return f"rank {rank} block {rest // self.block_size}"
+        return f"block {offset // self.block_size}" if self.block_size else "block ?"
 
 
 class Expect(NamedTuple):
@@ -174,6 +182,7 @@ def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
     key = pattern.run_key(exp.run_id)
     bs = exp.block_size
     segs = _segments(exp, size, checked)
+    shared = segs[1][1] if exp.rank is None and len(segs) > 1 else 0
     mismatches: List[pattern.Mismatch] = []
     expected_len = segs[-1][1] + segs[-1][2] if segs else 0
     if checked and size != expected_len:
@@ -197,5 +206,5 @@ def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
                 if bad:
                     mismatches.append(bad)
             if len(mismatches) >= limit:
-                return FileReport(path, size, blocks, bs, mismatches, "", checked)
-    return FileReport(path, size, blocks, bs, mismatches, "", checked)
+                return FileReport(path, size, blocks, bs, mismatches, "", checked, shared)
+    return FileReport(path, size, blocks, bs, mismatches, "", checked, shared)

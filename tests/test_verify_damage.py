@@ -131,7 +131,8 @@ def test_shared_file_block_of_the_other_rank_is_found(runs, tmp_path):
     path.write_bytes(bytes(data))
     out = cli(["verify", "d"], cwd=w, timeout=60)
     # the first wrong byte is the header's rank field (offset 4 in the block)
-    assert out.returncode == 1 and f"mismatch at offset {seg + BS + 4} " in out.stdout, out.stdout
+    assert out.returncode == 1, out.stdout
+    assert f"mismatch at offset {seg + BS + 4} (rank 1 block 1)" in out.stdout, out.stdout
 
 
 def test_missing_path_is_exit_2(tmp_path):
