@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
 
 from mpiwrite.errors import ConfigError, RecordError, RunError
 from mpiwrite.jobscript import MPIRUN_FAMILIES
+from mpiwrite.text import printable
 
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
 METRIC_HELP = "aggregate (last done), first-done, rank-mean, per-node"
@@ -20,13 +22,25 @@ def _confidence(value: float) -> float:
     return value
 
 
-def _store(paths, skip_bad: bool):
+FILTER_HELP = ("KEY=VALUE[,...]; quote values holding ',' or '=' (KEY=\"a,b\") or use "
+               "a backslash (KEY=a\\,b)")
+
+
+def _store(paths, skip_bad: bool, option: str = "PATHS"):
     from mpiwrite.results import Store
 
-    store = Store(paths)
+    store = Store(paths, option=option)
     if store.bad and not skip_bad:
         return store, 1
     return store, 0
+
+
+def _missing_in(where, what: str) -> None:
+    """ConfigError when none of the --in folders exists (where KEY=VALUE and run ids look)."""
+    if not any(os.path.lexists(w) for w in where):
+        names = ", ".join(repr(w) for w in where)
+        raise ConfigError(f"{what}, so it is looked up in --in {names}, which does not exist "
+                          "(give --in FOLDER)")
 
 
 def _keys(text: str):
@@ -35,28 +49,71 @@ def _keys(text: str):
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-def verify(paths):
-    """Check data files kept with --keep (files or folders): every block's header and body."""
-    from mpiwrite.verify import data_files, verify_file
+@click.option("--record", "record_paths", multiple=True, default=["results"],
+              show_default=True, help="The runs' records (files or folders): block size, "
+              "bytes per rank and file lengths come from there (repeatable).")
+def verify(paths, record_paths):
+    """Check data files kept with --keep (files or folders): every block's header and body.
+
+    Run id, iteration and rank come from each file's name; block size and lengths from the
+    run's record when one is found (else inferred, and the length is not checked)."""
+    from mpiwrite.verify import data_files, parse_name, verify_file
 
     bad = 0
-    files = list(data_files(paths))
-    if not files:
+    found = list(data_files(paths))
+    if not found:
         raise ConfigError("PATHS: no mpiwrite data files found")
-    for path in files:
-        rep = verify_file(path)
+    recs = _RecordFinder(record_paths)
+    for path in found:
+        name = parse_name(path)
+        rec = recs.get(name.run_id) if name else None
+        rep = verify_file(path, rec)
+        shown = printable(path)
         if rep.error:
             bad += 1
-            click.echo(f"{path}: error: {rep.error}")
+            click.echo(f"{shown}: error: {printable(rep.error)}")
             continue
         for m in rep.mismatches:
             bad += 1
-            click.echo(f"{path}: mismatch at offset {m.offset} (block "
-                       f"{m.offset // rep.block_size}): expected {m.expected}, found {m.found}")
+            click.echo(f"{shown}: mismatch at offset {m.offset} ({rep.where(m.offset)}): "
+                       f"expected {m.expected}, found {m.found}")
         if not rep.mismatches:
-            click.echo(f"{path}: ok ({rep.blocks} blocks of {rep.block_size} bytes)")
+            note = "" if rep.length_checked else (
+                f", length not checked (no record of run {printable(name.run_id)}; "
+                "give --record)")
+            click.echo(f"{shown}: ok ({rep.blocks} blocks of {rep.block_size} bytes){note}")
     if bad:
-        raise RunError(f"verify: {bad} problem(s) in {len(files)} file(s)")
+        raise RunError(f"verify: {bad} problem(s) in {len(found)} file(s)")
+
+
+class _RecordFinder:
+    """The record of a run id among the --record files and folders (read once, then cached);
+    an unreadable record is named once on stderr and not used."""
+
+    def __init__(self, paths):
+        self.paths = [p for p in paths if os.path.lexists(p)]
+        self.cache = {}
+
+    def get(self, run_id: str):
+        if run_id in self.cache:
+            return self.cache[run_id]
+        from mpiwrite import records
+
+        rec = None
+        for p in self.paths:
+            path = p if not os.path.isdir(p) else records.record_path(p, run_id)
+            if not os.path.lexists(path):
+                continue
+            try:
+                got = records.read(path)
+            except RecordError as exc:
+                sys.stderr.write(f"mpiwrite: warning: {printable(exc)}\n")
+                continue
+            if got.run_id == run_id:
+                rec = got
+                break
+        self.cache[run_id] = rec
+        return rec
 
 
 @click.command()
@@ -64,7 +121,8 @@ def verify(paths):
 @click.option("--by", default="kernel,lustre,checksums", show_default=True,
               help="Comma-separated run keys or tags to group by.")
 @click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
-@click.option("--baseline", default=None, help="KEY=VALUE[,...]: the row to compare against.")
+@click.option("--baseline", default=None,
+              help=f"The row to compare against: {FILTER_HELP}.")
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @click.option("--confidence", type=float, default=0.95, show_default=True)
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
@@ -77,8 +135,11 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
     rows = report_rows(store, keys, metric, baseline, _confidence(confidence))
     if not rows:
         others = len(store.runs)
-        raise ConfigError("PATHS: no complete runs found" + (
-            f" ({others} run(s) that did not complete, e.g. interrupted)" if others else ""))
+        text = "PATHS: no complete runs found" + (
+            f" ({others} run(s) that did not complete, e.g. interrupted)" if others else "")
+        if store.bad:
+            raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
+        raise ConfigError(text)
     click.echo(format_rows(rows, keys, fmt, confidence))
     skipped = len(store.runs) - len(store.select())
     if skipped:
@@ -96,20 +157,25 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 def compare(a, b, where, metric, confidence, as_json, skip_bad):
-    """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in."""
-    import os
+    """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
+    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
     from mpiwrite.report import compare_text, select_side
 
-    needs_in = any(not os.path.exists(x) for x in (a, b))
-    store, code = _store(where, skip_bad) if needs_in else (None, 0)
-    side_a, bad_a = select_side(a, store)
-    side_b, bad_b = select_side(b, store)
+    needs_in = [(name, x) for name, x in (("A", a), ("B", b)) if not os.path.lexists(x)]
+    if needs_in:
+        name, x = needs_in[0]
+        if "=" not in x:
+            raise ConfigError(f"{name}: {x!r} is neither a record path nor a KEY=VALUE filter")
+        _missing_in(where, f"{name}: {x!r} is not a path")
+    store, code = _store(where, skip_bad, "--in") if needs_in else (None, 0)
+    side_a, bad_a = select_side(a, store, "A")
+    side_b, bad_b = select_side(b, store, "B")
     if (bad_a or bad_b) and not skip_bad:
         code = 1
     text, doc = compare_text(side_a, side_b, a, b, metric, _confidence(confidence))
     if as_json:
-        click.echo(json.dumps(doc, indent=1, default=lambda x: None))
+        click.echo(json.dumps(doc, indent=1, allow_nan=False))
     else:
         click.echo(text)
     return code
@@ -120,22 +186,32 @@ def compare(a, b, where, metric, confidence, as_json, skip_bad):
 @click.option("--in", "where", multiple=True, default=["results"], show_default=True,
               help="Where to look for a run given by its id.")
 @click.option("--iteration", type=int, default=None, help="Per-rank table of this iteration.")
-def show(run, where, iteration):
-    """One run in full: parameters, nodes, per-node and per-rank figures, warnings."""
-    import os
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+def show(run, where, iteration, skip_bad):
+    """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
 
+    RUN is a record file, or a run id (or its start) looked up in --in."""
     from mpiwrite import records
     from mpiwrite.report import show_text
-    from mpiwrite.results import Store, run_keys
+    from mpiwrite.results import run_keys
 
-    if os.path.isfile(run):
-        try:
-            rec = records.read(run)
-        except RecordError as exc:
-            raise RunError(str(exc)) from None
+    code = 0
+    if os.path.isdir(run):
+        raise ConfigError(f"RUN: {run!r} is a folder; give one record file, or a run id "
+                          "with --in FOLDER")
+    if os.path.lexists(run):
+        rec = records.read(run)  # RecordError: named, exit 1
     else:
-        rec = Store(where).find_run(run)
-    click.echo(show_text(rec, run_keys(rec), iteration))
+        _missing_in(where, f"RUN: {run!r} is not a file")
+        store, code = _store(where, skip_bad, "--in")
+        rec = store.find_run(run)
+    try:
+        keys = run_keys(rec)
+        text = show_text(rec, keys, iteration)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise RunError(f"{rec.path}: unusable record ({type(exc).__name__}: {exc})") from None
+    click.echo(text)
+    return code
 
 
 @click.command()
@@ -150,18 +226,23 @@ def show(run, where, iteration):
 @click.option("--skip-bad", is_flag=True)
 def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
     """Draw a scaling curve, per-rank bars of one run, or a throughput timeline."""
+    from mpiwrite import files
     from mpiwrite import plot as plots
 
     plots.check_output(output)
+    files.check_output("-o", output)
     store, code = _store(paths, skip_bad)
-    if kind == "scaling":
-        plots.scaling(store, output, _keys(by), xkey, metric)
-    else:
-        runs = store.runs
-        if len(runs) != 1:
-            raise ConfigError(f"PATHS: {kind} draws one run; {len(runs)} records given")
-        getattr(plots, kind)(runs[0], output, iteration)
-    click.echo(output)
+    try:
+        if kind == "scaling":
+            plots.scaling(store, output, _keys(by), xkey, metric)
+        else:
+            runs = store.runs
+            if len(runs) != 1:
+                raise ConfigError(f"PATHS: {kind} draws one run; {len(runs)} records given")
+            getattr(plots, kind)(runs[0], output, iteration)
+    except OSError as exc:
+        raise RunError(f"-o: cannot write {output!r}: {exc.strerror or exc}") from None
+    click.echo(printable(output))
     return code
 
 
@@ -191,12 +272,14 @@ def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
 def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, srun_mpi,
               mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, run_args):
     """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
-    import os
     import shutil
     import subprocess
 
+    from mpiwrite import files
     from mpiwrite import jobscript as js
 
+    if out_file:
+        files.check_output("-o", out_file)
     _check_run_args(ctx, list(run_args))
     if launcher == "mpirun" and srun_mpi != "auto":
         raise ConfigError("--mpi: chooses srun's PMI plugin; it has no meaning with "
@@ -223,9 +306,12 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
                  mpiexec=mpiexec_path or _mpirun_of(family, here))
     text = js.render(job)
     if out_file:
-        with open(out_file, "w") as fh:
-            fh.write(text)
-        os.chmod(out_file, 0o755)
+        try:
+            with open(out_file, "w") as fh:
+                fh.write(text)
+            os.chmod(out_file, 0o755)
+        except OSError as exc:
+            raise RunError(f"-o: cannot write {out_file!r}: {exc.strerror or exc}") from None
     if submit:
         if not shutil.which("sbatch"):
             raise RunError("--submit: sbatch not found")

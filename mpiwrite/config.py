@@ -107,15 +107,22 @@ def parse_tag(text: str) -> tuple:
     return key, value
 
 
+TAG_FILE_LIMIT = 2**20
+
+
 def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
     """Tags from repeated --tag and a --tag-file (one KEY=VALUE per line, # comments)."""
     texts = list(items or ())
     if tag_file:
-        try:
-            with open(tag_file, encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _fail("--tag-file", f"cannot read {tag_file!r}: {exc}") from None
+        from mpiwrite.files import read_regular
+
+        try:  # a regular file only: a FIFO or /dev/zero must not hang us or fill memory
+            lines = read_regular(tag_file, TAG_FILE_LIMIT).decode("utf-8").splitlines()
+        except OSError as exc:
+            raise _fail("--tag-file", f"cannot read {tag_file!r}: "
+                        f"{exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise _fail("--tag-file", f"{tag_file!r} is not UTF-8 text") from None
         texts += [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
     tags: Dict[str, str] = {}
     for text in texts:
@@ -210,8 +217,10 @@ def build(
     if kwargs.get("engine", "posix") not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
     sysroot = kwargs.get("sysroot", "/")
-    if sysroot != "/" and not os.path.isdir(sysroot):
-        raise _fail("--sysroot", f"{sysroot!r} is not a directory (MPIWRITE_SYSROOT?)")
+    if sysroot != "/":
+        from mpiwrite import sysroot as sysroots
+
+        sysroots.check(sysroot)
     if kwargs.get("verify_shift", 0) < 0:
         raise _fail("--verify-shift", "must not be negative")
     if kwargs.get("verify_shift", 0):

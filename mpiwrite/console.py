@@ -1,6 +1,8 @@
 """What rank 0 shows: the header, a line per iteration, progress, the final summary.
 
 Results go to stdout (or stderr when stdout carries the JSON summary); diagnostics to stderr.
+Every line goes through printable(): target names, tags, hosts, run ids and error strings come
+from outside and must not move the cursor, retitle the window or forge a line.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Dict, List, Optional, TextIO
 import numpy as np
 
 from mpiwrite.config import RunConfig
+from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
 
 
@@ -28,12 +31,12 @@ class Console:
 
     def line(self, text: str = "") -> None:
         self._end_progress()
-        self.out.write(text + "\n")
+        self.out.write(printable(text) + "\n")
         self.out.flush()
 
     def warn(self, text: str) -> None:
         self._end_progress()
-        sys.stderr.write(f"mpiwrite: warning: {text}\n")
+        sys.stderr.write(f"mpiwrite: warning: {printable(text)}\n")
         sys.stderr.flush()
 
     def header(self, run_id: str, nranks: int, hosts: List[str], keys: Dict[str, str],

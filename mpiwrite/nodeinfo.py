@@ -11,7 +11,10 @@ import platform
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__, lustre
-from mpiwrite.sysroot import Reader, first_line, key_values, to_int
+from mpiwrite.errors import ConfigError
+from mpiwrite.sysroot import MAX_INT, Reader, first_line, key_values, to_int
+from mpiwrite.sysroot import check as check_sysroot
+from mpiwrite.text import printable
 
 FS_MAGICS = {
     0x0BD00BD0: "lustre", 0x47504653: "gpfs", 0x19830326: "beegfs", 0x6969: "nfs",
@@ -149,6 +152,10 @@ def host_facts(reader: Reader) -> Dict[str, Any]:
         facts["cores"] = os.cpu_count()
     mem = key_values(reader.fact("mem", "proc/meminfo"))
     total = to_int(mem.get("MemTotal"))
+    if total is not None and not 0 <= total * 1024 <= MAX_INT:
+        total = None
+    if total is None and "mem" not in reader.unknown:
+        reader.unknown["mem"] = "/proc/meminfo: MemTotal missing or not a usable number"
     facts["mem_total_bytes"] = total * 1024 if total is not None else None
     for key in VM_KEYS:
         facts[f"vm_{key}"] = to_int(reader.fact(f"vm_{key}", f"proc/sys/vm/{key}"))
@@ -175,10 +182,23 @@ def slurm(environ=None) -> Dict[str, str]:
 
 def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
             host: Optional[str] = None) -> Dict[str, Any]:
-    """All facts of this node as a JSON-able dict (with raw texts and unknowns)."""
+    """All facts of this node as a JSON-able dict (with raw texts and unknowns).
+
+    A sysroot that is not an existing directory is a ConfigError (sysroot.check) for `env`;
+    inside a run (mpi_library given) one rank must not raise alone, so the reason is recorded
+    under `unknown` instead: the run checks the sysroot on every rank before MPI starts."""
     import socket
 
+    bad_root = ""
+    try:
+        check_sysroot(sysroot or "/")
+    except ConfigError as exc:
+        if mpi_library is None:
+            raise
+        bad_root = str(exc)
     reader = Reader(sysroot)
+    if bad_root:
+        reader.unknown["sysroot"] = bad_root
     facts: Dict[str, Any] = {"host": host or socket.gethostname(), "sysroot": reader.root}
     facts.update(host_facts(reader))
     facts["lustre"] = lustre.collect(reader, facts.get("kernel") or "")
@@ -258,4 +278,4 @@ def describe(facts: Dict[str, Any]) -> List[str]:
         lines.append("slurm          " + ", ".join(f"{k}={v}" for k, v in facts["slurm"].items()))
     for key, why in facts["unknown"].items():
         lines.append(f"unknown        {key}: {why}")
-    return lines
+    return [printable(ln) for ln in lines]

@@ -488,7 +488,7 @@ class Watchdog:
 
     def _fire(self) -> None:
         try:
-            sys.stderr.write(f"mpiwrite: {self.describe()}\n")
+            sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
         finally:
             self.team.abort(1)
 

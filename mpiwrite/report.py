@@ -14,6 +14,7 @@ from mpiwrite import stats
 from mpiwrite.errors import ConfigError
 from mpiwrite.results import Store, metric_values, parse_filter
 from mpiwrite.summary import STATUS_NAMES, node_totals
+from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
 
 
@@ -49,7 +50,7 @@ def report_rows(store: Store, by: Sequence[str], metric: str = "aggregate",
                    last_done=float(np.mean(last)) if last else math.nan, _values=values)
         rows.append(row)
     if baseline:
-        flt = parse_filter(baseline)
+        flt = parse_filter(baseline, "--baseline")
         unknown = [k for k in flt if k not in by]
         if unknown:
             raise ConfigError(f"--baseline: {', '.join(unknown)} is not among --by keys")
@@ -81,15 +82,14 @@ COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done
 def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                 confidence: float = 0.95) -> str:
     if fmt == "json":
-        clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()
-                  if not k.startswith("_")} for r in rows]
-        return json.dumps(clean, indent=1)
+        return json.dumps(jsonable([{k: v for k, v in r.items() if not k.startswith("_")}
+                                    for r in rows]), indent=1, allow_nan=False)
     has_change = any("change_pct" in r for r in rows)
     head = list(by) + COLUMNS + (["change % ±95%"] if has_change else [])
     head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
     body = []
     for r in rows:
-        cells = [str(r[k]) for k in by]
+        cells = [printable(r[k]) for k in by]
         half = (r["ci_hi"] - r["ci_lo"]) / 2 if r["n"] > 1 else float("nan")
         cells += [str(r["runs"]), str(r["n"]), f"{_num(r['mean'])} ±{_num(half)}",
                   _num(r["min"], 0), _num(r["max"], 0),
@@ -104,16 +104,18 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                                "rank_mean", "rank_std", "first_done"]
                    + (["change_pct", "change_lo", "change_hi", "verdict"] if has_change else []))
         for r in rows:
-            w.writerow([r[k] for k in by] + [r[k] for k in (
+            w.writerow([printable(r[k]) for k in by] + [r[k] for k in (
                 "runs", "n", "mean", "ci_lo", "ci_hi", "min", "max", "rank_mean", "rank_std",
                 "first_done")] + ([r["change_pct"], r["change_lo"], r["change_hi"],
                                    r["verdict"]] if has_change else []))
         return out.getvalue().rstrip("\n")
+    head = [printable(h) for h in head]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
     if fmt == "markdown":
-        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        lines += ["| " + " | ".join(b) + " |" for b in body]
+        lines = ["| " + " | ".join(_md(h) for h in head) + " |",
+                 "|" + "|".join("---" for _ in head) + "|"]
+        lines += ["| " + " | ".join(_md(c) for c in b) + " |" for b in body]
         return "\n".join(lines)
     if fmt != "table":
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, csv, json")
@@ -129,6 +131,24 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     return "\n".join(lines)
 
 
+def _md(cell: str) -> str:
+    """A markdown table cell: '|' escaped so a value cannot add columns (already printable)."""
+    return cell.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def jsonable(x: Any) -> Any:
+    """x with NaN and infinities as None (JSON null), numpy scalars as Python values."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def _change_cell(r: Dict[str, Any]) -> str:
     if r.get("verdict") == "base":
         return "base"
@@ -138,18 +158,19 @@ def _change_cell(r: Dict[str, Any]) -> str:
     return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
-def select_side(spec: str, store_in: Optional[Store]):
+def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
     """A compare side: a record path or folder, or KEY=VALUE filters over --in.
 
     Returns (complete runs, number of unreadable records met)."""
     import os
 
-    if os.path.exists(spec):
-        store = Store([spec])
+    if os.path.lexists(spec):
+        store = Store([spec], option=name)
         return store.select(), len(store.bad)
     if "=" in spec and store_in is not None:
-        return store_in.select(parse_filter(spec)), 0
-    raise ConfigError(f"{spec!r} is neither a record path nor a KEY=VALUE filter")
+        return store_in.select(parse_filter(spec, name)), 0
+    raise ConfigError(f"{name}: {printable(spec)!r} is neither a record path nor a KEY=VALUE "
+                      "filter")
 
 
 def compare_text(a_runs, b_runs, a_name: str, b_name: str, metric: str,
@@ -158,7 +179,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, metric: str,
     vb = [v for r in b_runs for v in metric_values(r, metric)]
     if not va or not vb:
         side = a_name if not va else b_name
-        raise ConfigError(f"{side}: no complete runs match")
+        raise ConfigError(f"{printable(side)}: no complete runs match")
     c = stats.compare(va, vb, confidence)
     pct = f"{confidence * 100:g}%"
     lines = [f"metric: {metric} MB/s; test: Welch's t-test, {pct} confidence"]
@@ -184,16 +205,16 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, metric: str,
            "diff": c.diff, "diff_ci": [c.diff_lo, c.diff_hi], "pct": c.pct,
            "pct_ci": [c.pct_lo, c.pct_hi], "p_value": c.p_value, "real": c.real,
            "needed_per_group": c.needed_per_group, "verdict": verdict}
-    return "\n".join(lines), doc
+    return "\n".join(printable(ln) for ln in lines), jsonable(doc)
 
 
 def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
     p = rec.params()
-    hosts = [n.get("host") for n in rec.nodes]
+    hosts = [printable(n.get("host")) for n in rec.nodes]
     lines = [f"run {rec.run_id}  status {rec.status}  started {rec.attrs.get('start_time')}",
              f"command: {rec.attrs.get('command_line')}",
              f"ranks {rec.attrs.get('ranks')} on {rec.attrs.get('nodes')} nodes; block "
-             f"{format_size(p['block_size'])}, size "
+             f"{format_size(p.get('block_size') or 0)}, size "
              f"{format_size(p['size']) if p.get('size') else '-'}, time "
              f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
              f"{store_keys.get('direct')}, layout {p.get('layout')}, target {p.get('target')}",
@@ -206,7 +227,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     for i, n in enumerate(rec.nodes):
         lus = n.get("lustre") or {}
         off = rec.node_clock[i] if rec.node_clock is not None else (math.nan, math.nan)
-        lines.append(f"  {i:>3} {n.get('host'):<16} kernel {n.get('kernel')}, lustre "
+        lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, lustre "
                      f"{lus.get('version') or 'none'} ({lus.get('kernel', 'n/a')}), checksums "
                      f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
                      f"{(n.get('fs') or {}).get('fstype')}, clock offset {off[0]:+.6f}s "
@@ -250,4 +271,4 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     for e in rec.errors:
         lines.append(f"error: iteration {e.get('iteration')} rank {e.get('rank')} on "
                      f"{e.get('host')}: {e.get('phase')} {e.get('path')}: {e.get('message')}")
-    return "\n".join(lines)
+    return "\n".join(printable(ln) for ln in lines)

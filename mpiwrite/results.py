@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import stat
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -17,28 +18,63 @@ import numpy as np
 
 from mpiwrite import records
 from mpiwrite.errors import ConfigError, RecordError
+from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
 
-def find(paths: Iterable[str]) -> List[str]:
-    """Record files from any mix of files, folders (recursively) and shell globs."""
+def find(paths: Iterable[str], option: str = "PATHS",
+         leftovers: Optional[List[str]] = None) -> List[str]:
+    """Record files from any mix of files, folders (recursively) and shell globs.
+
+    A path that exists is taken as it is (a folder named `res[1]` is not a glob); a pattern is
+    expanded only when no such path exists.  A file or folder reached twice (named twice,
+    other spellings, symlinks) is listed once.  Temporary records left by killed runs are
+    added to `leftovers` when given.  ConfigError (naming `option`) for a path that does not
+    exist or cannot be listed."""
     out: List[str] = []
     for p in paths:
-        matches = sorted(glob.glob(p)) if glob.has_magic(p) else [p]
-        if not matches:
-            raise ConfigError(f"PATHS: nothing matches {p!r}")
+        if os.path.lexists(p):
+            matches = [p]
+        elif glob.has_magic(p):
+            matches = sorted(glob.glob(p))
+            if not matches:
+                raise ConfigError(f"{option}: nothing matches {printable(p)!r}")
+        else:
+            raise ConfigError(f"{option}: {printable(p)!r} does not exist")
         for m in matches:
-            if os.path.isdir(m):
-                for root, dirs, files in os.walk(m):
-                    dirs.sort()
-                    out += [os.path.join(root, f) for f in sorted(files)
-                            if f.endswith(records.SUFFIX) and not f.startswith(".")]
-            elif os.path.exists(m):
-                out.append(m)
+            try:
+                st = os.stat(m)
+            except OSError as exc:
+                raise ConfigError(f"{option}: {printable(m)!r}: {_why(exc)}") from None
+            if stat.S_ISDIR(st.st_mode):
+                out += _walk(m, option, leftovers)
             else:
-                raise ConfigError(f"PATHS: {m!r} does not exist")
+                out.append(m)
     seen = set()
-    return [p for p in out if not (p in seen or seen.add(p))]
+    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
+
+
+def _why(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "does not exist"
+    return exc.strerror or str(exc)
+
+
+def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
+    def fail(exc: OSError):
+        raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
+                          f"{_why(exc)}")
+
+    out = []
+    for root, dirs, names in os.walk(top, onerror=fail):
+        dirs.sort()
+        out += [os.path.join(root, f) for f in sorted(names)
+                if f.endswith(records.SUFFIX) and not f.startswith(".")]
+        if leftovers is not None:
+            leftovers += records.leftovers(root, names)
+    return out
 
 
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
@@ -69,20 +105,51 @@ def _common(values: List[str]) -> str:
 
 
 class Store:
-    """The readable records under some paths; the unreadable ones are listed in `bad`."""
+    """The readable records under some paths; the unreadable ones are listed in `bad`.
 
-    def __init__(self, paths: Iterable[str], warn=True):
+    Each run counts once: records with the same run id (copies, a folder named twice) are
+    collapsed into one, a complete one preferred."""
+
+    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS"):
         self.runs: List[records.RunRecord] = []
         self.bad: List[Tuple[str, str]] = []
-        for path in find(paths):
+        self.duplicates: List[str] = []
+        self.leftovers: List[str] = []
+        self._keys: Dict[int, Dict[str, Any]] = {}
+        by_id: Dict[str, records.RunRecord] = {}
+        for path in find(paths, option, self.leftovers):
             try:
-                self.runs.append(records.read(path))
+                rec = records.read(path)
+                keys = run_keys(rec)
             except RecordError as exc:
-                self.bad.append((path, str(exc)))
-                if warn:
-                    sys.stderr.write(f"mpiwrite: skipped {exc}\n")
+                self._bad(path, str(exc), warn)
+                continue
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+                self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
+                continue
+            old = by_id.get(rec.run_id)
+            if old is not None:
+                self.duplicates.append(path)
+                if old.status == "complete" or rec.status != "complete":
+                    continue
+                self.runs.remove(old)
+            by_id[rec.run_id] = rec
+            self.runs.append(rec)
+            self._keys[id(rec)] = keys
+        if warn:
+            for left in self.leftovers:
+                sys.stderr.write(f"mpiwrite: warning: {printable(left)}: leftover temporary "
+                                 "record of a killed run (remove it if no run is writing it)\n")
+            if self.duplicates:
+                sys.stderr.write(f"mpiwrite: note: {len(self.duplicates)} record(s) repeat a "
+                                 f"run already read (e.g. {printable(self.duplicates[0])}); "
+                                 "each run is counted once\n")
         self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
-        self._keys = {id(r): run_keys(r) for r in self.runs}
+
+    def _bad(self, path: str, message: str, warn: bool) -> None:
+        self.bad.append((path, message))
+        if warn:
+            sys.stderr.write(f"mpiwrite: skipped {printable(message)}\n")
 
     def keys(self, rec: records.RunRecord) -> Dict[str, Any]:
         return self._keys[id(rec)]
@@ -107,14 +174,41 @@ class Store:
         return hits[0]
 
 
-def parse_filter(text: str) -> Dict[str, str]:
-    """KEY=VALUE[,KEY=VALUE...] into a dict."""
+def parse_filter(text: str, option: str = "filter") -> Dict[str, str]:
+    """KEY=VALUE[,KEY=VALUE...] into a dict.
+
+    Quoting, for values holding ',' '=' or '"': a value (or part of it) in double quotes is
+    taken literally (`q="x,y"`), and a backslash takes the next character literally
+    (`q=x\\,y`, `q="say \\"hi\\""`).  The first unquoted '=' of each part ends the key."""
+    parts: List[List[Tuple[bool, str]]] = [[]]
+    quoted, i = False, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            parts[-1].append((True, text[i + 1]))
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "," and not quoted:
+            parts.append([])
+        else:
+            parts[-1].append((quoted, c))
+        i += 1
+    if quoted:
+        raise ConfigError(f"{option}: {printable(text)!r} has an unclosed quote")
     out = {}
-    for part in text.split(","):
-        if "=" not in part:
-            raise ConfigError(f"filter {text!r}: expected KEY=VALUE[,KEY=VALUE...]")
-        k, v = part.split("=", 1)
-        out[k.strip()] = v.strip()
+    for part in parts:
+        eq = next((j for j, (lit, c) in enumerate(part) if c == "=" and not lit), None)
+        if eq is None:
+            raise ConfigError(f"{option}: {printable(text)!r}: expected KEY=VALUE[,KEY=VALUE...]"
+                              " (quote values holding ',': KEY=\"a,b\")")
+        key = "".join(c for _lit, c in part[:eq]).strip()
+        value = part[eq + 1:]
+        text_v = "".join(c for _lit, c in value)
+        if not key:
+            raise ConfigError(f"{option}: {printable(text)!r}: empty key")
+        out[key] = text_v if any(lit for lit, _c in value) else text_v.strip()
     return out
 
 

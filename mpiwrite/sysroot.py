@@ -2,32 +2,73 @@
 
 Every read returns the text or None with a reason; nothing here raises for a missing, unreadable
 or strange file.  What was read is kept raw so a later reader can re-parse what we misread.
+
+A sysroot is someone else's tree: every path is resolved and refused when it leaves the sysroot
+(a symlink to /etc/shadow is not read; the real `/` is exempt), only regular files are read
+(never FIFOs, devices or sockets, and without blocking), and at most MAX_READ bytes of each.
+Numbers that do not fit (inf, 20 digits) are unknown, not errors.
 """
 
 from __future__ import annotations
 
 import glob
+import math
 import os
+import stat
 from typing import Dict, List, Optional, Tuple
 
+from mpiwrite.errors import ConfigError
+
 MAX_READ = 256 * 1024
+MAX_INT = 2**62
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def check(path: str) -> str:
+    """The sysroot's real path; ConfigError (exit 2) unless it is an existing directory."""
+    what = "--sysroot (or MPIWRITE_SYSROOT)"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{what}: {path!r} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"{what}: {path!r}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{what}: {path!r} is not a directory")
+    return os.path.realpath(path)
 
 
 class Reader:
     def __init__(self, root: str = "/"):
         self.root = root or "/"
+        self.real = os.path.realpath(self.root)
         self.raw: Dict[str, str] = {}
         self.unknown: Dict[str, str] = {}
 
     def path(self, rel: str) -> str:
         return os.path.join(self.root, rel.lstrip("/"))
 
+    def resolve(self, rel: str) -> Tuple[Optional[str], str]:
+        """(real path, "") of rel under the root, or (None, reason) when it leaves the root."""
+        real = os.path.realpath(self.path(rel))
+        if self.real == "/" or real == self.real or real.startswith(self.real + os.sep):
+            return real, ""
+        return None, "leaves the sysroot (a symlink out of it), not read"
+
     def read(self, rel: str, keep: bool = True) -> Tuple[Optional[str], str]:
-        """(text, "") or (None, reason). Opens non-blocking so a FIFO cannot hang us."""
-        full = self.path(rel)
+        """(text, "") or (None, reason).  Regular files only, opened non-blocking."""
+        full, why = self.resolve(rel)
+        if full is None:
+            return None, why
         try:
-            fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(full, _FLAGS)
             try:
+                st = os.fstat(fd)
+                if stat.S_ISDIR(st.st_mode):
+                    return None, "is a directory"
+                if not stat.S_ISREG(st.st_mode):
+                    return None, "not a regular file, not read"
+                os.set_blocking(fd, True)
                 data = os.read(fd, MAX_READ)
             finally:
                 os.close(fd)
@@ -68,23 +109,32 @@ def first_line(text: Optional[str]) -> Optional[str]:
 
 
 def to_int(text: Optional[str]) -> Optional[int]:
-    line = first_line(text)
-    if not line:
+    """The first number of the first line as an int; None if absent, not finite or too big."""
+    token = _token(text)
+    if token is None:
         return None
-    try:
-        return int(float(line.split()[0]))
-    except (ValueError, IndexError):
-        return None
+    if token.isascii() and token.lstrip("+-").isdigit():
+        value = int(token) if len(token) < 30 else MAX_INT + 1
+        return value if abs(value) <= MAX_INT else None
+    value = to_number(text)
+    return int(value) if value is not None else None
 
 
 def to_number(text: Optional[str]) -> Optional[float]:
-    line = first_line(text)
-    if not line:
+    """The first number of the first line; None if absent, inf, NaN or beyond 2**62."""
+    token = _token(text)
+    if token is None or not token.isascii():  # float() would take '١٢' as 12
         return None
     try:
-        return float(line.split()[0])
-    except (ValueError, IndexError):
+        value = float(token)
+    except ValueError:
         return None
+    return value if math.isfinite(value) and abs(value) <= MAX_INT else None
+
+
+def _token(text: Optional[str]) -> Optional[str]:
+    line = first_line(text)
+    return line.split()[0] if line else None
 
 
 def key_values(text: Optional[str], sep: str = ":") -> Dict[str, str]:

@@ -1,0 +1,203 @@
+"""Checks made on a record read from disk before anything uses it.
+
+Records come from other people and other machines, so every dataset and attribute is checked
+against the schema (docs/record-schema.md) first: links and storage (no external files, no
+virtual datasets, no external links), shapes bounded by the declared ranks and iterations
+*before* a byte of data is read, compound fields, JSON bounded in size and depth, and the types
+of every value the reports use.  Each failure is a RecordError naming the file and what is
+wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List
+
+import numpy as np
+
+from mpiwrite.errors import RecordError
+
+MAX_JSON_CHARS = 16 * 2**20  # one attribute or one table cell
+MAX_JSON_DEPTH = 64
+MAX_RANKS = 10**7
+MAX_ITERATIONS = 10**6
+MAX_SAMPLES_PER_RANK_ITERATION = 10**6  # 11 days at the default 1 s interval
+MAX_TABLE_BYTES = 2**31
+MAX_INT = 2**62
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+
+
+class Checker:
+    """Raises RecordError(f"{path}: {what}: {why}") for the record at path."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, what: str, why: str) -> RecordError:
+        return RecordError(f"{self.path}: {what}: {why}")
+
+    # -- JSON -----------------------------------------------------------------------------
+    def json(self, what: str, text: Any, kind: type = object) -> Any:
+        """Parse JSON text bounded in size and nesting; the result must be of `kind`."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str):
+            raise self.fail(what, f"expected JSON text, found {type(text).__name__}")
+        if len(text) > MAX_JSON_CHARS:
+            raise self.fail(what, f"JSON longer than {MAX_JSON_CHARS} characters")
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise self.fail(what, f"JSON nested deeper than {MAX_JSON_DEPTH}")
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise self.fail(what, f"not valid JSON ({str(exc)[:80]})") from None
+        if kind is not object and not isinstance(value, kind):
+            raise self.fail(what, f"expected a JSON {_name(kind)}, found {_name(type(value))}")
+        return value
+
+    # -- scalars --------------------------------------------------------------------------
+    def integer(self, what: str, value: Any, lo: int = 0, hi: int = MAX_INT) -> int:
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(what, f"expected an integer, found {_short(value)}")
+        if not lo <= value <= hi:
+            raise self.fail(what, f"{value} is out of range {lo}..{hi}")
+        return value
+
+    def text(self, what: str, value: Any, optional: bool = False) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(what, f"expected text, found {_short(value)}")
+        return value
+
+    def number(self, what: str, value: Any, optional: bool = True) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(what, f"expected a number, found {_short(value)}")
+        if isinstance(value, int) and abs(value) > MAX_INT:
+            raise self.fail(what, "number out of range")
+        return value
+
+    # -- whole pieces ---------------------------------------------------------------------
+    def params(self, p: Dict[str, Any]) -> Dict[str, Any]:
+        for key in ("block_size", "fsync_every", "iterations", "files_per_dir",
+                    "verify_shift"):
+            if p.get(key) is not None:
+                self.integer(f"params.{key}", p[key], -MAX_INT, MAX_INT)
+        if p.get("size") is not None:
+            self.integer("params.size", p["size"])
+        for key in ("time_limit", "delay", "sample_interval", "progress_interval", "timeout"):
+            self.number(f"params.{key}", p.get(key))
+        for key in ("layout", "target", "sysroot", "results", "json_path"):
+            self.text(f"params.{key}", p.get(key), optional=True)
+        if p.get("tags") is not None and not isinstance(p["tags"], dict):
+            raise self.fail("params.tags", "expected a JSON object")
+        return p
+
+    def tags(self, tags: Dict[str, Any]) -> Dict[str, str]:
+        out = {}
+        for k, v in tags.items():
+            if isinstance(v, (dict, list)):
+                raise self.fail(f"tags.{k}", "expected text, found a JSON "
+                                f"{_name(type(v))}")
+            out[k] = v if isinstance(v, str) else json.dumps(v)
+        return out
+
+    def node(self, i: int, facts: Any) -> Dict[str, Any]:
+        where = f"nodes[{i}]"
+        if not isinstance(facts, dict):
+            raise self.fail(where, f"expected a JSON object, found {_name(type(facts))}")
+        self.text(f"{where}.host", facts.get("host"))
+        self.text(f"{where}.kernel", facts.get("kernel"), optional=True)
+        for key in ("lustre", "fs"):
+            value = facts.get(key)
+            if value is None:
+                facts[key] = {}
+            elif not isinstance(value, dict):
+                raise self.fail(f"{where}.{key}", f"expected a JSON object, found "
+                                f"{_name(type(value))}")
+        for key in ("version", "kernel", "checksums", "checksum_type"):
+            self.text(f"{where}.lustre.{key}", facts["lustre"].get(key), optional=True)
+        self.text(f"{where}.fs.fstype", facts["fs"].get("fstype"), optional=True)
+        if facts.get("mem_total_bytes") is not None:
+            self.integer(f"{where}.mem_total_bytes", facts["mem_total_bytes"], -1)
+        return facts
+
+    def table(self, name: str, dset, expected: np.dtype, max_rows: int,
+              later: tuple = ()) -> np.ndarray:
+        """Read a compound dataset after checking its storage, shape and fields.  Fields in
+        `later` were added after older records were written: absent, they read as NaN."""
+        self.dataset(name, dset)
+        if dset.dtype.names is None:
+            raise self.fail(name, f"expected a table with fields, found {dset.dtype}")
+        missing = [f for f in expected.names if f not in dset.dtype.names and f not in later]
+        if missing:
+            raise self.fail(name, f"missing field(s) {', '.join(missing[:5])}")
+        present = [f for f in expected.names if f in dset.dtype.names]
+        for f in present:
+            got, want = dset.dtype[f], expected[f]
+            ok = got.kind in "iu" if want.kind in "iu" else got.kind in "iuf"
+            if not ok or got.shape:
+                raise self.fail(f"{name}.{f}", f"expected {want}, found {got}")
+        self.rows(name, dset, max_rows, expected.itemsize)
+        raw = dset[()]
+        out = np.zeros(len(raw), dtype=expected)
+        for f in expected.names:
+            if f in present:
+                out[f] = raw[f]
+            elif expected[f].kind == "f":
+                out[f] = np.nan
+        for f in present:
+            if expected[f].kind == "f" and np.isinf(out[f]).any():
+                raise self.fail(f"{name}.{f}", "holds an infinite value")
+        return out
+
+    def strings(self, name: str, dset, max_rows: int) -> List[Any]:
+        self.dataset(name, dset)
+        if dset.dtype.kind not in "OSU":
+            raise self.fail(name, f"expected strings, found {dset.dtype}")
+        self.rows(name, dset, max_rows, 1)
+        return list(dset[()])
+
+    def dataset(self, name: str, dset) -> None:
+        import h5py
+
+        if not isinstance(dset, h5py.Dataset):
+            raise self.fail(name, "is not a dataset")
+        if dset.is_virtual:
+            raise self.fail(name, "is a virtual dataset (refused: it reads other files)")
+        if dset.external:
+            raise self.fail(name, "uses external storage (refused: it reads other files)")
+        if dset.ndim != 1:
+            raise self.fail(name, f"expected one dimension, found shape {dset.shape}")
+
+    def rows(self, name: str, dset, max_rows: int, itemsize: int) -> None:
+        n = dset.shape[0]
+        if n > max_rows or n * max(itemsize, dset.dtype.itemsize) > MAX_TABLE_BYTES:
+            raise self.fail(name, f"{n} rows is more than the declared ranks and iterations "
+                            f"allow ({max_rows}); refused before reading")
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of [ and { in JSON text, strings ignored (no recursion)."""
+    if "[" not in text and "{" not in text:
+        return 0
+    bare = _STRING.sub("", text).encode("utf-8", "replace")
+    b = np.frombuffer(bare, np.uint8)
+    step = np.isin(b, _OPEN).astype(np.int64) - np.isin(b, _CLOSE)
+    return int(np.cumsum(step).max()) if step.size else 0
+
+
+def _name(kind: type) -> str:
+    return {dict: "object", list: "array", str: "string", int: "number", float: "number",
+            bool: "boolean", type(None): "null"}.get(kind, kind.__name__)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
