@@ -248,7 +248,9 @@ def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
 
 @pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
 def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
-    proc = _start(tmp_path, 2, ["run", "d", "-s", "64M", "--results", "r"] + QUIET)
+    # a run that cannot finish before the signal (30 s, no I/O)
+    proc = _start(tmp_path, 2, ["run", "d", "-t", "30", "--engine", "null", "--results", "r"]
+                  + QUIET)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     try:

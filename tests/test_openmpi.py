@@ -27,8 +27,15 @@ pytestmark = [pytest.mark.mpi,
 ARGS = ["--progress-interval", "0"]
 
 
+def recorded_env(rec) -> dict:
+    env = rec.attrs["environment"]
+    return json.loads(env) if isinstance(env, str) else env
+
+
 def recorded_launcher(rec) -> str:
-    return mpiinfo.launcher(json.loads(rec.attrs["environment"]))
+    launcher = mpiinfo.launcher(recorded_env(rec))
+    assert rec.attrs["launcher"] == launcher  # what the run recorded of itself
+    return launcher
 
 
 @pytest.mark.parametrize("n", [1, 2, 4])
@@ -104,7 +111,7 @@ def test_srun_pmix_with_open_mpi(slurm, tmp_path):
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
     assert mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
     assert recorded_launcher(rec) == "srun"
-    assert json.loads(rec.attrs["environment"])["SLURM_MPI_TYPE"] == "pmix"
+    assert recorded_env(rec)["SLURM_MPI_TYPE"] == "pmix"
 
 
 @pytest.mark.slow
@@ -121,7 +128,7 @@ def test_srun_pmi2_with_mpich(slurm, tmp_path):
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
     assert mpiinfo.family(rec.attrs["mpi_library"]) == "mpich"
     assert recorded_launcher(rec) == "srun"
-    assert json.loads(rec.attrs["environment"])["SLURM_MPI_TYPE"] == "pmi2"
+    assert recorded_env(rec)["SLURM_MPI_TYPE"] == "pmi2"
 
 
 # ------------------------------------------------------------------ a failing rank ends the job
