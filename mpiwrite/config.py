@@ -60,6 +60,9 @@ class RunConfig:
     verify_shift: int = 0
     sysroot: str = "/"
     engine: str = "posix"
+    read: bool = False  # a read phase after the write phase (another rank's file)
+    read_shift: Optional[int] = None  # None: the ranks per node (the next node's file)
+    drop_cache: bool = False  # POSIX_FADV_DONTNEED on the own files before reading
 
     def watchdog_seconds(self) -> Optional[float]:
         """How long one iteration's write phase may take before the run is ended."""
@@ -214,6 +217,15 @@ def build(
             raise _fail(option_name(name), f"must be at most {MAX_COUNT}")
     if size is not None and size > MAX_BYTES:
         raise _fail("--size", f"must be at most {MAX_BYTES} bytes")
+    read_shift = kwargs.get("read_shift")
+    if read_shift is not None and not 0 <= read_shift <= MAX_COUNT:
+        raise _fail("--read-shift", f"must be between 0 and {MAX_COUNT}")
+    if (read_shift is not None or kwargs.get("drop_cache")) and not kwargs.get("read"):
+        raise _fail("--read-shift" if read_shift is not None else "--drop-cache",
+                    "needs --read")
+    if kwargs.get("read") and kwargs.get("verify_shift"):
+        raise _fail("--verify-shift", "with --read, the read phase verifies the file it reads "
+                    "(choose it with --read-shift)")
     if kwargs.get("engine", "posix") not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
     sysroot = kwargs.get("sysroot", "/")

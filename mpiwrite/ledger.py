@@ -141,13 +141,17 @@ class Ledger:
 
     def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
                       counts: np.ndarray, offsets: np.ndarray, origin: float,
-                      signalled: bool, window=None) -> str:
+                      signalled: bool, window=None, read_samples=None) -> str:
         """One iteration's gathered rows into figures, screen and record; returns its status.
 
         `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
         whose times fall outside has a clock of its own, and the iteration is excluded."""
         ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
         srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
+        if read_samples is not None:
+            rflat, rcounts = read_samples
+            srows = np.concatenate([srows, rows.sample_table(
+                it, rflat, rcounts, self.node_of, offsets, origin, summary.PHASE_READ)])
         status, code = rows.iteration_status(ranks, signalled)
         if window is not None and code == summary.OK:
             odd = rows.clock_outliers(ranks, window, CLOCK_SLACK)
@@ -157,6 +161,7 @@ class Ledger:
         durable = self.cfg.direct or self.cfg.fsync_every > 0
         row = summary.iteration_summary(ranks, srows, code,
                                         first_done="durable" if durable else "unknown")
+        summary.read_summary(ranks, srows, row)
         self.figure_notes(it, row, ranks)
         if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
                 and "first_done_note" not in self.extra:
@@ -169,6 +174,13 @@ class Ledger:
         self.page_cache_guard(ranks)
         self.console.iteration(row, summary.STATUS_NAMES[code] if code == summary.CLOCK
                                else status)
+        if np.isfinite(row["read_aggregate_MB_per_s"]):
+            self.console.line(
+                f"  read: aggregate {row['read_aggregate_MB_per_s']:.1f} MB/s, first-done "
+                f"{row['read_first_done_MB_per_s']:.1f}, per rank min "
+                f"{row['read_rank_min_MB_per_s']:.1f} mean {row['read_rank_mean_MB_per_s']:.1f}"
+                f" max {row['read_rank_max_MB_per_s']:.1f} MB/s, tail "
+                f"{row['read_tail_seconds']:.2f}s (shift {self.extra.get('read_shift')})")
         self.save("running")
         return status
 
@@ -238,6 +250,7 @@ class Ledger:
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
             "first_done_note": self.extra.get("first_done_note", ""),
+            "read_shift": int(self.extra.get("read_shift", -1)),
             "notes": json.dumps(self.notes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),

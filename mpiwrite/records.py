@@ -25,6 +25,7 @@ from mpiwrite.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
     LATER_RANK_FIELDS,
+    LATER_SAMPLE_FIELDS,
     RANK_DTYPE,
     SAMPLE_DTYPE,
 )
@@ -265,7 +266,8 @@ def _read(h5, path: str) -> RunRecord:
     per_rank = (len(its) + 1) * nranks
     ranks = ck.table("ranks", h5["ranks"], RANK_DTYPE, per_rank, later=LATER_RANK_FIELDS)
     samples = ck.table("samples", h5["samples"], SAMPLE_DTYPE,
-                       per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION)
+                       per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION,
+                       later=LATER_SAMPLE_FIELDS)
     nodes_dset = h5["nodes"]
     ck.dataset("nodes", nodes_dset)
     names = nodes_dset.dtype.names or ()

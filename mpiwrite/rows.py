@@ -17,7 +17,9 @@ from mpiwrite import summary
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
               "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
               "verify_bytes", "verify_seconds", "verify_mismatches", "cpu_user_seconds",
-              "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait")
+              "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait", "read_source_rank",
+              "read_status", "read_errno", "read_bytes", "t_read_open_start", "t_read_start",
+              "t_read_close_end")
 
 # Run statuses (the record's `status` attribute) and the exit code each gives.
 RUN_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
@@ -56,10 +58,15 @@ def read_cpu_line(path: str = "/proc/stat"):
     return None
 
 
-def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan)) -> np.ndarray:
+def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan),
+             read=None, read_source: int = -1) -> np.ndarray:
     """One rank's iteration as a float64 row in ROW_FIELDS order (times on its own clock).
-    `node_cpu`: (busy, iowait) fractions of the node's CPUs, from its leader (else NaN)."""
+    `node_cpu`: (busy, iowait) fractions of the node's CPUs, from its leader (else NaN);
+    `read`: the read phase's result (writer.ReadResult), whose pattern check counts as the
+    verify when there is no separate one."""
     status = rank_status(res, signalled)
+    if read is not None and verify is None and read.first is not None:
+        verify = read
     values = {
         "bytes": res.bytes, "blocks": res.blocks, "fsyncs": res.fsyncs,
         "t_open_start": res.t_open_start, "t_write_start": res.t_write_start,
@@ -73,7 +80,18 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan
         "cpu_user_seconds": getattr(res, "cpu_user", np.nan),
         "cpu_system_seconds": getattr(res, "cpu_system", np.nan),
         "node_cpu_busy": node_cpu[0], "node_cpu_iowait": node_cpu[1],
+        "read_source_rank": read_source, "read_status": summary.OK, "read_errno": 0,
+        "read_bytes": 0, "t_read_open_start": np.nan, "t_read_start": np.nan,
+        "t_read_close_end": np.nan,
     }
+    if read is not None:
+        values.update(read_status=rank_status(read, signalled), read_errno=read.error_errno,
+                      read_bytes=read.bytes, t_read_open_start=read.t_open_start,
+                      t_read_start=read.t_write_start,
+                      t_read_close_end=np.nan if read.failed else read.t_close_end)
+        if verify is read:
+            values["verify_bytes"], values["verify_seconds"] = read.bytes, np.nan
+            values["verify_mismatches"] = read.mismatches
     if status == summary.FAILED:  # a stream that did not finish has no valid end times
         values["t_fsync_end"] = values["t_close_end"] = np.nan
     return np.array([values[k] for k in ROW_FIELDS], dtype=np.float64)
@@ -99,17 +117,18 @@ def rank_table(it: int, rows: np.ndarray, node_of: np.ndarray, offsets: np.ndarr
     ranks["clock_offset_seconds"] = offsets[node_of, 0]
     ranks["clock_uncertainty_seconds"] = offsets[node_of, 1]
     summary.fill_rates(ranks)
+    summary.fill_read_rates(ranks)
     return ranks
 
 
 def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndarray,
-                 offsets: np.ndarray, origin: float) -> np.ndarray:
+                 offsets: np.ndarray, origin: float, phase: int = 0) -> np.ndarray:
     """(t, bytes) pairs gathered from every rank as a sample table on the common timeline."""
     pairs = np.asarray(flat, dtype=np.float64).reshape(-1, 2)
     srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
     owner = np.repeat(np.arange(len(counts)), np.asarray(counts) // 2)
     off = offsets[node_of, 0] - origin
-    srows["iteration"], srows["rank"] = it, owner
+    srows["iteration"], srows["rank"], srows["phase"] = it, owner, phase
     srows["t"] = pairs[:, 0] + off[owner] if len(pairs) else pairs[:, 0]
     srows["bytes"] = pairs[:, 1]
     return srows
@@ -117,7 +136,8 @@ def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndar
 
 def iteration_status(ranks: np.ndarray, signalled: bool) -> Tuple[str, int]:
     """('ok'|'failed'|'interrupted', code) for one iteration's per-rank table."""
-    if np.any(ranks["status"] == summary.FAILED):
+    if np.any(ranks["status"] == summary.FAILED) or np.any(ranks["read_status"] ==
+                                                           summary.FAILED):
         return "failed", summary.FAILED
     if np.any(ranks["status"] == summary.INTERRUPTED) or signalled:
         return "interrupted", summary.INTERRUPTED
@@ -144,10 +164,17 @@ def clock_outliers(ranks: np.ndarray, window: Tuple[float, float], slack: float)
     return np.flatnonzero(bad)
 
 
-def error_entry(it: int, rank: int, host: str, res, verify=None) -> Optional[Dict[str, Any]]:
+def error_entry(it: int, rank: int, host: str, res, verify=None,
+                read=None) -> Optional[Dict[str, Any]]:
     """What one rank has to say about an iteration that went wrong for it, or None.
 
     `t` is on the rank's own clock; rank 0 moves it onto the common timeline."""
+    if read is not None and read.failed and not res.failed:
+        return {"iteration": it, "rank": rank, "host": host, "phase": f"read {read.error_phase}",
+                "errno": read.error_errno, "path": read.path, "message": read.error_text,
+                "t": read.t_write_end}
+    if read is not None and verify is None and read.first is not None:
+        verify = read
     if res.failed:
         return {"iteration": it, "rank": rank, "host": host, "phase": res.error_phase,
                 "errno": res.error_errno, "path": res.path, "message": res.error_text,

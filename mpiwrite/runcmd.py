@@ -97,6 +97,13 @@ SIZE, DURATION = Size(), Duration()
               "separately).")
 @click.option("--verify-shift", type=int, default=0,
               help="Verify the data of the rank N positions away (defeats the client cache).")
+@click.option("--read", is_flag=True, help="After writing, every rank reads (and with --verify "
+              "checks) a file another rank wrote, timed like the writes.")
+@click.option("--read-shift", type=int, default=None,
+              help="Read the file of the rank N positions away [default: the ranks per node, "
+                   "so no client reads what its own cache holds].")
+@click.option("--drop-cache", is_flag=True, help="Before reading, drop the written pages from "
+              "this node's page cache (posix_fadvise DONTNEED; not a server's cache).")
 @click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
               help="Read /proc and /sys under this folder (tests, modelling).")
 @click.option("--engine", type=click.Choice(config.ENGINES), default="posix",
@@ -128,7 +135,8 @@ def config_from(p: dict):
         json_path=p["json_path"], tags=config.parse_tags(p["tags"], p["tag_file"]),
         sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
         timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
-        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"])
+        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
+        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"])
 
 
 def agree_on_usage_error(message: str) -> int:

@@ -34,7 +34,14 @@ from mpiwrite.parallel import (
 )
 from mpiwrite.text import clean, printable
 from mpiwrite.units import format_size
-from mpiwrite.writer import StreamResult, engine, open_data_file, verify_segment
+from mpiwrite.writer import (
+    ReadPlan,
+    StreamResult,
+    engine,
+    open_data_file,
+    read_engine,
+    verify_segment,
+)
 
 
 class AgreedError(ConfigError):
@@ -89,6 +96,8 @@ class Run:
         self.created: List[str] = []  # data files this rank created and has not removed
         self.created_target = False
         self.run_id = ""
+        self.read_shift = 0
+        self.rbuf = None
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
@@ -134,6 +143,10 @@ class Run:
         problem = ""
         try:  # every rank: memory for the buffer, before anything is written anywhere
             self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
+            if cfg.read:  # reads land in a buffer of their own: the pattern stays intact
+                import mmap
+
+                self.rbuf = mmap.mmap(-1, cfg.block_size)
         except (MemoryError, OSError, ValueError) as exc:
             problem = (f"--block-size: cannot allocate the {format_size(cfg.block_size)} write "
                        f"buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
@@ -162,6 +175,13 @@ class Run:
                                           Console(cfg))
             problem = self._prepare_target(ledger)
         raise_agreed(team.agree(problem), team.size)
+        if cfg.read:
+            # default: the ranks per node, so that (with ranks placed by node) every rank reads
+            # a file written on another node, as IOR's -C with -Q
+            per_node = int(team.allreduce_max(team.local_size))
+            self.read_shift = cfg.read_shift if cfg.read_shift is not None else per_node
+            if self.rank == 0:
+                self._check_read_shift(node_rows[:, 0].astype(np.int64))
         if self.rank == 0:
             self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
                                        self.ledger.keys, self.ledger.nodes[0]["fs"])
@@ -170,6 +190,18 @@ class Run:
             self.ledger.extra["startup_seconds"] = startup
         team.barrier()
         self.origin = clock()
+
+    def _check_read_shift(self, node_of: np.ndarray) -> None:
+        n = len(node_of)
+        source = (np.arange(n) + self.read_shift) % n
+        same = np.flatnonzero(node_of[source] == node_of)
+        self.ledger.extra["read_shift"] = self.read_shift
+        if len(same):
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.ledger.warn(f"--read: with read shift {self.read_shift}, {len(same)} of {n} "
+                             f"rank(s) read {what}: the client's page cache may serve those "
+                             f"reads (use more nodes, --read-shift, or --drop-cache)")
 
     def _prepare_target(self, ledger) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
@@ -210,6 +242,67 @@ class Run:
         if cfg.layout == "shared":
             plan, shared_failed = self._create_shared(plan, it)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
+        cpu_before = rows.read_cpu_line() if team.is_leader else None
+
+        def write(poll):
+            if shared_failed:
+                return StreamResult(path=plan.path, stopped_by="abort")
+            res = engine(cfg.engine)(plan, self.buf, poll)
+            if res.created:
+                self.created.append(plan.path)
+            return res
+
+        res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
+        # every rank of the node has finished: the leader's view of its CPUs in the phase
+        node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
+            else (np.nan, np.nan)
+        read, read_source = None, -1
+        if cfg.read and not any_failed and not any_signal:
+            read, read_source, r_failed, r_signal = self._read_phase(it, res, plan)
+            any_failed, any_signal = any_failed or r_failed, any_signal or r_signal
+        verify = None
+        bad_verify = 0
+        if read is not None and cfg.verify:  # the read phase checked the pattern as it went
+            bad_verify = team.allreduce_sum(1 if read.mismatches else 0)
+        elif cfg.verify and not any_failed and not any_signal:
+            self.phase = f"iteration {it}: verify"
+            verify = self.verify(it, res)
+            # one agreed answer (also a barrier: nobody removes a file another rank may still
+            # be reading); the gather below is collective, so every rank must decide alike
+            bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
+        self.phase = f"iteration {it}: gather"
+        if any_failed or any_signal or bad_verify:
+            entry = rows.error_entry(it, self.rank, team.host, res, verify, read)
+            texts = team.gather_texts(json.dumps(entry) if entry else "")
+            if texts is not None:
+                self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
+        row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu, read,
+                            read_source)
+        gathered = team.gather_rows(row)
+        samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
+        read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
+                                               dtype=np.float64).ravel()) if cfg.read else None
+        if self.rank == 0 and it == 0 and self.ledger.keys["fstype"] in ("lustre", "mixed"):
+            from mpiwrite import nodeinfo
+
+            self.ledger.extra["stripe"] = nodeinfo.stripe_of(plan.path)
+        self.phase = f"iteration {it}: clean-up"
+        self.cleanup(plan.path)
+        status = "ok"
+        if self.rank == 0:
+            self.phase = f"iteration {it}: record"
+            flat, counts = samples
+            status = self.ledger.add_iteration(
+                it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
+                window=tuple(t - self.origin for t in window), read_samples=read_samples)
+        return team.bcast_text(status if self.rank == 0 else "")
+
+    def _timed_phase(self, it: int, name: str, stream, path: str):
+        """One timed phase on every rank: a barrier, the stream (which polls for aborts,
+        failures, signals and shows progress), 'done' to rank 0 within the watchdog, and the
+        agreed outcome.  Returns (result, any rank failed, any rank signalled, rank 0's
+        (start, end) bracket of the phase on its own clock)."""
+        team, cfg = self.team, self.cfg
         board = ProgressBoard(team) if self.rank == 0 else None
         state = {"next": 0.0, "t0": 0.0}
 
@@ -234,83 +327,70 @@ class Run:
                     self.ledger.progress(board.latest, board.done, now - state["t0"])
             return False
 
-        self.phase = f"iteration {it}: write"
+        self.phase = f"iteration {it}: {name}"
         team.arm_abort()
-        window_start = clock()  # rank 0's bracket of the write phase (clock check)
+        window_start = clock()  # rank 0's bracket of the phase (the clock check)
         team.barrier()
         watch_s = cfg.watchdog_seconds()
         grace = max(team.grace, 0.1 * (watch_s or 0))
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: self._stuck_message(plan.path, watch_s))
-        cpu_before = rows.read_cpu_line() if team.is_leader else None
+                            lambda: self._stuck_message(path, watch_s, name))
         state["t0"] = clock()
         state["next"] = state["t0"] + cfg.progress_interval
-        if shared_failed:
-            res = StreamResult(path=plan.path, stopped_by="abort")
-        else:
-            res = engine(cfg.engine)(plan, self.buf, poll)
-        if res.created:
-            self.created.append(plan.path)
-        if self.stop_reason is not None:
-            raise self.stop_reason
-        self.finished_writing = True
-        if res.failed:
-            team.raise_abort()
-        if self.rank:
-            team.send_progress(res.bytes, True, clock() - state["t0"])
-            team.finish_progress()
-        else:
-            board.latest[0], board.done[0] = res.bytes, True
-            deadline = state["t0"] + watch_s if watch_s else float("inf")
-            ticks = {"next": clock() + (cfg.progress_interval or float("inf"))}
+        try:
+            res = stream(poll)
+            if self.stop_reason is not None:
+                raise self.stop_reason
+            self.finished_writing = True
+            if res.failed:
+                team.raise_abort()
+            if self.rank:
+                team.send_progress(res.bytes, True, clock() - state["t0"])
+                team.finish_progress()
+            else:
+                board.latest[0], board.done[0] = res.bytes, True
+                deadline = state["t0"] + watch_s if watch_s else float("inf")
+                ticks = {"next": clock() + (cfg.progress_interval or float("inf"))}
 
-            def tick(now: float) -> None:
-                if now >= ticks["next"]:
-                    self.ledger.progress(board.latest, board.done, now - state["t0"])
-                    ticks["next"] = now + cfg.progress_interval
+                def tick(now: float) -> None:
+                    if now >= ticks["next"]:
+                        self.ledger.progress(board.latest, board.done, now - state["t0"])
+                        ticks["next"] = now + cfg.progress_interval
 
-            team.wait_for_done(board, tick, deadline,
-                               lambda missing: self._timed_out(missing, it, watch_s))
-        window_end = clock()
-        self.phase = f"iteration {it}: agree"
-        any_failed, any_signal = team.disarm_abort(extra=[1 if res.failed else 0,
-                                                          1 if self.signals.received else 0])
-        # every rank of the node has finished: the leader's view of its CPUs in the phase
-        node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
-            else (np.nan, np.nan)
-        verify = None
-        bad_verify = 0
-        if cfg.verify and not any_failed and not any_signal:
-            self.phase = f"iteration {it}: verify"
-            verify = self.verify(it, res)
-            # one agreed answer (also a barrier: nobody removes a file another rank may still
-            # be reading); the gather below is collective, so every rank must decide alike
-            bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
-        self.phase = f"iteration {it}: gather"
-        if any_failed or any_signal or bad_verify:
-            entry = rows.error_entry(it, self.rank, team.host, res, verify)
-            texts = team.gather_texts(json.dumps(entry) if entry else "")
-            if texts is not None:
-                self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
-        row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu)
-        gathered = team.gather_rows(row)
-        samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
-        watchdog.cancel()
-        if self.rank == 0 and it == 0 and self.ledger.keys["fstype"] in ("lustre", "mixed"):
-            from mpiwrite import nodeinfo
+                team.wait_for_done(board, tick, deadline,
+                                   lambda missing: self._timed_out(missing, it, watch_s))
+            window_end = clock()
+            self.phase = f"iteration {it}: agree" if name == "write" else \
+                f"iteration {it}: {name} agree"
+            any_failed, any_signal = team.disarm_abort(
+                extra=[1 if res.failed else 0, 1 if self.signals.received else 0])
+        finally:
+            watchdog.cancel()
+        return res, bool(any_failed), bool(any_signal), (window_start, window_end)
 
-            self.ledger.extra["stripe"] = nodeinfo.stripe_of(plan.path)
-        self.phase = f"iteration {it}: clean-up"
-        self.cleanup(plan.path)
-        status = "ok"
-        if self.rank == 0:
-            self.phase = f"iteration {it}: record"
-            flat, counts = samples
-            status = self.ledger.add_iteration(
-                it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
-                window=(window_start - self.origin, window_end - self.origin))
-        return team.bcast_text(status if self.rank == 0 else "")
+    def _read_phase(self, it: int, res: StreamResult, plan):
+        """Every rank reads the segment `read_shift` ranks away (by default on the next node),
+        after an optional drop of its own written pages."""
+        team, cfg = self.team, self.cfg
+        self.phase = f"iteration {it}: read set-up"
+        if cfg.drop_cache and cfg.engine == "posix":
+            from mpiwrite.writer import drop_cache
+
+            why = drop_cache(plan.path, plan.offset, res.bytes) if res.bytes else ""
+            if why and self.rank == 0:
+                self.ledger.warn(f"--drop-cache: {plan.path}: {why}")
+        counts = team.allgather_texts(str(res.bytes))
+        source = (self.rank + self.read_shift) % team.size
+        rplan = ReadPlan(path=layout.data_path(cfg, self.run_id, team.size, source, it),
+                         offset=source * cfg.size if cfg.layout == "shared" else 0,
+                         nbytes=int(counts[source]), block_size=cfg.block_size,
+                         sample_interval=cfg.sample_interval, direct=cfg.direct,
+                         check=(self.key, source, it) if cfg.verify else None)
+        read, failed, signalled, _ = self._timed_phase(
+            it, "read", lambda poll: read_engine(cfg.engine)(rplan, self.rbuf, poll),
+            rplan.path)
+        return read, source, failed, signalled
 
     def _create_shared(self, plan, it: int):
         """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
@@ -338,7 +418,7 @@ class Run:
         dev, ino = (int(x) for x in ident.split(":"))
         return dataclasses.replace(plan, expect_inode=(dev, ino)), False
 
-    def _stuck_message(self, path: str, watch_s: float) -> str:
+    def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
         """What the watchdog says: a rank still writing names itself; a rank that finished
         names rank 0, which ends the write phase and evidently could not."""
         self.remove_created()
@@ -348,7 +428,8 @@ class Run:
             return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
                     f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
                     f"writes and waited); rank 0 is stopped or hung; ending the job")
-        return (f"run timed out: rank {self.rank} on {t.host} was still writing {path} after "
+        doing = "writing" if name == "write" else "reading"
+        return (f"run timed out: rank {self.rank} on {t.host} was still {doing} {path} after "
                 f"--timeout {watch_s:g}s; ending the job")
 
     def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:

@@ -35,10 +35,17 @@ RANK_DTYPE = np.dtype([
     ("verify_bytes", "<i8"), ("verify_seconds", "<f8"), ("verify_mismatches", "<i8"),
     ("cpu_user_seconds", "<f8"), ("cpu_system_seconds", "<f8"),
     ("node_cpu_busy", "<f8"), ("node_cpu_iowait", "<f8"),
+    # the read phase (--read): another rank's file, timed like the writes
+    ("read_source_rank", "<i4"), ("read_status", "<i4"), ("read_errno", "<i4"),
+    ("read_bytes", "<i8"), ("t_read_open_start", "<f8"), ("t_read_start", "<f8"),
+    ("t_read_close_end", "<f8"), ("read_seconds", "<f8"), ("read_MB_per_s", "<f8"),
 ])
-# Fields added after schema 1 was first written: records without them read as NaN.
+READ_RANK_FIELDS = ("read_source_rank", "read_status", "read_errno", "read_bytes",
+                    "t_read_open_start", "t_read_start", "t_read_close_end", "read_seconds",
+                    "read_MB_per_s")
+# Fields added after schema 1 was first written: records without them read as NaN (or 0).
 LATER_RANK_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "node_cpu_busy",
-                     "node_cpu_iowait")
+                     "node_cpu_iowait") + READ_RANK_FIELDS
 
 ITER_DTYPE = np.dtype([
     ("iteration", "<i4"), ("status", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
@@ -49,15 +56,52 @@ ITER_DTYPE = np.dtype([
     ("open_max_seconds", "<f8"), ("fsync_max_seconds", "<f8"),
     ("verify_MB_per_s", "<f8"), ("verify_mismatches", "<i8"),
     ("aggregate_with_open_MB_per_s", "<f8"), ("node_cpu_busy_max", "<f8"),
+    ("read_bytes", "<i8"), ("read_aggregate_MB_per_s", "<f8"),
+    ("read_first_done_MB_per_s", "<f8"), ("read_tail_seconds", "<f8"),
+    ("read_rank_min_MB_per_s", "<f8"), ("read_rank_mean_MB_per_s", "<f8"),
+    ("read_rank_max_MB_per_s", "<f8"), ("read_open_max_seconds", "<f8"),
 ])
-LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max")
+# read_X is X of the read phase (see read_summary)
+READ_ITER_FIELDS = ("read_bytes", "read_aggregate_MB_per_s", "read_first_done_MB_per_s",
+                    "read_tail_seconds", "read_rank_min_MB_per_s", "read_rank_mean_MB_per_s",
+                    "read_rank_max_MB_per_s", "read_open_max_seconds")
+LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max") + READ_ITER_FIELDS
 
-SAMPLE_DTYPE = np.dtype([("iteration", "<i4"), ("rank", "<i4"), ("t", "<f8"), ("bytes", "<i8")])
+SAMPLE_DTYPE = np.dtype([("iteration", "<i4"), ("rank", "<i4"), ("t", "<f8"), ("bytes", "<i8"),
+                         ("phase", "<i4")])  # PHASE_WRITE or PHASE_READ
+PHASE_WRITE, PHASE_READ = 0, 1
+LATER_SAMPLE_FIELDS = ("phase",)
 
 
 def _mbps(nbytes, seconds):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(seconds > 0, nbytes / np.where(seconds > 0, seconds, 1) / MB, np.nan)
+
+
+def fill_read_rates(ranks: np.ndarray) -> None:
+    ranks["read_seconds"] = ranks["t_read_close_end"] - ranks["t_read_start"]
+    ranks["read_MB_per_s"] = _mbps(ranks["read_bytes"], ranks["read_seconds"])
+
+
+def read_summary(ranks: np.ndarray, samples: Optional[np.ndarray], row: np.void) -> None:
+    """The read phase's figures into an iteration row (the read_* fields), computed exactly
+    as the write phase's: the read columns are one stream's timeline."""
+    if not np.isfinite(ranks["t_read_start"]).any():
+        return
+    as_write = np.zeros(len(ranks), dtype=RANK_DTYPE)
+    for k in ("iteration", "rank", "node"):
+        as_write[k] = ranks[k]
+    as_write["bytes"] = ranks["read_bytes"]
+    as_write["t_open_start"] = ranks["t_read_open_start"]
+    as_write["t_write_start"] = ranks["t_read_start"]
+    for k in ("t_write_end", "t_fsync_end", "t_close_end"):
+        as_write[k] = ranks["t_read_close_end"]
+    fill_rates(as_write)
+    s = samples[samples["phase"] == PHASE_READ] if samples is not None and len(samples) \
+        else None
+    r = iteration_summary(as_write, s, first_done="interpolate")
+    for name in READ_ITER_FIELDS:
+        row[name] = r["bytes" if name == "read_bytes" else name[len("read_"):]]
 
 
 def fill_rates(ranks: np.ndarray) -> None:

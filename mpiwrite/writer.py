@@ -262,12 +262,128 @@ def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRes
     return res
 
 
+@dataclasses.dataclass(frozen=True)
+class ReadPlan:
+    """What one rank reads back in the read phase: another rank's segment."""
+
+    path: str
+    offset: int
+    nbytes: int  # what the writer of that segment wrote
+    block_size: int
+    sample_interval: float = 1.0
+    direct: bool = False
+    check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
+
+
+@dataclasses.dataclass
+class ReadResult(StreamResult):
+    """A read stream: StreamResult's times (write_* meaning read_*) and the check's findings."""
+
+    mismatches: int = 0
+    first: Optional[pattern.Mismatch] = None
+
+
+def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
+    """Read another rank's segment, timed like a write stream (open, read, close), checking
+    the pattern of every block as it goes when plan.check is set (one pass, not two).  A
+    missing file or one shorter than what was written is a failure (never raises)."""
+    res = ReadResult(path=plan.path)
+    bs = plan.block_size
+    view = memoryview(buf)
+    expect = pattern.body(bs, plan.check[0], plan.check[1]) if plan.check else None
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if plan.direct else 0)
+    res.t_open_start = clock()
+    try:
+        fd = os.open(plan.path, flags)
+    except OSError as exc:
+        res.fail("open", exc)
+        return res
+    cpu0 = os.times()
+    t0 = res.t_write_start = clock()
+    next_event = t0 + POLL_SECONDS
+    next_sample = t0 + plan.sample_interval
+    done = 0
+    try:
+        for off, n in pattern.blocks(plan.offset, plan.nbytes, bs):
+            got = os.preadv(fd, [view[:n]], off)
+            if got < n:
+                res.bytes = done + got
+                raise OSError(errno.EIO, f"short file: {off - plan.offset + got} of "
+                                         f"{plan.nbytes} bytes")
+            if expect is not None:
+                bad = pattern.check_block(view[:n], off, expect, plan.check[0], plan.check[1],
+                                          plan.check[2])
+                if bad is not None:
+                    res.mismatches += 1
+                    res.first = res.first or bad
+            done += n
+            res.blocks += 1
+            now = clock()
+            if now >= next_event:
+                if now >= next_sample:
+                    res.samples.append((now, done))
+                    next_sample = now + plan.sample_interval
+                next_event = now + POLL_SECONDS
+                if poll is not None and poll(now, done):
+                    res.stopped_by = "abort"
+                    break
+        res.bytes = done
+        res.t_write_end = res.t_fsync_end = clock()
+    except OSError as exc:
+        res.bytes = max(res.bytes, done)
+        res.t_write_end = clock()
+        res.fail("read", exc)
+    finally:
+        try:
+            os.close(fd)
+        except OSError as exc:
+            if not res.failed:
+                res.fail("close", exc)
+        res.t_close_end = clock()
+        cpu1 = os.times()
+        res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
+        res.samples.append((res.t_close_end, res.bytes))
+    return res
+
+
+def null_read(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
+    """The null engine's read: the plan's bytes, no I/O."""
+    res = ReadResult(path=plan.path)
+    res.t_open_start = res.t_write_start = clock()
+    res.bytes, res.blocks = plan.nbytes, -(-plan.nbytes // plan.block_size)
+    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
+    res.samples.append((res.t_close_end, res.bytes))
+    return res
+
+
 ENGINES = {"posix": write_stream, "null": null_stream}
+READ_ENGINES = {"posix": read_stream, "null": null_read}
 
 
 def engine(name: str):
     """The stream function for an I/O engine name (see ENGINES)."""
     return ENGINES[name]
+
+
+def read_engine(name: str):
+    return READ_ENGINES[name]
+
+
+def drop_cache(path: str, offset: int = 0, length: int = 0) -> str:
+    """Ask the kernel to drop this file's cached pages (after its fsync), so a later read
+    comes from the storage: posix_fadvise(POSIX_FADV_DONTNEED).  Returns '' or why not.
+    It cannot drop another node's cache, a server's cache, or dirty pages."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.close(fd)
 
 
 @dataclasses.dataclass

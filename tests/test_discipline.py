@@ -207,8 +207,9 @@ def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
 
 
 def test_stopped_rank_0_is_named_by_the_others(tmp_path):
-    proc = _start(tmp_path, 3, ["run", "d", "-t", "2", "--timeout", "4", "--results", "r"]
-                  + QUIET)
+    # small blocks keep the data small (the others' fsync must end well within the bound)
+    proc = _start(tmp_path, 3, ["run", "d", "-t", "2", "-b", "4k", "--timeout", "6",
+                                "--results", "r"] + QUIET)
     try:
         pids = _rank_pids(tmp_path, 3)
         from test_faults import wait_for_bytes
@@ -220,7 +221,8 @@ def test_stopped_rank_0_is_named_by_the_others(tmp_path):
         kill_group(proc)
     assert rc == 1, err
     said = lines_with(err, "timed out")
-    assert said and all("rank 0 on" in s and "did not end the write phase" in s for s in said)
+    assert said and all("rank 0 on" in s and "did not end the write phase" in s
+                        for s in said), err
     files = list((tmp_path / "d").glob("*.dat")) if (tmp_path / "d").exists() else []
     assert files == [], files
 

@@ -73,14 +73,14 @@ def _two_ranks():
 
 def test_first_done_from_durable_samples_is_a_step_not_a_line():
     ranks = _two_ranks()
-    s = np.array([(0, 1, 0.5, 40e6), (0, 1, 1.5, 90e6)], dtype=summary.SAMPLE_DTYPE)
+    s = np.array([(0, 1, 0.5, 40e6, 0), (0, 1, 1.5, 90e6, 0)], dtype=summary.SAMPLE_DTYPE)
     row = summary.iteration_summary(ranks, s, first_done="durable")
     assert row["first_done_MB_per_s"] == pytest.approx(140.0)  # 100 MB + 40 known at t=1
     row = summary.iteration_summary(ranks, s, first_done="interpolate")
     assert row["first_done_MB_per_s"] == pytest.approx(165.0)  # 100 + 65 interpolated
     assert np.isnan(summary.iteration_summary(ranks, s, first_done="unknown")
                     ["first_done_MB_per_s"])
-    late = np.array([(0, 1, 1.5, 90e6)], dtype=summary.SAMPLE_DTYPE)  # nothing known by t=1
+    late = np.array([(0, 1, 1.5, 90e6, 0)], dtype=summary.SAMPLE_DTYPE)  # nothing known by t=1
     assert np.isnan(summary.iteration_summary(ranks, late, first_done="durable")
                     ["first_done_MB_per_s"])
 

@@ -28,7 +28,7 @@ def _samples(r, rng, empty=()):
         ts = np.sort(rng.uniform(row["t_write_start"], row["t_close_end"], k))
         bs = np.sort(rng.integers(0, row["bytes"], k))
         for t, b in zip(ts, bs):
-            rows.append((0, row["rank"], t, b))
+            rows.append((0, row["rank"], t, b, 0))
     return np.array(rows, dtype=summary.SAMPLE_DTYPE)
 
 
@@ -82,7 +82,7 @@ def test_iteration_summary_known_figures():
     r["t_close_end"] = [1.0, 2.0]
     r["bytes"] = [100e6, 100e6]
     summary.fill_rates(r)
-    s = np.array([(0, 1, 1.0, 50e6)], dtype=summary.SAMPLE_DTYPE)  # rank 1 halfway at t=1
+    s = np.array([(0, 1, 1.0, 50e6, 0)], dtype=summary.SAMPLE_DTYPE)  # rank 1 halfway at t=1
     row = summary.iteration_summary(r, s)
     assert row["aggregate_MB_per_s"] == pytest.approx(100.0)  # 200 MB in 2 s
     assert row["first_done_MB_per_s"] == pytest.approx(150.0)  # 150 MB by t=1
