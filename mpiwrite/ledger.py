@@ -51,9 +51,11 @@ def check_json_destination(path: Optional[str]) -> None:
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
             raise ConfigError(f"--json: folder {parent!r} does not exist") from None
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise ConfigError(f"--json: cannot create a file in {parent!r} "
-                              "(permission denied)") from None
+        try:  # create and remove it: access() says yes to root in /proc, creating does not
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            os.unlink(path)
+        except OSError as exc:
+            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
         return
     except OSError as exc:
         raise ConfigError(f"--json: cannot reach {path!r}: {exc.strerror}") from None

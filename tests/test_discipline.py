@@ -96,6 +96,7 @@ def test_one_rank_without_memory_for_its_buffer(tmp_path):
 @pytest.mark.parametrize("args,option", [
     (["-t", HUGE], "--time"),
     (["--timeout", "9000000000"], "--timeout"),
+    (["--timeout", HUGE], "--timeout"),
     (["-t", "5000000000"], "--time"),
     (["-s", "1" + "0" * 400 + ".0"], "--size"),
     (["-b", "9" * 320 + ".5M"], "--block-size"),
@@ -357,3 +358,112 @@ def test_import_graph_has_no_cycle():
 def test_runner_makes_no_mpi_calls_of_its_own():
     text = (PKG / "runner.py").read_text()
     assert "comm." not in text and "COMM_WORLD" not in text and "Abort(" not in text
+
+
+# ----------------------------------------------------------------------------- more findings
+def test_stdout_that_cannot_be_written_ends_the_run_with_one_line(tmp_path):
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([MPIWRITE, "run", "d", "-s", "1M", "--results", "r"] + QUIET,
+                             cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
+                             timeout=60, env=_clean_env())
+    assert out.returncode == 1
+    said = lines_with(out.stderr, "run failed:")
+    assert len(said) == 1 and "No space left" in said[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "d").exists()
+    assert records.read(records_in(tmp_path / "r")[0]).status == "failed"
+
+
+@pytest.mark.parametrize("dest", ["/proc/x.json", "/nonexistent-dir/x.json"])
+def test_json_that_cannot_be_created_is_bad_input(tmp_path, dest):
+    out = cli(["run", "d", "-s", "1M", "--no-record", "--json", dest], cwd=tmp_path)
+    assert out.returncode == 2 and "--json" in out.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("root", ["/nonexistent-sysroot", "/etc/passwd"])
+def test_sysroot_that_is_not_a_folder_is_bad_input_for_run(tmp_path, root):
+    out = mpirun(2, ["run", "d", "-s", "1M", "--no-record"] + QUIET, cwd=tmp_path,
+                 env={"MPIWRITE_SYSROOT": root}, timeout=60)
+    assert out.returncode == 2 and "--sysroot" in out.stderr
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("n,shift", [(2, 2), (1, 1), (3, 6)])
+def test_verify_shift_that_lands_a_rank_on_itself_is_refused(tmp_path, n, shift):
+    out = mpirun(n, ["run", "d", "-s", "1M", "--no-record", "--verify-shift", str(shift)]
+                 + QUIET, cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "--verify-shift" in out.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_buffers_that_do_not_fit_the_address_space_are_bad_input(tmp_path):
+    cmd = ["bash", "-c", 'ulimit -v 2000000; exec "$@"', "x", MPIEXEC, "-n", "2", MPIWRITE,
+           "run", "d", "-b", "1G", "-s", "1G", "--results", "r"] + QUIET
+    out = bounded(cmd, 90, cwd=tmp_path, env=_clean_env())
+    assert out.returncode == 2, out.stderr
+    assert "--block-size" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("bad", ["a-file", "a-file/r", "/proc", "dangling"])
+def test_results_are_checked_before_the_target_sees_a_probe(tmp_path, bad):
+    """strace shows every file the run opens: no probe block may reach TARGET when the
+    --results destination is refused."""
+    import shutil
+
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "target").mkdir()
+    log = tmp_path / "trace"
+    out = subprocess.run(["strace", "-f", "-e", "trace=openat", "-o", str(log), MPIWRITE,
+                          "run", "target", "-s", "1M", "--results", bad] + QUIET,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         env=_clean_env())
+    assert out.returncode == 2 and "--results" in out.stderr, out.stderr
+    assert "-probe" not in "".join(ln for ln in log.read_text().splitlines()
+                                   if "target/" in ln)
+    assert os.listdir(tmp_path / "target") == []
+
+
+def test_a_shared_file_swapped_for_a_symlink_is_never_written_through(tmp_path):
+    """Each iteration rank 0 creates the shared file and the others open it by name: a file
+    swapped for a symlink to a victim in that window must not be written through."""
+    import threading
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious" * 1000)
+    before = victim.read_bytes()
+    target = tmp_path / "t"
+    target.mkdir()
+    stop = threading.Event()
+    swapped = []
+
+    def swapper():
+        while not stop.is_set():
+            for name in os.listdir(target):
+                if name.endswith("-shared.dat") and name not in swapped:
+                    link = target / (name + ".swap")
+                    try:
+                        os.symlink(victim, link)
+                        os.replace(link, target / name)
+                        swapped.append(name)
+                    except OSError:
+                        pass
+
+    t = threading.Thread(target=swapper, daemon=True)
+    t.start()
+    try:
+        out = mpirun(3, ["run", str(target), "--layout", "shared", "-s", "2M", "-b", "256k",
+                         "-i", "4", "--delay", "0.3", "--results", "r"] + QUIET,
+                     cwd=tmp_path, timeout=90)
+    finally:
+        stop.set()
+        t.join(5)
+    assert victim.read_bytes() == before  # never written through the link
+    assert swapped, "the race was never tried"
+    assert out.returncode in (0, 1), out.stderr
+    if out.returncode:
+        assert "Traceback" not in out.stderr and "rank " in out.stderr
+
