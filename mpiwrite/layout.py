@@ -162,6 +162,17 @@ def remove_dir_if_empty(path: Optional[str]) -> None:
         pass
 
 
+def remove_at(dir_fd: int, relpath: str, shown: str) -> Optional[str]:
+    """Unlink `relpath` (a name this run created) relative to an open folder."""
+    try:
+        os.unlink(relpath, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{shown}: {exc.strerror}"
+    return None
+
+
 def remove(path: str) -> Optional[str]:
     """Unlink one file this run created; returns an error text or None."""
     try:

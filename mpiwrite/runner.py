@@ -98,6 +98,7 @@ class Run:
         self.run_id = ""
         self.read_shift = 0
         self.rbuf = None
+        self.target_fd: Optional[int] = None  # TARGET, opened once it exists
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
@@ -185,6 +186,10 @@ class Run:
         if self.rank == 0:
             self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
                                        self.ledger.keys, self.ledger.nodes[0]["fs"])
+        try:  # TARGET exists now (rank 0's preflight): every rank holds on to the folder
+            self.target_fd = os.open(cfg.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self.target_fd = None  # not visible here yet (a node-local target): by name
         startup = team.allreduce_max(seconds_since_exec())
         if self.ledger is not None:
             self.ledger.extra["startup_seconds"] = startup
@@ -436,7 +441,7 @@ class Run:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
         if not self.cfg.keep:
             for r in range(self.team.size):
-                layout.remove(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
+                self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
             layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
@@ -459,16 +464,26 @@ class Run:
             return
         problem = None
         if path in self.created and (self.cfg.layout != "shared"):
-            problem = layout.remove(path)
+            problem = self._unlink(path)
             self.created.remove(path)
         if self.cfg.layout == "shared":
             self.team.barrier()
             if path in self.created:
-                problem = layout.remove(path)
+                problem = self._unlink(path)
                 self.created.remove(path)
         if problem:
             sys.stderr.write(printable(f"mpiwrite: warning: rank {self.rank} could not "
                                        f"remove {problem}") + "\n")
+
+    def _unlink(self, path: str):
+        """Remove a file of this run relative to the TARGET folder this rank opened at set-up:
+        if someone renames the folder mid-run, the files still go (from wherever it went)."""
+        problem = None
+        if self.target_fd is not None:
+            problem = layout.remove_at(self.target_fd, os.path.relpath(path, self.cfg.target),
+                                       path)
+        # and by name: a later iteration may have made the folder again under its name
+        return layout.remove(path) or problem
 
     def remove_files_of(self, ranks) -> None:
         """Remove other ranks' data files of this iteration, when they cannot (stopped, hung):
@@ -476,7 +491,7 @@ class Run:
         if self.cfg is None or self.cfg.keep or self.iteration_now < 0:
             return
         for r in ranks:
-            layout.remove(layout.data_path(self.cfg, self.run_id, self.team.size, r,
+            self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r,
                                            self.iteration_now))
 
     def remove_created(self) -> None:
@@ -484,7 +499,7 @@ class Run:
         if self.cfg is None or self.cfg.keep:
             return
         for p in self.created:
-            layout.remove(p)
+            self._unlink(p)
         self.created.clear()
 
     # ------------------------------------------------------------------ the whole run
@@ -521,6 +536,14 @@ class Run:
         return int(self.team.allreduce_max(code))
 
     def remove_run_folders(self) -> None:
+        if self.target_fd is not None:
+            try:
+                moved = os.fstat(self.target_fd).st_ino != os.stat(self.cfg.target).st_ino
+            except OSError:
+                moved = True
+            if moved and self.ledger is not None:
+                self.ledger.warn(f"TARGET {self.cfg.target} was renamed or removed during the "
+                                 f"run; the run's files were removed from the folder it wrote in")
         if self.cfg.keep:
             return
         layout.remove_subdirs(self.cfg, self.run_id, self.team.size)

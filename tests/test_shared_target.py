@@ -42,3 +42,23 @@ def test_exit_2_leaves_no_run_folders_and_no_results_folder(tmp_path):
         assert out.returncode == 2, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
         assert os.listdir(few) == []  # no run subdirectories, no results folder
+
+
+def test_target_renamed_mid_run_keeps_no_data_and_says_so(tmp_path):
+    """Each rank removes its files relative to the folder it opened, wherever it went."""
+    from conftest import MPIEXEC
+    from test_faults import wait_for_bytes
+
+    proc = subprocess.Popen([MPIEXEC, "-n", "3", MPIWRITE, "run", "d", "-s", "256M", "-b",
+                             "64k", "--results", "r", "--progress-interval", "0"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_clean_env(), start_new_session=True)
+    try:
+        wait_for_bytes(tmp_path / "d")
+        os.rename(tmp_path / "d", tmp_path / "moved")
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        kill_group(proc)
+    assert proc.returncode == 0, err
+    assert [f for f in os.listdir(tmp_path / "moved") if f.endswith(".dat")] == []
+    assert "renamed or removed" in err
