@@ -222,16 +222,21 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
         return res
     finally:
         if fd >= 0:
-            try:
-                os.close(fd)
-            except OSError as exc:
-                if not res.failed:
-                    res.fail("close", exc)
-            res.t_close_end = clock()
-            cpu1 = os.times()
-            res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
-            samples.append((res.t_close_end, res.bytes))
+            _close(fd, res, cpu0)
     return res
+
+
+def _close(fd: int, res: StreamResult, cpu0) -> None:
+    """Close a stream's file: the close phase's end, the CPU spent, the last sample."""
+    try:
+        os.close(fd)
+    except OSError as exc:
+        if not res.failed:
+            res.fail("close", exc)
+    res.t_close_end = clock()
+    cpu1 = os.times()
+    res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
+    res.samples.append((res.t_close_end, res.bytes))
 
 
 def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
@@ -334,15 +339,7 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
         res.t_write_end = clock()
         res.fail("read", exc)
     finally:
-        try:
-            os.close(fd)
-        except OSError as exc:
-            if not res.failed:
-                res.fail("close", exc)
-        res.t_close_end = clock()
-        cpu1 = os.times()
-        res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
-        res.samples.append((res.t_close_end, res.bytes))
+        _close(fd, res, cpu0)
     return res
 
 

@@ -177,13 +177,9 @@ def _start(tmp_path, n, args):
 
 
 def _finish(proc, timeout):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        raise AssertionError(f"not ended within {timeout}s:\n{out}\n{err}") from None
-    return proc.returncode, out, err
+    from test_faults import wait
+
+    return wait(proc, timeout)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
