@@ -1,0 +1,58 @@
+"""The filesystem client that serves the target, and its version: the `client` node fact.
+
+`collect(reader, fs, kernel, lustre_facts)` dispatches on the mount's type: Lustre (lustre.py
+has read it already), NFS, FUSE (GlusterFS, ceph-fuse, ...), BeeGFS, GPFS, the CephFS kernel
+client; a local filesystem is `none`.  Every value is a `name version` string ('nfs 4.2',
+'glusterfs 10.3', 'none'), a grouping key for reports.  Nothing here fails a run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from mpiwrite.fsclients import beegfs, ceph, fuse, gpfs, nfs
+from mpiwrite.fsclients.common import client_string
+from mpiwrite.sysroot import Reader
+
+LOCAL = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "zfs", "f2fs",
+         "squashfs", "vfat", "ntfs", "ntfs3", "jfs", "reiserfs", "devtmpfs", "rootfs", "nilfs2",
+         "bcachefs", "exfat"}
+
+
+def collect(reader: Reader, fs: Dict[str, Any], kernel: str,
+            lustre_facts: Dict[str, Any]) -> Dict[str, Any]:
+    fstype = str(fs.get("fstype") or "unknown")
+    if fstype == "lustre":
+        version = lustre_facts.get("version")
+        return {"name": "lustre", "version": version, "client": client_string("lustre", version)}
+    if fstype in ("nfs", "nfs4"):
+        return nfs.collect(reader, fs)
+    if fstype.startswith(("fuse.", "fuseblk.")) or fstype in ("fuse", "fuseblk", "glusterfs"):
+        return fuse.collect(reader, fs)
+    if fstype == "beegfs":
+        return beegfs.collect(reader, fs)
+    if fstype == "gpfs":
+        return gpfs.collect(reader, fs)
+    if fstype == "ceph":
+        return ceph.collect(reader, fs, kernel)
+    if fstype in LOCAL:
+        return {"name": "none", "version": None, "client": "none"}
+    return {"name": fstype, "version": None, "client": client_string(fstype, None)}
+
+
+def legacy_client(keys: Dict[str, Any]) -> str:
+    """The `client` run key of a record written before it existed (schema 1 without it), from
+    its `lustre` and `fstype` keys: '2.15.5' -> 'lustre 2.15.5'; no Lustre on a local
+    filesystem -> 'none'; no Lustre on NFS -> 'nfs unknown' (the version was not recorded)."""
+    if "client" in keys:
+        return str(keys["client"])
+    lus = str(keys.get("lustre", "unknown"))
+    fstype = str(keys.get("fstype", "unknown"))
+    if lus == "mixed" or fstype == "mixed":
+        return "mixed"
+    if lus not in ("none", "unknown", "n/a"):
+        return client_string("lustre", lus)
+    if fstype in LOCAL:
+        return "none"
+    name = "nfs" if fstype in ("nfs", "nfs4") else fstype
+    return client_string(name, None)
