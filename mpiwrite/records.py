@@ -32,7 +32,7 @@ from mpiwrite.summary import (
 FORMAT = "mpiwrite-run"
 SUFFIX = ".h5"
 NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
-                "fstype")
+                "fstype", "client")
 COMPRESS_ROWS = 4096  # tables longer than this are chunked and compressed
 
 
@@ -106,9 +106,15 @@ def _node_table(rec: RunRecord):
                   str(facts.get("kernel")), str(lus.get("version") or "none"),
                   str(lus.get("kernel") or "n/a"), str(lus.get("checksums") or "n/a"),
                   str(lus.get("checksum_type") or "n/a"),
-                  str((facts.get("fs") or {}).get("fstype")),
+                  str((facts.get("fs") or {}).get("fstype")), _client(facts),
                   facts.get("mem_total_bytes") or -1, clock[0], clock[1], json.dumps(slim))
     return out
+
+
+def _client(facts: Dict[str, Any]) -> str:
+    from mpiwrite.nodeinfo import client_of
+
+    return client_of(facts)
 
 
 TMP_TRIES = 4  # temporary names tried before giving up (a name taken is never reused)
