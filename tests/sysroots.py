@@ -181,11 +181,11 @@ def mountstats_nfs(version="4.2", written=268435456, mp="/mnt/nfs"):
     )
 
 
-def nfs(version="4.2", written=268435456):
+def nfs(version="4.2", written=268435456, mp="/mnt/nfs"):
     fstype, opts = NFS_OPTS[version]
     f = base(kernel="6.1.0-18-amd64", cpuinfo=CPUINFO_NEW)
-    f["proc/self/mountinfo"] = mountinfo(("/mnt/nfs", fstype, "10.0.0.5:/export", opts))
-    f["proc/self/mountstats"] = mountstats_nfs(version, written)
+    f["proc/self/mountinfo"] = mountinfo((mp, fstype, "10.0.0.5:/export", opts))
+    f["proc/self/mountstats"] = mountstats_nfs(version, written, mp)
     return f
 
 

@@ -191,3 +191,35 @@ def test_env_shows_the_client(tmp_path, fixture, target, expect):
     assert f"client         {expect}" in out.stdout
     doc = json.loads(cli(["env", "--json", "--sysroot", root, target], cwd=tmp_path).stdout)
     assert doc["client"]["client"] == expect
+
+
+def test_client_is_a_reserved_tag_name():
+    from mpiwrite import config
+    from mpiwrite.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="built-in run key"):
+        config.parse_tag("client=1.6.5")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("fixture,expect", [("nfs", "nfs 4.2"), ("glusterfs", "glusterfs 10.3")])
+def test_run_records_the_client(tmp_path, fixture, expect):
+    import h5py
+    from conftest import mpirun, only_record
+
+    target = tmp_path / "mnt"
+    target.mkdir()
+    files = sysroots.nfs("4.2", mp=str(target)) if fixture == "nfs" else sysroots.glusterfs()
+    if fixture == "glusterfs":
+        files["proc/self/mountinfo"] = files["proc/self/mountinfo"].replace("/mnt/gv0",
+                                                                            str(target))
+        files["proc/2345/cmdline"] = files["proc/2345/cmdline"].replace("/mnt/gv0", str(target))
+    root = sysroots.make(tmp_path / "root", files)
+    out = mpirun(2, ["run", str(target / "d"), "-s", "1M", "--results", "r", "--sysroot", root],
+                 cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    assert rec.keys()["client"] == expect
+    assert rec.nodes[0]["client"]["client"] == expect
+    with h5py.File(rec.path) as h5:
+        assert h5["nodes"]["client"][0].decode() == expect
