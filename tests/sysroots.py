@@ -262,3 +262,64 @@ def glusterfs(version="10.3-5"):
     if version:
         f.update(dpkg(**{"glusterfs-client": version}))
     return f
+
+
+# ---- Lustre counters (2.15: stats and rpc_stats in debugfs, dirty/grant bytes in /sys) ----
+
+LUSTRE_215_OSC = "bigfs-OST000{}-osc-ffff8aac839ed800"
+LUSTRE_215_LLITE = "bigfs-ffff8aac839ed800"
+
+
+def osc_stats(t, writes, block=1048576):
+    return (f"snapshot_time             {t:.9f} secs.nsecs\n"
+            "start_time                1700000000.000000000 secs.nsecs\n"
+            f"elapsed_time              {t - 1700000000:.9f} secs.nsecs\n"
+            f"req_waittime              {writes + 12} samples [usec] 25 90112 {writes * 3000} "
+            f"{writes * 9000000}\n"
+            f"req_active                {writes + 12} samples [reqs] 1 8 {writes * 4} "
+            f"{writes * 16}\n"
+            "read_bytes                3 samples [bytes] 4096 4096 12288 50331648\n"
+            f"write_bytes               {writes} samples [bytes] {block} {block} "
+            f"{writes * block} {writes * block * block}\n"
+            f"ost_write                 {writes} samples [usec] 2351 90112 {writes * 2500} "
+            f"{writes * 6250000}\n"
+            "ost_punch                 1 samples [usec] 300 300 300 90000\n")
+
+
+def osc_rpc_stats(t, writes, pages=256):
+    hist = "".join(f"{p}:\t\t         0   0   0   |   {writes if p == pages else 0:8d} "
+                   f"{100 if p == pages else 0:3d} {100 if p >= pages else 0:3d}\n"
+                   for p in (1, 2, 4, 8, 16, 32, 64, 128, 256))
+    flight = "".join(f"{i}:\t\t         0   0   0   |   {writes // 8 if writes else 0:8d}"
+                     "  12  12\n" for i in range(8))
+    return (f"snapshot_time:         {t:.9f} secs.nsecs\n"
+            "start_time:            1700000000.000000000 secs.nsecs\n"
+            f"elapsed_time:          {t - 1700000000:.9f} secs.nsecs\n"
+            "read RPCs in flight:  0\nwrite RPCs in flight: 0\npending write pages:  0\n"
+            "pending read pages:   0\n\n"
+            "\t\t\tread\t\t\twrite\n"
+            "pages per rpc         rpcs   % cum % |       rpcs   % cum %\n" + hist + "\n"
+            "\t\t\tread\t\t\twrite\n"
+            "rpcs in flight        rpcs   % cum % |       rpcs   % cum %\n" + flight + "\n"
+            "\t\t\tread\t\t\twrite\n"
+            "offset                rpcs   % cum % |       rpcs   % cum %\n"
+            f"0:\t\t         0   0   0   |   {writes:8d} 100 100\n")
+
+
+def lustre_215_counters(t=1700000100.0, writes=(100, 40), dirty=0, grant=33554432):
+    """2.15 counter files for the two OSCs of lustre_215(): writes[i] 1 MiB RPCs on OSC i."""
+    f = {}
+    for i, n in enumerate(writes):
+        dev = LUSTRE_215_OSC.format(i + 1)
+        f[f"sys/kernel/debug/lustre/osc/{dev}/stats"] = osc_stats(t, n)
+        f[f"sys/kernel/debug/lustre/osc/{dev}/rpc_stats"] = osc_rpc_stats(t, n)
+        f[f"sys/fs/lustre/osc/{dev}/cur_dirty_bytes"] = f"{dirty}\n"
+        f[f"sys/fs/lustre/osc/{dev}/cur_grant_bytes"] = f"{grant}\n"
+        f[f"sys/fs/lustre/osc/{dev}/cur_lost_grant_bytes"] = "0\n"
+    total = sum(writes)
+    f[f"sys/kernel/debug/lustre/llite/{LUSTRE_215_LLITE}/stats"] = (
+        f"snapshot_time             {t:.9f} secs.nsecs\n"
+        f"write_bytes               {total * 256} samples [bytes] 4096 4096 {total * 1048576}\n"
+        "open                      4 samples [usecs] 10 200 400 60000\n"
+        "fsync                     2 samples [usecs] 900 120000 120900 14400810000\n")
+    return f
