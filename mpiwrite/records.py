@@ -33,6 +33,13 @@ FORMAT = "mpiwrite-run"
 SUFFIX = ".h5"
 NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
                 "fstype", "client")
+# Optional tables (added after schema 1; absent in older records, which read as empty lists):
+# what each node's filesystem client did in each iteration's timed phase (lustre_counters),
+# and each rank's file layout (lustre_layout.rank_layout).
+COUNTER_FIELDS = (("iteration", "<i4"), ("node", "<i4"), ("write_bytes", "<i8"),
+                  ("write_rpcs", "<i8"), ("seconds", "<f8"))
+LAYOUT_FIELDS = (("iteration", "<i4"), ("rank", "<i4"), ("stripe_count", "<i4"),
+                 ("stripe_size", "<i8"), ("first_ost", "<i4"))
 COMPRESS_ROWS = 4096  # tables longer than this are chunked and compressed
 
 
@@ -46,6 +53,10 @@ class RunRecord:
     node_clock: Optional[np.ndarray] = None  # (nnodes, 2) offset, uncertainty (last iteration)
     errors: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     path: str = ""
+    # {"iteration", "node", "delta": lustre_counters.counter_delta(...)} per node and iteration
+    client_counters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # {"iteration", "rank", "layout": lustre_layout.rank_layout(path)} per rank (where known)
+    layouts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -111,6 +122,39 @@ def _node_table(rec: RunRecord):
     return out
 
 
+def _int(value: Any, default: int = -1) -> int:
+    return int(value) if isinstance(value, (int, float)) and value == value else default
+
+
+def _counter_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(COUNTER_FIELDS) + [("counters_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        d = r.get("delta") or {}
+        secs = d.get("seconds")
+        out[i] = (r["iteration"], r["node"], _int(d.get("write_bytes")),
+                  _int(d.get("write_rpcs")), secs if secs is not None else np.nan,
+                  json.dumps(d))
+    return out
+
+
+def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(LAYOUT_FIELDS) + [("layout_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        lay = r.get("layout") or {}
+        comps = lay.get("components") or [lay]
+        first = comps[0] if comps else {}
+        osts = lay.get("ost_indices") or []
+        out[i] = (r["iteration"], r["rank"], _int(first.get("stripe_count")),
+                  _int(first.get("stripe_size")), osts[0] if osts else -1, json.dumps(lay))
+    return out
+
+
 def _client(facts: Dict[str, Any]) -> str:
     from mpiwrite.nodeinfo import client_of
 
@@ -149,6 +193,10 @@ def image(rec: RunRecord) -> bytes:
             dtype=h5py.string_dtype())
         h5.create_dataset("errors", data=np.array(
             [json.dumps(e) for e in rec.errors], dtype=object), dtype=h5py.string_dtype())
+        if rec.client_counters:
+            _dataset(h5, "client_counters", _counter_table(rec.client_counters))
+        if rec.layouts:
+            _dataset(h5, "rank_layouts", _layout_table(rec.layouts))
         h5.flush()
         return h5.id.get_file_image()
 
@@ -300,8 +348,15 @@ def _read(h5, path: str) -> RunRecord:
         if len(nodes_tbl) else None
     errors = [ck.json(f"errors[{i}]", e, dict) for i, e in enumerate(
         ck.strings("errors", h5["errors"], per_rank * 4 + 1000))]
+    counters = [dict(r, delta=r.pop("counters_json")) for r in ck.optional_rows(
+        h5, "client_counters", {"node": len(nodes), "iteration": len(its) + 1},
+        "counters_json", (len(its) + 1) * max(len(nodes), 1))]
+    layouts = [dict(r, layout=r.pop("layout_json")) for r in ck.optional_rows(
+        h5, "rank_layouts", {"rank": nranks, "iteration": len(its) + 1}, "layout_json",
+        per_rank)]
     return RunRecord(attrs=attrs, ranks=ranks, iterations=its, samples=samples, nodes=nodes,
-                     node_clock=clock, errors=errors, path=path)
+                     node_clock=clock, errors=errors, path=path, client_counters=counters,
+                     layouts=layouts)
 
 
 def probe_writable(folder: str) -> None:
