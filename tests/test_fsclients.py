@@ -223,3 +223,35 @@ def test_run_records_the_client(tmp_path, fixture, expect):
     assert rec.nodes[0]["client"]["client"] == expect
     with h5py.File(rec.path) as h5:
         assert h5["nodes"]["client"][0].decode() == expect
+
+
+def test_snapshot_and_delta_for_nfs_and_lustre(tmp_path):
+    nfs_root = sysroots.make(tmp_path / "n", sysroots.nfs("4.2", written=1048576))
+    fs = {"fstype": "nfs4", "mount_point": "/mnt/nfs"}
+    before = fsclients.snapshot(nfs_root, fs)
+    sysroots.make(nfs_root, {"proc/self/mountstats": sysroots.mountstats_nfs("4.2", 9 * 1048576)})
+    d = fsclients.delta(before, fsclients.snapshot(nfs_root, fs))
+    assert d["kind"] == "nfs" and d["write_bytes"] == 8 * 1048576
+    assert d["bytes"]["server_write"] == 8 * 1048576 and d["write_rpcs"] == 8
+
+    lus_root = sysroots.make(tmp_path / "l", {**sysroots.lustre_215(),
+                                              **sysroots.lustre_215_counters(writes=(1, 1))})
+    fs = {"fstype": "lustre", "mount_point": "/mnt/bigfs"}
+    before = fsclients.snapshot(lus_root, fs)
+    sysroots.make(lus_root, sysroots.lustre_215_counters(writes=(3, 1)))
+    d = fsclients.delta(before, fsclients.snapshot(lus_root, fs))
+    assert d["kind"] == "lustre" and d["write_bytes"] == 2 * 1048576
+    local = fsclients.snapshot(lus_root, {"fstype": "ext4"})
+    assert fsclients.delta(local, local) == {"kind": None, "write_bytes": None}
+
+
+def test_snapshots_are_cheap(tmp_path):
+    import time
+
+    root = sysroots.make(tmp_path / "l", {**sysroots.lustre_215(),
+                                          **sysroots.lustre_215_counters()})
+    fs = {"fstype": "lustre"}
+    t0 = time.perf_counter()
+    for _ in range(20):
+        fsclients.snapshot(root, fs)
+    assert (time.perf_counter() - t0) / 20 < 0.05  # two OSCs: about 1 ms here

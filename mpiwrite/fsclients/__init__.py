@@ -40,6 +40,44 @@ def collect(reader: Reader, fs: Dict[str, Any], kernel: str,
     return {"name": fstype, "version": None, "client": client_string(fstype, None)}
 
 
+def snapshot(sysroot: str, fs: Dict[str, Any]) -> Dict[str, Any]:
+    """The target's client counters now, for `delta` around the timed phase (node leaders,
+    outside the hot loop): Lustre OSC/llite counters, or the NFS mount's byte and WRITE
+    counters; {'kind': None} for the others.  fs is facts['fs'] of this node."""
+    from mpiwrite import lustre_counters
+
+    reader = Reader(sysroot or "/")
+    fstype = str(fs.get("fstype") or "")
+    if fstype == "lustre":
+        return {"kind": "lustre", "data": lustre_counters.counters(reader)}
+    if fstype in ("nfs", "nfs4"):
+        return {"kind": "nfs", "data": nfs.counters(reader, str(fs.get("mount_point") or ""))}
+    return {"kind": None, "data": {}}
+
+
+def delta(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
+    """What the client did between two snapshots; `write_bytes` is its total in every kind
+    (None when unknown), beside the kind's own details."""
+    from mpiwrite import lustre_counters
+
+    kind = after.get("kind")
+    if kind != before.get("kind") or kind is None:
+        return {"kind": kind, "write_bytes": None}
+    if kind == "lustre":
+        return {"kind": kind, **lustre_counters.counter_delta(before["data"], after["data"])}
+    out: Dict[str, Any] = {"kind": kind, "bytes": {}, "ops": {}}
+    b0, b1 = before["data"].get("bytes") or {}, after["data"].get("bytes") or {}
+    for k, v in b1.items():
+        out["bytes"][k] = lustre_counters._diff(b0.get(k), v)
+    for op, row in (after["data"].get("ops") or {}).items():
+        old = (before["data"].get("ops") or {}).get(op) or {}
+        out["ops"][op] = {k: lustre_counters._diff(old.get(k), v) for k, v in row.items()}
+    nw, dw = out["bytes"].get("normal_write"), out["bytes"].get("direct_write")
+    out["write_bytes"] = None if nw is None or dw is None else nw + dw
+    out["write_rpcs"] = (out["ops"].get("WRITE") or {}).get("ops")
+    return out
+
+
 def legacy_client(keys: Dict[str, Any]) -> str:
     """The `client` run key of a record written before it existed (schema 1 without it), from
     its `lustre` and `fstype` keys: '2.15.5' -> 'lustre 2.15.5'; no Lustre on a local
