@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__, fsclients, lustre
 from mpiwrite.errors import ConfigError
+from mpiwrite.fsclients.common import scrub
 from mpiwrite.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.sysroot import check as check_sysroot
 from mpiwrite.text import printable
@@ -98,7 +99,7 @@ def filesystem(reader: Reader, path: str) -> Dict[str, Any]:
     info: Dict[str, Any] = {"path": absolute, "fs_magic": f"0x{magic:08x}" if magic else None}
     if best:
         info.update(fstype=best["fstype"], mount_point=best["mount_point"],
-                    mount_source=best["source"], mount_options=best["options"])
+                    mount_source=best["source"], mount_options=scrub(best["options"]))
     else:
         info.update(fstype=FS_MAGICS.get(magic or -1, "unknown"), mount_point=None,
                     mount_source=None, mount_options=None)

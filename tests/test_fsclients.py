@@ -255,3 +255,12 @@ def test_snapshots_are_cheap(tmp_path):
     for _ in range(20):
         fsclients.snapshot(root, fs)
     assert (time.perf_counter() - t0) / 20 < 0.05  # two OSCs: about 1 ms here
+
+
+def test_mount_secrets_are_not_recorded(tmp_path):
+    files = sysroots.cephfs_kernel()
+    files["proc/self/mountinfo"] = files["proc/self/mountinfo"].replace(
+        "secret=<hidden>", "secret=AQBkey==")
+    f = facts(tmp_path, files, "/mnt/cephfs")
+    assert "AQBkey" not in json.dumps(f)
+    assert "secret=<hidden>" in f["fs"]["mount_options"]
