@@ -80,7 +80,18 @@ class RunRecord:
         return self._json("tags", {})
 
     def keys(self) -> Dict[str, Any]:
-        return self._json("keys", {})
+        """The run keys; `client`, absent from records written before it, is derived from
+        the nodes' facts (their Lustre version and fstype): docs/record-schema.md."""
+        keys = self._json("keys", {})
+        if isinstance(keys, dict) and "client" not in keys:
+            keys = dict(keys)
+            from mpiwrite.fsclients import legacy_client
+            from mpiwrite.nodeinfo import client_of
+
+            values = {client_of(n) for n in self.nodes} if self.nodes else \
+                {legacy_client(keys)}
+            keys["client"] = values.pop() if len(values) == 1 else "mixed"
+        return keys
 
     def warnings(self) -> List[str]:
         return self._json("warnings", [])

@@ -97,3 +97,39 @@ def test_a_client_fact_that_is_not_an_object_is_refused(tmp_path):
     _edit(path, fn)
     with pytest.raises(RecordError, match=r"nodes\[0\].client: expected a JSON object"):
         records.read(path)
+
+
+def _retag(path, client, drop_key=False):
+    """Make a synthetic record's nodes use `client`, or look like one written before it."""
+    from mpiwrite.nodeinfo import run_keys
+
+    rec = records.read(path)
+    for n in rec.nodes:
+        n.pop("raw", None)
+        if client:
+            n["client"] = {"client": client}
+            n["fs"] = {"fstype": "nfs4"}
+            n["lustre"] = {"present": False}
+    keys = run_keys(rec.nodes)
+    if drop_key:
+        keys.pop("client")
+    rec.attrs["keys"] = json.dumps(keys)
+    records.write(rec, path)
+
+
+def test_report_by_client_over_new_and_old_records(tmp_path):
+    from conftest import cli
+
+    study = tmp_path / "study"
+    study.mkdir()
+    for i, (client, values) in enumerate([("nfs 4.2", [300.0, 310.0]),
+                                          ("nfs 3", [200.0, 205.0]), (None, [500.0, 505.0])]):
+        path = synth.make(study / f"r{i}.h5", values, f"20260101T00000{i}Z-00000{i}")
+        _retag(path, client, drop_key=client is None)  # r2: schema 1 as first written
+    old = records.read(str(study / "r2.h5"))
+    assert "client" not in old.attrs["keys"] and old.nodes[0]["client"] == {}
+    assert old.keys()["client"] == "lustre 1.6.5"  # derived from its lustre key
+    out = cli(["report", str(study), "--by", "client", "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = {r["client"]: r for r in json.loads(out.stdout)}
+    assert set(rows) == {"nfs 4.2", "nfs 3", "lustre 1.6.5"}
