@@ -164,3 +164,57 @@ def test_stripe_option_decorator_with_click():
     out = CliRunner().invoke(cmd, ["--stripe-count", "2", "--stripe-size", "1M"])
     assert out.exit_code == 0 and out.output.strip() == repr({"count": 2, "size": MiB,
                                                               "ost": None})
+
+
+def _runner_stores_counters():
+    import mpiwrite.runner as runner
+
+    with open(runner.__file__) as fh:
+        return "fsclients.snapshot" in fh.read()
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not _runner_stores_counters(),
+                    reason="the runner does not take client snapshots yet (docs/node-facts.md)")
+def test_a_record_shows_the_counters_that_grew_during_the_run(tmp_path):
+    """A thread plays the Lustre client: while the run writes, OSC 1's write_bytes grows by
+    one 1 MiB RPC every 5 ms; the record's delta must be exactly what grew in between."""
+    import threading
+
+    from conftest import mpirun, only_record
+
+    target = tmp_path / "lus"
+    target.mkdir()
+    files = sysroots.lustre_215()
+    files["proc/self/mountinfo"] = sysroots.mountinfo(
+        (str(target), "lustre", "10.0.0.1@o2ib:/bigfs", "rw,flock,lazystatfs"))
+    root = sysroots.make(tmp_path / "root", {**files, **sysroots.lustre_215_counters()})
+    stats = os.path.join(root, "sys/kernel/debug/lustre/osc",
+                         sysroots.LUSTRE_215_OSC.format(1), "stats")
+    stop = threading.Event()
+
+    def client():
+        n = 100
+        while not stop.wait(0.005):
+            n += 1
+            with open(stats + ".tmp", "w") as fh:
+                fh.write(sysroots.osc_stats(1700000100.0 + n, n))
+            os.replace(stats + ".tmp", stats)  # never half a file
+
+    t = threading.Thread(target=client)
+    t.start()
+    try:
+        out = mpirun(2, ["run", str(target / "d"), "-t", "1", "-b", "64k", "--results", "r",
+                         "--sysroot", root], cwd=tmp_path, timeout=120)
+    finally:
+        stop.set()
+        t.join()
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    assert rec.keys()["client"] == "lustre 2.15.5"
+    rows = rec.client_counters
+    assert len(rows) == 1 and rows[0]["node"] == 0
+    d = rows[0]["delta"]
+    osc = d["osc"][sysroots.LUSTRE_215_OSC.format(1)]["stats"]["write_bytes"]
+    assert osc["samples"] > 0 and osc["sum"] == osc["samples"] * MiB
+    assert rows[0]["write_bytes"] == d["write_bytes"] == osc["sum"]
