@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__, fsclients, lustre
 from mpiwrite.errors import ConfigError
-from mpiwrite.fsclients.common import scrub
+from mpiwrite.fscommon import scrub
 from mpiwrite.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.sysroot import check as check_sysroot
 from mpiwrite.text import printable

@@ -6,8 +6,10 @@ import pytest
 import sysroots
 from conftest import cli
 
+from mpiwrite import fs_fuse as fuse
+from mpiwrite import fs_gpfs as gpfs
+from mpiwrite import fs_nfs as nfs
 from mpiwrite import fsclients, nodeinfo
-from mpiwrite.fsclients import fuse, gpfs, nfs
 
 
 def facts(tmp_path, files, target):
@@ -138,7 +140,7 @@ def test_version_strings_of_fuse_daemons():
 def test_real_glusterfs_binary_version_on_this_machine():
     import shutil
 
-    from mpiwrite.fsclients.common import command
+    from mpiwrite.fscommon import command
     from mpiwrite.sysroot import Reader
 
     if not shutil.which("glusterfs"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.fsclients.common import client_string, options
+from mpiwrite.fscommon import client_string, options
 from mpiwrite.sysroot import Reader, to_int
 
 MOUNTSTATS = "proc/self/mountstats"

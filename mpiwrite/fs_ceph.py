@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from mpiwrite.fsclients.common import client_string, options, package_version, scrub
+from mpiwrite.fscommon import client_string, options, package_version, scrub
 from mpiwrite.sysroot import Reader, first_line, to_int
 
 KEYS = ("rsize", "wsize", "rasize", "name", "fs", "mds_namespace", "recover_session", "ms_mode",

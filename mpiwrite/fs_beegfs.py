@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from mpiwrite.fsclients.common import client_string, package_version
+from mpiwrite.fscommon import client_string, package_version
 from mpiwrite.sysroot import Reader, first_line, key_values
 
 WRITE_KEYS = ("tuneFileCacheType", "tuneFileCacheBufSize", "tuneRemoteFSync",

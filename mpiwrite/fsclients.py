@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from mpiwrite.fsclients import beegfs, ceph, fuse, gpfs, nfs
-from mpiwrite.fsclients.common import client_string
+from mpiwrite import fs_beegfs as beegfs
+from mpiwrite import fs_ceph as ceph
+from mpiwrite import fs_fuse as fuse
+from mpiwrite import fs_gpfs as gpfs
+from mpiwrite import fs_nfs as nfs
+from mpiwrite.fscommon import client_string
 from mpiwrite.sysroot import Reader
 
 LOCAL = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "zfs", "f2fs",

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.fsclients.common import client_string, command, options, package_version
+from mpiwrite.fscommon import client_string, command, options, package_version
 from mpiwrite.sysroot import Reader
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
