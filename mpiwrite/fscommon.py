@@ -93,7 +93,7 @@ def command(reader: Reader, argv: Sequence[str], key: str) -> Optional[str]:
         data, _ = proc.communicate(timeout=COMMAND_TIMEOUT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: the command and its children
-        proc.wait()
+        proc.communicate()  # reaps it and closes the pipe
         reader.unknown[key] = f"{' '.join(argv)}: no answer within {COMMAND_TIMEOUT:g} s"
         return None
     except OSError as exc:

@@ -127,7 +127,7 @@ def apply_stripe(path: str, count: Optional[int] = None, size: Optional[int] = N
             out, _ = proc.communicate(timeout=LFS_TIMEOUT)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.communicate()
             raise OSError(f"lfs setstripe {path}: no answer within {LFS_TIMEOUT:g} s") from None
         if proc.returncode != 0:
             text = out.decode("utf-8", "replace").strip().splitlines()

@@ -266,3 +266,22 @@ def test_mount_secrets_are_not_recorded(tmp_path):
     f = facts(tmp_path, files, "/mnt/cephfs")
     assert "AQBkey" not in json.dumps(f)
     assert "secret=<hidden>" in f["fs"]["mount_options"]
+
+
+def test_a_slow_command_is_ended_with_its_children_and_leaves_an_unknown(monkeypatch):
+    import time
+
+    from mpiwrite import fscommon
+    from mpiwrite.sysroot import Reader
+
+    monkeypatch.setattr(fscommon, "COMMAND_TIMEOUT", 0.5)
+    reader = Reader("/")
+    t0 = time.monotonic()
+    out = fscommon.command(reader, ["sh", "-c", "sleep 30 & echo $! > /dev/null; sleep 30"],
+                           "gpfs.version")
+    assert out is None and time.monotonic() - t0 < 5
+    assert "no answer within 0.5 s" in reader.unknown["gpfs.version"]
+    assert fscommon.command(reader, ["no-such-program-here"], "x") is None
+    assert fscommon.command(reader, ["false"], "y") is None and "exit 1" in reader.unknown["y"]
+    monkeypatch.setenv("MPIWRITE_NO_COMMANDS", "1")
+    assert fscommon.command(reader, ["true"], "z") is None
