@@ -1,6 +1,7 @@
 """The `client` fact of every filesystem client, from sysroot fixtures in the real formats."""
 
 import json
+import os
 
 import pytest
 import sysroots
@@ -285,3 +286,19 @@ def test_a_slow_command_is_ended_with_its_children_and_leaves_an_unknown(monkeyp
     assert fscommon.command(reader, ["false"], "y") is None and "exit 1" in reader.unknown["y"]
     monkeypatch.setenv("MPIWRITE_NO_COMMANDS", "1")
     assert fscommon.command(reader, ["true"], "z") is None
+
+
+def test_client_files_that_leave_the_sysroot_are_not_read(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("device x:/y mounted on /mnt/nfs with fstype nfs4 statvers=1.1\n"
+                      "\topts:\trw,vers=4.2,TOP-SECRET\n")
+    files = sysroots.glusterfs()
+    files.update({"proc/self/mountinfo": sysroots.nfs()["proc/self/mountinfo"]})
+    root = sysroots.make(tmp_path / "root", files)
+    os.symlink(str(secret), os.path.join(root, "proc/self/mountstats"))
+    os.remove(os.path.join(root, "var/lib/dpkg/status"))
+    os.symlink(str(secret), os.path.join(root, "var/lib/dpkg/status"))
+    f = nodeinfo.collect("/mnt/nfs", root)
+    assert "TOP-SECRET" not in json.dumps(f)
+    assert f["client"]["source"] == "mountinfo" and f["client"]["client"] == "nfs 4.2"
+    assert "leaves the sysroot" in f["unknown"]["nfs.mountstats"]
