@@ -30,7 +30,7 @@ DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks th
 RUN_KEYS = (
     "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
     "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
-    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel",
+    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "client",
 )
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 LAYOUTS = ("fpp", "shared")

@@ -10,8 +10,9 @@ import os
 import platform
 from typing import Any, Dict, List, Optional
 
-from mpiwrite import __version__, lustre
+from mpiwrite import __version__, fsclients, lustre
 from mpiwrite.errors import ConfigError
+from mpiwrite.fscommon import scrub
 from mpiwrite.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.sysroot import check as check_sysroot
 from mpiwrite.text import printable
@@ -27,7 +28,7 @@ VM_KEYS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_backgr
 SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURM_NNODES",
               "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME", "SLURM_JOB_NAME",
               "SLURM_JOB_PARTITION")
-SUMMARY_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype")
+SUMMARY_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client")
 
 
 class _StatFs(ctypes.Structure):
@@ -98,7 +99,7 @@ def filesystem(reader: Reader, path: str) -> Dict[str, Any]:
     info: Dict[str, Any] = {"path": absolute, "fs_magic": f"0x{magic:08x}" if magic else None}
     if best:
         info.update(fstype=best["fstype"], mount_point=best["mount_point"],
-                    mount_source=best["source"], mount_options=best["options"])
+                    mount_source=best["source"], mount_options=scrub(best["options"]))
     else:
         info.update(fstype=FS_MAGICS.get(magic or -1, "unknown"), mount_point=None,
                     mount_source=None, mount_options=None)
@@ -203,6 +204,8 @@ def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
     facts.update(host_facts(reader))
     facts["lustre"] = lustre.collect(reader, facts.get("kernel") or "")
     facts["fs"] = filesystem(reader, target)
+    facts["client"] = fsclients.collect(reader, facts["fs"], facts.get("kernel") or "",
+                                        facts["lustre"])
     facts["infiniband"] = infiniband(reader)
     facts["software"] = software(mpi_library)
     facts["slurm"] = slurm()
@@ -224,16 +227,57 @@ def summary_value(facts: Dict[str, Any], key: str) -> str:
         return str(lus.get("checksum_type") or "unknown")
     if key == "fstype":
         return str((facts.get("fs") or {}).get("fstype") or "unknown")
+    if key == "client":
+        return client_of(facts)
     raise KeyError(key)
 
 
+def client_of(facts: Dict[str, Any]) -> str:
+    """'nfs 4.2', 'lustre 2.15.5', 'none': the node's `client` fact (derived from the Lustre
+    version for facts read before the fact existed)."""
+    client = facts.get("client")
+    if isinstance(client, dict) and client.get("client"):
+        return str(client["client"])
+    return fsclients.legacy_client({"lustre": summary_value(facts, "lustre"),
+                                    "fstype": summary_value(facts, "fstype")})
+
+
 def run_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
-    """kernel, lustre, checksums, checksum_type, fstype: the common value or 'mixed'."""
+    """kernel, lustre, checksums, checksum_type, fstype, client: the common value or 'mixed'."""
     out = {}
     for key in SUMMARY_KEYS:
         values = {summary_value(n, key) for n in nodes}
         out[key] = values.pop() if len(values) == 1 else "mixed"
     return out
+
+
+def describe_client(client: Dict[str, Any]) -> List[str]:
+    """The `client` line and the settings that decide writes, per filesystem."""
+    lines = [f"client         {client.get('client', 'unknown')}"]
+    detail = []
+    name = client.get("name")
+    if name == "nfs":
+        detail = [f"{k}={client.get(k)}" for k in ("vers", "proto", "rsize", "wsize", "nconnect",
+                                                    "sec", "mode") if client.get(k) is not None]
+        b = client.get("bytes") or {}
+        if b:
+            detail.append(f"bytes written {b.get('normal_write')} (direct "
+                          f"{b.get('direct_write')}, to server {b.get('server_write')})")
+    elif client.get("fuse"):
+        d = client.get("daemon") or {}
+        detail = [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
+                  f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
+                  f"version from {client.get('version_source')}"]
+    elif name == "beegfs":
+        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
+    elif name == "gpfs":
+        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
+        detail.append(f"from {client.get('config_source')}")
+    elif name == "ceph":
+        detail = [f"{k}={v}" for k, v in (client.get("options") or {}).items()]
+    if detail:
+        lines.append("  " + ", ".join(detail))
+    return lines
 
 
 def describe(facts: Dict[str, Any]) -> List[str]:
@@ -252,6 +296,7 @@ def describe(facts: Dict[str, Any]) -> List[str]:
         f"filesystem     {fs.get('fstype')} at {fs.get('mount_point')} "
         f"(source {fs.get('mount_source')}, {fs.get('mount_options')})",
     ]
+    lines += describe_client(facts.get("client") or {})
     if lus.get("present"):
         lines.append(f"lustre         {lus.get('version')} ({lus.get('kernel')}; "
                      f"kernel line {lus.get('kernel_line')!r})")

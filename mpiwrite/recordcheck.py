@@ -114,7 +114,7 @@ class Checker:
             raise self.fail(where, f"expected a JSON object, found {_name(type(facts))}")
         self.text(f"{where}.host", facts.get("host"))
         self.text(f"{where}.kernel", facts.get("kernel"), optional=True)
-        for key in ("lustre", "fs"):
+        for key in ("lustre", "fs", "client"):
             value = facts.get(key)
             if value is None:
                 facts[key] = {}
@@ -124,6 +124,7 @@ class Checker:
         for key in ("version", "kernel", "checksums", "checksum_type"):
             self.text(f"{where}.lustre.{key}", facts["lustre"].get(key), optional=True)
         self.text(f"{where}.fs.fstype", facts["fs"].get("fstype"), optional=True)
+        self.text(f"{where}.client.client", facts["client"].get("client"), optional=True)
         if facts.get("mem_total_bytes") is not None:
             self.integer(f"{where}.mem_total_bytes", facts["mem_total_bytes"], -1)
         return facts
@@ -163,6 +164,42 @@ class Checker:
             raise self.fail(name, f"expected strings, found {dset.dtype}")
         self.rows(name, dset, max_rows, 1)
         return list(dset[()])
+
+    def optional_rows(self, h5, name: str, index: Dict[str, int], json_field: str,
+                      max_rows: int) -> List[Dict[str, Any]]:
+        """An optional table added after schema 1 (absent: []): a hard link, one dimension,
+        the integer `index` fields present and in 0..bound-1, at most max_rows rows, and a JSON
+        object per row under json_field.  Other numeric fields are passed through."""
+        import h5py
+
+        link = h5.get(name, getlink=True)
+        if link is None:
+            return []
+        if not isinstance(link, h5py.HardLink):
+            raise self.fail(name, f"is a {type(link).__name__} (refused)")
+        dset = h5[name]
+        self.dataset(name, dset)
+        names = dset.dtype.names or ()
+        missing = [f for f in (*index, json_field) if f not in names]
+        if missing:
+            raise self.fail(name, f"missing field(s) {', '.join(missing)}")
+        self.rows(name, dset, max_rows, dset.dtype.itemsize)
+        out = []
+        for i, row in enumerate(dset[()]):
+            entry: Dict[str, Any] = {}
+            for f in names:
+                if f == json_field:
+                    entry[f] = self.json(f"{name}[{i}].{f}", row[f], dict)
+                elif dset.dtype[f].kind in "iu":
+                    entry[f] = int(row[f])
+                elif dset.dtype[f].kind == "f":
+                    entry[f] = self.number(f"{name}[{i}].{f}", float(row[f]))
+            for f, bound in index.items():
+                if not 0 <= entry[f] < max(bound, 1):
+                    raise self.fail(f"{name}[{i}].{f}", f"{entry[f]} out of range "
+                                    f"0..{bound - 1}")
+            out.append(entry)
+        return out
 
     def dataset(self, name: str, dset) -> None:
         import h5py

@@ -33,7 +33,14 @@ from mpiwrite.summary import (
 FORMAT = "mpiwrite-run"
 SUFFIX = ".h5"
 NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
-                "fstype")
+                "fstype", "client")
+# Optional tables (added after schema 1; absent in older records, which read as empty lists):
+# what each node's filesystem client did in each iteration's timed phase (lustre_counters),
+# and each rank's file layout (lustre_layout.rank_layout).
+COUNTER_FIELDS = (("iteration", "<i4"), ("node", "<i4"), ("write_bytes", "<i8"),
+                  ("write_rpcs", "<i8"), ("seconds", "<f8"))
+LAYOUT_FIELDS = (("iteration", "<i4"), ("rank", "<i4"), ("stripe_count", "<i4"),
+                 ("stripe_size", "<i8"), ("first_ost", "<i4"))
 COMPRESS_ROWS = 4096  # tables longer than this are chunked and compressed
 
 
@@ -47,6 +54,10 @@ class RunRecord:
     node_clock: Optional[np.ndarray] = None  # (nnodes, 2) offset, uncertainty (last iteration)
     errors: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     path: str = ""
+    # {"iteration", "node", "delta": lustre_counters.counter_delta(...)} per node and iteration
+    client_counters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # {"iteration", "rank", "layout": lustre_layout.rank_layout(path)} per rank (where known)
+    layouts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -70,7 +81,18 @@ class RunRecord:
         return self._json("tags", {})
 
     def keys(self) -> Dict[str, Any]:
-        return self._json("keys", {})
+        """The run keys; `client`, absent from records written before it, is derived from
+        the nodes' facts (their Lustre version and fstype): docs/record-schema.md."""
+        keys = self._json("keys", {})
+        if isinstance(keys, dict) and "client" not in keys:
+            keys = dict(keys)
+            from mpiwrite.fsclients import legacy_client
+            from mpiwrite.nodeinfo import client_of
+
+            values = {client_of(n) for n in self.nodes} if self.nodes else \
+                {legacy_client(keys)}
+            keys["client"] = values.pop() if len(values) == 1 else "mixed"
+        return keys
 
     def warnings(self) -> List[str]:
         return self._json("warnings", [])
@@ -107,9 +129,48 @@ def _node_table(rec: RunRecord):
                   str(facts.get("kernel")), str(lus.get("version") or "none"),
                   str(lus.get("kernel") or "n/a"), str(lus.get("checksums") or "n/a"),
                   str(lus.get("checksum_type") or "n/a"),
-                  str((facts.get("fs") or {}).get("fstype")),
+                  str((facts.get("fs") or {}).get("fstype")), _client(facts),
                   facts.get("mem_total_bytes") or -1, clock[0], clock[1], json.dumps(slim))
     return out
+
+
+def _int(value: Any, default: int = -1) -> int:
+    return int(value) if isinstance(value, (int, float)) and value == value else default
+
+
+def _counter_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(COUNTER_FIELDS) + [("counters_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        d = r.get("delta") or {}
+        secs = d.get("seconds")
+        out[i] = (r["iteration"], r["node"], _int(d.get("write_bytes")),
+                  _int(d.get("write_rpcs")), secs if secs is not None else np.nan,
+                  json.dumps(d))
+    return out
+
+
+def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(LAYOUT_FIELDS) + [("layout_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        lay = r.get("layout") or {}
+        comps = lay.get("components") or [lay]
+        first = comps[0] if comps else {}
+        osts = lay.get("ost_indices") or []
+        out[i] = (r["iteration"], r["rank"], _int(first.get("stripe_count")),
+                  _int(first.get("stripe_size")), osts[0] if osts else -1, json.dumps(lay))
+    return out
+
+
+def _client(facts: Dict[str, Any]) -> str:
+    from mpiwrite.nodeinfo import client_of
+
+    return client_of(facts)
 
 
 TMP_TRIES = 4  # temporary names tried before giving up (a name taken is never reused)
@@ -144,6 +205,10 @@ def image(rec: RunRecord) -> bytes:
             dtype=h5py.string_dtype())
         h5.create_dataset("errors", data=np.array(
             [json.dumps(e) for e in rec.errors], dtype=object), dtype=h5py.string_dtype())
+        if rec.client_counters:
+            _dataset(h5, "client_counters", _counter_table(rec.client_counters))
+        if rec.layouts:
+            _dataset(h5, "rank_layouts", _layout_table(rec.layouts))
         h5.flush()
         return h5.id.get_file_image()
 
@@ -296,8 +361,15 @@ def _read(h5, path: str) -> RunRecord:
         if len(nodes_tbl) else None
     errors = [ck.json(f"errors[{i}]", e, dict) for i, e in enumerate(
         ck.strings("errors", h5["errors"], per_rank * 4 + 1000))]
+    counters = [dict(r, delta=r.pop("counters_json")) for r in ck.optional_rows(
+        h5, "client_counters", {"node": len(nodes), "iteration": len(its) + 1},
+        "counters_json", (len(its) + 1) * max(len(nodes), 1))]
+    layouts = [dict(r, layout=r.pop("layout_json")) for r in ck.optional_rows(
+        h5, "rank_layouts", {"rank": nranks, "iteration": len(its) + 1}, "layout_json",
+        per_rank)]
     return RunRecord(attrs=attrs, ranks=ranks, iterations=its, samples=samples, nodes=nodes,
-                     node_clock=clock, errors=errors, path=path)
+                     node_clock=clock, errors=errors, path=path, client_counters=counters,
+                     layouts=layouts)
 
 
 def probe_writable(folder: str) -> None:

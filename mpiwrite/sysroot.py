@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from mpiwrite.errors import ConfigError
 
 MAX_READ = 256 * 1024
+MAX_LIST = 8 * 2**20  # a package database (dpkg status) read to find one package, not kept
 MAX_INT = 2**62
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -55,8 +56,10 @@ class Reader:
             return real, ""
         return None, "leaves the sysroot (a symlink out of it), not read"
 
-    def read(self, rel: str, keep: bool = True) -> Tuple[Optional[str], str]:
-        """(text, "") or (None, reason).  Regular files only, opened non-blocking."""
+    def read(self, rel: str, keep: bool = True,
+             limit: int = MAX_READ) -> Tuple[Optional[str], str]:
+        """(text, "") or (None, reason).  Regular files only, opened non-blocking, at most
+        `limit` bytes (MAX_READ; a package list may ask for up to MAX_LIST)."""
         full, why = self.resolve(rel)
         if full is None:
             return None, why
@@ -69,7 +72,7 @@ class Reader:
                 if not stat.S_ISREG(st.st_mode):
                     return None, "not a regular file, not read"
                 os.set_blocking(fd, True)
-                data = os.read(fd, MAX_READ)
+                data = _read_upto(fd, min(limit, MAX_LIST))
             finally:
                 os.close(fd)
         except FileNotFoundError:
@@ -97,6 +100,19 @@ class Reader:
         base = self.path("")
         found = sorted(glob.glob(self.path(pattern)))
         return ["/" + os.path.relpath(p, base) for p in found]
+
+
+def _read_upto(fd: int, limit: int) -> bytes:
+    """Up to limit bytes (os.read returns at most one page of a /proc file per call)."""
+    parts = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 2**20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
 
 
 def first_line(text: Optional[str]) -> Optional[str]:

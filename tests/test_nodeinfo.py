@@ -172,12 +172,13 @@ def test_env_honours_the_environment_variable(tmp_path):
 def test_multi_rank_run_records_the_sysroot_facts(tmp_path):
     root = sysroots.make(tmp_path / "root", sysroots.infiniband(sysroots.lustre_165(0)))
     out = mpirun(3, ["run", "d", "-s", "1M", "--results", "r", "--sysroot", root,
-                     "--tag", "client=1.6.5"], cwd=tmp_path)
+                     "--tag", "build=1.6.5"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "lustre 1.6.5" in out.stdout and "checksums off" in out.stdout
     rec = only_record(tmp_path / "r")
     keys = rec.keys()
     assert keys["lustre"] == "1.6.5" and keys["checksums"] == "off"
+    assert keys["client"] == "none"  # the target is on the fixture's ext3 /, not /mnt/lustre
     assert keys["kernel"] == "2.6.18-53.1.14.el5"
     node = rec.nodes[0]
     assert node["lustre"]["osc"][0]["checksum_type"] == "adler"
@@ -210,8 +211,8 @@ def test_slurm_context_from_the_environment():
 
 @pytest.mark.mpi
 def test_tag_file_and_tags_are_stored(tmp_path):
-    (tmp_path / "tags").write_text("# study\nclient=1.6.5\nsite=lab\n\n")
+    (tmp_path / "tags").write_text("# study\nbuild=1.6.5\nsite=lab\n\n")
     out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r", "--tag-file", "tags", "--tag",
                      "rep=1"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert only_record(tmp_path / "r").tags() == {"client": "1.6.5", "site": "lab", "rep": "1"}
+    assert only_record(tmp_path / "r").tags() == {"build": "1.6.5", "site": "lab", "rep": "1"}

@@ -1,0 +1,92 @@
+"""FUSE filesystems (GlusterFS, ceph-fuse, others): mount source, daemon name and version.
+
+The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` with source
+`server:/volume`).  The daemon is the process whose command line ends with the mount point
+(`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
+found by reading /proc/<pid>/cmdline.  Its version comes from the package database, else (real
+root only, named programs only) from `glusterfs --version` (`glusterfs 10.3`) or
+`ceph-fuse --version` (`ceph version 18.2.1 (<sha>) reef (stable)`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+from mpiwrite.fscommon import client_string, command, options, package_version
+from mpiwrite.sysroot import Reader
+
+MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
+# subtype -> (client name, packages, version command)
+KNOWN = {
+    "glusterfs": ("glusterfs", ("glusterfs-client", "glusterfs-fuse"), ["glusterfs", "--version"]),
+    "ceph-fuse": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
+    "ceph": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
+}
+_VERSION = re.compile(r"(?:version\s+|^\S+\s+)v?(\d+(?:\.\d+)+)", re.M)
+
+
+def subtype(fstype: str, source: Optional[str]) -> str:
+    """'fuse.glusterfs' -> 'glusterfs'; a plain 'fuse' mount names its daemon as source."""
+    if fstype.startswith(("fuse.", "fuseblk.")):
+        return fstype.split(".", 1)[1]
+    if fstype == "glusterfs":
+        return "glusterfs"
+    return os.path.basename(source or "") or fstype
+
+
+def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
+    """pid, name and argv of the process serving mount_point (argv ends with it)."""
+    if not mount_point:
+        return None
+    pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
+    for rel in pids[:MAX_PROCESSES]:
+        text, _ = reader.read(f"{rel}/cmdline", keep=False)
+        if not text:
+            continue
+        argv = [a for a in text.split("\0") if a]
+        if len(argv) > 1 and argv[-1].rstrip("/") == mount_point.rstrip("/"):
+            reader.raw[f"{rel}/cmdline"] = text
+            return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
+                    "argv": argv[:32]}
+    return None
+
+
+def parse_version(text: Optional[str]) -> Optional[str]:
+    """'glusterfs 10.3\\n...' -> '10.3'; 'ceph version 18.2.1 (...)' -> '18.2.1'."""
+    m = _VERSION.search(text or "")
+    return m.group(1) if m else None
+
+
+def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
+    sub = subtype(str(fs.get("fstype") or ""), fs.get("mount_source"))
+    name, packages, cmd = KNOWN.get(sub, (sub, (sub,), None))
+    info: Dict[str, Any] = {"name": name, "fuse": True, "subtype": sub,
+                            "mount_source": fs.get("mount_source")}
+    proc = daemon(reader, fs.get("mount_point"))
+    info["daemon"] = proc
+    version, package = package_version(reader, packages)
+    info["version_source"] = f"package {package}" if version else None
+    if version is None and cmd is not None:
+        version = parse_version(command(reader, cmd, f"{name}.version"))
+        info["version_source"] = " ".join(cmd) if version else None
+    opts = options(fs.get("mount_options"))
+    info["max_read"] = int(opts["max_read"]) if opts.get("max_read", "").isdigit() else None
+    if sub == "glusterfs" and proc:
+        info["volfile"] = _flags(proc["argv"], ("--volfile-server", "--volfile-id"))
+    if version is None:
+        reader.unknown[f"{name}.version"] = reader.unknown.get(
+            f"{name}.version", f"no installed package of {', '.join(packages)}")
+    info["version"] = version
+    info["client"] = client_string(name, version)
+    return info
+
+
+def _flags(argv: List[str], names) -> Dict[str, str]:
+    out = {}
+    for a in argv:
+        key, _, value = a.partition("=")
+        if key in names:
+            out[key.lstrip("-")] = value
+    return out
