@@ -63,6 +63,14 @@ class RunConfig:
     read: bool = False  # a read phase after the write phase (another rank's file)
     read_shift: Optional[int] = None  # None: the ranks per node (the next node's file)
     drop_cache: bool = False  # POSIX_FADV_DONTNEED on the own files before reading
+    stripe_count: Optional[int] = None  # Lustre layout of the run directory (stripeopts.py)
+    stripe_size: Optional[str] = None
+    ost_index: Optional[int] = None
+
+    @property
+    def striped(self) -> bool:
+        """A Lustre layout was asked for: the files go into a run directory that has it."""
+        return any(v is not None for v in (self.stripe_count, self.stripe_size, self.ost_index))
 
     def watchdog_seconds(self) -> Optional[float]:
         """How long one iteration's write phase may take before the run is ended."""

@@ -17,9 +17,11 @@ from mpiwrite.writer import StreamPlan, open_data_file
 
 
 def subdir_count(cfg: RunConfig, nranks: int) -> int:
-    """0 when all files fit in TARGET itself, else the number of run subdirectories."""
+    """0 when all files fit in TARGET itself, else the number of run subdirectories.  A run
+    with a Lustre layout always has one: the layout is set on a folder of its own, never on
+    the user's TARGET."""
     if cfg.layout == "shared" or nranks <= cfg.files_per_dir:
-        return 0
+        return 1 if cfg.striped else 0
     return -(-nranks // cfg.files_per_dir)
 
 
@@ -29,7 +31,8 @@ def subdir(cfg: RunConfig, run_id: str, index: int) -> str:
 
 def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> str:
     if cfg.layout == "shared":
-        return os.path.join(cfg.target, f"mpiwrite-{run_id}-i{iteration}-shared.dat")
+        name = f"mpiwrite-{run_id}-i{iteration}-shared.dat"
+        return os.path.join(subdir(cfg, run_id, 0) if cfg.striped else cfg.target, name)
     name = f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
     if subdir_count(cfg, nranks):
         return os.path.join(subdir(cfg, run_id, rank // cfg.files_per_dir), name)
@@ -130,11 +133,17 @@ def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
             pass
 
 
-def make_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> float:
-    """Create the run's subdirectories before the timed phase; returns the seconds it took."""
+def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None) -> float:
+    """Create the run's subdirectories before the timed phase, with the Lustre layout
+    `stripe` ({'count', 'size', 'ost'}) when given; returns the seconds it took."""
     t0 = time.monotonic()
     for i in range(subdir_count(cfg, nranks)):
         os.mkdir(subdir(cfg, run_id, i))
+        if stripe is not None:
+            from mpiwrite.lustre_layout import apply_stripe
+
+            stripe["method"] = apply_stripe(subdir(cfg, run_id, i), stripe["count"],
+                                            stripe["size"], stripe["ost"])
     return time.monotonic() - t0
 
 

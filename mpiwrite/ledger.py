@@ -80,6 +80,8 @@ class Ledger:
         self.errors: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
         self.notes: List[str] = []
+        self.client_counters: List[Dict[str, Any]] = []  # per node and iteration
+        self.layouts: List[Dict[str, Any]] = []  # per rank (Lustre)
         self.rank_rows: List[np.ndarray] = []
         self.iter_rows: List[np.void] = []
         self.sample_rows: List[np.ndarray] = []
@@ -253,6 +255,7 @@ class Ledger:
             "stripe": json.dumps(self.extra.get("stripe")),
             "first_done_note": self.extra.get("first_done_note", ""),
             "read_shift": int(self.extra.get("read_shift", -1)),
+            "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "notes": json.dumps(self.notes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
@@ -268,7 +271,8 @@ class Ledger:
             iterations=np.array(self.iter_rows, dtype=summary.ITER_DTYPE),
             samples=np.concatenate(self.sample_rows) if self.sample_rows else
             np.zeros(0, summary.SAMPLE_DTYPE),
-            nodes=self.nodes, node_clock=self.node_clock, errors=self.errors)
+            nodes=self.nodes, node_clock=self.node_clock, errors=self.errors,
+            client_counters=self.client_counters, layouts=self.layouts)
 
     def save(self, status: str, error: str = "") -> None:
         """Write the record atomically; a failure is remembered, not raised."""

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from mpiwrite import config
+from mpiwrite import config, stripeopts
 from mpiwrite.errors import ConfigError
 from mpiwrite.units import parse_size, parse_time
 
@@ -108,6 +108,7 @@ SIZE, DURATION = Size(), Duration()
               help="Read /proc and /sys under this folder (tests, modelling).")
 @click.option("--engine", type=click.Choice(config.ENGINES), default="posix",
               help="posix: real writes; null: no I/O at all (tests of the coordination).")
+@stripeopts.options
 @click.pass_context
 def run(ctx, **_params):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
@@ -136,7 +137,8 @@ def config_from(p: dict):
         sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
         timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
         verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
-        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"])
+        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
+        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"])
 
 
 def agree_on_usage_error(message: str) -> int:

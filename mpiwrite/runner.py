@@ -99,6 +99,8 @@ class Run:
         self.read_shift = 0
         self.rbuf = None
         self.target_fd: Optional[int] = None  # TARGET, opened once it exists
+        self.node_fs: Dict = {}  # leaders: the target's filesystem facts
+        self.on_lustre = False
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
@@ -155,8 +157,9 @@ class Run:
         if team.is_leader and not problem:
             from mpiwrite import nodeinfo  # node leaders only: the others never need it
 
-            facts_text = json.dumps(nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library,
-                                                     host=team.host))
+            facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
+            self.node_fs = facts.get("fs") or {}
+            facts_text = json.dumps(facts)
         raise_agreed(team.agree(problem), team.size)
         nodes = None
         if team.is_leader:
@@ -176,6 +179,10 @@ class Run:
                                           Console(cfg))
             problem = self._prepare_target(ledger)
         raise_agreed(team.agree(problem), team.size)
+        # every rank must take the same branch at the layout gather: one answer from rank 0
+        self.on_lustre = team.bcast_text(
+            ("1" if self.ledger.keys["fstype"] in ("lustre", "mixed") else "")
+            if self.rank == 0 else None) == "1"
         if cfg.read:
             # default: the ranks per node, so that (with ranks placed by node) every rank reads
             # a file written on another node, as IOR's -C with -Q
@@ -217,10 +224,16 @@ class Run:
         target_existed = os.path.isdir(cfg.target)
         try:
             ledger.check_destinations()
+            from mpiwrite import stripeopts
+
+            stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
+                                      ledger.keys["fstype"])
             layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
             self.created_target = not target_existed
             ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
-                                                                ledger.nranks)
+                                                                ledger.nranks, stripe)
+            if stripe is not None:
+                ledger.extra["stripe_request"] = stripe
             ledger.save("running")
             if ledger.record_error:
                 raise ConfigError(f"--results: {ledger.record_error}")
@@ -248,6 +261,7 @@ class Run:
             plan, shared_failed = self._create_shared(plan, it)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
         cpu_before = rows.read_cpu_line() if team.is_leader else None
+        client_before = self._client_snapshot()
 
         def write(poll):
             if shared_failed:
@@ -261,6 +275,7 @@ class Run:
         # every rank of the node has finished: the leader's view of its CPUs in the phase
         node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
             else (np.nan, np.nan)
+        client_delta = self._client_delta(client_before)
         read, read_source = None, -1
         if cfg.read and not any_failed and not any_signal:
             read, read_source, r_failed, r_signal = self._read_phase(it, res, plan)
@@ -287,10 +302,7 @@ class Run:
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
                                                dtype=np.float64).ravel()) if cfg.read else None
-        if self.rank == 0 and it == 0 and self.ledger.keys["fstype"] in ("lustre", "mixed"):
-            from mpiwrite import nodeinfo
-
-            self.ledger.extra["stripe"] = nodeinfo.stripe_of(plan.path)
+        self._gather_client_facts(it, client_delta, plan.path)
         self.phase = f"iteration {it}: clean-up"
         self.cleanup(plan.path)
         status = "ok"
@@ -301,6 +313,45 @@ class Run:
                 it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
                 window=tuple(t - self.origin for t in window), read_samples=read_samples)
         return team.bcast_text(status if self.rank == 0 else "")
+
+    # ------------------------------------------------------------------ what the client did
+    def _client_snapshot(self):
+        """Node leaders: the filesystem client's counters (Lustre osc/llite, NFS mountstats)."""
+        if not self.team.is_leader:
+            return None
+        from mpiwrite import fsclients
+
+        return fsclients.snapshot(self.cfg.sysroot, self.node_fs)
+
+    def _client_delta(self, before):
+        if not self.team.is_leader:
+            return None
+        from mpiwrite import fsclients
+
+        return fsclients.delta(before, fsclients.snapshot(self.cfg.sysroot, self.node_fs))
+
+    def _gather_client_facts(self, it: int, delta, path: str) -> None:
+        """Counter deltas of every node to rank 0; on Lustre, each rank's file layout
+        (iteration 0: one getxattr per rank)."""
+        team = self.team
+        if team.is_leader:
+            texts = team.gather_texts(json.dumps(delta), team.leaders)
+            if texts is not None:
+                self.ledger.client_counters += [
+                    {"iteration": it, "node": i, "delta": json.loads(t)}
+                    for i, t in enumerate(texts) if t and t != "null"]
+        if self.on_lustre and it == 0:
+            from mpiwrite import lustre_layout
+
+            lay = lustre_layout.rank_layout(path) if path in self.created or \
+                self.cfg.layout == "shared" else None
+            texts = team.gather_texts(json.dumps(lay))
+            if texts is not None:
+                self.ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
+                                        for r, t in enumerate(texts) if t and t != "null"]
+                from mpiwrite import nodeinfo
+
+                self.ledger.extra["stripe"] = nodeinfo.stripe_of(path)
 
     def _timed_phase(self, it: int, name: str, stream, path: str):
         """One timed phase on every rank: a barrier, the stream (which polls for aborts,

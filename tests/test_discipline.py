@@ -277,9 +277,11 @@ def test_results_disk_without_room_for_the_record(tmp_path):
 
 @needs_root
 def test_results_disk_filling_over_iterations_keeps_the_last_good_record(tmp_path):
-    with mounted(tmp_path / "full", "tmpfs", "size=64k") as full:
+    # a record is ~21 KB after one iteration and ~69 KB after 30, and a save needs the old and
+    # the new version side by side: 60 KiB free hold a few iterations, then the disk is full
+    with mounted(tmp_path / "full", "tmpfs", "size=128k") as full:
         with open(os.path.join(full, "fill"), "wb") as fh:
-            fh.write(b"\0" * 20 * 1024)
+            fh.write(b"\0" * 68 * 1024)
         out = mpirun(4, ["run", "d", "-s", "64k", "-b", "64k", "-i", "30", "--results", full]
                      + QUIET, cwd=tmp_path, timeout=120)
         assert out.returncode == 1, out.stderr[-2000:]  # not 11 / -11: no segfault

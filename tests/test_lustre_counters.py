@@ -1,5 +1,6 @@
 """Lustre counter snapshots and deltas, file layouts from lustre.lov, and the stripe options."""
 
+import json
 import os
 import stat
 import struct
@@ -166,16 +167,7 @@ def test_stripe_option_decorator_with_click():
                                                               "ost": None})
 
 
-def _runner_stores_counters():
-    import mpiwrite.runner as runner
-
-    with open(runner.__file__) as fh:
-        return "fsclients.snapshot" in fh.read()
-
-
 @pytest.mark.mpi
-@pytest.mark.skipif(not _runner_stores_counters(),
-                    reason="the runner does not take client snapshots yet (docs/node-facts.md)")
 def test_a_record_shows_the_counters_that_grew_during_the_run(tmp_path):
     """A thread plays the Lustre client: while the run writes, OSC 1's write_bytes grows by
     one 1 MiB RPC every 5 ms; the record's delta must be exactly what grew in between."""
@@ -218,3 +210,50 @@ def test_a_record_shows_the_counters_that_grew_during_the_run(tmp_path):
     osc = d["osc"][sysroots.LUSTRE_215_OSC.format(1)]["stats"]["write_bytes"]
     assert osc["samples"] > 0 and osc["sum"] == osc["samples"] * MiB
     assert rows[0]["write_bytes"] == d["write_bytes"] == osc["sum"]
+
+
+def _lustre_target(tmp_path):
+    target = tmp_path / "lus"
+    target.mkdir()
+    files = sysroots.lustre_215()
+    files["proc/self/mountinfo"] = sysroots.mountinfo(
+        (str(target), "lustre", "10.0.0.1@o2ib:/bigfs", "rw,flock,lazystatfs"))
+    return target, sysroots.make(tmp_path / "root", files)
+
+
+@pytest.mark.mpi
+def test_stripe_options_lay_out_a_run_directory_with_lfs(tmp_path):
+    """--stripe-count/--stripe-size/--ost-index: the run's own directory (never the user's
+    TARGET) gets the layout before any file is made; the request is recorded."""
+    from conftest import mpirun, only_record
+
+    target, root = _lustre_target(tmp_path)
+    log = tmp_path / "lfs.log"
+    lfs = tmp_path / "bin" / "lfs"
+    lfs.parent.mkdir()
+    lfs.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\n")  # the stand-in: records its arguments
+    lfs.chmod(lfs.stat().st_mode | stat.S_IXUSR)
+    out = mpirun(2, ["run", str(target), "-s", "1M", "--results", "r", "--sysroot", root,
+                     "--stripe-count", "4", "--stripe-size", "1M", "--ost-index", "2",
+                     "--progress-interval", "0"], cwd=tmp_path, timeout=120,
+                 env={"PATH": f"{lfs.parent}:{os.environ['PATH']}"})
+    assert out.returncode == 0, out.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and "setstripe" in calls[0]
+    assert "-c 4" in calls[0] and "-S 1048576" in calls[0] and "-i 2" in calls[0]
+    assert "mpiwrite-" in calls[0] and calls[0].rstrip().endswith("-d00000")
+    rec = only_record(tmp_path / "r")
+    req = rec.attrs["stripe_request"]
+    req = json.loads(req) if isinstance(req, str) else req
+    assert req["count"] == 4 and req["size"] == 2**20 and req["method"] == "lfs"
+    assert os.listdir(target) == []  # the run directory is gone again
+
+
+@pytest.mark.mpi
+def test_stripe_options_off_lustre_are_bad_input_and_create_nothing(tmp_path):
+    from conftest import mpirun
+
+    out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r", "--stripe-count", "2",
+                     "--progress-interval", "0"], cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "--stripe-count" in out.stderr and "not" in out.stderr
+    assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
