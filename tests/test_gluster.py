@@ -15,7 +15,8 @@ import time
 import gluster as glusterlib
 import hosts as hostlib
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, cli, kill_group, records_in
+from conftest import (MPIEXEC, MPIWRITE, _clean_env, bounded, cli, kill_group, only_record,
+                      records_in)
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -160,10 +161,10 @@ def test_read_phase_reads_across_the_network(bed):
     after = [bed.rx_bytes(i) for i in range(HOSTS)]
     assert out.returncode == 0, out.stdout + out.stderr
     assert all(it["read_aggregate_MB_per_s"] > 0 for it in doc["iterations"])
-    from mpiwrite import records
-
-    rec = records.read(records_in(os.path.join(bed.folder, "read"))[0])
-    field = next(n for n in rec.ranks.dtype.names if "read" in n and n.endswith("bytes"))
+    rec = only_record(os.path.join(bed.folder, "read"))
+    names = rec.ranks.dtype.names
+    field = "read_bytes" if "read_bytes" in names else next(
+        n for n in names if "read" in n and n.endswith("bytes"))
     hosts = [n["host"] for n in rec.nodes]
     for i, name in enumerate(bed.h.names):
         mine = rec.ranks[[hosts[int(r["node"])] == name for r in rec.ranks]]
@@ -240,6 +241,17 @@ def test_brick_server_killed_mid_run_fails_collectively(bed):
     failing = int(re.search(r"rank (\d+)", last).group(1))
     assert failing in ranks, (last, doomed)
     assert f"on h{failing // PER_HOST}" in last
+    rec = only_record(os.path.join(bed.folder, "kill"))
+    assert rec.status == "failed"
+    failed = {int(r["rank"]) for r in rec.ranks if r["status"] == 1}
+    assert failed and failed <= ranks, (failed, ranks)  # only ranks with files on brick 0
+    assert all(r["status"] == 2 for r in rec.ranks if int(r["rank"]) not in failed)
+    assert {e["host"] for e in rec.errors} == {f"h{r // PER_HOST}" for r in failed}
+    assert all("not connected" in e["message"] for e in rec.errors), rec.errors
+    # What the brick held could not be removed while it was down; the rest was.
+    left = bed.h.run(0, f"find {target} -name '*.dat'", timeout=30).stdout.split()
+    assert {os.path.basename(f) for f in left} <= set(doomed), (left, doomed)
+    bed.h.run(0, f"rm -rf {target}", timeout=30)
 
 
 def _data_files(folder):
