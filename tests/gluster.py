@@ -61,7 +61,7 @@ class Gluster:
 
     # -- life cycle ------------------------------------------------------------------------
 
-    def __enter__(self) -> "Gluster":
+    def __enter__(self) -> Gluster:
         try:
             self._network()
             self._glusterd()

@@ -15,8 +15,16 @@ import time
 import gluster as glusterlib
 import hosts as hostlib
 import pytest
-from conftest import (MPIEXEC, MPIWRITE, _clean_env, bounded, cli, kill_group, only_record,
-                      records_in)
+from conftest import (
+    MPIEXEC,
+    MPIWRITE,
+    _clean_env,
+    bounded,
+    cli,
+    kill_group,
+    only_record,
+    records_in,
+)
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
