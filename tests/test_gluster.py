@@ -74,6 +74,23 @@ def bed(tmp_path_factory):
     assert h.leftovers() == []
 
 
+def test_testbed_removes_itself_when_it_cannot_start(tmp_path):
+    """A volume option glusterd refuses: __enter__ raises, and nothing stays (no glusterd,
+    no bricks, no namespace); runs first, before the module's testbed exists."""
+    reason = glusterlib.why_not()
+    if reason:
+        pytest.skip(f"GlusterFS testbed: {reason}")
+    with hostlib.Hosts(1, tmp_path, persistent=True) as h:
+        g = glusterlib.Gluster(h, tmp_path, options={"no.such.option": "1"})
+        try:
+            with pytest.raises(RuntimeError, match="no.such.option"):
+                g.__enter__()
+        finally:
+            g.__exit__()  # a no-op when __enter__ cleaned up, as it should
+        assert g.leftovers() == []
+    assert h.leftovers() == []
+
+
 def write_args(bed, name, size="16M", *extra):
     return ["run", bed.target(name), "-s", size, "--results", os.path.join(bed.folder, name),
             "--progress-interval", "0", *extra]
