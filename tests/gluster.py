@@ -24,6 +24,10 @@ SERVER = ("mount -t tmpfs -o size=16m tmpfs /run && mount --bind {lib} /var/lib/
           "mount --bind {log} /var/log/glusterfs && echo ready && exec glusterd -N")
 
 
+# What a machine-wide GlusterFS keeps; the testbed's glusterd sees its own copies instead.
+MACHINE = ("/var/lib/glusterd", "/var/log/glusterfs", "/run/gluster")
+
+
 def why_not() -> str:
     """Why the testbed cannot run here, or ''."""
     reason = hostlib.why_not()
@@ -58,6 +62,7 @@ class Gluster:
         self.server = None
         self.mounted = []
         self.made = []
+        self.machine = _state()
 
     # -- life cycle ------------------------------------------------------------------------
 
@@ -105,10 +110,14 @@ class Gluster:
                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
                 start_new_session=True)
         deadline = time.monotonic() + 30
+        # Until the bind mounts are made, the CLI would log into the machine's own folder.
+        while not _read(console).startswith("ready"):
+            if self.server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"glusterd's namespace could not be made: {_read(console)}")
+            time.sleep(0.05)
         while self.gluster("pool", "list", check=False).returncode != 0:
             if self.server.poll() is not None or time.monotonic() > deadline:
-                with open(console) as fh:
-                    raise RuntimeError(f"glusterd did not start: {fh.read()} (see {log})")
+                raise RuntimeError(f"glusterd did not start: {_read(console)} (see {log})")
             time.sleep(0.2)
 
     def _mount(self, i: int) -> None:
@@ -149,9 +158,12 @@ class Gluster:
         self.made = []
 
     def leftovers(self) -> List[str]:
-        """Our namespace, link and any process whose command line names the testbed."""
+        """Our namespace, link, any process whose command line names the testbed, and any
+        file of the machine's own GlusterFS folders made or changed since we were made."""
         names = hostlib._ip("netns", "list").stdout + hostlib._ip("link", "show").stdout
         left = [n for n in (self.ns, self.veth) if n in names]
+        now = _state()
+        left += [f"changed: {p}" for p in sorted(now) if now[p] != self.machine.get(p)]
         for pid in os.listdir("/proc"):
             if pid.isdigit() and self.top in _cmdline(pid):
                 left.append(f"pid {pid}: {_cmdline(pid)}")
@@ -194,6 +206,25 @@ class Gluster:
     def _pids(self) -> List[int]:
         out = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]
+
+
+def _read(path: str) -> str:
+    with open(path, errors="replace") as fh:
+        return fh.read()
+
+
+def _state() -> dict:
+    """The machine's own GlusterFS folders: {path: mtime}, to show the testbed left them be."""
+    out = {}
+    for top in MACHINE:
+        for folder, _dirs, files in os.walk(top):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    out[path] = os.stat(path).st_mtime_ns
+                except OSError:
+                    pass
+    return out
 
 
 def _cmdline(pid) -> str:
