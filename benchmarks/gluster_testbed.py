@@ -6,7 +6,8 @@
 
 Without a command it prints how to use the testbed and waits for Ctrl-C (or SIGTERM); with
 one it runs it (environment: TESTBED_MPIEXEC, the launcher and its -hosts; TESTBED_MOUNT, the
-volume's path on every host; TESTBED_ENTER, `$TESTBED_ENTER h1 CMD` runs CMD on host h1;
+volume's path on every host; TESTBED_ENTER, `$TESTBED_ENTER h1 CMD ARGS` runs one command
+on host h1, its arguments joined as ssh does (several: `$TESTBED_ENTER h1 "sh -c 'a; b'"`);
 TESTBED_GLUSTER, the gluster CLI of the testbed's glusterd), then stops.  Either way,
 everything is removed afterwards.  How it works and its limits: docs/testbed.md.
 """
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
                        TESTBED_MPIEXEC=" ".join(h.mpiexec(mpiexec()) +
                                                 ["-hosts", ",".join(h.ips)]),
                        TESTBED_GLUSTER=f"nsenter -t {g.server.pid} -n -m gluster")
-            print(describe(h, g, env, a.rate))
+            print(describe(h, g, env, a.rate), flush=True)
             if command:
                 code = subprocess.run(command, env=env).returncode
             else:

@@ -5,11 +5,13 @@ its own FUSE client and a 160 Mbit/s link both ways, so the wire, not the disk, 
 figures and a lone `dd conv=fsync` on the same link is the ground truth.
 """
 
+import glob
 import json
 import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 
 import gluster as glusterlib
@@ -89,6 +91,25 @@ def test_testbed_removes_itself_when_it_cannot_start(tmp_path):
             g.__exit__()  # a no-op when __enter__ cleaned up, as it should
         assert g.leftovers() == []
     assert h.leftovers() == []
+
+
+def test_script_runs_a_command_on_the_testbed_and_removes_it(tmp_path):
+    """benchmarks/gluster_testbed.py as a user runs it: what h1 writes h0 reads through the
+    volume, the gluster CLI works, and the script exits with the command's code, nothing left."""
+    reason = glusterlib.why_not()
+    if reason:
+        pytest.skip(f"GlusterFS testbed: {reason}")
+    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "gluster_testbed.py")
+    command = ("$TESTBED_ENTER h1 cp /proc/sys/kernel/hostname $TESTBED_MOUNT/f && "
+               "$TESTBED_ENTER h0 cat $TESTBED_MOUNT/f && "
+               "$TESTBED_GLUSTER volume get mwvol network.compression && exit 3")
+    out = bounded([sys.executable, script, "--hosts", "2", "--rate", "100mbit", "--dir",
+                   str(tmp_path), "--option", "network.compression=on", "--", "sh", "-c",
+                   command], 120, cwd=str(tmp_path), env=_clean_env())
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "\nh1\n" in out.stdout and re.search(r"network.compression\s+on", out.stdout)
+    assert "left behind" not in out.stderr
+    assert not glob.glob(str(tmp_path / "gluster" / "mnt" / "*"))  # only the hosts saw it
 
 
 def write_args(bed, name, size="16M", *extra):
