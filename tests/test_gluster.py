@@ -215,6 +215,9 @@ def test_read_phase_reads_across_the_network(bed):
     for i, name in enumerate(bed.h.names):
         mine = rec.ranks[[hosts[int(r["node"])] == name for r in rec.ranks]]
         read = int(mine[field].sum())
+        print(f"{name}: received {after[i] - before[i]} B, its ranks read {read} B "
+              f"({field}); read aggregate {doc['iterations'][0]['read_aggregate_MB_per_s']:.1f}"
+              " MB/s")
         assert read >= PER_HOST * 16 * 2**20
         assert after[i] - before[i] >= 0.9 * read, (name, after[i] - before[i], read)
 
