@@ -4,6 +4,11 @@ MPICH's mpiexec starts its proxies through `-launcher ssh -launcher-exec WRAPPER
 instead of ssh, enters the host's network namespace and a new UTS namespace with the host's
 name.  Files are shared (one mount namespace), as on a parallel filesystem.  Everything is
 removed again, also when a test fails.
+
+With `persistent=True` each host is one long-lived process (a holder) with its own network, UTS
+and mount namespaces: what is mounted there (a FUSE client of a network filesystem) stays for
+every launch, as on a real node, and `run(i, command)` runs a command on host i.  `rates` puts a
+`tc tbf` limit on a host's link in both directions.
 """
 
 import os
@@ -20,9 +25,16 @@ case "$host" in
 {cases}
   *) echo "unknown emulated host $host" >&2; exit 255;;
 esac
-exec ip netns exec "$ns" unshare --uts --mount --propagation private $clock \
+exec $enter --mount --propagation private $clock \
   /bin/sh -c "hostname $name; $mount exec $*"
 """
+
+# A persistent host: its own UTS and mount namespaces inside its network namespace.
+HOLDER = 'hostname {name} && echo ready && exec sleep infinity'
+
+# Both directions of a host's link: eth0 inside (host -> bridge), the veth outside (to host).
+# A 64 KiB burst is enough for the kernel timer at these rates and small against a run.
+TBF = "qdisc replace dev {dev} root tbf rate {rate} burst 64kb latency 100ms"
 
 
 def why_not() -> str:
@@ -39,11 +51,17 @@ def _ip(*args, check=True):
 
 
 class Hosts:
-    def __init__(self, count: int, folder: str, mounts=None, clocks=None):
+    def __init__(self, count: int, folder: str, mounts=None, clocks=None, persistent=False,
+                 rates=None):
         """mounts: {host index: (path, tmpfs size)} seen by that host only; clocks: {host
-        index: seconds} by which that host's CLOCK_MONOTONIC is ahead (a time namespace)."""
+        index: seconds} by which that host's CLOCK_MONOTONIC is ahead (a time namespace);
+        persistent: one long-lived mount namespace per host (see the module's text); rates:
+        {host index: tc rate such as "160mbit"} on that host's link, both directions."""
         self.mounts = mounts or {}
         self.clocks = clocks or {}
+        self.persistent = persistent
+        self.rates = dict(rates or {})
+        self.holders = []
         tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
         self.bridge = f"mwb{tag}"
         self.subnet = random.randint(100, 250)
@@ -71,9 +89,14 @@ class Hosts:
                 _ip("-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0")
                 _ip("-n", ns, "link", "set", "eth0", "up")
                 _ip("-n", ns, "link", "set", "lo", "up")
+            for i, rate in self.rates.items():
+                self.limit(i, rate)
+            if self.persistent:
+                for i in range(len(self.ns)):
+                    self.holders.append(self._hold(i))
             cases = "\n".join(
                 f'  {ip}|{name}) ns={ns}; name={name}; mount="{self._mount(i)}"; '
-                f'clock="{self._clock(i)}";;'
+                f'clock="{self._clock(i)}"; enter="{self._enter(i)}";;'
                 for i, (ip, name, ns) in enumerate(zip(self.ips, self.names, self.ns)))
             with open(self.wrapper, "w") as fh:
                 fh.write(WRAPPER.format(cases=cases))
@@ -82,6 +105,46 @@ class Hosts:
             self.__exit__()
             raise
         return self
+
+    def _hold(self, i: int) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns[i], "unshare", "--uts", "--mount", "--propagation",
+             "private", "/bin/sh", "-c", HOLDER.format(name=self.names[i])],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"host {self.names[i]}: its namespaces could not be made")
+        return proc
+
+    def _enter(self, i: int) -> str:
+        if self.persistent:
+            return f"nsenter -t {self.holders[i].pid} -n -m -u unshare"
+        return f"ip netns exec {self.ns[i]} unshare --uts"
+
+    def limit(self, i: int, rate) -> None:
+        """Limit host i's link to `rate` (tc syntax, "160mbit") both ways; None lifts it."""
+        for cmd, dev in ((["tc", "-n", self.ns[i]], "eth0"), (["tc"], self.veth[i])):
+            if rate is None:
+                subprocess.run(cmd + ["qdisc", "del", "dev", dev, "root"], capture_output=True)
+            else:
+                subprocess.run(cmd + TBF.format(dev=dev, rate=rate).split(), check=True,
+                               capture_output=True, text=True)
+        self.rates[i] = rate
+
+    def run(self, i: int, command: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """`sh -c command` on host i (in its mount namespace when persistent); past `timeout`
+        its whole process group is killed and TimeoutExpired raised."""
+        enter = (["nsenter", "-t", str(self.holders[i].pid), "-n", "-m", "-u"]
+                 if self.persistent else ["ip", "netns", "exec", self.ns[i]])
+        proc = subprocess.Popen(enter + ["/bin/sh", "-c", command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
     def _clock(self, i: int) -> str:
         if i not in self.clocks:
@@ -95,6 +158,11 @@ class Hosts:
         return f"mount -t tmpfs -o size={size} tmpfs {path} &&"
 
     def __exit__(self, *exc) -> None:
+        for proc in self.holders:
+            proc.kill()
+            proc.wait(timeout=30)
+            proc.stdout.close()
+        self.holders = []
         for kind, name in reversed(self.made):
             if kind == "netns":
                 # Processes left in our own namespaces are ours (a hung job's proxies).
