@@ -339,7 +339,13 @@ class Ledger:
         if not errs:
             return f"mpiwrite: run {final}"
         e = errs[0]
-        more = f"; {len(errs) - 1} more rank error(s) in the record" if len(errs) > 1 else ""
+        more = ""
+        if len(errs) > 1:  # the others by host: a dead server fails ranks on several nodes
+            others = sorted({str(x.get("host")) for x in errs[1:]} - {str(e.get("host"))})
+            where = (f" (also on {', '.join(others[:4])}"
+                     f"{f' and {len(others) - 4} more hosts' if len(others) > 4 else ''})"
+                     if others else "")
+            more = f"; {len(errs) - 1} more rank error(s){where} in the record"
         errno_text = f" (errno {e['errno']})" if e.get("errno") else ""
         return (f"mpiwrite: run failed: rank {e['rank']} on {e['host']}: {e['phase']} "
                 f"{e['path']}: {e['message']}{errno_text}{more}")
