@@ -75,12 +75,72 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     info["max_read"] = int(opts["max_read"]) if opts.get("max_read", "").isdigit() else None
     if sub == "glusterfs" and proc:
         info["volfile"] = _flags(proc["argv"], ("--volfile-server", "--volfile-id"))
+        info["graph"] = gluster_graph(reader, proc["argv"], fs.get("mount_point"))
     if version is None:
         reader.unknown[f"{name}.version"] = reader.unknown.get(
             f"{name}.version", f"no installed package of {', '.join(packages)}")
     info["version"] = version
     info["client"] = client_string(name, version)
     return info
+
+
+GRAPH_LOG_BYTES = 4 * 2**20  # the end of the client's log, where its last graph is
+_GRAPH_LINE = re.compile(r"^\s*\d+:\s?(.*)$")
+
+
+def gluster_graph(reader: Reader, argv: List[str],
+                  mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The translator graph the GlusterFS client runs, from the last "Final graph:" block of
+    its log (--log-file, else /var/log/glusterfs/<mount point>.log): what the volume's
+    options made of the client (features/cdc is network.compression, performance/write-behind
+    is performance.write-behind, ...), the closest thing to Lustre's osc settings."""
+    log = _flags(argv, ("--log-file",)).get("log-file")
+    if not log and mount_point:
+        log = "/var/log/glusterfs/" + mount_point.strip("/").replace("/", "-") + ".log"
+    if not log:
+        return None
+    text, why = reader.read(log.lstrip("/"), keep=False, limit=GRAPH_LOG_BYTES, tail=True)
+    if text is None:
+        reader.unknown["glusterfs.graph"] = f"{log}: {why}"
+        return None
+    graph = parse_graph(text)
+    if graph is None:
+        reader.unknown["glusterfs.graph"] = f"{log}: no 'Final graph' in its last 4 MiB"
+        return None
+    graph["log"] = log
+    return graph
+
+
+def parse_graph(text: str) -> Optional[Dict[str, Any]]:
+    """{'translators': [type, ...], 'options': {'cdc.mode': 'client', ...}, 'compression':
+    'on'|'off', 'write_behind': 'on'|'off'} from a client log's last graph, or None."""
+    start = text.rfind("Final graph:")
+    if start < 0:
+        return None
+    translators: List[str] = []
+    volumes: List[list] = []  # [name, {option: value}]
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("+---") and translators:
+            break
+        m = _GRAPH_LINE.match(line)
+        if not m:
+            continue
+        words = m.group(1).split()
+        if len(words) >= 2 and words[0] == "volume":
+            volumes.append([words[1], {}])
+        elif len(words) >= 2 and words[0] == "type":
+            translators.append(words[1])
+        elif len(words) >= 3 and words[0] == "option" and volumes and len(volumes) < 64:
+            volumes[-1][1][words[1]] = " ".join(words[2:])[:200]
+    if not translators:
+        return None
+    # translators are named VOLUME-XLATOR and the last one (io-stats) VOLUME itself
+    prefix = volumes[-1][0] + "-" if volumes else ""
+    options = {f"{name[len(prefix):] if name.startswith(prefix) else name}.{k}": v
+               for name, opts in volumes for k, v in opts.items()}
+    return {"translators": translators[:64], "options": options,
+            "compression": "on" if "features/cdc" in translators else "off",
+            "write_behind": "on" if "performance/write-behind" in translators else "off"}
 
 
 def _flags(argv: List[str], names) -> Dict[str, str]:

@@ -56,10 +56,11 @@ class Reader:
             return real, ""
         return None, "leaves the sysroot (a symlink out of it), not read"
 
-    def read(self, rel: str, keep: bool = True,
-             limit: int = MAX_READ) -> Tuple[Optional[str], str]:
+    def read(self, rel: str, keep: bool = True, limit: int = MAX_READ,
+             tail: bool = False) -> Tuple[Optional[str], str]:
         """(text, "") or (None, reason).  Regular files only, opened non-blocking, at most
-        `limit` bytes (MAX_READ; a package list may ask for up to MAX_LIST)."""
+        `limit` bytes (MAX_READ; a package list may ask for up to MAX_LIST); with `tail`, the
+        last `limit` bytes (a log that only grows)."""
         full, why = self.resolve(rel)
         if full is None:
             return None, why
@@ -72,6 +73,8 @@ class Reader:
                 if not stat.S_ISREG(st.st_mode):
                     return None, "not a regular file, not read"
                 os.set_blocking(fd, True)
+                if tail and st.st_size > min(limit, MAX_LIST):
+                    os.lseek(fd, st.st_size - min(limit, MAX_LIST), os.SEEK_SET)
                 data = _read_upto(fd, min(limit, MAX_LIST))
             finally:
                 os.close(fd)

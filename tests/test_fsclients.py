@@ -302,3 +302,44 @@ def test_client_files_that_leave_the_sysroot_are_not_read(tmp_path):
     assert "TOP-SECRET" not in json.dumps(f)
     assert f["client"]["source"] == "mountinfo" and f["client"]["client"] == "nfs 4.2"
     assert "leaves the sysroot" in f["unknown"]["nfs.mountstats"]
+
+
+# The last graph of a GlusterFS 10.3 client's log (the testbed, network.compression on and
+# performance.write-behind off), abridged to the lines the parser reads.
+GLUSTER_LOG = """[2026-11-30 05:10:01.1] I [MSGID: 101190] 0-epoll: Started thread
+Final graph:
++------------------------------------------------------------------------------+
+  1: volume mwvol-client-0
+  2:     type protocol/client
+  3:     option ping-timeout 42
+  4:     option remote-host 10.206.77.200
+ 15: end-volume
+ 33: volume mwvol-dht
+ 34:     type cluster/distribute
+ 37:     subvolumes mwvol-client-0 mwvol-client-1
+ 38: end-volume
+ 46: volume mwvol-cdc
+ 47:     type features/cdc
+ 48:     option mode client
+ 49:     subvolumes mwvol-utime
+ 50: end-volume
+ 52: volume mwvol-open-behind
+ 53:     type performance/open-behind
+ 55: end-volume
+ 72: volume mwvol
+ 73:     type debug/io-stats
+ 74:     option log-level INFO
++------------------------------------------------------------------------------+
+[2026-11-30 05:10:02.2] I [fuse-bridge.c:5296:fuse_init] 0-glusterfs-fuse: FUSE inited
+"""
+
+
+def test_gluster_graph_from_the_clients_log():
+    from mpiwrite.fs_fuse import parse_graph
+
+    old = GLUSTER_LOG.replace("features/cdc", "performance/write-behind")
+    g = parse_graph(old + GLUSTER_LOG)  # the last graph wins (a volume set switches it)
+    assert g["compression"] == "on" and g["write_behind"] == "off"
+    assert g["translators"][:3] == ["protocol/client", "cluster/distribute", "features/cdc"]
+    assert g["options"]["cdc.mode"] == "client" and g["options"]["client-0.ping-timeout"] == "42"
+    assert parse_graph("no graph here") is None

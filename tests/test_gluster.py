@@ -222,6 +222,20 @@ def test_read_phase_reads_across_the_network(bed):
         assert after[i] - before[i] >= 0.9 * read, (name, after[i] - before[i], read)
 
 
+def _graph_of(facts) -> dict:
+    """The GlusterFS client graph somewhere in a node's facts (fs_fuse.gluster_graph)."""
+    stack = [facts]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if "translators" in x and "compression" in x:
+                return x
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return {}
+
+
 def test_compression_ab_with_compare(bed):
     """network.compression off/on, alternating, 3 runs x 2 iterations each, links unlimited
     (as the issue's trial): `compare` calls the difference real, and the records carry the
@@ -251,6 +265,15 @@ def test_compression_ab_with_compare(bed):
     print(json.dumps({k: verdict[k] for k in ("pct", "p_value", "verdict")}))
     assert verdict["a"]["n"] == 6 and verdict["b"]["n"] == 6
     assert verdict["real"] and verdict["pct"] < -20, verdict
+    # every node's facts say what its client ran: the option, not only the tag
+    from mpiwrite import records
+
+    for path in records_in(res):
+        rec = records.read(path)
+        graphs = [((n.get("client_info") or n.get("fs", {}).get("client") or {}), n)
+                  for n in rec.nodes]
+        seen = {_graph_of(n).get("compression") for n in rec.nodes}
+        assert seen == {rec.tags()["compression"]}, (path, seen, graphs[:1])
 
 
 def test_brick_server_killed_mid_run_fails_collectively(bed):
