@@ -215,7 +215,8 @@ def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
 
 
 def summary_value(facts: Dict[str, Any], key: str) -> str:
-    """A node's value for one of the run-level grouping keys."""
+    """A node's value for one of the run-level grouping keys, or a node column of the record:
+    the one flattening of node facts (run keys, the record's nodes table, reports)."""
     lus = facts.get("lustre") or {}
     if key == "kernel":
         return str(facts.get("kernel") or "unknown")
@@ -229,6 +230,10 @@ def summary_value(facts: Dict[str, Any], key: str) -> str:
         return str((facts.get("fs") or {}).get("fstype") or "unknown")
     if key == "client":
         return client_of(facts)
+    if key == "lustre_kernel":
+        return str(lus.get("kernel") or ("n/a" if not lus.get("present") else "unknown"))
+    if key == "host":
+        return str(facts.get("host") or "unknown")
     raise KeyError(key)
 
 

@@ -120,16 +120,14 @@ def _node_table(rec: RunRecord):
     out = np.zeros(len(rec.nodes), dtype=dt)
     counts = np.bincount(rec.ranks["node"][rec.ranks["iteration"] == rec.ranks["iteration"].min()],
                          minlength=len(rec.nodes)) if len(rec.ranks) else np.zeros(len(rec.nodes))
+    from mpiwrite.nodeinfo import summary_value  # the one flattening of node facts
+
     for i, facts in enumerate(rec.nodes):
-        lus = facts.get("lustre") or {}
         slim = {k: v for k, v in facts.items() if k != "raw"}
         clock = rec.node_clock[i] if rec.node_clock is not None and i < len(rec.node_clock) \
             else (np.nan, np.nan)
-        out[i] = (i, counts[i] if i < len(counts) else 0, str(facts.get("host")),
-                  str(facts.get("kernel")), str(lus.get("version") or "none"),
-                  str(lus.get("kernel") or "n/a"), str(lus.get("checksums") or "n/a"),
-                  str(lus.get("checksum_type") or "n/a"),
-                  str((facts.get("fs") or {}).get("fstype")), _client(facts),
+        out[i] = (i, counts[i] if i < len(counts) else 0,
+                  *(summary_value(facts, c) for c in NODE_COLUMNS),
                   facts.get("mem_total_bytes") or -1, clock[0], clock[1], json.dumps(slim))
     return out
 
