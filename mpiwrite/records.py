@@ -165,12 +165,6 @@ def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
     return out
 
 
-def _client(facts: Dict[str, Any]) -> str:
-    from mpiwrite.nodeinfo import client_of
-
-    return client_of(facts)
-
-
 TMP_TRIES = 4  # temporary names tried before giving up (a name taken is never reused)
 
 
