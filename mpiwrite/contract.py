@@ -1,0 +1,72 @@
+"""The machine-output contract: one vocabulary for `run --json`, `report --format json|csv`
+and `compare --json`, its version, and the JSON Schemas shipped in mpiwrite/schemas/.
+
+Every figure over repetitions is a *stat block* with the same keys everywhere:
+`n`, `mean_MB_per_s`, `std_MB_per_s`, `ci_lo_MB_per_s`, `ci_hi_MB_per_s`, `min_MB_per_s`,
+`max_MB_per_s` (MB = 10^6 bytes); a figure that does not exist is `null`, never NaN.
+Changing, renaming or removing a field means bumping OUTPUT_VERSION (and the schemas and
+docs/output.md with it); adding an optional field does not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Dict, Sequence
+
+import numpy as np
+
+OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
+SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
+SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
+           "compare": "compare-json.schema.json"}
+STAT_KEYS = ("n", "mean_MB_per_s", "std_MB_per_s", "ci_lo_MB_per_s", "ci_hi_MB_per_s",
+             "min_MB_per_s", "max_MB_per_s")
+
+
+def version() -> str:
+    from mpiwrite import __version__
+
+    return __version__
+
+
+def header(output: str) -> Dict[str, Any]:
+    """The keys every JSON document starts with."""
+    return {"schema_version": OUTPUT_VERSION, "output": output, "mpiwrite_version": version()}
+
+
+def stat_block(values: Sequence[float], confidence: float = 0.95) -> Dict[str, Any]:
+    """A stat block over these values (NaN values left out); null where undefined."""
+    from mpiwrite import stats
+
+    s = stats.describe([float(v) for v in values], confidence)
+    return finite(dict(zip(STAT_KEYS, (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
+
+
+def summary_block(s) -> Dict[str, Any]:
+    """A stat block from a stats.Summary."""
+    return finite(dict(zip(STAT_KEYS, (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
+
+
+def finite(x: Any) -> Any:
+    """x with NaN and infinities as None (JSON null), numpy scalars as Python values."""
+    if isinstance(x, dict):
+        return {str(k): finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def dumps(doc: Any) -> str:
+    """JSON text that never holds NaN (ValueError rather than invalid JSON)."""
+    return json.dumps(finite(doc), indent=1, allow_nan=False)
+
+
+def schema(output: str) -> Dict[str, Any]:
+    with open(os.path.join(SCHEMA_DIR, SCHEMAS[output])) as fh:
+        return json.load(fh)
