@@ -70,3 +70,24 @@ def dumps(doc: Any) -> str:
 def schema(output: str) -> Dict[str, Any]:
     with open(os.path.join(SCHEMA_DIR, SCHEMAS[output])) as fh:
         return json.load(fh)
+
+
+def run_summary(run_stats: Dict[str, Any], iterations: np.ndarray) -> Dict[str, Any]:
+    """summary.run_stats in the contract's vocabulary: stat blocks over the good iterations
+    for aggregate, first_done, rank_mean and aggregate_with_open; rank_* with units."""
+    good = iterations[iterations["status"] == 0] if len(iterations) else iterations
+    out: Dict[str, Any] = {}
+    for name, column in (("aggregate", "aggregate_MB_per_s"),
+                         ("first_done", "first_done_MB_per_s"),
+                         ("rank_mean", "rank_mean_MB_per_s"),
+                         ("aggregate_with_open", "aggregate_with_open_MB_per_s")):
+        names = iterations.dtype.names or ()
+        out[name] = stat_block(good[column] if column in names and len(good) else [])
+    out["rank_min_MB_per_s"] = run_stats.get("rank_min")
+    out["rank_max_MB_per_s"] = run_stats.get("rank_max")
+    out["rank_std_MB_per_s"] = run_stats.get("rank_std")
+    out["slowest"] = run_stats.get("slowest")
+    out["nodes"] = run_stats.get("nodes", [])
+    last = [int(i) for i in good["iteration"]] if len(good) else []
+    out["nodes_iteration"] = max(last) if last else None
+    return finite(out)

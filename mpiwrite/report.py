@@ -317,7 +317,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f"{lus.get('version') or 'none'} ({lus.get('kernel', 'n/a')}), checksums "
                      f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
                      f"{(n.get('fs') or {}).get('fstype')}"
-                     f"{_options((n.get('fs') or {}).get('mount_options'))}, clock offset {off[0]:+.6f}s "
+                     f"{_options((n.get('fs') or {}).get('mount_options'))}, "
+                     f"clock offset {off[0]:+.6f}s "
                      f"±{off[1]:.6f}")
     for it in rec.iterations:
         lines.append(f"iteration {it['iteration']}: {STATUS_NAMES.get(int(it['status']), '?')}"
