@@ -62,8 +62,9 @@ SIZE, DURATION = Size(), Duration()
 
 @click.command(context_settings={"show_default": True})
 @click.argument("target", required=False)
-@click.option("--layout", default="fpp", help="fpp: a file per rank; shared: one file, "
-              "a contiguous segment per rank (N-to-1).")
+@click.option("--layout", default="fpp", metavar="[fpp|shared]",
+              help="fpp: a file per rank; shared: one file, a contiguous segment per rank "
+              "(N-to-1).")
 @click.option("-b", "--block-size", type=SIZE, default="1MiB", help="Bytes per write call. "
               "Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); kB, MB, GB are "
               "decimal (1MB = 10^6 bytes, unlike fio).")

@@ -148,12 +148,16 @@ def needed_per_side(diff: float, sd: float, confidence: float = 0.95,
         return 0
     if sd <= 0:
         return 2
-    for n in range(2, 10**6):
+    zn = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
+    n = max(2, int(math.ceil(2 * (zn * sd / abs(diff)) ** 2)))  # t quantiles only add to it
+    if n >= 10**6:
+        return 10**6
+    while True:
         df = 2 * n - 2
         z = t_ppf(0.5 + confidence / 2, df) + t_ppf(power, df)
         if abs(diff) / (sd * math.sqrt(2 / n)) >= z:
             return n
-    return 10**6
+        n += 1
 
 
 def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
