@@ -237,3 +237,26 @@ def test_every_machine_output_of_real_runs_validates(tmp_path):
     cdoc = _strict_json(cmp_.stdout)  # side A has one run: NaN intervals must be null
     _valid(cdoc, "compare")
     assert vocab <= set(cdoc["a"]) and cdoc["a"]["n"] == 1 and cdoc["a"]["ci_lo_MB_per_s"] is None
+
+
+def test_man_pages_from_the_click_commands(tmp_path):
+    from mpiwrite import manpage
+
+    assert manpage.main([str(tmp_path)]) == 0
+    names = sorted(os.listdir(tmp_path))
+    assert "mpiwrite.1" in names and "mpiwrite-compare.1" in names and "mpiwrite-run.1" in names
+    text = (tmp_path / "mpiwrite-compare.1").read_text()
+    assert text.startswith('.TH "MPIWRITE-COMPARE" "1"') and "fail\\-if\\-slower" in text
+    if shutil.which("man"):
+        import subprocess
+
+        out = subprocess.run(["man", "-l", str(tmp_path / "mpiwrite-report.1")],
+                             capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
+        assert out.returncode == 0 and "--warmup" in out.stdout.replace("‐", "-")
+
+
+def test_shell_completion_offers_metric_choices(tmp_path):
+    out = cli(["report"], cwd=tmp_path, env={"_MPIWRITE_COMPLETE": "bash_complete",
+                                             "COMP_WORDS": "mpiwrite report x --metric ",
+                                             "COMP_CWORD": "4"})
+    assert "plain,first-done" in out.stdout and "plain,per-node" in out.stdout
