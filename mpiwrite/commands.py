@@ -237,8 +237,9 @@ def show(run, where, iteration, skip_bad):
     if os.path.isdir(run):
         store, code = _store([run], skip_bad, "RUN")
         if len(store.runs) != 1:
-            raise ConfigError(f"RUN: folder {run!r} holds {len(store.runs)} readable records;"
-                              " give one record file, or a run id with --in FOLDER")
+            raise ConfigError(f"RUN: {run!r} is a folder with {len(store.runs)} readable "
+                              "records, not one; give one record file, or a run id with --in "
+                              "FOLDER")
         rec = store.runs[0]
     elif os.path.lexists(run):
         rec = records.read(run)  # RecordError: named, exit 1

@@ -260,3 +260,14 @@ def test_shell_completion_offers_metric_choices(tmp_path):
                                              "COMP_WORDS": "mpiwrite report x --metric ",
                                              "COMP_CWORD": "4"})
     assert "plain,first-done" in out.stdout and "plain,per-node" in out.stdout
+
+
+def test_default_grouping_is_fstype_client_checksums(tmp_path):
+    synth.make(tmp_path / "a.h5", [800.0], "2026g-000001", lustre="2.15.3", checksums="on")
+    synth.make(tmp_path / "b.h5", [700.0], "2026g-000002", lustre="2.15.3", checksums="off")
+    doc = _strict_json(cli(["report", str(tmp_path), "--format", "json"], cwd=tmp_path).stdout)
+    _valid(doc, "report")
+    assert doc["by"] == ["fstype", "client", "checksums"]
+    assert [r["keys"] for r in doc["rows"]] == [
+        {"fstype": "lustre", "client": "lustre 2.15.3", "checksums": "off"},
+        {"fstype": "lustre", "client": "lustre 2.15.3", "checksums": "on"}]
