@@ -187,7 +187,9 @@ def test_run_help_says_what_MB_and_M_mean_and_layout_choices(tmp_path):
 
 
 def test_time_in_bare_m_is_refused(tmp_path):
-    out = cli(["run", "d", "-t", "1m", "--no-record"], cwd=tmp_path)
+    # --engine null: were "1m" accepted, a minute of no I/O rather than of real writes
+    out = cli(["run", "d", "-t", "1m", "--no-record", "--engine", "null"], cwd=tmp_path,
+              timeout=20)
     assert out.returncode == 2 and "ambiguous" in out.stderr and "min" in out.stderr
     assert not os.path.exists(tmp_path / "d")
 
