@@ -115,7 +115,7 @@ class Console:
             self.out.write("\n")
             self._progress_shown = False
 
-    def summary(self, stats: Dict[str, Any]) -> None:
+    def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None) -> None:
         agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]
         n = agg["n"]
         if n == 0:
@@ -135,8 +135,11 @@ class Console:
             s = stats["slowest"]
             self.line(f"  slowest rank           {s['rank']} on {s['host']} "
                       f"({s['MB_per_s'] * _scale():.1f} {u}, iteration {s['iteration']})")
+        if stats.get("nodes") and nodes_iteration is not None:
+            self.line(f"  per node, iteration {nodes_iteration}:")
         for node in stats.get("nodes", []):
-            self.line(f"  node {node['host']:<16} {node['ranks']:>4} ranks "
+            ranks = f"{node['ranks']} rank{'s' * (node['ranks'] != 1)}"
+            self.line(f"  node {node['host']:<16} {ranks:>10} "
                       f"{format_size(node['bytes']):>9} {_f(node['MB_per_s'], 0)} {u}")
 
     def ior_summary(self, iterations: np.ndarray) -> None:

@@ -278,7 +278,8 @@ class Ledger:
         rec = self.build(status, error)
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
         if len(rec.iterations):
-            self.console.summary(stats)
+            good = rec.iterations["iteration"][rec.iterations["status"] == 0]
+            self.console.summary(stats, int(good.max()) if len(good) else None)
             if self.extra.get("first_done_note"):
                 self.console.line("  " + self.extra["first_done_note"])
             self.console.ior_summary(rec.iterations)

@@ -223,6 +223,7 @@ def test_every_machine_output_of_real_runs_validates(tmp_path):
         assert m, out.stderr
         assert float(m.group(1)) * 2**20 == pytest.approx(float(m.group(2)) * 1e6, rel=1e-3)
         assert "MiB/s" in out.stderr
+        assert "per node, iteration 1:" in out.stderr and doc["summary"]["nodes_iteration"] == 1
         docs.append(doc)
     vocab = set(contract.STAT_KEYS)
     assert vocab <= set(docs[0]["summary"]["aggregate"])
