@@ -74,7 +74,8 @@ def schema(output: str) -> Dict[str, Any]:
 
 def run_summary(run_stats: Dict[str, Any], iterations: np.ndarray) -> Dict[str, Any]:
     """summary.run_stats in the contract's vocabulary: stat blocks over the good iterations
-    for aggregate, first_done, rank_mean and aggregate_with_open; rank_* with units."""
+    for aggregate, first_done, rank_mean and aggregate_with_open (and read_aggregate when the
+    run read back); rank_* with units."""
     good = iterations[iterations["status"] == 0] if len(iterations) else iterations
     out: Dict[str, Any] = {}
     for name, column in (("aggregate", "aggregate_MB_per_s"),
@@ -83,6 +84,11 @@ def run_summary(run_stats: Dict[str, Any], iterations: np.ndarray) -> Dict[str, 
                          ("aggregate_with_open", "aggregate_with_open_MB_per_s")):
         names = iterations.dtype.names or ()
         out[name] = stat_block(good[column] if column in names and len(good) else [])
+    names = iterations.dtype.names or ()
+    if "read_aggregate_MB_per_s" in names:  # runs with a read phase (--read)
+        good_read = good[np.isfinite(good["read_aggregate_MB_per_s"])] if len(good) else good
+        if len(good_read):
+            out["read_aggregate"] = stat_block(good_read["read_aggregate_MB_per_s"])
     out["rank_min_MB_per_s"] = run_stats.get("rank_min")
     out["rank_max_MB_per_s"] = run_stats.get("rank_max")
     out["rank_std_MB_per_s"] = run_stats.get("rank_std")
