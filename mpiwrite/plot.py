@@ -157,6 +157,8 @@ def timeline(rec, out: str, iteration=None) -> None:
     plt = _pyplot()
     it, rows = _iteration(rec, iteration)
     s = rec.samples[rec.samples["iteration"] == it]
+    if "phase" in (s.dtype.names or ()):  # records with a read phase: the writes only
+        s = s[s["phase"] == 0]
     t0 = float(np.nanmin(rows["t_write_start"]))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:

@@ -95,12 +95,13 @@ def test_timeline_has_an_aggregate_line(tmp_path, monkeypatch):
     path = synth.make(tmp_path / "t.h5", [800.0], "2026t-000001", ranks_per_node=3)
     rec = records.read(path)
     rows = rec.ranks
-    samples = []
-    for r in rows:
-        for f in (0.25, 0.5, 0.75, 1.0):
-            t = r["t_write_start"] + f * (r["t_close_end"] - r["t_write_start"])
-            samples.append((0, r["rank"], t, int(r["bytes"] * f)))
-    rec.samples = np.array(samples, dtype=summary.SAMPLE_DTYPE)
+    fractions = (0.25, 0.5, 0.75, 1.0)
+    samples = np.zeros(len(rows) * len(fractions), dtype=summary.SAMPLE_DTYPE)  # phase 0: write
+    for i, (r, f) in enumerate((r, f) for r in rows for f in fractions):
+        samples[i]["rank"] = r["rank"]
+        samples[i]["t"] = r["t_write_start"] + f * (r["t_close_end"] - r["t_write_start"])
+        samples[i]["bytes"] = int(r["bytes"] * f)
+    rec.samples = samples
     got = _capture(monkeypatch)
     plots.timeline(rec, "x.png")
     fig = got["fig"]
