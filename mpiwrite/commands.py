@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -13,7 +12,35 @@ from mpiwrite.jobscript import MPIRUN_FAMILIES
 from mpiwrite.text import printable
 
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
-METRIC_HELP = "aggregate (last done), first-done, rank-mean, per-node"
+METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
+               "done), first-done, rank-mean, per-node. MB/s = 10^6 B/s.")
+METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node"])
+UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
+             "iteration (each iteration), auto (run when runs have several iterations).")
+WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
+
+
+def _sampling(metric, unit, warmup, confidence):
+    from mpiwrite.report import Sampling
+
+    if warmup < 0:
+        raise ConfigError("--warmup: expected 0 or more iterations")
+    return Sampling(metric, unit, warmup, _confidence(confidence))
+
+
+def sampling_options(f):
+    """--metric, --unit, --warmup and --confidence, the same for report and compare."""
+    for opt in reversed([
+        click.option("--metric", type=METRICS, default="aggregate", show_default=True,
+                     help=METRIC_HELP),
+        click.option("--unit", type=click.Choice(["auto", "run", "iteration"]),
+                     default="auto", show_default=True, help=UNIT_HELP),
+        click.option("--warmup", type=int, default=0, show_default=True, help=WARMUP_HELP),
+        click.option("--confidence", type=float, default=0.95, show_default=True,
+                     help="Confidence of the intervals and of the test."),
+    ]):
+        f = opt(f)
+    return f
 
 
 def _confidence(value: float) -> float:
@@ -118,21 +145,22 @@ class _RecordFinder:
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--by", default="kernel,lustre,checksums", show_default=True,
+@click.option("--by", default="fstype,client,checksums", show_default=True,
               help="Comma-separated run keys or tags to group by.")
-@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
+@sampling_options
 @click.option("--baseline", default=None,
               help=f"The row to compare against: {FILTER_HELP}.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
-@click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="json and csv follow the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
+def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad):
     """One row per configuration over the records under PATHS (files, folders, globs)."""
     from mpiwrite.report import format_rows, report_rows
 
     store, code = _store(paths, skip_bad)
     keys = _keys(by)
-    rows = report_rows(store, keys, metric, baseline, _confidence(confidence))
+    sampling = _sampling(metric, unit, warmup, confidence)
+    rows, used = report_rows(store, keys, sampling, baseline)
     if not rows:
         others = len(store.runs)
         text = "PATHS: no complete runs found" + (
@@ -140,7 +168,7 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
         if store.bad:
             raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
         raise ConfigError(text)
-    click.echo(format_rows(rows, keys, fmt, confidence))
+    click.echo(format_rows(rows, keys, fmt, sampling, used, len(store.duplicates)))
     skipped = len(store.runs) - len(store.select())
     if skipped:
         sys.stderr.write(f"mpiwrite: {skipped} run(s) that did not complete were left out\n")
@@ -152,16 +180,22 @@ def report(paths, by, metric, baseline, fmt, confidence, skip_bad):
 @click.argument("b")
 @click.option("--in", "where", multiple=True, default=["results"], show_default=True,
               help="Where KEY=VALUE filters look for records (repeatable).")
-@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
-@click.option("--confidence", type=float, default=0.95, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@sampling_options
+@click.option("--fail-if-slower", "fail_pct", type=float, default=None, metavar="PCT",
+              help="Exit 1 when B is slower than A by more than PCT percent and the "
+                   "difference is real at --confidence (a CI gate); else exit 0.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def compare(a, b, where, metric, confidence, as_json, skip_bad):
+def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, skip_bad):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
     Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
     from mpiwrite.report import compare_text, select_side
 
+    if fail_pct is not None and not 0 <= fail_pct < 100:
+        raise ConfigError("--fail-if-slower: expected a percentage from 0 to 100, e.g. 5")
+    sampling = _sampling(metric, unit, warmup, confidence)
     needs_in = [(name, x) for name, x in (("A", a), ("B", b)) if not os.path.lexists(x)]
     if needs_in:
         name, x = needs_in[0]
@@ -169,16 +203,19 @@ def compare(a, b, where, metric, confidence, as_json, skip_bad):
             raise ConfigError(f"{name}: {x!r} is neither a record path nor a KEY=VALUE filter")
         _missing_in(where, f"{name}: {x!r} is not a path")
     store, code = _store(where, skip_bad, "--in") if needs_in else (None, 0)
-    side_a, bad_a = select_side(a, store, "A")
-    side_b, bad_b = select_side(b, store, "B")
+    side_a, bad_a, dup_a = select_side(a, store, "A")
+    side_b, bad_b, dup_b = select_side(b, store, "B")
     if (bad_a or bad_b) and not skip_bad:
         code = 1
-    text, doc = compare_text(side_a, side_b, a, b, metric, _confidence(confidence))
+    text, doc, failed = compare_text(side_a, side_b, a, b, sampling, fail_pct,
+                                     max(dup_a, dup_b))
     if as_json:
-        click.echo(json.dumps(doc, indent=1, allow_nan=False))
+        from mpiwrite import contract
+
+        click.echo(contract.dumps(doc))
     else:
         click.echo(text)
-    return code
+    return 1 if failed else code
 
 
 @click.command()
@@ -190,16 +227,21 @@ def compare(a, b, where, metric, confidence, as_json, skip_bad):
 def show(run, where, iteration, skip_bad):
     """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
 
-    RUN is a record file, or a run id (or its start) looked up in --in."""
+    RUN is a record file, a folder holding one record, or a run id, its start or its
+    random suffix (the last part, e.g. 524bd3) looked up in --in."""
     from mpiwrite import records
     from mpiwrite.report import show_text
     from mpiwrite.results import run_keys
 
     code = 0
     if os.path.isdir(run):
-        raise ConfigError(f"RUN: {run!r} is a folder; give one record file, or a run id "
-                          "with --in FOLDER")
-    if os.path.lexists(run):
+        store, code = _store([run], skip_bad, "RUN")
+        if len(store.runs) != 1:
+            raise ConfigError(f"RUN: {run!r} is a folder with {len(store.runs)} readable "
+                              "records, not one; give one record file, or a run id with --in "
+                              "FOLDER")
+        rec = store.runs[0]
+    elif os.path.lexists(run):
         rec = records.read(run)  # RecordError: named, exit 1
     else:
         _missing_in(where, f"RUN: {run!r} is not a file")
@@ -221,11 +263,12 @@ def show(run, where, iteration, skip_bad):
 @click.option("--by", default="", help="Group runs into lines by these keys (scaling).")
 @click.option("--x", "xkey", type=click.Choice(["nodes", "ranks"]), default="nodes",
               show_default=True)
-@click.option("--metric", default="aggregate", show_default=True, help=METRIC_HELP)
+@click.option("--metric", type=METRICS, default="aggregate", show_default=True,
+              help=METRIC_HELP)
 @click.option("--iteration", type=int, default=None, help="Iteration (ranks, timeline).")
 @click.option("--skip-bad", is_flag=True)
 def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
-    """Draw a scaling curve, per-rank bars of one run, or a throughput timeline."""
+    """Draw a scaling curve, per-rank figures of one run, or a throughput timeline."""
     from mpiwrite import files
     from mpiwrite import plot as plots
 

@@ -297,22 +297,30 @@ class Ledger:
         rec = self.build(status, error)
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
         if len(rec.iterations):
-            self.console.summary(stats)
+            good = rec.iterations["iteration"][rec.iterations["status"] == 0]
+            self.console.summary(stats, int(good.max()) if len(good) else None)
             if self.extra.get("first_done_note"):
                 self.console.line("  " + self.extra["first_done_note"])
+            self.console.ior_summary(rec.iterations)
         saved = self.record_file if (self.record_file and not self.record_error) else None
         if saved:
             self.console.line(f"record {saved}")
-        out = {"run_id": self.run_id, "status": status, "error": error or None,
+        from mpiwrite import contract
+
+        out = contract.header("run")
+        out.update({"start_time": self.start_time, "end_time": rec.attrs.get("end_time"),
+                    "command_line": " ".join(self.argv)})
+        out.update({"run_id": self.run_id, "status": status, "error": error or None,
                "record": saved, "record_error": self.record_error or None,
                "ranks": self.nranks, "nodes": len(self.nodes), "hosts": self.hosts,
                "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
                "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
                               for row in rec.iterations],
-               "summary": stats, "warnings": self.warnings, "errors": self.errors,
+               "summary": contract.run_summary(stats, rec.iterations),
+               "warnings": self.warnings, "errors": self.errors,
                "first_done_note": self.extra.get("first_done_note"), "notes": self.notes,
                "startup_seconds": self.extra.get("startup_seconds"),
-               "mkdir_seconds": self.extra.get("mkdir_seconds")}
+               "mkdir_seconds": self.extra.get("mkdir_seconds")})
         if self.cfg.json_path:
             text = json.dumps(jsonable(out), indent=1, allow_nan=False)
             if self.cfg.json_path == "-":

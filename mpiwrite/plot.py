@@ -31,7 +31,10 @@ def check_output(path: str) -> None:
 
 
 def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
-            metric: str = "aggregate") -> None:
+            metric: str = "aggregate", confidence: float = 0.95) -> None:
+    """Mean per x with its confidence interval (clipped at zero: no negative bandwidth) on a
+    log2 x axis with the x values as integer ticks, and each line's ideal (linear from its
+    first point) dashed in the same colour."""
     plt = _pyplot()
     groups: Dict[tuple, Dict[int, List[float]]] = {}
     for r in store.select():
@@ -40,18 +43,29 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
         groups.setdefault(g, {}).setdefault(int(k[x]), []).extend(metric_values(r, metric))
     if not groups:
         raise ConfigError("no complete runs to plot")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ticks = set()
+    ci = f"{confidence * 100:g}% CI"
     for g, points in sorted(groups.items()):
         xs = sorted(points)
-        d = [stats.describe(points[v]) for v in xs]
-        means = [s.mean for s in d]
-        err = [0 if s.n < 2 else (s.hi - s.lo) / 2 for s in d]
+        ticks.update(xs)
+        d = [stats.describe(points[v], confidence) for v in xs]
+        means = np.array([s.mean for s in d])
+        lo = np.array([s.lo if s.n > 1 else s.mean for s in d])
+        hi = np.array([s.hi if s.n > 1 else s.mean for s in d])
+        yerr = np.vstack([means - np.maximum(lo, 0), hi - means])
         label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
-        line = ax.errorbar(xs, means, yerr=err, marker="o", capsize=3, label=label)
-        ideal = [means[0] * v / xs[0] for v in xs]
-        ax.plot(xs, ideal, linestyle=":", color=line[0].get_color(), alpha=0.6,
-                label=f"ideal ({label})")
-    ax.set_xlabel(f"{x}")
+        line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
+                           label=f"{label}: mean, error bars {ci}")
+        if len(xs) > 1:
+            ax.plot(xs, [means[0] * v / xs[0] for v in xs], linestyle="--", linewidth=1.5,
+                     color=line[0].get_color(), alpha=0.8, label=f"{label}: ideal (linear)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(ticks))
+    ax.set_xticklabels([str(t) for t in sorted(ticks)])
+    ax.minorticks_off()
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"{x} (log2 scale)")
     ax.set_ylabel(f"{metric} write bandwidth (MB/s, 10^6 B/s)")
     ax.set_title(f"mpiwrite scaling: {metric} MB/s against {x}")
     ax.grid(True, alpha=0.3)
@@ -77,34 +91,74 @@ def _iteration(rec, iteration):
     return it, rows
 
 
+BARS_UP_TO = 256  # ranks drawn as bars; above this, per-node box plots or a histogram
+BOXES_UP_TO = 48  # nodes drawn as box plots; above this, a histogram of the ranks
+
+
 def ranks(rec, out: str, iteration=None) -> None:
+    """Per-rank MB/s of one iteration: bars up to BARS_UP_TO ranks, then one box per node
+    (up to BOXES_UP_TO nodes), then a histogram; the figure stays within 16 inches."""
     plt = _pyplot()
     it, rows = _iteration(rec, iteration)
-    order = np.lexsort((rows["rank"], rows["node"]))
-    rows = rows[order]
-    hosts = [n.get("host") for n in rec.nodes]
-    fig, ax = plt.subplots(figsize=(max(6, 0.25 * len(rows) + 2), 4.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    vals = np.nan_to_num(rows["MB_per_s"])
-    bars = ax.bar(range(len(rows)), vals,
-                  color=[colors[int(n) % len(colors)] for n in rows["node"]])
-    slow = int(np.argmin(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], np.inf)))
-    bars[slow].set_edgecolor("red")
-    bars[slow].set_linewidth(2.5)
-    bars[slow].set_label(f"slowest: rank {rows['rank'][slow]} on "
-                         f"{hosts[int(rows['node'][slow])]} ({vals[slow]:.1f} MB/s)")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([str(r) for r in rows["rank"]], fontsize="x-small")
-    ax.set_xlabel("rank (grouped by node; colour = node)")
-    ax.set_ylabel("per-rank write bandwidth (MB/s)")
-    ax.set_title(f"per-rank MB/s, run {rec.run_id}, iteration {it}", fontsize="medium")
-    _finish(fig, ax, plt, out)
+    rows = rows[np.lexsort((rows["rank"], rows["node"]))]
+    hosts = [str(n.get("host")) for n in rec.nodes]
+    rates = np.asarray(rows["MB_per_s"], dtype=float)
+    finite = np.isfinite(rates)
+    slow = int(np.argmin(np.where(finite, rates, np.inf))) if finite.any() else None
+    slow_text = (f"slowest: rank {rows['rank'][slow]} on {hosts[int(rows['node'][slow])]} "
+                 f"({rates[slow]:.1f} MB/s)") if slow is not None else "no finished rank"
+    title = f"per-rank MB/s, run {rec.run_id}, iteration {it} ({len(rows)} ranks)"
+    if len(rows) <= BARS_UP_TO:
+        fig, ax = plt.subplots(figsize=(min(16, max(6, 0.06 * len(rows) + 5)), 4.5))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        vals = np.nan_to_num(rates)
+        bars = ax.bar(range(len(rows)), vals, width=0.85,
+                      color=[colors[int(n) % len(colors)] for n in rows["node"]])
+        if slow is not None:
+            bars[slow].set_edgecolor("red")
+            bars[slow].set_linewidth(2.5)
+            bars[slow].set_label(slow_text)
+        step = max(1, int(np.ceil(len(rows) / 40)))
+        ax.set_xticks(range(0, len(rows), step))
+        ax.set_xticklabels([str(r) for r in rows["rank"][::step]], fontsize="x-small")
+        ax.set_xlabel("rank (grouped by node; colour = node)")
+        legend = slow is not None
+    else:
+        nodes = sorted(set(int(n) for n in rows["node"]))
+        fig, ax = plt.subplots(figsize=(min(16, max(7, 0.3 * len(nodes) + 3)), 4.8))
+        if len(nodes) <= BOXES_UP_TO:
+            data = [rates[(rows["node"] == n) & finite] for n in nodes]
+            keep = [i for i, v in enumerate(data) if v.size]
+            ax.boxplot([data[i] for i in keep], positions=[i + 1 for i in keep], widths=0.6,
+                       showfliers=True, flierprops={"markersize": 2})
+            ax.set_xticks(range(1, len(nodes) + 1))
+            ax.set_xticklabels([hosts[n] for n in nodes], rotation=60, ha="right",
+                               fontsize="x-small")
+            ax.set_xlabel("node (box: quartiles of its ranks; whiskers 1.5 IQR; dots: outliers)")
+            title += ", per node"
+        else:
+            ax.hist(rates[finite], bins=min(100, max(10, int(np.sqrt(finite.sum())))))
+            ax.set_xlabel("per-rank write bandwidth (MB/s)")
+            title += ", histogram"
+        if slow is not None:
+            if len(nodes) <= BOXES_UP_TO:
+                ax.plot([nodes.index(int(rows["node"][slow])) + 1], [rates[slow]], "rv",
+                        label=slow_text)
+            else:
+                ax.axvline(rates[slow], color="red", linestyle=":", label=slow_text)
+        legend = slow is not None
+    ax.set_ylabel("per-rank write bandwidth (MB/s)" if len(rows) <= BARS_UP_TO
+                  or ax.get_xlabel().startswith("node") else "ranks")
+    ax.set_title(title, fontsize="medium")
+    _finish(fig, ax, plt, out, legend=legend)
 
 
 def timeline(rec, out: str, iteration=None) -> None:
     plt = _pyplot()
     it, rows = _iteration(rec, iteration)
     s = rec.samples[rec.samples["iteration"] == it]
+    if "phase" in (s.dtype.names or ()):  # records with a read phase: the writes only
+        s = s[s["phase"] == 0]
     t0 = float(np.nanmin(rows["t_write_start"]))
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:
@@ -119,11 +173,39 @@ def timeline(rec, out: str, iteration=None) -> None:
         if np.isfinite(r["t_close_end"]):
             ax.axvline(r["t_close_end"] - t0, color=line.get_edgecolor(), linestyle=":",
                        alpha=0.6)
+    agg_t, agg_rate = _aggregate_rate(rows, s, t0)
+    if agg_t.size > 1:
+        ax2 = ax.twinx()
+        ax2.stairs(agg_rate, agg_t, color="black", linewidth=2.2,
+                   label="aggregate (all ranks)")
+        ax2.set_ylabel("aggregate throughput (MB/s, black)")
+        ax2.set_ylim(bottom=0)
+        ax2.legend(loc="upper right", fontsize="x-small")
     ax.set_xlabel("time since the first write (s)")
     ax.set_ylabel("per-rank throughput (MB/s)")
     ax.set_title(f"throughput over time, run {rec.run_id}, iteration {it}\n"
                  "(dotted: when each rank finished)", fontsize="medium")
     if len(rows) <= 12:
-        ax.legend(fontsize="x-small", ncol=2)
+        ax.legend(fontsize="x-small", ncol=2, loc="upper left")
     ax.grid(True, alpha=0.3)
     _finish(fig, ax, plt, out, legend=False)
+
+
+def _aggregate_rate(rows, samples, t0: float):
+    """(edges, MB/s) of all ranks together: every rank's bytes interpolated on the union of
+    sample times (a rank holds its last count after it finished), then differenced."""
+    times = np.unique(np.concatenate([samples["t"], rows["t_write_start"]])) if len(samples) \
+        else np.zeros(0)
+    times = times[np.isfinite(times)]
+    if times.size < 2:
+        return np.zeros(0), np.zeros(0)
+    total = np.zeros(times.size)
+    for r in rows:
+        mine = samples[samples["rank"] == r["rank"]]
+        ts = np.concatenate([[r["t_write_start"]], mine["t"]])
+        bs = np.concatenate([[0], mine["bytes"]]).astype(float)
+        if not np.all(np.isfinite(ts)):
+            continue
+        total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
+    rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / 1e6
+    return times - t0, rate

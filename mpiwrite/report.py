@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from mpiwrite import stats
+from mpiwrite import contract, stats
 from mpiwrite.errors import ConfigError
-from mpiwrite.results import Store, metric_values, parse_filter
+from mpiwrite.results import Store, parse_filter, resolve_unit, sample_values
 from mpiwrite.summary import STATUS_NAMES, node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -22,9 +21,32 @@ def _num(x: float, digits: int = 1) -> str:
     return "-" if x is None or x != x else f"{x:.{digits}f}"
 
 
-def report_rows(store: Store, by: Sequence[str], metric: str = "aggregate",
-                baseline: Optional[str] = None, confidence: float = 0.95) -> List[Dict[str, Any]]:
+class Sampling(NamedTuple):
+    """What one sample is: the metric, the unit (run or iteration), the warm-up dropped."""
+    metric: str = "aggregate"
+    unit: str = "auto"
+    warmup: int = 0
+    confidence: float = 0.95
+
+
+DEFAULT_SAMPLING = Sampling()
+
+
+def unit_text(unit: str, asked: str, warmup: int) -> str:
+    """The sample unit in words (under 90 characters), as every report says it."""
+    what = "one per run (its mean)" if unit == "run" else "one per iteration"
+    why = (" (auto: several iterations per run)" if unit == "run" else
+           " (auto: one iteration per run)") if asked == "auto" else ""
+    drop = f"first {warmup} dropped" if warmup else "none dropped"
+    return f"{what}{why}; warm-up {drop}"
+
+
+def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
+                baseline: Optional[str] = None):
+    """(rows, unit used): one row per group of complete runs, with the contract's names."""
     runs = store.select()
+    unit = resolve_unit(runs, sampling.unit, sampling.warmup)
+    conf, warm = sampling.confidence, sampling.warmup
     groups: Dict[tuple, list] = {}
     for r in runs:
         k = store.keys(r)
@@ -34,34 +56,37 @@ def report_rows(store: Store, by: Sequence[str], metric: str = "aggregate",
         groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
     rows = []
     for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
-        values = [v for r in members for v in metric_values(r, metric)]
-        s = stats.describe(values, confidence)
+        values = sample_values(members, sampling.metric, unit, warm)
         per_rank = np.concatenate([r.ranks["MB_per_s"][np.isin(
-            r.ranks["iteration"], r.iterations["iteration"][r.iterations["status"] == 0])]
+            r.ranks["iteration"], r.iterations["iteration"][
+                (r.iterations["status"] == 0) & (r.iterations["iteration"] >= warm)])]
             for r in members]) if members else np.zeros(0)
         per_rank = per_rank[np.isfinite(per_rank)]
-        first = [v for r in members for v in metric_values(r, "first-done")]
-        last = [v for r in members for v in metric_values(r, "aggregate")]
-        row = {k: v for k, v in zip(by, key)}
-        row.update(runs=len(members), n=s.n, mean=s.mean, ci_lo=s.lo, ci_hi=s.hi, min=s.min,
-                   max=s.max, rank_mean=float(per_rank.mean()) if per_rank.size else math.nan,
-                   rank_std=float(per_rank.std(ddof=1)) if per_rank.size > 1 else math.nan,
-                   first_done=float(np.mean(first)) if first else math.nan,
-                   last_done=float(np.mean(last)) if last else math.nan, _values=values)
+        first = [v for v in sample_values(members, "first-done", unit, warm) if v == v]
+        last = sample_values(members, "aggregate", unit, warm)
+        row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
+        row.update(contract.stat_block(values, conf))
+        row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,
+                   rank_std_MB_per_s=float(per_rank.std(ddof=1)) if per_rank.size > 1
+                   else math.nan,
+                   first_done_MB_per_s=float(np.mean(first)) if first else math.nan,
+                   last_done_MB_per_s=float(np.mean(last)) if last else math.nan,
+                   _values=values)
         rows.append(row)
     if baseline:
         flt = parse_filter(baseline, "--baseline")
         unknown = [k for k in flt if k not in by]
         if unknown:
             raise ConfigError(f"--baseline: {', '.join(unknown)} is not among --by keys")
-        base = [r for r in rows if all(str(r[k]) == v for k, v in flt.items())]
+        base = [r for r in rows if all(str(r["keys"][k]) == v for k, v in flt.items())]
         if len(base) != 1:
             raise ConfigError(f"--baseline: {baseline!r} matches {len(base)} rows, expected 1")
         for r in rows:
-            c = stats.compare(base[0]["_values"], r["_values"], confidence)
-            r.update(change_pct=c.pct, change_lo=c.pct_lo, change_hi=c.pct_hi,
+            c = stats.compare(base[0]["_values"], r["_values"], conf)
+            r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
+                     p_value=c.p_value,
                      verdict="base" if r is base[0] else ("real" if c.real else "noise"))
-    return rows
+    return rows, unit
 
 
 def _sort_key(key: tuple):
@@ -77,46 +102,68 @@ def _isnum(text: str) -> bool:
 
 
 COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done"]
+CSV_FIELDS = ["runs", *contract.STAT_KEYS, "rank_mean_MB_per_s", "rank_std_MB_per_s",
+              "first_done_MB_per_s", "last_done_MB_per_s"]
+CHANGE_FIELDS = ["change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value", "verdict"]
+
+
+def report_doc(rows, by: Sequence[str], sampling: Sampling, unit: str,
+               duplicates: int = 0) -> Dict[str, Any]:
+    """The `report --format json` document (schema: report-json.schema.json)."""
+    doc = contract.header("report")
+    doc.update(metric=sampling.metric, unit=unit, unit_requested=sampling.unit,
+               warmup=sampling.warmup, confidence=sampling.confidence, by=list(by),
+               duplicate_records=duplicates,
+               rows=[{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+    return contract.finite(doc)
 
 
 def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
-                confidence: float = 0.95) -> str:
+                sampling: Sampling = DEFAULT_SAMPLING, unit: str = "iteration",
+                duplicates: int = 0) -> str:
+    confidence = sampling.confidence
     if fmt == "json":
-        return json.dumps(jsonable([{k: v for k, v in r.items() if not k.startswith("_")}
-                                    for r in rows]), indent=1, allow_nan=False)
+        return contract.dumps(report_doc(rows, by, sampling, unit, duplicates))
     has_change = any("change_pct" in r for r in rows)
+    if fmt == "csv":
+        out = io.StringIO()
+        w = csv.writer(out)
+        fields = CSV_FIELDS + (CHANGE_FIELDS if has_change else [])
+        w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
+                                        "schema_version"])
+        for r in contract.finite(rows):
+            w.writerow([printable(r["keys"][k]) for k in by]
+                       + ["" if r.get(f) is None else r.get(f) for f in fields]
+                       + [sampling.metric, unit, sampling.warmup, confidence,
+                          contract.OUTPUT_VERSION])
+        return out.getvalue().rstrip("\n")
     head = list(by) + COLUMNS + (["change % ±95%"] if has_change else [])
     head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
     body = []
     for r in rows:
-        cells = [printable(r[k]) for k in by]
-        half = (r["ci_hi"] - r["ci_lo"]) / 2 if r["n"] > 1 else float("nan")
-        cells += [str(r["runs"]), str(r["n"]), f"{_num(r['mean'])} ±{_num(half)}",
-                  _num(r["min"], 0), _num(r["max"], 0),
-                  f"{_num(r['rank_mean'], 0)}±{_num(r['rank_std'], 0)}", _num(r["first_done"])]
+        cells = [printable(r["keys"][k]) for k in by]
+        half = (r["ci_hi_MB_per_s"] - r["ci_lo_MB_per_s"]) / 2 if r["n"] > 1 else float("nan")
+        cells += [str(r["runs"]), str(r["n"]), f"{_num(r['mean_MB_per_s'])} ±{_num(half)}",
+                  _num(r["min_MB_per_s"], 0), _num(r["max_MB_per_s"], 0),
+                  f"{_num(r['rank_mean_MB_per_s'], 0)}±{_num(r['rank_std_MB_per_s'], 0)}",
+                  _num(r["first_done_MB_per_s"])]
         if has_change:
             cells.append(_change_cell(r))
         body.append(cells)
-    if fmt == "csv":
-        out = io.StringIO()
-        w = csv.writer(out)
-        w.writerow(list(by) + ["runs", "n", "mean_MB_per_s", "ci_lo", "ci_hi", "min", "max",
-                               "rank_mean", "rank_std", "first_done"]
-                   + (["change_pct", "change_lo", "change_hi", "verdict"] if has_change else []))
-        for r in rows:
-            w.writerow([printable(r[k]) for k in by] + [r[k] for k in (
-                "runs", "n", "mean", "ci_lo", "ci_hi", "min", "max", "rank_mean", "rank_std",
-                "first_done")] + ([r["change_pct"], r["change_lo"], r["change_hi"],
-                                   r["verdict"]] if has_change else []))
-        return out.getvalue().rstrip("\n")
     head = [printable(h) for h in head]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
+    notes = [f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
+    if has_change:
+        notes.append(f"change: against the base row, {confidence * 100:g}% interval; "
+                     "~ = within noise (Welch's t-test)")
+    if duplicates:
+        notes.append(_duplicate_note(duplicates))
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]
         lines += ["| " + " | ".join(_md(c) for c in b) + " |" for b in body]
-        return "\n".join(lines)
+        return "\n".join(lines + [""] + notes)
     if fmt != "table":
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, csv, json")
     right = set(range(len(by), len(head)))
@@ -125,10 +172,17 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     for b in body:
         lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
                                for i, (c, w) in enumerate(zip(b, widths))).rstrip())
-    if has_change:
-        lines.append(f"change: against the base row, {confidence * 100:g}% interval; "
-                     "~ = within noise (Welch's t-test)")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)
+
+
+def _duplicate_note(n: int) -> str:
+    return (f"note: {n} record{'s' * (n != 1)} repeated a run already read (same run id) "
+            "and counted once")
+
+
+def interval(lo: float, hi: float, digits: int = 1) -> str:
+    """An interval as [lo, hi]."""
+    return f"[{_num(lo, digits)}, {_num(hi, digits)}]"
 
 
 def _md(cell: str) -> str:
@@ -138,74 +192,105 @@ def _md(cell: str) -> str:
 
 def jsonable(x: Any) -> Any:
     """x with NaN and infinities as None (JSON null), numpy scalars as Python values."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+    return contract.finite(x)
 
 
 def _change_cell(r: Dict[str, Any]) -> str:
     if r.get("verdict") == "base":
         return "base"
-    if r["change_lo"] != r["change_lo"]:
+    if r["change_ci_lo_pct"] != r["change_ci_lo_pct"]:
         return f"{r['change_pct']:+.1f} ±?"
-    half = (r["change_hi"] - r["change_lo"]) / 2
+    half = (r["change_ci_hi_pct"] - r["change_ci_lo_pct"]) / 2
     return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
 def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
     """A compare side: a record path or folder, or KEY=VALUE filters over --in.
 
-    Returns (complete runs, number of unreadable records met)."""
+    Returns (complete runs, number of unreadable records met, records repeating a run)."""
     import os
 
     if os.path.lexists(spec):
         store = Store([spec], option=name)
-        return store.select(), len(store.bad)
+        return store.select(), len(store.bad), len(store.duplicates)
     if "=" in spec and store_in is not None:
-        return store_in.select(parse_filter(spec, name)), 0
+        return store_in.select(parse_filter(spec, name)), 0, len(store_in.duplicates)
     raise ConfigError(f"{name}: {printable(spec)!r} is neither a record path nor a KEY=VALUE "
                       "filter")
 
 
-def compare_text(a_runs, b_runs, a_name: str, b_name: str, metric: str,
-                 confidence: float) -> (str, Dict[str, Any]):
-    va = [v for r in a_runs for v in metric_values(r, metric)]
-    vb = [v for r in b_runs for v in metric_values(r, metric)]
+def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = DEFAULT_SAMPLING,
+                 fail_if_slower: Optional[float] = None, duplicates: int = 0):
+    """(text, JSON document, whether the --fail-if-slower gate failed)."""
+    metric, confidence = sampling.metric, sampling.confidence
+    unit = resolve_unit(list(a_runs) + list(b_runs), sampling.unit, sampling.warmup)
+    va = sample_values(a_runs, metric, unit, sampling.warmup)
+    vb = sample_values(b_runs, metric, unit, sampling.warmup)
     if not va or not vb:
         side = a_name if not va else b_name
         raise ConfigError(f"{printable(side)}: no complete runs match")
     c = stats.compare(va, vb, confidence)
     pct = f"{confidence * 100:g}%"
-    lines = [f"metric: {metric} MB/s; test: Welch's t-test, {pct} confidence"]
+    lines = [f"metric: {metric} MB/s; test: Welch's t-test, {pct} confidence",
+             f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
-        ci = f"{pct} CI {_num(s.lo)}-{_num(s.hi)}" if s.n > 1 else "no interval (n=1)"
+        ci = f"{pct} CI {interval(s.lo, s.hi)}" if s.n > 1 else "no interval (n=1)"
         lines.append(f"  A={name}" if name == a_name else f"  B={name}")
-        lines.append(f"     {len(runs)} runs, n={s.n}: mean {_num(s.mean)} MB/s, {ci}, "
-                     f"sd {_num(s.std)}")
+        lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean)} MB/s, "
+                     f"{ci}, sd {_num(s.std)}")
     if c.a.n < 2 or c.b.n < 2:
-        verdict = "cannot tell: each side needs at least 2 repetitions"
+        verdict = (f"cannot tell: each side needs at least 2 samples; about "
+                   f"{_count(c.more_per_side, 'more repetition')} per side")
     elif c.real:
         verdict = f"a real difference (p = {c.p_value:.2g})"
+    elif c.more_per_side:
+        verdict = (f"within noise (p = {c.p_value:.2g}); about "
+                   f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"
+                   " in all) would settle a difference of this size")
     else:
-        more = (f"about {max(0, c.needed_per_group - min(c.a.n, c.b.n))} more repetitions per "
-                f"side would settle a difference of this size" if c.needed_per_group > 0
-                else "the means are identical")
-        verdict = f"within noise (p = {c.p_value:.2g}); {more}"
-    lines.append(f"  B - A: {c.diff:+.1f} MB/s ({_num(c.diff_lo)}..{_num(c.diff_hi)}), "
-                 f"{c.pct:+.1f}% ({_num(c.pct_lo)}..{_num(c.pct_hi)})")
+        verdict = f"within noise (p = {c.p_value:.2g}); the means are identical"
+    lines.append(f"  B - A: {c.diff:+.1f} MB/s, {pct} CI {interval(c.diff_lo, c.diff_hi)}; "
+                 f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
     lines.append(f"  verdict: {verdict}")
-    doc = {"metric": metric, "test": "welch", "confidence": confidence,
-           "a": dict(c.a._asdict(), runs=len(a_runs)), "b": dict(c.b._asdict(), runs=len(b_runs)),
-           "diff": c.diff, "diff_ci": [c.diff_lo, c.diff_hi], "pct": c.pct,
-           "pct_ci": [c.pct_lo, c.pct_hi], "p_value": c.p_value, "real": c.real,
-           "needed_per_group": c.needed_per_group, "verdict": verdict}
-    return "\n".join(printable(ln) for ln in lines), jsonable(doc)
+    failed = False
+    if fail_if_slower is not None:
+        failed = bool(c.real and c.pct == c.pct and c.pct < -fail_if_slower)
+        lines.append(f"  gate --fail-if-slower {fail_if_slower:g}: "
+                     + (f"FAIL (B is {-c.pct:.1f}% slower, a real difference)" if failed else
+                        "pass"))
+    if duplicates:
+        lines.append(_duplicate_note(duplicates))
+    doc = contract.header("compare")
+    doc.update(metric=metric, unit=unit, unit_requested=sampling.unit, warmup=sampling.warmup,
+               test="welch", confidence=confidence,
+               a=dict(contract.summary_block(c.a), name=a_name, runs=len(a_runs)),
+               b=dict(contract.summary_block(c.b), name=b_name, runs=len(b_runs)),
+               diff_MB_per_s=c.diff, diff_ci_lo_MB_per_s=c.diff_lo,
+               diff_ci_hi_MB_per_s=c.diff_hi, change_pct=c.pct, change_ci_lo_pct=c.pct_lo,
+               change_ci_hi_pct=c.pct_hi, p_value=c.p_value, df=c.df, real=c.real,
+               needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
+               verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
+               duplicate_records=duplicates)
+    return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
+
+
+def _count(n: int, word: str) -> str:
+    """1 node, 2 nodes; 1 more repetition, 2 more repetitions."""
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def unique_options(text: str) -> str:
+    """Mount options with repeats left out, first spelling kept: 'rw,relatime,rw' -> 'rw,relatime'
+    (the mount's and the superblock's options are joined in the record)."""
+    seen: List[str] = []
+    for opt in str(text).split(","):
+        if opt and opt not in seen:
+            seen.append(opt)
+    return ",".join(seen)
+
+
+def _options(text) -> str:
+    return f" ({unique_options(text)})" if text else ""
 
 
 def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
@@ -213,7 +298,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     hosts = [printable(n.get("host")) for n in rec.nodes]
     lines = [f"run {rec.run_id}  status {rec.status}  started {rec.attrs.get('start_time')}",
              f"command: {rec.attrs.get('command_line')}",
-             f"ranks {rec.attrs.get('ranks')} on {rec.attrs.get('nodes')} nodes; block "
+             f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
+             f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
              f"{format_size(p.get('block_size') or 0)}, size "
              f"{format_size(p['size']) if p.get('size') else '-'}, time "
              f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
@@ -230,7 +316,9 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
         lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, lustre "
                      f"{lus.get('version') or 'none'} ({lus.get('kernel', 'n/a')}), checksums "
                      f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
-                     f"{(n.get('fs') or {}).get('fstype')}, clock offset {off[0]:+.6f}s "
+                     f"{(n.get('fs') or {}).get('fstype')}"
+                     f"{_options((n.get('fs') or {}).get('mount_options'))}, "
+                     f"clock offset {off[0]:+.6f}s "
                      f"±{off[1]:.6f}")
     for it in rec.iterations:
         lines.append(f"iteration {it['iteration']}: {STATUS_NAMES.get(int(it['status']), '?')}"
@@ -249,11 +337,11 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             lines.append(f"iteration {it}: imbalance slowest/fastest "
                          f"{rates.min() / rates.max():.3f}, coefficient of variation "
                          f"{cv:.1f}%, straggler tail {format_seconds(tail)}")
-        lines.append("per node:")
+        lines.append(f"per node, iteration {it}:")
         for n in node_totals(rows):
-            lines.append(f"  {hosts[int(n['node'])]:<16} {int(n['ranks']):>4} ranks "
+            lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
                          f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s")
-        lines.append("per rank, slowest first:")
+        lines.append(f"per rank, slowest first, iteration {it}:")
         lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
                      f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'offset s':>10} status")
         order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))

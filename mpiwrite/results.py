@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -95,6 +95,9 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
         lustre_kernel=_common([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
     )
+    if "client" not in keys:  # records from before the `client` key: derive it
+        lus = keys.get("lustre")
+        keys["client"] = f"lustre {lus}" if lus and lus not in ("none", "n/a", "-") else "none"
     keys.update(rec.tags())
     return keys
 
@@ -167,10 +170,11 @@ class Store:
 
     def find_run(self, ident: str) -> records.RunRecord:
         hits = [r for r in self.runs if r.run_id == ident or r.run_id.startswith(ident)
+                or r.run_id.endswith("-" + ident)
                 or os.path.abspath(r.path) == os.path.abspath(ident)]
         if len(hits) != 1:
-            raise ConfigError(f"RUN: {ident!r} matches {len(hits)} records (give a path or a "
-                              "longer run id)")
+            raise ConfigError(f"RUN: {printable(ident)!r} matches {len(hits)} records in --in "
+                              "(give a path, a longer run id or its random suffix)")
         return hits[0]
 
 
@@ -219,9 +223,11 @@ METRICS = {
 }
 
 
-def metric_values(rec: records.RunRecord, metric: str) -> List[float]:
-    """One value per good iteration of a run for the chosen metric."""
-    its = rec.iterations[rec.iterations["status"] == 0]
+def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
+    """One value per good iteration of a run for the chosen metric, after leaving out the
+    first `warmup` iterations of the run (whatever their status)."""
+    its = rec.iterations[(rec.iterations["status"] == 0)
+                         & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
         vals = []
         from mpiwrite.summary import node_totals
@@ -231,9 +237,39 @@ def metric_values(rec: records.RunRecord, metric: str) -> List[float]:
             vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
         return vals
     if metric not in METRICS:
-        raise ConfigError(f"--metric: {metric!r} is not one of "
-                          f"{', '.join(list(METRICS) + ['per-node'])}")
+        raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
     return [float(v) for v in its[METRICS[metric]]]
+
+
+METRIC_NAMES = list(METRICS) + ["per-node"]
+UNITS = ("auto", "run", "iteration")
+
+
+def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) -> str:
+    """The sample unit: `run` (one value per run, the mean of its iterations) or `iteration`.
+    `auto` is `run` when some run has several good iterations after the warm-up (they are
+    not independent samples), else `iteration` (then the two are the same)."""
+    if unit not in UNITS:
+        raise ConfigError(f"--unit: {unit!r} is not one of {', '.join(UNITS)}")
+    if unit != "auto":
+        return unit
+    several = any(int(np.sum((r.iterations["status"] == 0)
+                             & (r.iterations["iteration"] >= warmup))) > 1 for r in runs)
+    return "run" if several else "iteration"
+
+
+def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
+                  warmup: int = 0) -> List[float]:
+    """The samples of a set of runs: each good iteration (unit `iteration`) or each run's
+    mean over its good iterations (unit `run`; a run with none gives no sample)."""
+    out: List[float] = []
+    for r in runs:
+        vals = [v for v in metric_values(r, metric, warmup) if v == v]
+        if unit == "run":
+            out += [float(np.mean(vals))] if vals else []
+        else:
+            out += vals
+    return out
 
 
 def load(paths, skip_bad: bool = True):

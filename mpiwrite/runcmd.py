@@ -62,14 +62,18 @@ SIZE, DURATION = Size(), Duration()
 
 @click.command(context_settings={"show_default": True})
 @click.argument("target", required=False)
-@click.option("--layout", default="fpp", help="fpp: a file per rank; shared: one file, "
-              "a contiguous segment per rank (N-to-1).")
-@click.option("-b", "--block-size", type=SIZE, default="1MiB", help="Bytes per write call.")
+@click.option("--layout", default="fpp", metavar="[fpp|shared]",
+              help="fpp: a file per rank; shared: one file, a contiguous segment per rank "
+              "(N-to-1).")
+@click.option("-b", "--block-size", type=SIZE, default="1MiB", help="Bytes per write call. "
+              "Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); kB, MB, GB are "
+              "decimal (1MB = 10^6 bytes, unlike fio).")
 @click.option("-s", "--size", type=SIZE, default=None,
               help="Bytes per rank [default: 256MiB unless --time or --count is given].")
 @click.option("--count", type=int, default=None, help="Blocks per rank (instead of --size).")
 @click.option("-t", "--time", "time_limit", type=DURATION, default=None,
-              help="Stop writing after this long, counting only completed writes (lmdd time=).")
+              help="Stop writing after this long, counting only completed writes (lmdd time=): "
+                   "60, 60s, 5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).")
 @click.option("--fsync/--no-fsync", default=True,
               help="fsync after the last write, inside the timed interval (lmdd fsync=1).")
 @click.option("--fsync-every", type=int, default=0, help="Also fsync after every N blocks.")
@@ -109,12 +113,20 @@ SIZE, DURATION = Size(), Duration()
 @click.option("--engine", type=click.Choice(config.ENGINES), default="posix",
               help="posix: real writes; null: no I/O at all (tests of the coordination).")
 @stripeopts.options
+@click.option("--units", type=click.Choice(["MB", "MiB"]), default="MB",
+              help="Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); "
+                   "records and JSON stay in MB/s.")
+@click.option("--ior-summary", is_flag=True,
+              help="Also print IOR's summary line, 'Max Write: X MiB/sec (Y MB/sec)' (the best "
+                   "iteration, open time included as IOR counts it), for IOR parsers.")
 @click.pass_context
 def run(ctx, **_params):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
-    from mpiwrite import runner
+    from mpiwrite import console, runner
 
     argv = ["mpiwrite"] + sys.argv[1:]
+    console.configure(units=ctx.params.get("units", "MB"),
+                      ior_summary=bool(ctx.params.get("ior_summary")))
     try:
         cfg = config_from(ctx.params)
     except ConfigError as exc:

@@ -61,17 +61,32 @@ def t_cdf(t: float, df: float) -> float:
 
 
 def t_ppf(p: float, df: float) -> float:
-    """Quantile of Student's t (bisection; accurate to ~1e-10)."""
+    """Quantile of Student's t (bisection on the tail; relative accuracy ~1e-12).
+
+    The bracket grows until it holds the quantile: t_ppf(1 - 1e-9, 1) is about 3.2e8."""
+    if not 0 < p < 1:
+        return math.nan if not 0 <= p <= 1 else math.copysign(math.inf, p - 0.5)
     if math.isinf(df) or df > 1e6:
         return NormalDist().inv_cdf(p)
-    lo, hi = -1e3, 1e3
-    for _ in range(200):
+    if p < 0.5:
+        return -t_ppf(1 - p, df)
+    if p == 0.5:
+        return 0.0
+    tail = 1 - p  # find t > 0 with P(T > t) = tail, which keeps precision for p near 1
+
+    def upper(t: float) -> float:
+        return 0.5 * betainc(df / 2, 0.5, df / (df + t * t))
+
+    lo, hi = 0.0, 1.0
+    while upper(hi) > tail and hi < 1e300:
+        lo, hi = hi, hi * 2
+    for _ in range(400):
         mid = (lo + hi) / 2
-        if t_cdf(mid, df) < p:
+        if upper(mid) > tail:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-12:
+        if hi - lo <= 1e-13 * hi:
             break
     return (lo + hi) / 2
 
@@ -115,41 +130,68 @@ class Comparison(NamedTuple):
     diff_lo: float
     diff_hi: float
     pct: float  # (mean(b) / mean(a) - 1) * 100
-    pct_lo: float
+    pct_lo: float  # the difference's interval in percent of mean(a): same test, same t
     pct_hi: float
     p_value: float
     df: float
     real: bool
-    needed_per_group: int  # repetitions per configuration that would settle it (0: settled)
+    needed_per_side: int  # repetitions per side that would settle a difference this size
+    more_per_side: int  # how many more than the smaller side has (0: settled or identical)
+
+
+def needed_per_side(diff: float, sd: float, confidence: float = 0.95,
+                    power: float = 0.8) -> int:
+    """Smallest n per side at which a two-sided t-test at `confidence` detects `diff` with
+    probability `power` when both sides have standard deviation `sd` (t quantiles with the
+    Welch degrees of freedom for equal sides, 2n - 2, not the normal approximation)."""
+    if not diff or not math.isfinite(diff):
+        return 0
+    if sd <= 0:
+        return 2
+    zn = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
+    n = max(2, int(math.ceil(2 * (zn * sd / abs(diff)) ** 2)))  # t quantiles only add to it
+    if n >= 10**6:
+        return 10**6
+    while True:
+        df = 2 * n - 2
+        z = t_ppf(0.5 + confidence / 2, df) + t_ppf(power, df)
+        if abs(diff) / (sd * math.sqrt(2 / n)) >= z:
+            return n
+        n += 1
 
 
 def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
             power: float = 0.8) -> Comparison:
-    """Welch's t-test of b against a, with intervals for the difference and the change."""
+    """Welch's t-test of b against a.
+
+    The interval of the change in percent is the difference's interval divided by mean(a)
+    (the same t quantile and Welch degrees of freedom), so the absolute interval, the percent
+    interval and the verdict always agree: each excludes zero exactly when p < 1 - confidence.
+    """
     sa, sb = describe(a, confidence), describe(b, confidence)
     nan = float("nan")
+    scale = 100 / sa.mean if sa.n and sa.mean else nan
     if sa.n < 2 or sb.n < 2:
+        need = 2
         return Comparison(sa, sb, sb.mean - sa.mean, nan, nan,
-                          (sb.mean / sa.mean - 1) * 100 if sa.n and sb.n else nan, nan, nan,
-                          nan, nan, False, max(0, 2 - min(sa.n, sb.n)) + 2)
+                          (sb.mean / sa.mean - 1) * 100 if sa.n and sb.n and sa.mean else nan,
+                          nan, nan, nan, nan, False, need, need - min(sa.n, sb.n))
     va, vb = sa.std ** 2, sb.std ** 2
     se = math.sqrt(va / sa.n + vb / sb.n)
     df = _welch_df(va, sa.n, vb, sb.n)
     diff = sb.mean - sa.mean
-    tq = t_ppf(0.5 + confidence / 2, df)
     if se == 0:
         p = 0.0 if diff != 0 else 1.0
+        lo = hi = diff
     else:
-        p = 2 * (1 - t_cdf(abs(diff) / se, df))
-    # percent change by the delta method: r = mb/ma - 1
-    ratio = sb.mean / sa.mean
-    se_r = math.sqrt(vb / (sb.n * sa.mean ** 2) + (sb.mean ** 2) * va / (sa.n * sa.mean ** 4))
-    real = p < 1 - confidence
-    needed = 0
-    if not real:
-        sd = math.sqrt((va + vb) / 2)
-        z = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
-        needed = int(math.ceil(2 * (z * sd / abs(diff)) ** 2)) if diff else -1
-    return Comparison(sa, sb, diff, diff - tq * se, diff + tq * se, (ratio - 1) * 100,
-                      (ratio - 1 - tq * se_r) * 100, (ratio - 1 + tq * se_r) * 100, p, df,
-                      real, needed)
+        p = min(1.0, 2 * (1 - t_cdf(abs(diff) / se, df)))
+        tq = t_ppf(0.5 + confidence / 2, df)
+        lo, hi = diff - tq * se, diff + tq * se
+    real = bool(p < 1 - confidence)  # the same t and df: exactly when [lo, hi] excludes 0
+    need = more = 0
+    if not real and diff:
+        need = needed_per_side(diff, math.sqrt((va + vb) / 2), confidence, power)
+        more = max(1, need - min(sa.n, sb.n))
+        need = min(sa.n, sb.n) + more
+    return Comparison(sa, sb, diff, lo, hi, diff * scale, lo * scale, hi * scale, p, df,
+                      real, need, more)

@@ -1,7 +1,8 @@
 """Size, time and rate syntax.
 
 Sizes: ``4k``, ``1M``, ``1MiB``, ``2G`` are binary (2**10...); ``1kB``, ``1MB``, ``1GB`` are
-decimal (10**3...); a bare number is bytes.  Times: ``30``, ``30s``, ``500ms``, ``5m``, ``1h``.
+decimal (10**3...); a bare number is bytes.  Times: ``30``, ``30s``, ``500ms``, ``5min``, ``1h``;
+a bare ``m`` is refused as ambiguous (IOR and fio users read ``-t 1m`` as a 1 MiB transfer).
 Rates are printed in MB/s = 10**6 bytes per second, as lmdd and the original study did.
 """
 
@@ -17,7 +18,7 @@ _IEC = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 _SIZE_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]*)\s*$", re.ASCII)
 _TIME_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(ms|s|m|min|h)?\s*$",
                       re.IGNORECASE | re.ASCII)
-_TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "m": 60.0, "min": 60.0, "h": 3600.0}
+_TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "min": 60.0, "h": 3600.0}
 
 MB = 10**6
 MAX_BYTES = 2**62  # fits a C long and a float64 exactly enough; far beyond any file
@@ -63,8 +64,13 @@ def parse_time(text: str) -> float:
     """Parse a duration into seconds; raises ValueError with what is expected."""
     m = _TIME_RE.match(str(text))
     if not m:
-        raise ValueError(f"{shown(text)} is not a duration (expected e.g. 30, 30s, 500ms, 5m, 1h)")
+        raise ValueError(f"{shown(text)} is not a duration (expected e.g. 30, 30s, 500ms, 5min, "
+                         "1h)")
     unit = m.group(2).lower() if m.group(2) else None
+    if unit == "m":
+        raise ValueError(f"{shown(text)} is ambiguous: 'm' could be minutes or (for IOR and fio "
+                         f"users) mebibytes; write {m.group(1)}min or seconds such as "
+                         f"{float(m.group(1)) * 60:g}s")
     seconds = float(m.group(1)) * _TIME_UNITS[unit]
     if not seconds <= MAX_SECONDS:
         raise ValueError(f"{shown(text)} is too long (at most {MAX_SECONDS / 86400:.0f} days)")

@@ -93,7 +93,7 @@ def test_markdown_escapes_the_column_separator(tmp_path, capsys):
     synth.make(d / "b.h5", [400.0, 410.0], "b", tags={"q": "c"})
     code, out, err = _main(["report", str(d), "--by", "q", "--format", "markdown"], capsys)
     assert code == 0, err
-    rows = out.splitlines()
+    rows = [r for r in out.splitlines() if r.startswith("|")]  # the notes follow the table
     assert "| a\\|b |" in out
     assert len({r.replace("\\|", "").count("|") for r in rows}) == 1
 
@@ -106,7 +106,7 @@ def test_compare_json_has_null_not_nan(tmp_path, capsys):
     code, out, err = _main(["compare", "c=a", "c=b", "--in", str(d), "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
-    assert doc["a"]["lo"] is None and "NaN" not in out
+    assert doc["a"]["ci_lo_MB_per_s"] is None and "NaN" not in out
 
 
 # -- the same run counted once ----------------------------------------------------------------
@@ -126,17 +126,20 @@ def three_runs(tmp_path):
                                        ["rec/*.h5", "copy/a0.h5", "rec"]])
 def test_runs_named_twice_or_copied_count_once(three_runs, tmp_path, spellings):
     names = [s.format(abs=str(three_runs)) for s in spellings]
-    out = cli(["report", *names, "--by", "cfg", "--format", "json"], cwd=tmp_path)
+    out = cli(["report", *names, "--by", "cfg", "--format", "json", "--unit", "iteration"],
+              cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["cfg"]: r for r in json.loads(out.stdout)}
+    rows = {r["keys"]["cfg"]: r for r in json.loads(out.stdout)["rows"]}
     assert rows["a"]["runs"] == 3 and rows["a"]["n"] == 6
     assert rows["b"]["runs"] == 3 and rows["b"]["n"] == 6
 
 
 def test_compare_verdict_does_not_change_with_copies(three_runs, tmp_path, capsys):
-    once = _main(["compare", "cfg=a", "cfg=b", "--in", str(three_runs), "--json"], capsys)
+    once = _main(["compare", "cfg=a", "cfg=b", "--in", str(three_runs), "--json", "--unit",
+                  "iteration"], capsys)
     many = _main(["compare", "cfg=b", "cfg=a", "--in", str(three_runs), "--in",
-                  str(tmp_path / "copy"), "--in", str(three_runs) + "/", "--json"], capsys)
+                  str(tmp_path / "copy"), "--in", str(three_runs) + "/", "--json", "--unit",
+                  "iteration"], capsys)
     a, b = json.loads(once[1]), json.loads(many[1])
     assert a["a"]["n"] == b["b"]["n"] == 6 and a["real"] == b["real"]
     assert a["p_value"] == pytest.approx(b["p_value"])
@@ -153,11 +156,11 @@ def test_tag_values_with_comma_and_equals_can_be_selected(tmp_path, capsys):
     code, out, err = _main(["compare", 'q="x,\\"y\\"=1"', "q=z", "--in", str(d), "--json"],
                            capsys)
     assert code == 0, err
-    assert json.loads(out)["a"]["mean"] == pytest.approx(502.75, abs=0.1)
+    assert json.loads(out)["a"]["mean_MB_per_s"] == pytest.approx(502.75, abs=0.1)
     code, out, err = _main(["report", str(d), "--by", "q", "--baseline", 'q=x\\,\\"y\\"=1',
                             "--format", "json"], capsys)
     assert code == 0, err
-    assert {r["q"]: r["verdict"] for r in json.loads(out)}['x,"y"=1'] == "base"
+    assert {r["keys"]["q"]: r["verdict"] for r in json.loads(out)["rows"]}['x,"y"=1'] == "base"
 
 
 @pytest.mark.parametrize("baseline,needle", [("kernel", "--baseline"), ("a=1", "--baseline"),

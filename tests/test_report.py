@@ -42,16 +42,20 @@ def test_report_finds_the_original_losses(study, tmp_path):
     out = cli(["report", str(study), "--by", "client", "--baseline", "client=1.6.4.3",
                "--format", "json"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["client"]: r for r in json.loads(out.stdout)}
-    assert rows["1.6.4.3"]["runs"] == 5 and rows["1.6.4.3"]["n"] == 10
+    doc = json.loads(out.stdout)
+    rows = {r["keys"]["client"]: r for r in doc["rows"]}
+    # two iterations per run: by default one sample per run (its mean), and it says so
+    assert doc["unit"] == "run" and doc["unit_requested"] == "auto"
+    assert rows["1.6.4.3"]["runs"] == 5 and rows["1.6.4.3"]["n"] == 5
     for name, mbps in STUDY.items():
-        assert rows[name]["ci_lo"] < rows[name]["mean"] < rows[name]["ci_hi"]
-        assert rows[name]["mean"] == pytest.approx(mbps, rel=0.01)
+        r = rows[name]
+        assert r["ci_lo_MB_per_s"] < r["mean_MB_per_s"] < r["ci_hi_MB_per_s"]
+        assert r["mean_MB_per_s"] == pytest.approx(mbps, rel=0.01)
     for name, expect in (("1.6.5-off", -18.0), ("1.6.5-on", -61.0)):
         r = rows[name]
         truth = (STUDY[name] / STUDY["1.6.4.3"] - 1) * 100
         assert r["change_pct"] == pytest.approx(expect, abs=1.0)
-        assert r["change_lo"] <= truth <= r["change_hi"]
+        assert r["change_ci_lo_pct"] <= truth <= r["change_ci_hi_pct"]
         assert r["verdict"] == "real"
 
 
@@ -62,10 +66,13 @@ def test_report_table_fits_100_columns_and_other_formats(study, tmp_path):
     assert table.returncode == 0, table.stderr
     assert max(len(ln) for ln in table.stdout.splitlines()) <= 100, table.stdout
     assert "1.6.5-on" in table.stdout and "base" in table.stdout
+    assert "samples: one per run (its mean)" in table.stdout
     md = cli(base + ["--format", "markdown"], cwd=tmp_path).stdout
-    assert md.startswith("| client | checksums |") and len(md.strip().splitlines()) == 5
+    assert md.startswith("| client | checksums |")
+    assert len([ln for ln in md.splitlines() if ln.startswith("|")]) == 5
     rows = list(csv.DictReader(io.StringIO(cli(base + ["--format", "csv"], cwd=tmp_path).stdout)))
     assert len(rows) == 3 and float(rows[0]["mean_MB_per_s"]) > 0
+    assert rows[0]["unit"] == "run" and rows[0]["warmup"] == "0"
 
 
 def test_compare_same_distribution_is_within_noise(tmp_path):
@@ -79,7 +86,7 @@ def test_compare_same_distribution_is_within_noise(tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["real"] is False and "within noise" in doc["verdict"]
-    assert doc["test"] == "welch" and doc["a"]["n"] == 8
+    assert doc["test"] == "welch" and doc["a"]["n"] == 4 and doc["unit"] == "run"
     text = cli(["compare", str(tmp_path / "a"), str(tmp_path / "b")], cwd=tmp_path).stdout
     assert "Welch" in text and "within noise" in text and "more repetitions" in text
 
@@ -112,8 +119,9 @@ def test_bad_records_are_named_and_skipped(study, tmp_path):
 def test_incomplete_runs_are_left_out(tmp_path):
     synth.make(tmp_path / "ok.h5", [500.0, 510.0], "ok", tags={"k": "v"})
     synth.make(tmp_path / "bad.h5", [9000.0], "bad", tags={"k": "v"}, status="running")
-    out = cli(["report", str(tmp_path), "--by", "k", "--format", "json"], cwd=tmp_path)
-    assert json.loads(out.stdout)[0]["n"] == 2
+    out = cli(["report", str(tmp_path), "--by", "k", "--format", "json", "--unit",
+               "iteration"], cwd=tmp_path)
+    assert json.loads(out.stdout)["rows"][0]["n"] == 2
     assert "did not complete" in out.stderr
 
 
@@ -186,8 +194,8 @@ def test_every_metric_reports(study, tmp_path, metric):
     out = cli(["report", str(study), "--by", "client", "--metric", metric, "--format", "json"],
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["client"]: r for r in json.loads(out.stdout)}
-    assert rows["1.6.4.3"]["mean"] > rows["1.6.5-on"]["mean"] > 0
+    rows = {r["keys"]["client"]: r for r in json.loads(out.stdout)["rows"]}
+    assert rows["1.6.4.3"]["mean_MB_per_s"] > rows["1.6.5-on"]["mean_MB_per_s"] > 0
 
 
 def test_unknown_metric_is_bad_input(study, tmp_path):

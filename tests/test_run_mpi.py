@@ -44,8 +44,8 @@ def test_aggregate_recomputes_from_per_rank_rows(tmp_path):
         assert np.isnan(it["first_done_MB_per_s"]) and it["tail_seconds"] >= 0
     assert doc["status"] == "complete" and doc["record"] == rec.path
     agg = [it["aggregate_MB_per_s"] for it in doc["iterations"]]
-    assert doc["summary"]["aggregate"]["mean"] == pytest.approx(np.mean(agg))
-    assert doc["summary"]["aggregate"]["std"] == pytest.approx(np.std(agg, ddof=1))
+    assert doc["summary"]["aggregate"]["mean_MB_per_s"] == pytest.approx(np.mean(agg))
+    assert doc["summary"]["aggregate"]["std_MB_per_s"] == pytest.approx(np.std(agg, ddof=1))
 
 
 def test_screen_shows_header_iterations_summary(tmp_path):

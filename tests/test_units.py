@@ -18,7 +18,7 @@ def test_bad_sizes(text):
         parse_size(text)
 
 
-@pytest.mark.parametrize("text,value", [("30", 30), ("30s", 30), ("5m", 300), ("1h", 3600),
+@pytest.mark.parametrize("text,value", [("30", 30), ("30s", 30), ("5min", 300), ("1h", 3600),
                                         ("500ms", 0.5), ("2.5", 2.5)])
 def test_times(text, value):
     assert parse_time(text) == pytest.approx(value)
@@ -27,6 +27,13 @@ def test_times(text, value):
 @pytest.mark.parametrize("text", ["", "-3", "5x", "1.2.3s"])
 def test_bad_times(text):
     with pytest.raises(ValueError):
+        parse_time(text)
+
+
+@pytest.mark.parametrize("text", ["1m", "5M", "2.5m"])
+def test_bare_m_is_ambiguous(text):
+    """IOR's -t 1m is a 1 MiB transfer; mpiwrite's -t is a time: refuse, name both readings."""
+    with pytest.raises(ValueError, match="ambiguous.*min"):
         parse_time(text)
 
 
