@@ -131,5 +131,5 @@ def test_report_by_client_over_new_and_old_records(tmp_path):
     assert old.keys()["client"] == "lustre 1.6.5"  # derived from its lustre key
     out = cli(["report", str(study), "--by", "client", "--format", "json"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["client"]: r for r in json.loads(out.stdout)}
+    rows = {r["keys"]["client"]: r for r in json.loads(out.stdout)["rows"]}
     assert set(rows) == {"nfs 4.2", "nfs 3", "lustre 1.6.5"}

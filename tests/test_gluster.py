@@ -150,7 +150,7 @@ def test_aggregate_grows_with_hosts(bed):
     for n in (1, 2, 3):
         out, doc = bed.run(n, write_args(bed, f"scale{n}"))
         assert out.returncode == 0, out.stdout + out.stderr
-        agg[n] = doc["summary"]["aggregate"]["mean"]
+        agg[n] = doc["summary"]["aggregate"]["mean_MB_per_s"]
     print("aggregate MB/s by hosts", {k: round(v, 1) for k, v in agg.items()})
     assert agg[2] > 1.6 * agg[1] and agg[3] > 2.3 * agg[1], agg
 
@@ -262,9 +262,9 @@ def test_compression_ab_with_compare(bed):
               cwd=bed.folder)
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
     verdict = json.loads(cmp.stdout)
-    print(json.dumps({k: verdict[k] for k in ("pct", "p_value", "verdict")}))
-    assert verdict["a"]["n"] == 6 and verdict["b"]["n"] == 6
-    assert verdict["real"] and verdict["pct"] < -20, verdict
+    print(json.dumps({k: verdict[k] for k in ("change_pct", "p_value", "verdict")}))
+    assert verdict["a"]["n"] >= 3 and verdict["b"]["n"] >= 3  # a sample per run, or more
+    assert verdict["real"] and verdict["change_pct"] < -20, verdict
     # every node's facts say what its client ran: the option, not only the tag
     from mpiwrite import records
 
