@@ -81,6 +81,8 @@ class Ledger:
         self.warnings: List[str] = []
         self.notes: List[str] = []
         self.client_counters: List[Dict[str, Any]] = []  # per node and iteration
+        self.latency: List[Dict[str, Any]] = []  # per node and iteration: histograms
+        self._pending_latency: Dict[int, Any] = {}
         self.layouts: List[Dict[str, Any]] = []  # per rank (Lustre)
         self.rank_rows: List[np.ndarray] = []
         self.iter_rows: List[np.void] = []
@@ -166,6 +168,7 @@ class Ledger:
         row = summary.iteration_summary(ranks, srows, code,
                                         first_done="durable" if durable else "unknown")
         summary.read_summary(ranks, srows, row)
+        self._latency_figures(it, row, ranks)
         self.figure_notes(it, row, ranks)
         if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
                 and "first_done_note" not in self.extra:
@@ -187,6 +190,36 @@ class Ledger:
                 f"{row['read_tail_seconds']:.2f}s (shift {self.extra.get('read_shift')})")
         self.save("running")
         return status
+
+    def add_latency(self, it: int, write: np.ndarray, fsync: np.ndarray) -> None:
+        """Per-node histograms of one iteration (kept for the record, summed for the row)."""
+        from mpiwrite import latency
+
+        self._pending_latency[it] = (write.sum(axis=0), fsync.sum(axis=0))
+        for node in range(len(write)):
+            if write[node].any() or fsync[node].any():
+                self.latency.append({"iteration": it, "node": node, "histograms": {
+                    "buckets_per_octave": latency.SUB, "first_octave_ns_log2": latency.LOW,
+                    "write": latency.sparse(write[node]),
+                    "fsync": latency.sparse(fsync[node])}})
+
+    def _latency_figures(self, it: int, row, ranks: np.ndarray) -> None:
+        """The iteration's latency percentiles from the summed histograms; maxima exact from
+        the ranks' own."""
+        from mpiwrite import latency
+
+        hists = self._pending_latency.pop(it, None)
+        if hists is None:
+            return
+        wmax = ranks["write_latency_max_seconds"]
+        fmax = ranks["fsync_latency_max_seconds"]
+        w = latency.summary(hists[0], float(np.nanmax(wmax)) if np.isfinite(wmax).any()
+                            else float("nan"), "write_latency")
+        f = latency.summary(hists[1], float(np.nanmax(fmax)) if np.isfinite(fmax).any()
+                            else float("nan"), "fsync_latency")
+        for k, v in {**w, **f}.items():
+            if k in row.dtype.names:
+                row[k] = v
 
     def figure_notes(self, it: int, row, ranks: np.ndarray) -> None:
         """IOR's figure where it differs from ours by more than 1%; saturated client CPUs."""
@@ -272,7 +305,8 @@ class Ledger:
             samples=np.concatenate(self.sample_rows) if self.sample_rows else
             np.zeros(0, summary.SAMPLE_DTYPE),
             nodes=self.nodes, node_clock=self.node_clock, errors=self.errors,
-            client_counters=self.client_counters, layouts=self.layouts)
+            client_counters=self.client_counters, layouts=self.layouts,
+            latency=self.latency)
 
     def save(self, status: str, error: str = "") -> None:
         """Write the record atomically; a failure is remembered, not raised."""

@@ -264,6 +264,20 @@ class Team:
         self.wait(self.comm.Iallgatherv(data, (out, counts)))
         return _split_texts(out, counts)
 
+    def node_sums(self, values: np.ndarray) -> Optional[np.ndarray]:
+        """The sum of `values` over each node's ranks, as an (nnodes, len) array on rank 0:
+        a reduction on the node communicator, then the leaders' rows gathered."""
+        mine = np.ascontiguousarray(values, dtype=np.float64)
+        total = np.zeros_like(mine)
+        self.wait(self.node_comm.Ireduce(mine, total, op=self.MPI.SUM, root=0))
+        if not self.is_leader:
+            return None
+        got = self.gatherv(total, self.leaders)
+        if got is None:
+            return None
+        flat, _counts = got
+        return flat.reshape(-1, mine.size)
+
     def agree(self, problem: str) -> List[Dict]:
         """Every rank's problem, or '' for none, agreed: the same list on every rank of
         {"rank", "host", "message"}, empty when no rank has one.  Costs one allreduce when

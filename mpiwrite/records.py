@@ -58,6 +58,8 @@ class RunRecord:
     client_counters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     # {"iteration", "rank", "layout": lustre_layout.rank_layout(path)} per rank (where known)
     layouts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # per node and iteration: {"histograms": {"write": {bucket: n}, "fsync": {...}, ...}}
+    latency: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -150,6 +152,16 @@ def _counter_table(rows: List[Dict[str, Any]]) -> np.ndarray:
     return out
 
 
+def _latency_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype([("iteration", "<i4"), ("node", "<i4"), ("latency_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        out[i] = (r["iteration"], r["node"], json.dumps(r.get("histograms") or {}))
+    return out
+
+
 def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
     import h5py
 
@@ -201,6 +213,8 @@ def image(rec: RunRecord) -> bytes:
             _dataset(h5, "client_counters", _counter_table(rec.client_counters))
         if rec.layouts:
             _dataset(h5, "rank_layouts", _layout_table(rec.layouts))
+        if rec.latency:
+            _dataset(h5, "latency_histograms", _latency_table(rec.latency))
         h5.flush()
         return h5.id.get_file_image()
 
@@ -359,9 +373,12 @@ def _read(h5, path: str) -> RunRecord:
     layouts = [dict(r, layout=r.pop("layout_json")) for r in ck.optional_rows(
         h5, "rank_layouts", {"rank": nranks, "iteration": len(its) + 1}, "layout_json",
         per_rank)]
+    lat = [dict(r, histograms=r.pop("latency_json")) for r in ck.optional_rows(
+        h5, "latency_histograms", {"node": len(nodes), "iteration": len(its) + 1},
+        "latency_json", (len(its) + 1) * max(len(nodes), 1))]
     return RunRecord(attrs=attrs, ranks=ranks, iterations=its, samples=samples, nodes=nodes,
                      node_clock=clock, errors=errors, path=path, client_counters=counters,
-                     layouts=layouts)
+                     layouts=layouts, latency=lat)
 
 
 def probe_writable(folder: str) -> None:

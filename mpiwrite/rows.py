@@ -19,7 +19,7 @@ ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_w
               "verify_bytes", "verify_seconds", "verify_mismatches", "cpu_user_seconds",
               "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait", "read_source_rank",
               "read_status", "read_errno", "read_bytes", "t_read_open_start", "t_read_start",
-              "t_read_close_end")
+              "t_read_close_end") + summary.LATENCY_RANK_FIELDS
 
 # Run statuses (the record's `status` attribute) and the exit code each gives.
 RUN_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
@@ -84,6 +84,16 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan
         "read_bytes": 0, "t_read_open_start": np.nan, "t_read_start": np.nan,
         "t_read_close_end": np.nan,
     }
+    lat = getattr(res, "latency", None)
+    for k in summary.LATENCY_RANK_FIELDS:
+        values[k] = np.nan
+    if lat is not None:
+        from mpiwrite import latency
+
+        w = latency.percentiles(lat.write, lat.write_max if lat.write.any() else np.nan)
+        values.update(write_latency_p50_seconds=w["p50"], write_latency_p99_seconds=w["p99"],
+                      write_latency_max_seconds=w["max"],
+                      fsync_latency_max_seconds=lat.fsync_max if lat.fsync.any() else np.nan)
     if read is not None:
         values.update(read_status=rank_status(read, signalled), read_errno=read.error_errno,
                       read_bytes=read.bytes, t_read_open_start=read.t_open_start,

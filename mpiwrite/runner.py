@@ -303,6 +303,7 @@ class Run:
         read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
                                                dtype=np.float64).ravel()) if cfg.read else None
         self._gather_client_facts(it, client_delta, plan.path)
+        self._gather_latency(it, res)
         self.phase = f"iteration {it}: clean-up"
         self.cleanup(plan.path)
         status = "ok"
@@ -352,6 +353,24 @@ class Run:
                 from mpiwrite import nodeinfo
 
                 self.ledger.extra["stripe"] = nodeinfo.stripe_of(path)
+
+    def _gather_latency(self, it: int, res: StreamResult) -> None:
+        """Each node's write() and fsync() latency histograms to rank 0 (one node reduction
+        and one gather of the leaders' sums)."""
+        from mpiwrite import latency
+
+        lat = res.latency
+        mine = np.zeros(2 * latency.NBUCKETS + 2)
+        if lat is not None:
+            mine[:latency.NBUCKETS] = lat.write
+            mine[latency.NBUCKETS:2 * latency.NBUCKETS] = lat.fsync
+            mine[-2:] = lat.write_max, lat.fsync_max
+        # maxima as sums would be wrong: take them per rank from the rank table instead
+        sums = self.team.node_sums(mine)
+        if sums is not None and self.rank == 0:
+            self.ledger.add_latency(it, sums[:, :latency.NBUCKETS].astype(np.int64),
+                                    sums[:, latency.NBUCKETS:2 * latency.NBUCKETS]
+                                    .astype(np.int64))
 
     def _timed_phase(self, it: int, name: str, stream, path: str):
         """One timed phase on every rank: a barrier, the stream (which polls for aborts,

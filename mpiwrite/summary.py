@@ -39,13 +39,18 @@ RANK_DTYPE = np.dtype([
     ("read_source_rank", "<i4"), ("read_status", "<i4"), ("read_errno", "<i4"),
     ("read_bytes", "<i8"), ("t_read_open_start", "<f8"), ("t_read_start", "<f8"),
     ("t_read_close_end", "<f8"), ("read_seconds", "<f8"), ("read_MB_per_s", "<f8"),
+    # per-call latencies of this rank's write() and fsync() calls (latency.py)
+    ("write_latency_p50_seconds", "<f8"), ("write_latency_p99_seconds", "<f8"),
+    ("write_latency_max_seconds", "<f8"), ("fsync_latency_max_seconds", "<f8"),
 ])
+LATENCY_RANK_FIELDS = ("write_latency_p50_seconds", "write_latency_p99_seconds",
+                       "write_latency_max_seconds", "fsync_latency_max_seconds")
 READ_RANK_FIELDS = ("read_source_rank", "read_status", "read_errno", "read_bytes",
                     "t_read_open_start", "t_read_start", "t_read_close_end", "read_seconds",
                     "read_MB_per_s")
 # Fields added after schema 1 was first written: records without them read as NaN (or 0).
 LATER_RANK_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "node_cpu_busy",
-                     "node_cpu_iowait") + READ_RANK_FIELDS
+                     "node_cpu_iowait") + READ_RANK_FIELDS + LATENCY_RANK_FIELDS
 
 ITER_DTYPE = np.dtype([
     ("iteration", "<i4"), ("status", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
@@ -60,12 +65,22 @@ ITER_DTYPE = np.dtype([
     ("read_first_done_MB_per_s", "<f8"), ("read_tail_seconds", "<f8"),
     ("read_rank_min_MB_per_s", "<f8"), ("read_rank_mean_MB_per_s", "<f8"),
     ("read_rank_max_MB_per_s", "<f8"), ("read_open_max_seconds", "<f8"),
+    # every write() and fsync() call of the iteration, all ranks (latency.py)
+    ("write_latency_p50_seconds", "<f8"), ("write_latency_p90_seconds", "<f8"),
+    ("write_latency_p99_seconds", "<f8"), ("write_latency_p999_seconds", "<f8"),
+    ("write_latency_max_seconds", "<f8"), ("fsync_latency_p50_seconds", "<f8"),
+    ("fsync_latency_p99_seconds", "<f8"), ("fsync_latency_max_seconds", "<f8"),
 ])
+LATENCY_ITER_FIELDS = ("write_latency_p50_seconds", "write_latency_p90_seconds",
+                       "write_latency_p99_seconds", "write_latency_p999_seconds",
+                       "write_latency_max_seconds", "fsync_latency_p50_seconds",
+                       "fsync_latency_p99_seconds", "fsync_latency_max_seconds")
 # read_X is X of the read phase (see read_summary)
 READ_ITER_FIELDS = ("read_bytes", "read_aggregate_MB_per_s", "read_first_done_MB_per_s",
                     "read_tail_seconds", "read_rank_min_MB_per_s", "read_rank_mean_MB_per_s",
                     "read_rank_max_MB_per_s", "read_open_max_seconds")
-LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max") + READ_ITER_FIELDS
+LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max") + READ_ITER_FIELDS \
+    + LATENCY_ITER_FIELDS
 
 SAMPLE_DTYPE = np.dtype([("iteration", "<i4"), ("rank", "<i4"), ("t", "<f8"), ("bytes", "<i8"),
                          ("phase", "<i4")])  # PHASE_WRITE or PHASE_READ

@@ -14,7 +14,7 @@ import os
 import time
 from typing import Callable, List, Optional, Tuple
 
-from mpiwrite import pattern
+from mpiwrite import latency, pattern
 
 POLL_SECONDS = 0.1  # how often the loop looks up from writing
 UNBOUNDED = 2**62
@@ -43,6 +43,7 @@ class StreamResult:
     samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
     cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
     cpu_system: float = float("nan")
+    latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
 
     @property
     def failed(self) -> bool:
@@ -68,6 +69,7 @@ class StreamPlan:
     direct: bool = False
     sample_interval: float = 1.0
     expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
+    latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
 
 
 Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
@@ -145,7 +147,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
             res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
                                                    "(replaced after creation); refusing to write"))
             return res
-    cpu0 = os.times()
+    cpu0 = os.times() if plan.latency else None
     t0 = res.t_write_start = clock()
     deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
     next_poll = t0 + POLL_SECONDS
@@ -163,6 +165,12 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     done = 0
     write = os.pwrite if positional else os.write
     samples = res.samples
+    # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
+    lat_on = plan.latency
+    lat = res.latency = latency.Log(t0) if lat_on else None
+    stamps = lat.stamps if lat_on else None
+    marks = lat.marks if lat_on else None
+    nbase = 1  # stamps[done - nbase] holds the reading after block `done`
     try:
         while done < nfull:
             pack(buf, at, off)
@@ -173,15 +181,27 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
             off += bs
             done += 1
             if done == next_fsync:
+                t_pre = clock()
                 os.fsync(fd)
                 res.fsyncs += 1
                 next_fsync += every
                 synced = done
                 t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+                if lat_on:
+                    lat.add_fsync(t_sync - t_pre)
+                    marks.append((done - nbase, t_sync - t_pre))
                 if t_sync - last_sync_sample >= 0.01:
                     samples.append((t_sync, done * bs))
                     last_sync_sample = t_sync
             now = clock()
+            if lat_on:
+                try:
+                    stamps[done - nbase] = now
+                except IndexError:
+                    lat.fold(done - nbase)
+                    marks = lat.marks
+                    nbase = done
+                    stamps[0] = now
             if now >= next_event:
                 if now >= deadline:
                     res.stopped_by = "time"
@@ -195,6 +215,10 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
                 if poll is not None and poll(now, done * bs):
                     res.stopped_by = "abort"
                     break
+                if lat_on:  # the next write's latency does not include this bookkeeping
+                    marks.append((done + 1 - nbase, clock() - now))
+        if lat_on:
+            lat.fold(done + 1 - nbase)
         res.bytes = done * bs
         if tail and not res.stopped_by:
             pack(buf, at, off)
@@ -212,6 +236,8 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
                 return res
             res.fsyncs += 1
         res.t_fsync_end = clock()
+        if lat_on and need_fsync:
+            lat.add_fsync(res.t_fsync_end - res.t_write_end)
     except OSError as exc:
         res.blocks = done
         res.bytes = max(res.bytes, done * bs)
@@ -234,8 +260,9 @@ def _close(fd: int, res: StreamResult, cpu0) -> None:
         if not res.failed:
             res.fail("close", exc)
     res.t_close_end = clock()
-    cpu1 = os.times()
-    res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
+    if cpu0 is not None:
+        cpu1 = os.times()
+        res.cpu_user, res.cpu_system = cpu1.user - cpu0.user, cpu1.system - cpu0.system
     res.samples.append((res.t_close_end, res.bytes))
 
 

@@ -126,11 +126,15 @@ def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
         pytest.skip(f"emulated hosts: {reason or 'no mpiexec'}")
     data = tmp_path / "data"
     data.mkdir()
-    h = hostlib.Hosts(2, tmp_path, mounts={0: (str(data), "16m"), 1: (str(data), "8m")},
+    # h1 fills at 4 MiB a rank, h0 at 12: with 4 KiB blocks (a few hundred MB/s a rank) h1
+    # fails tens of milliseconds first, more than scheduling jitter, and h0 still fills
+    # before the abort reaches it, so both hosts report errors and their order matters
+    h = hostlib.Hosts(2, tmp_path, mounts={0: (str(data), "24m"), 1: (str(data), "8m")},
                       clocks={1: 5000})
     with h:
         cmd = h.mpiexec(MPIEXEC) + ["-hosts", ",".join(h.ips), "-ppn", "2", "-n", "4",
-                                    MPIWRITE, "run", str(data), "-s", "32M", "--results",
+                                    MPIWRITE, "run", str(data), "-s", "32M", "-b", "4k",
+                                    "--results",
                                     str(tmp_path / "r")] + QUIET
         out = bounded(cmd, 120, cwd=tmp_path, env=_clean_env())
     assert h.leftovers() == []
@@ -142,3 +146,4 @@ def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
     assert abs(abs(offsets[1]) - 5000) < 1  # the skew was there, and measured
     times = [e["t"] for e in rec.errors if e.get("errno") == 28]
     assert times and all(abs(t) < 60 for t in times)  # on the common timeline, not +5,000 s
+    assert {e["host"] for e in rec.errors if e.get("errno") == 28} == {"h0", "h1"}

@@ -1,0 +1,76 @@
+"""Per-call latency histograms: the log the write loop fills, and what a run records."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import mpirun, only_record
+
+from mpiwrite import latency
+
+pytestmark = pytest.mark.mpi
+
+
+def test_buckets_are_log_scale_with_a_known_grain():
+    for seconds in (1e-7, 3e-6, 0.01, 2.5):
+        b = latency.buckets([seconds])[0]
+        mid = latency.bucket_seconds(b)
+        assert abs(np.log2(mid / seconds)) <= 0.5 / latency.SUB + 1e-9  # within half a bucket
+
+
+def test_fold_turns_readings_into_latencies_less_the_marked_time():
+    log = latency.Log(start=10.0)
+    readings = [10.001, 10.002, 10.103, 10.104]  # the third includes 0.1 s of fsync
+    for i, t in enumerate(readings):
+        log.stamps[i] = t
+    log.marks.append((2, 0.1))
+    log.fold(len(readings))
+    assert log.write.sum() == 4 and log.write_max == pytest.approx(0.001, abs=1e-9)
+    p = latency.percentiles(log.write, log.write_max)
+    assert p["p50"] <= p["max"] == pytest.approx(0.001)
+
+
+def test_a_mark_at_the_fold_boundary_belongs_to_the_next_reading():
+    log = latency.Log(start=0.0)
+    for i in range(4):
+        log.stamps[i] = (i + 1) * 0.001
+    log.marks.append((4, 0.5))  # the fsync after reading 3, before reading 4
+    log.fold(4)
+    assert log.marks == [(0, 0.5)]
+    log.stamps[0] = 0.004 + 0.5 + 0.001
+    log.fold(1)
+    assert log.write_max == pytest.approx(0.001)
+
+
+def test_percentiles_never_exceed_the_exact_maximum():
+    hist = np.zeros(latency.NBUCKETS, dtype=np.int64)
+    hist[latency.buckets([0.03])[0]] = 10
+    p = latency.percentiles(hist, 0.029)
+    assert all(p[k] <= 0.029 for k in ("p50", "p90", "p99", "p999"))
+
+
+def test_a_run_records_every_write_and_fsync_call(tmp_path):
+    """2 ranks x 512 blocks, an fsync every 16 blocks: the node histogram holds 1,024 write
+    calls and 64 fsync calls, and the figures are ordered p50 <= p99 <= max."""
+    out = mpirun(2, ["run", "d", "-s", "32M", "-b", "64k", "--fsync-every", "16", "--results",
+                     "r", "--json", "-", "--progress-interval", "0"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    assert len(rec.latency) == 1  # one node, one iteration
+    h = rec.latency[0]["histograms"]
+    assert sum(h["write"].values()) == 1024 and sum(h["fsync"].values()) == 64
+    it = json.loads(out.stdout)["iterations"][0]
+    assert 0 < it["write_latency_p50_seconds"] <= it["write_latency_p99_seconds"] \
+        <= it["write_latency_max_seconds"]
+    assert it["fsync_latency_p50_seconds"] <= it["fsync_latency_max_seconds"]
+    r = rec.ranks
+    assert (r["write_latency_p99_seconds"] <= r["write_latency_max_seconds"]).all()
+    assert np.isfinite(r["fsync_latency_max_seconds"]).all()
+
+
+def test_the_benchmark_knob_turns_accounting_off(tmp_path):
+    out = mpirun(1, ["run", "d", "-s", "4M", "--results", "r", "--progress-interval", "0"],
+                 cwd=tmp_path, env={"MPIWRITE_NO_ACCOUNTING": "1"})
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    assert rec.latency == [] and np.isnan(rec.ranks["cpu_user_seconds"]).all()
