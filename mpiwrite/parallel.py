@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -80,7 +79,7 @@ def host_name() -> str:
     """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
     uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
     UTF-8."""
-    name = os.environ.get("MPIWRITE_HOSTNAME") or socket.gethostname()
+    name = os.environ.get("MPIWRITE_HOSTNAME") or os.uname().nodename
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

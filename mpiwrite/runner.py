@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import socket
 import sys
 import time
 from typing import Dict, List, Optional
@@ -681,7 +680,7 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
     try:
         host = host_name()
     except ValueError as exc:
-        host, problem = socket.gethostname(), problem or str(exc)
+        host, problem = os.uname().nodename, problem or str(exc)
     try:
         team = Team(MPI, signals, host=host)
     except BaseException as exc:
