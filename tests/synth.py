@@ -15,7 +15,7 @@ def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18"):
 
 
 def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="complete",
-         **keys):
+         params=None, **keys):
     """A record whose iterations have exactly these aggregate MB/s values."""
     n = nodes * ranks_per_node
     per_rank = 2**30
@@ -36,7 +36,7 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
         rank_rows.append(r)
         iters.append(summary.iteration_summary(r, None, summary.OK))
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
-           "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x"}
+           "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]
     from mpiwrite.nodeinfo import run_keys
 

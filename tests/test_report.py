@@ -211,3 +211,24 @@ def test_compare_exits_1_when_a_record_was_unreadable(study, tmp_path):
     out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study),
                "--skip-bad"], cwd=tmp_path)
     assert out.returncode == 0
+
+
+def test_runs_with_different_durability_are_never_pooled_silently(tmp_path):
+    """fsync'd runs pooled with --no-fsync ones gave 1,251.6 +-1,218 MB/s: refuse, naming the
+    setting and --by, unless the setting is a grouping key."""
+    import synth
+    from conftest import cli
+
+    d = tmp_path / "rec"
+    d.mkdir()
+    synth.make(d / "a.h5", [300.0, 310.0], "run-a", tags={"cfg": "x"})
+    synth.make(d / "b.h5", [2200.0, 2300.0], "run-b", tags={"cfg": "x"},
+               params={"fsync": False})
+    out = cli(["report", str(d), "--by", "cfg"], cwd=tmp_path)
+    assert out.returncode == 2 and "fsync" in out.stderr and "--by" in out.stderr
+    out = cli(["report", str(d), "--by", "cfg,fsync"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "on" in out.stdout and "off" in out.stdout
+    synth.make(d / "c.h5", [305.0, 315.0], "run-c", tags={"cfg": "y"})
+    out = cli(["compare", "cfg=x", "cfg=y", "--in", str(d)], cwd=tmp_path)
+    assert out.returncode == 2 and "fsync" in out.stderr
