@@ -13,8 +13,9 @@ from mpiwrite.text import printable
 
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
 METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
-               "done), first-done, rank-mean, per-node. MB/s = 10^6 B/s.")
-METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node"])
+               "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
+               "ior (IOR's bandwidth, open included). MB/s = 10^6 B/s.")
+METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior"])
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."

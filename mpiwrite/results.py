@@ -220,6 +220,8 @@ METRICS = {
     "aggregate": "aggregate_MB_per_s",
     "first-done": "first_done_MB_per_s",
     "rank-mean": "rank_mean_MB_per_s",
+    "read": "read_aggregate_MB_per_s",  # the read phase (run --read)
+    "ior": "aggregate_with_open_MB_per_s",  # IOR's bandwidth, open included
 }
 
 
@@ -238,7 +240,10 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
         return vals
     if metric not in METRICS:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
-    return [float(v) for v in its[METRICS[metric]]]
+    col = METRICS[metric]
+    if col not in (its.dtype.names or ()):
+        return []  # a record from before the figure existed
+    return [float(v) for v in its[col] if np.isfinite(v)]
 
 
 METRIC_NAMES = list(METRICS) + ["per-node"]

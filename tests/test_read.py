@@ -141,3 +141,21 @@ def test_read_phase_on_a_loop_disk_with_drop_cache(tmp_path):
     assert (rec.ranks["read_bytes"] == 16 * 2**20).all()
     assert (rec.ranks["verify_mismatches"] == 0).all()
     assert sorted(left) == ["lost+found"]
+
+
+def test_report_and_compare_take_the_read_phase_as_a_metric(tmp_path):
+    from conftest import cli
+
+    for tag in ("a", "a", "b", "b"):
+        out = mpirun(2, ["run", "d", "-s", "2M", "--results", "r", "--read", "--read-shift",
+                         "1", "--tag", f"side={tag}"] + QUIET, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    rep = cli(["report", "r", "--by", "side", "--metric", "read", "--format", "json"],
+              cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    rows = json.loads(rep.stdout)["rows"]
+    assert len(rows) == 2 and all(r["n"] == 2 and r["mean_MB_per_s"] > 0 for r in rows)
+    cmp = cli(["compare", "side=a", "side=b", "--in", "r", "--metric", "read", "--json"],
+              cwd=tmp_path)
+    assert cmp.returncode == 0, cmp.stderr
+    assert json.loads(cmp.stdout)["metric"] == "read"
