@@ -25,7 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from mpiwrite import records, summary  # noqa: E402
+from mpiwrite import records, summary
+from mpiwrite import rows as mwrows  # noqa: E402  (after the path set-up)
 
 
 def synthetic(nranks: int, per_node: int, nsamples: int, rng):
@@ -51,24 +52,15 @@ def synthetic(nranks: int, per_node: int, nsamples: int, rng):
     return rows, samples.ravel(), np.full(nranks, 2 * nsamples), node_of, offsets, nodes
 
 
-FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
-          "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time", "verify_bytes",
-          "verify_seconds", "verify_mismatches")
-
-
 def reduce(rows, flat, counts, node_of, offsets):
-    """The same steps as runner.Run.reduce, without MPI."""
-    n = len(rows)
-    ranks = np.zeros(n, dtype=summary.RANK_DTYPE)
-    ranks["rank"], ranks["node"] = np.arange(n), node_of
-    off = offsets[node_of, 0]
-    for i, k in enumerate(FIELDS):
-        ranks[k] = rows[:, i] + off if k.startswith("t_") else rows[:, i]
-    summary.fill_rates(ranks)
-    pairs = flat.reshape(-1, 2)
-    s = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
-    owner = np.repeat(np.arange(n), counts // 2)
-    s["rank"], s["t"], s["bytes"] = owner, pairs[:, 0] + off[owner], pairs[:, 1]
+    """The same steps as rank 0's ledger, without MPI (rows.py is what the run uses)."""
+    full = np.zeros((len(rows), len(mwrows.ROW_FIELDS)))
+    for i, name in enumerate(mwrows.ROW_FIELDS):  # fields a run fills only sometimes
+        if name.startswith("t_") or "latency" in name or "cpu" in name:
+            full[:, i] = np.nan
+    full[:, :rows.shape[1]] = rows  # the first 14 fields, in ROW_FIELDS order
+    ranks = mwrows.rank_table(0, full, node_of, offsets, 0.0)
+    s = mwrows.sample_table(0, flat, counts, node_of, offsets, 0.0)
     it = summary.iteration_summary(ranks, s)
     summary.node_totals(ranks)
     return ranks, s, it
@@ -83,8 +75,10 @@ def one(nranks, per_node, nsamples, folder, rng, trace=False):
     ranks, s, it = reduce(*data[:5])
     t1 = time.perf_counter()
     stats = summary.run_stats(ranks, np.array([it]), [n["host"] for n in data[5]])
+    nnodes = len(data[5])
     rec = records.RunRecord(attrs={"run_id": "bench", "status": "complete",
-                                   "params": json.dumps({}), "tags": "{}", "keys": "{}"},
+                                   "params": json.dumps({}), "tags": "{}", "keys": "{}",
+                                   "ranks": nranks, "nodes": nnodes},
                             ranks=ranks, iterations=np.array([it]), samples=s, nodes=data[5],
                             node_clock=data[4])
     path = os.path.join(folder, f"bench-{nranks}.h5")
