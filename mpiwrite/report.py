@@ -46,6 +46,43 @@ def unit_text(unit: str, asked: str, warmup: int) -> str:
 DURABILITY_KEYS = ("fsync", "direct", "layout", "block_size")
 
 
+# Run keys that differ between any two groups of runs and say nothing about the setup.
+NOT_DIFFERENCES = ("run_id", "status", "start_time", "host", "iterations", "size", "time_limit")
+DIFFERENCES_SHOWN = 12
+
+
+def differing_facts(a_runs, b_runs, keys_of) -> Dict[str, Dict[str, List[str]]]:
+    """Every run key and node fact whose values differ between the two sides ({key: {"a":
+    values, "b": values}}), settings before what the client did: the answer to "is there
+    some other parameter to play with?"."""
+    def values(runs):
+        out: Dict[str, set] = {}
+        for r in runs:
+            for k, v in keys_of(r).items():
+                out.setdefault(k, set()).add(str(v))
+        return out
+
+    va, vb = values(a_runs), values(b_runs)
+    diff = {}
+    for k in sorted(set(va) | set(vb)):
+        if k in NOT_DIFFERENCES or k.startswith("software.") and k != "software.mpiwrite":
+            continue
+        a, b = va.get(k, {"-"}), vb.get(k, {"-"})
+        if a != b:
+            diff[k] = {"a": sorted(a)[:8], "b": sorted(b)[:8]}
+    cpu = {"a": _busy(a_runs), "b": _busy(b_runs)}  # what the client did
+    if all(v == v for v in cpu.values()) and abs(cpu["a"] - cpu["b"]) > 0.1:
+        diff["client CPU busy (mean of iterations' node maximum)"] = {
+            "a": [f"{cpu['a']:.0%}"], "b": [f"{cpu['b']:.0%}"]}
+    return diff
+
+
+def _busy(runs) -> float:
+    vals = [float(v) for r in runs if "node_cpu_busy_max" in (r.iterations.dtype.names or ())
+            for v in r.iterations["node_cpu_busy_max"] if v == v]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
 def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: str) -> None:
     """ConfigError naming `option` when a group pools runs whose durability settings differ."""
     for label, members in groups.items():
@@ -249,6 +286,14 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     check_pooling({f"side {a_name}": list(a_runs), f"side {b_name}": list(b_runs)}, run_keys,
                   (), "compare")
     unit = resolve_unit(list(a_runs) + list(b_runs), sampling.unit, sampling.warmup)
+    differing = differing_facts(a_runs, b_runs, run_keys)
+    for name in (a_name, b_name):  # the keys that select the sides differ by design
+        if "=" in name:
+            try:
+                for k in parse_filter(name, "compare"):
+                    differing.pop(k, None)
+            except ConfigError:
+                pass
     va = sample_values(a_runs, metric, unit, sampling.warmup)
     vb = sample_values(b_runs, metric, unit, sampling.warmup)
     if not va or not vb:
@@ -277,6 +322,13 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     lines.append(f"  B - A: {c.diff:+.1f} MB/s, {pct} CI {interval(c.diff_lo, c.diff_hi)}; "
                  f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
     lines.append(f"  verdict: {verdict}")
+    if differing:  # what else differs between the two groups, settings first
+        lines.append("  also different between A and B:")
+        for k, v in list(differing.items())[:DIFFERENCES_SHOWN]:
+            lines.append(f"     {k}: {', '.join(v['a'])} -> {', '.join(v['b'])}")
+        if len(differing) > DIFFERENCES_SHOWN:
+            lines.append(f"     ... {len(differing) - DIFFERENCES_SHOWN} more in --json "
+                         "(differing_facts)")
     failed = False
     if fail_if_slower is not None:
         failed = bool(c.real and c.pct == c.pct and c.pct < -fail_if_slower)
@@ -295,7 +347,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                change_ci_hi_pct=c.pct_hi, p_value=c.p_value, df=c.df, real=c.real,
                needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
                verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
-               duplicate_records=duplicates)
+               duplicate_records=duplicates, differing_facts=differing)
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
 
 

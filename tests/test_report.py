@@ -232,3 +232,43 @@ def test_runs_with_different_durability_are_never_pooled_silently(tmp_path):
     synth.make(d / "c.h5", [305.0, 315.0], "run-c", tags={"cfg": "y"})
     out = cli(["compare", "cfg=x", "cfg=y", "--in", str(d)], cwd=tmp_path)
     assert out.returncode == 2 and "fsync" in out.stderr
+
+
+def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(tmp_path):
+    """The original question: after checksums, "is there some other parameter to play with?"
+    Two groups whose nodes differ in the CPU model and one OSC tunable besides the tag."""
+    import synth
+    from conftest import cli
+
+    d = tmp_path / "rec"
+    d.mkdir()
+    for i, (cpu, rpcs) in enumerate([("AMD 2354", 8), ("AMD 2354", 8), ("Intel X5450", 32),
+                                      ("Intel X5450", 32)]):
+        path = d / f"r{i}.h5"
+        synth.make(path, [300.0 + i, 310.0 + i], f"run-{i}", tags={"ver": "old" if i < 2
+                                                                  else "new"})
+        from mpiwrite import records
+
+        rec = records.read(str(path))
+        for n in rec.nodes:
+            n["cpu_model"] = cpu
+            n.setdefault("lustre", {})["osc"] = [{"device": f"OST{k}", "max_rpcs_in_flight": rpcs}
+                                                 for k in range(2)]
+        path.unlink()
+        records.write(rec, str(path))
+    out = cli(["report", str(d), "--by", "cpu_model,lustre.osc.max_rpcs_in_flight", "--format",
+               "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    assert {(r["keys"]["cpu_model"], r["keys"]["lustre.osc.max_rpcs_in_flight"]) for r in rows} \
+        == {("AMD 2354", "8"), ("Intel X5450", "32")}
+    out = cli(["compare", "ver=old", "ver=new", "--in", str(d), "--json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    diff = json.loads(out.stdout)["differing_facts"]
+    assert diff["cpu_model"] == {"a": ["AMD 2354"], "b": ["Intel X5450"]}
+    assert diff["lustre.osc.max_rpcs_in_flight"] == {"a": ["8"], "b": ["32"]}
+    assert "ver" not in diff  # the selecting key
+    assert not any(k.endswith("device") for k in diff)  # names, not settings
+    text = cli(["compare", "ver=old", "ver=new", "--in", str(d)], cwd=tmp_path).stdout
+    assert "also different between A and B:" in text and "cpu_model: AMD 2354 -> Intel X5450" \
+        in text
