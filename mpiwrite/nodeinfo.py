@@ -58,6 +58,17 @@ def _unescape(field: str) -> str:
             .replace("\\134", "\\"))
 
 
+def _merge_options(mount: str, superblock: str) -> str:
+    """The mount's options, then the superblock's that add something (mountinfo lists both:
+    'rw,relatime' and 'rw,seclabel' read 'rw,relatime,seclabel', not 'rw,relatime,rw,...')."""
+    seen, out = set(), []
+    for opt in (mount + "," + superblock).split(","):
+        if opt and opt not in seen:
+            seen.add(opt)
+            out.append(opt)
+    return ",".join(out)
+
+
 def mounts(reader: Reader) -> List[Dict[str, str]]:
     """Mount points from mountinfo (preferred) or /proc/mounts."""
     out = []
@@ -70,7 +81,7 @@ def mounts(reader: Reader) -> List[Dict[str, str]]:
                 continue
             out.append({"mount_point": _unescape(lf[4]), "fstype": rf[0],
                         "source": _unescape(rf[1]),
-                        "options": lf[5] + ("," + rf[2] if len(rf) > 2 else "")})
+                        "options": _merge_options(lf[5], rf[2] if len(rf) > 2 else "")})
     if not out:
         text = reader.read("proc/mounts", keep=False)[0] or ""
         for line in text.splitlines():

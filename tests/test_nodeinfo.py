@@ -216,3 +216,15 @@ def test_tag_file_and_tags_are_stored(tmp_path):
                      "rep=1"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert only_record(tmp_path / "r").tags() == {"build": "1.6.5", "site": "lab", "rep": "1"}
+
+
+def test_mount_options_are_not_repeated(tmp_path):
+    """mountinfo lists the mount's and the superblock's options: env showed rw,relatime,rw,..."""
+    from mpiwrite.nodeinfo import mounts
+    from mpiwrite.sysroot import Reader
+
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "29 1 253:0 / / rw,relatime shared:1 - xfs /dev/vda1 rw,seclabel,attr2,inode64\n")
+    (m,) = mounts(Reader(str(tmp_path)))
+    assert m["options"] == "rw,relatime,seclabel,attr2,inode64"
