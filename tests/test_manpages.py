@@ -1,0 +1,38 @@
+"""Man pages: generated from the click help, shipped in man/, installed to share/man/man1."""
+
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _body(text: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if not ln.startswith(".TH "))  # no date
+
+
+def test_shipped_man_pages_match_the_command_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mpiwrite.manpage", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    fresh = sorted(p.name for p in tmp_path.glob("*.1"))
+    assert fresh == sorted(p.name for p in (ROOT / "man").glob("*.1")), "run: mpiwrite-man man"
+    for name in fresh:
+        assert _body((tmp_path / name).read_text()) == _body((ROOT / "man" / name).read_text()), \
+            f"man/{name} is out of date: run `mpiwrite-man man`"
+
+
+@pytest.mark.slow
+def test_a_wheel_installs_the_man_pages(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                          str(tmp_path), str(ROOT)], capture_output=True, text=True,
+                         timeout=300)
+    if out.returncode:
+        pytest.skip(f"cannot build a wheel here: {out.stderr.strip()[-300:]}")
+    (wheel,) = tmp_path.glob("mpiwrite-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.endswith("data/share/man/man1/mpiwrite-run.1") for n in names), names[-10:]
+    assert any(n.endswith("schemas/run-json.schema.json") for n in names)
