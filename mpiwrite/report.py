@@ -351,6 +351,11 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
 
 
+def _ms(seconds) -> str:
+    v = float(seconds)
+    return f"{v * 1e3:.3g} ms" if v == v else "-"
+
+
 def _count(n: int, word: str) -> str:
     """1 node, 2 nodes; 1 more repetition, 2 more repetitions."""
     return f"{n} {word}{'s' * (n != 1)}"
@@ -402,6 +407,21 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
+        extra = []
+        if np.isfinite(it["aggregate_with_open_MB_per_s"]):
+            extra.append(f"open included (IOR) {_num(it['aggregate_with_open_MB_per_s'])} MB/s")
+        if np.isfinite(it["read_aggregate_MB_per_s"]):
+            extra.append(f"read {_num(it['read_aggregate_MB_per_s'])} MB/s")
+        if np.isfinite(it["write_latency_p50_seconds"]):
+            extra.append("write() p50/p99/max "
+                         + "/".join(_ms(it[f"write_latency_{q}_seconds"])
+                                    for q in ("p50", "p99", "max")))
+        if np.isfinite(it["fsync_latency_max_seconds"]):
+            extra.append(f"fsync() max {_ms(it['fsync_latency_max_seconds'])}")
+        if np.isfinite(it["node_cpu_busy_max"]):
+            extra.append(f"client CPU up to {it['node_cpu_busy_max']:.0%} busy")
+        if extra:
+            lines.append("  " + "; ".join(extra))
     if len(rec.iterations):
         it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
         rows = rec.ranks[rec.ranks["iteration"] == it]
@@ -416,11 +436,15 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                          f"{cv:.1f}%, straggler tail {format_seconds(tail)}")
         lines.append(f"per node, iteration {it}:")
         for n in node_totals(rows):
+            busy = rows["node_cpu_busy"][rows["node"] == n["node"]]
+            cpu = f", CPU {busy[0]:.0%} busy" if len(busy) and np.isfinite(busy[0]) else ""
             lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
-                         f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s")
+                         f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s"
+                         f"{cpu}")
         lines.append(f"per rank, slowest first, iteration {it}:")
         lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
-                     f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'offset s':>10} status")
+                     f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'cpu s':>6} "
+                     f"{'p99 ms':>7} {'offset s':>10} status")
         order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
         for r in rows[order]:
             lines.append(f"  {r['rank']:>5} {hosts[int(r['node'])]:<16} "
@@ -429,6 +453,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                          f"{_num(float(r['write_seconds']), 3):>8} "
                          f"{_num(float(r['fsync_seconds']), 3):>8} "
                          f"{_num(float(r['close_seconds']), 4):>8} "
+                         f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
+                         f"{_num(float(r['write_latency_p99_seconds']) * 1e3, 3):>7} "
                          f"{float(r['clock_offset_seconds']):>+10.6f} "
                          f"{STATUS_NAMES.get(int(r['status']), '?')}")
     for w in rec.warnings():

@@ -74,3 +74,17 @@ def test_the_benchmark_knob_turns_accounting_off(tmp_path):
     assert out.returncode == 0, out.stderr
     rec = only_record(tmp_path / "r")
     assert rec.latency == [] and np.isnan(rec.ranks["cpu_user_seconds"]).all()
+
+
+def test_show_prints_latency_cpu_read_and_ior_figures(tmp_path):
+    from conftest import cli
+
+    out = mpirun(2, ["run", "d", "-s", "8M", "-b", "64k", "--fsync-every", "8", "--read",
+                     "--read-shift", "1", "--results", "r", "--progress-interval", "0"],
+                 cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(tmp_path / "r")
+    text = cli(["show", rec.path], cwd=tmp_path).stdout
+    assert "write() p50/p99/max" in text and "fsync() max" in text
+    assert "open included (IOR)" in text and "read " in text
+    assert "CPU" in text and "busy" in text and "p99 ms" in text
