@@ -50,6 +50,13 @@ def main(argv=None) -> int:
     if reason:
         print(f"gluster_testbed: cannot run here: {reason}", file=sys.stderr)
         return 2
+    if a.dir and os.path.exists(os.path.join(a.dir, "gluster")):
+        print(f"gluster_testbed: {a.dir!r} holds an earlier testbed (gluster/); give a new "
+              "or empty --dir", file=sys.stderr)
+        return 2
+    if any("=" not in o for o in a.option):
+        print("gluster_testbed: --option takes KEY=VALUE", file=sys.stderr)
+        return 2
     options = dict(o.split("=", 1) for o in a.option)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     folder = a.dir or tempfile.mkdtemp(prefix="mpiwrite-gluster-")
