@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import sys
 import time
 from typing import Dict, List, Optional
@@ -674,7 +675,16 @@ def end_job(run: Run, exc: BaseException) -> None:
 def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
     """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
     (the other ranks still learn of it, so that no rank waits for one that left)."""
-    signals = Signals()
+    early = sys.modules.get("mpiwrite.entry")
+    if early is not None and early.pending["signum"] == signal.SIGTERM:
+        sys.exit(143)  # the batch system's signal while Python was importing
+    # MPI_Init and the communicator set-up are C code that holds the GIL: no Python handler
+    # (nor thread) can run there, so a handler that only sets a flag would swallow SIGTERM
+    # while a rank waits for one that never starts (an MPMD launch with a broken command).
+    # In that window SIGTERM, what batch systems and `timeout` send, takes its default action:
+    # it ends the rank and the launcher the job (hydra exits with 15, not 143).  SIGINT stays
+    # answered in order (130): an interactive user's second Ctrl-C makes hydra force the end.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from mpi4py import MPI
 
     try:
@@ -682,10 +692,11 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
     except ValueError as exc:
         host, problem = os.uname().nodename, problem or str(exc)
     try:
-        team = Team(MPI, signals, host=host)
+        team = Team(MPI, None, host=host)
     except BaseException as exc:
         abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
+    signals = team.signals = Signals()  # from here on, every wait answers signals in order
     run = Run(cfg, argv, team, signals)
     try:
         if cfg is None:

@@ -465,3 +465,22 @@ def test_a_shared_file_swapped_for_a_symlink_is_never_written_through(tmp_path):
     if out.returncode:
         assert "Traceback" not in out.stderr and "rank " in out.stderr
 
+
+
+def test_sigterm_ends_a_job_whose_other_program_never_starts_mpi(tmp_path):
+    """An MPMD launch with a broken second command: rank 0 waits in MPI_Init for a rank that
+    exited with a usage error.  A handler that only sets a flag swallowed SIGTERM there (a job
+    only SIGKILL could end); the default action now applies until MPI is up."""
+    proc = subprocess.Popen([MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "4M", "--results",
+                             "r", ":", "-n", "1", MPIWRITE, "show"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(3)
+        assert proc.poll() is None  # it does hang: nothing to agree with
+        proc.send_signal(signal.SIGTERM)
+        rc, _out, err = _finish(proc, 15)
+    finally:
+        kill_group(proc)
+    assert rc in (143, 15), err
+    assert "Traceback" not in err
