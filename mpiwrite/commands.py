@@ -165,6 +165,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad)
     if not rows:
         others = len(store.runs)
         text = "PATHS: no complete runs found" + (
+            f" with a {metric} figure" if metric not in ("aggregate", "rank-mean") else "") + (
             f" ({others} run(s) that did not complete, e.g. interrupted)" if others else "")
         if store.bad:
             raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")

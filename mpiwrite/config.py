@@ -30,7 +30,8 @@ DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks th
 RUN_KEYS = (
     "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
     "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
-    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "client",
+    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
+    "client",
 )
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 LAYOUTS = ("fpp", "shared")
@@ -234,6 +235,8 @@ def build(
     if kwargs.get("read") and kwargs.get("verify_shift"):
         raise _fail("--verify-shift", "with --read, the read phase verifies the file it reads "
                     "(choose it with --read-shift)")
+    if kwargs.get("engine") == "null" and (kwargs.get("verify") or kwargs.get("verify_shift")):
+        raise _fail("--verify", "the null engine writes nothing, so there is nothing to verify")
     if kwargs.get("engine", "posix") not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
     sysroot = kwargs.get("sysroot", "/")

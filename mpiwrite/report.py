@@ -11,7 +11,7 @@ import numpy as np
 
 from mpiwrite import contract, stats
 from mpiwrite.errors import ConfigError
-from mpiwrite.results import Store, parse_filter, resolve_unit, sample_values
+from mpiwrite.results import Store, metric_values, parse_filter, resolve_unit, sample_values
 from mpiwrite.summary import STATUS_NAMES, node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -43,7 +43,7 @@ def unit_text(unit: str, asked: str, warmup: int) -> str:
 
 # Settings that decide what a figure means: runs that differ in one are different questions
 # (1,251.6 +-1,218 MB/s was fsync'd runs pooled with --no-fsync ones), never pooled silently.
-DURABILITY_KEYS = ("fsync", "direct", "layout", "block_size")
+DURABILITY_KEYS = ("engine", "fsync", "direct", "layout", "block_size")
 
 
 # Run keys that differ between any two groups of runs and say nothing about the setup.
@@ -91,10 +91,11 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
                 continue
             seen = sorted({str(keys_of(r).get(dk)) for r in members})
             if len(seen) > 1:
+                advice = (f"add {dk} to --by (or select one value)" if option == "--by"
+                          else f"select one value, e.g. {dk}={seen[0]} in each side")
                 raise ConfigError(
                     f"{option}: {printable(label)} would pool runs with {dk} "
-                    f"{' and '.join(seen)}, which measure different things; add {dk} to "
-                    f"--by (or select one value)")
+                    f"{' and '.join(seen)}, which measure different things; {advice}")
 
 
 def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
@@ -114,14 +115,21 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                    for key, m in groups.items()}, store.keys, by, "--by")
     rows = []
     for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
+        # a run without the figure (no read phase, a record from before it) is no sample
+        members = [r for r in members if metric_values(r, sampling.metric, warm)]
+        if not members:
+            continue
         values = sample_values(members, sampling.metric, unit, warm)
-        per_rank = np.concatenate([r.ranks["MB_per_s"][np.isin(
+        reading = sampling.metric == "read"
+        rank_col = "read_MB_per_s" if reading else "MB_per_s"
+        per_rank = np.concatenate([r.ranks[rank_col][np.isin(
             r.ranks["iteration"], r.iterations["iteration"][
                 (r.iterations["status"] == 0) & (r.iterations["iteration"] >= warm)])]
             for r in members]) if members else np.zeros(0)
         per_rank = per_rank[np.isfinite(per_rank)]
-        first = [v for v in sample_values(members, "first-done", unit, warm) if v == v]
-        last = sample_values(members, "aggregate", unit, warm)
+        first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm)
+                                    if v == v]
+        last = sample_values(members, "read" if reading else "aggregate", unit, warm)
         row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
         row.update(contract.stat_block(values, conf))
         row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,

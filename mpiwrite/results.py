@@ -90,7 +90,8 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         time_limit=p.get("time_limit"), layout=p.get("layout"),
         fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
         ("on" if p.get("fsync") else "off"),
-        direct="on" if p.get("direct") else "off", host=rec.attrs.get("host"),
+        direct="on" if p.get("direct") else "off", engine=p.get("engine", "posix"),
+        host=rec.attrs.get("host"),
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
         lustre_kernel=_common([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),

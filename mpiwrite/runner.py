@@ -448,7 +448,7 @@ class Run:
         """Every rank reads the segment `read_shift` ranks away (by default on the next node),
         after an optional drop of its own written pages."""
         team, cfg = self.team, self.cfg
-        self.phase = f"iteration {it}: read set-up"
+        self.phase = f"iteration {it}: prepare read"
         if cfg.drop_cache and cfg.engine == "posix":
             from mpiwrite.writer import drop_cache
 
@@ -660,7 +660,7 @@ def end_job(run: Run, exc: BaseException) -> None:
         if team.rank == 0 and run.ledger is not None:
             run.remove_files_of(range(team.size))
             run.remove_run_folders()
-            entry = dict(report, iteration=report.get("iteration", -1))
+            entry = dict(report, iteration=report.get("iteration", run.iteration_now))
             run.ledger.errors.append(entry)
             status = "interrupted" if isinstance(exc, Interrupted) else "failed"
             run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
@@ -668,7 +668,9 @@ def end_job(run: Run, exc: BaseException) -> None:
     except BaseException:  # the end must come, whatever breaks on the way to it
         pass
     if team.rank != 0:
-        time.sleep(team.grace)  # rank 0 records the failure and ends the job
+        # rank 0 records the failure and ends the job; after a signal the ranks already gave
+        # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
+        time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
     team.abort(code)
 
 

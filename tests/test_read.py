@@ -159,3 +159,31 @@ def test_report_and_compare_take_the_read_phase_as_a_metric(tmp_path):
               cwd=tmp_path)
     assert cmp.returncode == 0, cmp.stderr
     assert json.loads(cmp.stdout)["metric"] == "read"
+
+
+def test_runs_without_reads_are_no_read_samples_and_null_runs_are_never_pooled(tmp_path):
+    from conftest import cli
+
+    for args in (["--read", "--read-shift", "1"], ["--read", "--read-shift", "1"], []):
+        out = mpirun(2, ["run", "d", "-s", "2M", "--results", "r", "--tag", "g=x"] + args
+                     + QUIET, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    rep = cli(["report", "r", "--by", "g", "--metric", "read", "--format", "json"], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    (row,) = json.loads(rep.stdout)["rows"]
+    assert row["runs"] == 2  # the run without a read phase is no sample of it
+    rec_rates = [r for r in json.loads(rep.stdout)["rows"]]
+    assert rec_rates[0]["rank_mean_MB_per_s"] > 0
+    out = mpirun(2, ["run", "d", "-s", "2M", "--results", "r", "--tag", "g=x", "--engine",
+                     "null"] + QUIET, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rep = cli(["report", "r", "--by", "g"], cwd=tmp_path)
+    assert rep.returncode == 2 and "engine" in rep.stderr  # no I/O is not a measurement
+    cmp = cli(["compare", "g=x", "engine=null", "--in", "r"], cwd=tmp_path)
+    assert cmp.returncode == 2 and "engine=" in cmp.stderr and "--by" not in cmp.stderr
+
+
+def test_null_engine_has_nothing_to_verify(tmp_path):
+    out = mpirun(2, ["run", "d", "-s", "1M", "--engine", "null", "--read", "--verify"] + QUIET,
+                 cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "--verify" in out.stderr
