@@ -30,6 +30,7 @@ TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
 TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 CLOCK_ROUNDS = 8
+ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 clock = time.monotonic
@@ -197,6 +198,10 @@ class Team:
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        # The launcher forwards our output through its proxies, and MPI_Abort tears those
+        # down: without a moment to drain, the one line that says why was sometimes lost
+        # (seen under load with MPICH's hydra).
+        time.sleep(ABORT_DRAIN_SECONDS)
         self.world.Abort(int(code))
 
     # ---------------------------------------------------------------- collectives
@@ -436,6 +441,7 @@ def abort_world(MPI, what: str) -> None:
     rank = MPI.COMM_WORLD.Get_rank()
     sys.stderr.write(printable(f"mpiwrite: run failed: rank {rank} {what}") + "\n")
     sys.stderr.flush()
+    time.sleep(ABORT_DRAIN_SECONDS)
     MPI.COMM_WORLD.Abort(1)
 
 
