@@ -70,11 +70,28 @@ def differing_facts(a_runs, b_runs, keys_of) -> Dict[str, Dict[str, List[str]]]:
         a, b = va.get(k, {"-"}), vb.get(k, {"-"})
         if a != b:
             diff[k] = {"a": sorted(a)[:8], "b": sorted(b)[:8]}
-    cpu = {"a": _busy(a_runs), "b": _busy(b_runs)}  # what the client did
+    rpc = {"a": _rpc_size(a_runs), "b": _rpc_size(b_runs)}  # what the client did
+    if all(v == v and v > 0 for v in rpc.values()) and abs(rpc["a"] / rpc["b"] - 1) > 0.1:
+        diff["client write RPC size (bytes per RPC, from its counters)"] = {
+            "a": [f"{rpc['a']:.0f}"], "b": [f"{rpc['b']:.0f}"]}
+    cpu = {"a": _busy(a_runs), "b": _busy(b_runs)}
     if all(v == v for v in cpu.values()) and abs(cpu["a"] - cpu["b"]) > 0.1:
         diff["client CPU busy (mean of iterations' node maximum)"] = {
             "a": [f"{cpu['a']:.0%}"], "b": [f"{cpu['b']:.0%}"]}
     return diff
+
+
+def _rpc_size(runs) -> float:
+    """Bytes per write RPC over the client counter deltas of the runs (Lustre osc, NFS
+    WRITE ops), or NaN when the client does not count RPCs."""
+    nbytes = rpcs = 0
+    for r in runs:
+        for row in getattr(r, "client_counters", None) or []:
+            d = row.get("delta") or {}
+            b, n = d.get("write_bytes"), d.get("write_rpcs")
+            if isinstance(b, (int, float)) and isinstance(n, (int, float)) and n > 0:
+                nbytes, rpcs = nbytes + b, rpcs + n
+    return nbytes / rpcs if rpcs else float("nan")
 
 
 def _busy(runs) -> float:

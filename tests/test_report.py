@@ -250,6 +250,9 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
         from mpiwrite import records
 
         rec = records.read(str(path))
+        rpc = 2**20 if i < 2 else 2**18  # and one counter: the client's write RPC size
+        rec.client_counters = [{"iteration": 0, "node": 0, "delta": {
+            "kind": "lustre", "write_bytes": 64 * 2**20, "write_rpcs": 64 * 2**20 // rpc}}]
         for n in rec.nodes:
             n["cpu_model"] = cpu
             n.setdefault("lustre", {})["osc"] = [{"device": f"OST{k}", "max_rpcs_in_flight": rpcs}
@@ -267,6 +270,8 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
     diff = json.loads(out.stdout)["differing_facts"]
     assert diff["cpu_model"] == {"a": ["AMD 2354"], "b": ["Intel X5450"]}
     assert diff["lustre.osc.max_rpcs_in_flight"] == {"a": ["8"], "b": ["32"]}
+    assert diff["client write RPC size (bytes per RPC, from its counters)"] == {
+        "a": ["1048576"], "b": ["262144"]}
     assert "ver" not in diff  # the selecting key
     assert not any(k.endswith("device") for k in diff)  # names, not settings
     text = cli(["compare", "ver=old", "ver=new", "--in", str(d)], cwd=tmp_path).stdout
