@@ -222,6 +222,28 @@ def test_read_phase_reads_across_the_network(bed):
         assert after[i] - before[i] >= 0.9 * read, (name, after[i] - before[i], read)
 
 
+def _wait_for_graph(bed, compression: str, timeout: float = 20.0) -> None:
+    """Until every host's FUSE client has logged a graph with compression on/off: a write
+    during the switch can fail with ENOTCONN (seen once with a fixed 1 s wait)."""
+    from mpiwrite.fs_fuse import parse_graph
+
+    logs = [os.path.join(bed.g.top, "log", f"client-{n}.log") for n in bed.h.names]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        seen = []
+        for log in logs:
+            try:
+                with open(log, errors="replace") as fh:
+                    seen.append((parse_graph(fh.read()) or {}).get("compression"))
+            except OSError:
+                seen.append(None)
+        if all(v == compression for v in seen):
+            time.sleep(1)  # and a moment for the old graph's connections to close
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"clients did not switch to compression={compression}: {seen}")
+
+
 def _graph_of(facts) -> dict:
     """The GlusterFS client graph somewhere in a node's facts (fs_fuse.gluster_graph)."""
     stack = [facts]
@@ -247,7 +269,7 @@ def test_compression_ab_with_compare(bed):
         for _rep in range(3):
             for value in ("off", "on"):
                 bed.g.set("network.compression", value)
-                time.sleep(1)  # the clients switch to the new graph
+                _wait_for_graph(bed, value)  # every client runs the new graph
                 args = ["run", bed.target("ab"), "-s", "16M", "-i", "2", "--delay", "0",
                         "--results", res, "--progress-interval", "0",
                         "--tag", f"compression={value}"]
