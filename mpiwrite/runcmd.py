@@ -122,7 +122,7 @@ SIZE, DURATION = Size(), Duration()
 @click.pass_context
 def run(ctx, **_params):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
-    from mpiwrite import console, runner
+    from mpiwrite import console, guard
 
     argv = ["mpiwrite"] + sys.argv[1:]
     console.configure(units=ctx.params.get("units", "MB"),
@@ -134,8 +134,8 @@ def run(ctx, **_params):
             raise
         # Under a launcher, a rank with bad input still joins the others to say so: a rank
         # that leaves alone leaves the rest waiting (a node-local --tag-file missing on one).
-        return runner.main(None, argv, str(exc))
-    return runner.main(cfg, argv)
+        return guard.main(None, argv, str(exc))
+    return guard.main(cfg, argv)
 
 
 def config_from(p: dict):
@@ -155,6 +155,6 @@ def config_from(p: dict):
 
 def agree_on_usage_error(message: str) -> int:
     """A usage error in `run` under a launcher: tell the other ranks (exit 2 everywhere)."""
-    from mpiwrite import runner
+    from mpiwrite import guard
 
-    return runner.main(None, ["mpiwrite"] + sys.argv[1:], message)
+    return guard.main(None, ["mpiwrite"] + sys.argv[1:], message)

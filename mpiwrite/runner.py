@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import sys
 import time
 from typing import Dict, List, Optional
@@ -27,9 +26,7 @@ from mpiwrite.parallel import (
     Signals,
     Team,
     Watchdog,
-    abort_world,
     clock,
-    host_name,
     seconds_since_exec,
 )
 from mpiwrite.text import clean, printable
@@ -619,96 +616,3 @@ class Run:
         layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
         if self.created_target:
             layout.remove_dir_if_empty(self.cfg.target)
-
-
-# ---------------------------------------------------------------------- the guard
-def end_job(run: Run, exc: BaseException) -> None:
-    """Any exception on any rank ends the whole job, within the grace period.
-
-    The rank that failed says so in one line and tells every other rank on the failure
-    channel; every rank removes the data files it created; rank 0 records the failure and
-    calls MPI_Abort.  A rank whose rank 0 does not end the job in time ends it itself."""
-    team = run.team
-    try:
-        if isinstance(exc, PeerFailed):
-            report, code, mine = exc.report, 1, False
-        elif isinstance(exc, Interrupted):
-            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
-                      "message": f"interrupted by signal {exc.signum}; ranks did not answer "
-                                 f"within {team.grace:.0f}s"}
-            code, mine = exc.exit_code, False
-        else:
-            detail = str(exc) or type(exc).__name__
-            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
-                      "errno": getattr(exc, "errno", 0) or 0,
-                      "path": getattr(exc, "filename", None) or "",
-                      "message": f"{type(exc).__name__}: {detail}"}
-            code, mine = 1, True
-        if mine:
-            sys.stderr.write(printable(
-                f"mpiwrite: run failed: rank {team.rank} on {team.host} in {run.phase}: "
-                f"{report['message']}") + "\n")
-            if os.environ.get("MPIWRITE_DEBUG"):
-                import traceback
-
-                traceback.print_exception(type(exc), exc, exc.__traceback__)
-            team.report_failure(report)
-        run.remove_created()
-        if team.rank == 0 and isinstance(exc, Interrupted):
-            sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
-                             f"rank answered within {team.grace:.0f}s, ending the job\n")
-        if team.rank == 0 and run.ledger is not None:
-            run.remove_files_of(range(team.size))
-            run.remove_run_folders()
-            entry = dict(report, iteration=report.get("iteration", run.iteration_now))
-            run.ledger.errors.append(entry)
-            status = "interrupted" if isinstance(exc, Interrupted) else "failed"
-            run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
-                                      f"{report.get('phase')}: {report.get('message')}")
-    except BaseException:  # the end must come, whatever breaks on the way to it
-        pass
-    if team.rank != 0:
-        # rank 0 records the failure and ends the job; after a signal the ranks already gave
-        # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
-        time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
-    team.abort(code)
-
-
-def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
-    """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
-    (the other ranks still learn of it, so that no rank waits for one that left)."""
-    early = sys.modules.get("mpiwrite.entry")
-    if early is not None and early.pending["signum"] == signal.SIGTERM:
-        sys.exit(143)  # the batch system's signal while Python was importing
-    # MPI_Init and the communicator set-up are C code that holds the GIL: no Python handler
-    # (nor thread) can run there, so a handler that only sets a flag would swallow SIGTERM
-    # while a rank waits for one that never starts (an MPMD launch with a broken command).
-    # In that window SIGTERM, what batch systems and `timeout` send, takes its default action:
-    # it ends the rank and the launcher the job (hydra exits with 15, not 143).  SIGINT stays
-    # answered in order (130): an interactive user's second Ctrl-C makes hydra force the end.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    from mpi4py import MPI
-
-    try:
-        host = host_name()
-    except ValueError as exc:
-        host, problem = os.uname().nodename, problem or str(exc)
-    try:
-        team = Team(MPI, None, host=host)
-    except BaseException as exc:
-        abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
-        raise
-    signals = team.signals = Signals()  # from here on, every wait answers signals in order
-    run = Run(cfg, argv, team, signals)
-    try:
-        if cfg is None:
-            raise_agreed(team.agree(problem or "bad input"), team.size)
-        run.agree_on_input(problem)
-        return run.execute()
-    except AgreedError as exc:
-        if team.rank == 0:
-            sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
-        return exc.exit_code
-    except BaseException as exc:
-        end_job(run, exc)
-        return 1
