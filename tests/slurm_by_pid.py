@@ -1,8 +1,7 @@
 """The test Slurm of slurm_cluster.py, with munged handled by its pid.
 
-slurm_cluster.Cluster ends munged with `pkill -x munged`, which would also end a munged that
-another test session relies on, and decides whether munged runs with `pgrep -x munged`,
-which also matches a munged that has exited but not been reaped yet (pid 1 here reaps
+slurm_cluster.Cluster decides whether munged runs by looking for the name `munged`, which
+also matches a munged that has exited but not been reaped yet (pid 1 here reaps
 late); the next Slurm then finds no munge socket.  This subclass starts munged itself when
 no live one exists, stops only that one by its pid and waits until it is gone, and stops
 the daemons again when the Slurm does not come up.
@@ -65,7 +64,7 @@ class Cluster(slurm_cluster.Cluster):
             time.sleep(0.05)
 
     def stop(self) -> None:
-        self.started_munge = False  # the base class must not pkill munged
+        self.started_munge = False  # this class stops its own munged, below
         super().stop()
         for name in ("slurmd.pid", "slurmctld.pid"):
             try:
