@@ -222,26 +222,51 @@ def test_read_phase_reads_across_the_network(bed):
         assert after[i] - before[i] >= 0.9 * read, (name, after[i] - before[i], read)
 
 
-def _wait_for_graph(bed, compression: str, timeout: float = 20.0) -> None:
-    """Until every host's FUSE client has logged a graph with compression on/off: a write
-    during the switch can fail with ENOTCONN (seen once with a fixed 1 s wait)."""
+def _client_logs(bed) -> list:
+    """Each host's FUSE client log, as text ('' while there is none)."""
+    texts = []
+    for n in bed.h.names:
+        try:
+            with open(os.path.join(bed.g.top, "log", f"client-{n}.log"), errors="replace") as fh:
+                texts.append(fh.read())
+        except OSError:
+            texts.append("")
+    return texts
+
+
+def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
+    """Set network.compression and wait until every host's FUSE client runs a graph newer
+    than the one it ran before (`volume set` returns before the clients fetch the new
+    volfile; setting the value in force changes no graph, so that is not waited for).
+    A client logs "Final graph" when a graph arrives but switches to it lazily, on its next
+    FUSE request, and only then tears down the old graph's connections: a write racing that
+    teardown fails with ENOTCONN (seen in CI).  So each host gets a probe request (create
+    and remove a file, which no attribute cache answers) until its log says "switched to
+    graph" after the new graph; then the old connections get a moment to close."""
     from mpiwrite.fs_fuse import parse_graph
 
-    logs = [os.path.join(bed.g.top, "log", f"client-{n}.log") for n in bed.h.names]
+    before = [t.count("Final graph:") for t in _client_logs(bed)]
+    if bed.g.get("network.compression") == compression:
+        before = [n - 1 for n in before]  # the graph each client has is the one wanted
+    else:
+        bed.g.set("network.compression", compression)
     end = time.monotonic() + timeout
+    state = []
     while time.monotonic() < end:
-        seen = []
-        for log in logs:
-            try:
-                with open(log, errors="replace") as fh:
-                    seen.append((parse_graph(fh.read()) or {}).get("compression"))
-            except OSError:
-                seen.append(None)
-        if all(v == compression for v in seen):
-            time.sleep(1)  # and a moment for the old graph's connections to close
+        state = []
+        for i, text in enumerate(_client_logs(bed)):
+            new = text.count("Final graph:") > before[i]
+            graph = (parse_graph(text) or {}).get("compression") if new else None
+            switched = "switched to graph" in text[text.rfind("Final graph:"):]
+            state.append((graph, switched))
+            if graph == compression and not switched:
+                probe = os.path.join(bed.g.mount, f".graph-probe-{bed.h.names[i]}")
+                bed.h.run(i, f"touch {probe} && rm -f {probe}", timeout=30)
+        if all(s == (compression, True) for s in state):
+            time.sleep(1)  # the old graph's connections close just after the switch
             return
         time.sleep(0.2)
-    raise AssertionError(f"clients did not switch to compression={compression}: {seen}")
+    raise AssertionError(f"clients did not switch to compression={compression}: {state}")
 
 
 def _graph_of(facts) -> dict:
@@ -268,15 +293,14 @@ def test_compression_ab_with_compare(bed):
     try:
         for _rep in range(3):
             for value in ("off", "on"):
-                bed.g.set("network.compression", value)
-                _wait_for_graph(bed, value)  # every client runs the new graph
+                _set_and_wait(bed, value)  # every client runs the new graph
                 args = ["run", bed.target("ab"), "-s", "16M", "-i", "2", "--delay", "0",
                         "--results", res, "--progress-interval", "0",
                         "--tag", f"compression={value}"]
                 out, doc = bed.run(HOSTS, args, timeout=180)
                 assert out.returncode == 0, out.stdout + out.stderr
     finally:
-        bed.g.set("network.compression", "off")
+        _set_and_wait(bed, "off")  # the later tests write through the usual graph
         for i in range(HOSTS):
             bed.h.limit(i, RATE)
     assert len(records_in(res)) == 6
