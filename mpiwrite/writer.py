@@ -166,59 +166,63 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     write = os.pwrite if positional else os.write
     samples = res.samples
     # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
+    # The blocks run in chunks that fill the readings list, so its index is the for loop's
+    # own counter (k) and storing a reading costs one list store.
     lat_on = plan.latency
     lat = res.latency = latency.Log(t0) if lat_on else None
     stamps = lat.stamps if lat_on else None
     marks = lat.marks if lat_on else None
-    nbase = 1  # stamps[done - nbase] holds the reading after block `done`
+    room = latency.CAPACITY if lat_on else UNBOUNDED
+    k = 0  # readings stored since the last fold
     try:
-        while done < nfull:
-            pack(buf, at, off)
-            w = write(fd, view, off) if positional else write(fd, view)
-            if w != bs:
-                res.bytes = done * bs + w
-                _write_all(fd, view[w:], off + w, positional)
-            off += bs
-            done += 1
-            if done == next_fsync:
-                t_pre = clock()
-                os.fsync(fd)
-                res.fsyncs += 1
-                next_fsync += every
-                synced = done
-                t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+        while done < nfull and not res.stopped_by:
+            if k == room:
+                lat.fold(k)
+                marks = lat.marks
+                k = 0
+            first = k
+            for k in range(first, first + min(nfull - done, room - first)):
+                pack(buf, at, off)
+                w = write(fd, view, off) if positional else write(fd, view)
+                if w != bs:
+                    res.bytes = done * bs + w
+                    _write_all(fd, view[w:], off + w, positional)
+                off += bs
+                done += 1
+                if done == next_fsync:
+                    t_pre = clock()
+                    os.fsync(fd)
+                    res.fsyncs += 1
+                    next_fsync += every
+                    synced = done
+                    t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+                    if lat_on:
+                        lat.add_fsync(t_sync - t_pre)
+                        marks.append((k, t_sync - t_pre))
+                    if t_sync - last_sync_sample >= 0.01:
+                        samples.append((t_sync, done * bs))
+                        last_sync_sample = t_sync
+                now = clock()
                 if lat_on:
-                    lat.add_fsync(t_sync - t_pre)
-                    marks.append((done - nbase, t_sync - t_pre))
-                if t_sync - last_sync_sample >= 0.01:
-                    samples.append((t_sync, done * bs))
-                    last_sync_sample = t_sync
-            now = clock()
-            if lat_on:
-                try:
-                    stamps[done - nbase] = now
-                except IndexError:
-                    lat.fold(done - nbase)
-                    marks = lat.marks
-                    nbase = done
-                    stamps[0] = now
-            if now >= next_event:
-                if now >= deadline:
-                    res.stopped_by = "time"
-                    break
-                if now >= next_sample:
-                    samples.append((now, (synced if durable_every else done) * bs))
-                    next_sample += plan.sample_interval * max(1, int((now - next_sample)
-                                                                     / plan.sample_interval) + 1)
-                next_poll = now + POLL_SECONDS
-                next_event = min(next_poll, deadline)
-                if poll is not None and poll(now, done * bs):
-                    res.stopped_by = "abort"
-                    break
-                if lat_on:  # the next write's latency does not include this bookkeeping
-                    marks.append((done + 1 - nbase, clock() - now))
+                    stamps[k] = now
+                if now >= next_event:
+                    if now >= deadline:
+                        res.stopped_by = "time"
+                        break
+                    if now >= next_sample:
+                        samples.append((now, (synced if durable_every else done) * bs))
+                        next_sample += plan.sample_interval * max(
+                            1, int((now - next_sample) / plan.sample_interval) + 1)
+                    next_poll = now + POLL_SECONDS
+                    next_event = min(next_poll, deadline)
+                    if poll is not None and poll(now, done * bs):
+                        res.stopped_by = "abort"
+                        break
+                    if lat_on:  # the next write's latency does not include this bookkeeping
+                        marks.append((k + 1, clock() - now))
+            k += 1  # stamps[:k] hold readings (the for loop ends on the last one it stored)
         if lat_on:
-            lat.fold(done + 1 - nbase)
+            lat.fold(k)
         res.bytes = done * bs
         if tail and not res.stopped_by:
             pack(buf, at, off)

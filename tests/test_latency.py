@@ -42,6 +42,31 @@ def test_a_mark_at_the_fold_boundary_belongs_to_the_next_reading():
     assert log.write_max == pytest.approx(0.001)
 
 
+def test_the_write_loop_counts_every_call_across_folds(tmp_path):
+    """More blocks than the readings list holds (the loop folds mid-stream), an fsync every
+    1,000 blocks and a tail: every write() and fsync() call is in the histograms once."""
+    from mpiwrite import writer
+
+    bs, nblocks = 512, 2 * latency.CAPACITY + 1037
+    plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0,
+                             nbytes=nblocks * bs + 100, block_size=bs, fsync_every=1000)
+    res = writer.write_stream(plan, bytearray(bs))
+    assert not res.failed and res.bytes == nblocks * bs + 100
+    assert int(res.latency.write.sum()) == nblocks  # the tail is written outside the loop
+    assert int(res.latency.fsync.sum()) == res.fsyncs == nblocks // 1000 + 1
+    assert res.latency.marks == []  # every mark was applied to its reading
+
+
+def test_a_stream_stopped_by_its_time_limit_counts_the_calls_it_made(tmp_path):
+    from mpiwrite import writer
+
+    plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0, nbytes=None,
+                             block_size=512, time_limit=0.1, fsync=False)
+    res = writer.write_stream(plan, bytearray(512))
+    assert res.stopped_by == "time" and res.blocks > 0
+    assert int(res.latency.write.sum()) == res.blocks
+
+
 def test_percentiles_never_exceed_the_exact_maximum():
     hist = np.zeros(latency.NBUCKETS, dtype=np.int64)
     hist[latency.buckets([0.03])[0]] = 10
