@@ -1,7 +1,10 @@
 """A real one-node Slurm (munged, slurmctld, slurmd from Debian's packages) for the tests.
 
 It lives in its own folder with its own ports, declares 16 CPUs (config_overrides) so that 16
-tasks fit on a small machine, and is stopped again afterwards.
+tasks fit on a small machine, and is stopped again afterwards.  munged is shared: a live one
+is used as it is; otherwise the cluster starts one and later stops exactly that one, by its
+pid, and waits until it is gone (a munged that has exited but is not yet reaped still shows
+up by name, and the next cluster would then find no socket).  Nothing is killed by name.
 """
 
 import os
@@ -54,6 +57,35 @@ def _pid_from(path: str, timeout: float = 5.0):
     return None
 
 
+MUNGED_PID = "/run/munge/munged.pid"
+MUNGE_SOCKET = "/run/munge/munge.socket.2"
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc ('' when there is no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    return _state(pid) not in ("", "Z", "X")
+
+
+def live_munged() -> bool:
+    """Whether some munged runs (a zombie does not count)."""
+    out = subprocess.run(["pgrep", "-x", "munged"], capture_output=True, text=True)
+    return any(_alive(int(p)) for p in out.stdout.split())
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
 def why_not() -> str:
     """Why a Slurm cannot be started here, or '' when it can."""
     if os.geteuid() != 0:
@@ -71,8 +103,7 @@ class Cluster:
         self.host = socket.gethostname()
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
-        self.started_munge = False
-        self.munge_pid = None
+        self.munge_pid = None  # the munged this cluster started, if it started one
 
     def start(self, timeout: float = 60.0) -> "Cluster":
         for sub in ("state", "spool"):
@@ -83,25 +114,34 @@ class Cluster:
             # break the next cluster's job 1 in MPI_Init ("Message truncated").
             fh.write(CONF.format(host=self.host, d=self.dir,
                                  first_job=random.randint(1000, 10**6)))
-        if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode:
-            os.makedirs("/run/munge", exist_ok=True)
-            subprocess.run(["chown", "munge:munge", "/run/munge"], check=False)
-            if not os.path.exists("/etc/munge/munge.key"):
-                subprocess.run(["mungekey", "--create"], check=True)
-                subprocess.run(["chown", "munge:munge", "/etc/munge/munge.key"], check=True)
-            subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
-            self.started_munge = True
-            self.munge_pid = _pid_from("/run/munge/munged.pid")
-        subprocess.run(["/usr/sbin/slurmctld", "-f", self.conf], check=True, env=self.env)
-        subprocess.run(["/usr/sbin/slurmd", "-f", self.conf], check=True, env=self.env)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                                 env=self.env)
-            if "idle" in out.stdout:
-                return self
-            time.sleep(0.2)
-        raise RuntimeError(f"Slurm node not idle after {timeout}s: {self.log()}")
+        if not live_munged():
+            self._start_munged()
+        try:
+            subprocess.run(["/usr/sbin/slurmctld", "-f", self.conf], check=True, env=self.env)
+            subprocess.run(["/usr/sbin/slurmd", "-f", self.conf], check=True, env=self.env)
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True,
+                                     text=True, env=self.env)
+                if "idle" in out.stdout:
+                    return self
+                time.sleep(0.2)
+            raise RuntimeError(f"Slurm node not idle after {timeout}s: {self.log()}")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_munged(self) -> None:
+        os.makedirs("/run/munge", exist_ok=True)
+        subprocess.run(["chown", "munge:munge", "/run/munge"], check=False)
+        if not os.path.exists("/etc/munge/munge.key"):
+            subprocess.run(["mungekey", "--create"], check=True)
+            subprocess.run(["chown", "munge:munge", "/etc/munge/munge.key"], check=True)
+        subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True)
+        self.munge_pid = _pid_from(MUNGED_PID)
+        end = time.monotonic() + 10
+        while not os.path.exists(MUNGE_SOCKET) and time.monotonic() < end:
+            time.sleep(0.05)
 
     def log(self) -> str:
         text = ""
@@ -114,18 +154,26 @@ class Cluster:
         return text
 
     def stop(self) -> None:
+        """Stop this cluster's daemons (and its munged) by their pids, and wait until they
+        are gone, so that the next cluster starts clean."""
         subprocess.run(["scancel", "--full", "-u", "root"], env=self.env, capture_output=True)
+        pids = []
         for name in ("slurmd.pid", "slurmctld.pid"):
             try:
                 with open(os.path.join(self.dir, name)) as fh:
-                    os.kill(int(fh.read().strip()), signal.SIGTERM)
+                    pids.append(int(fh.read().strip()))
+                os.kill(pids[-1], signal.SIGTERM)
             except (OSError, ValueError):
                 pass
-        if self.started_munge and self.munge_pid:
-            try:  # the munged this cluster started, by its pid; never others' by name
+        for pid in pids:
+            _wait_gone(pid, 10)
+        if self.munge_pid:
+            try:
                 os.kill(self.munge_pid, signal.SIGTERM)
             except OSError:
                 pass
+            _wait_gone(self.munge_pid, 10)
+            self.munge_pid = None
 
     def wait(self, job_id: str, timeout: float = 180.0) -> str:
         """Wait until the job leaves the queue; returns its final state."""

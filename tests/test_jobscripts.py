@@ -7,8 +7,7 @@ import sys
 
 import pytest
 from conftest import MPIWRITE, _clean_env, cli, only_record, records_in
-from slurm_by_pid import Cluster
-from slurm_cluster import why_not
+from slurm_cluster import Cluster, why_not
 
 from mpiwrite import jobscript as js
 from mpiwrite.errors import ConfigError

@@ -16,7 +16,7 @@ import hosts as hostlib
 import ompi
 import pytest
 from conftest import MPIEXEC, MPIWRITE, _clean_env, mounted, needs_root, only_record, records_in
-from slurm_by_pid import Cluster
+from slurm_cluster import Cluster
 from slurm_cluster import why_not as slurm_why_not
 
 from mpiwrite import mpiinfo
