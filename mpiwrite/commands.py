@@ -14,8 +14,12 @@ from mpiwrite.text import printable
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
 METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
                "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
-               "ior (IOR's bandwidth, open included). MB/s = 10^6 B/s.")
-METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior"])
+               "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
+               "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
+               "system seconds of all ranks per 10^9 bytes written), where less is better.")
+# the same names as results.METRIC_NAMES (results imports numpy: not at start-up)
+METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior",
+                        "client-cpu", "cpu-per-GB"])
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
@@ -163,18 +167,41 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad)
     sampling = _sampling(metric, unit, warmup, confidence)
     rows, used = report_rows(store, keys, sampling, baseline)
     if not rows:
-        others = len(store.runs)
-        text = "PATHS: no complete runs found" + (
-            f" with a {metric} figure" if metric not in ("aggregate", "rank-mean") else "") + (
-            f" ({others} run(s) that did not complete, e.g. interrupted)" if others else "")
+        text = _no_rows_text(store, metric, warmup)
         if store.bad:
             raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
         raise ConfigError(text)
     click.echo(format_rows(rows, keys, fmt, sampling, used, len(store.duplicates)))
+    _note_runs_without(store, metric, warmup)
     skipped = len(store.runs) - len(store.select())
     if skipped:
         sys.stderr.write(f"mpiwrite: {skipped} run(s) that did not complete were left out\n")
     return code
+
+
+def _no_rows_text(store, metric: str, warmup: int) -> str:
+    """Why a report is empty: no complete run, or complete runs without the metric's figure
+    (e.g. client CPU in records from before it was measured)."""
+    from mpiwrite.report import no_figure_text
+
+    complete = len(store.select())
+    if complete:
+        return no_figure_text("PATHS", complete, metric, warmup)
+    others = len(store.runs)
+    return "PATHS: no complete runs found" + (
+        f" ({others} run(s) that did not complete, e.g. interrupted)" if others else "")
+
+
+def _note_runs_without(store, metric: str, warmup: int) -> None:
+    """Name on stderr the complete runs left out for lack of the figure, so a report over old
+    and new records does not silently stand for fewer runs than were given."""
+    from mpiwrite.results import CPU_METRICS, CPU_MISSING, a_figure, metric_values
+
+    left = sum(1 for r in store.select() if not metric_values(r, metric, warmup))
+    if left:
+        why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
+        sys.stderr.write(f"mpiwrite: {left} complete run(s) without {a_figure(metric)} were "
+                         f"left out{why}\n")
 
 
 @click.command()
@@ -184,8 +211,9 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad)
               help="Where KEY=VALUE filters look for records (repeatable).")
 @sampling_options
 @click.option("--fail-if-slower", "fail_pct", type=float, default=None, metavar="PCT",
-              help="Exit 1 when B is slower than A by more than PCT percent and the "
-                   "difference is real at --confidence (a CI gate); else exit 0.")
+              help="Exit 1 when B is slower than A by more than PCT percent (with "
+                   "client-cpu or cpu-per-GB: uses more CPU) and the difference is real at "
+                   "--confidence (a CI gate); else exit 0.")
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")

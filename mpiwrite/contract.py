@@ -3,7 +3,9 @@ and `compare --json`, its version, and the JSON Schemas shipped in mpiwrite/sche
 
 Every figure over repetitions is a *stat block* with the same keys everywhere:
 `n`, `mean_MB_per_s`, `std_MB_per_s`, `ci_lo_MB_per_s`, `ci_hi_MB_per_s`, `min_MB_per_s`,
-`max_MB_per_s` (MB = 10^6 bytes); a figure that does not exist is `null`, never NaN.
+`max_MB_per_s` (MB = 10^6 bytes); a figure that does not exist is `null`, never NaN.  A
+metric in another unit (client CPU) has the same keys with its own unit in the name
+(`mean_cpu_seconds_per_GB`), so a reader of `mean_MB_per_s` never gets CPU seconds.
 Changing, renaming or removing a field means bumping OUTPUT_VERSION (and the schemas and
 docs/output.md with it); adding an optional field does not.
 """
@@ -21,8 +23,15 @@ OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
            "compare": "compare-json.schema.json"}
-STAT_KEYS = ("n", "mean_MB_per_s", "std_MB_per_s", "ci_lo_MB_per_s", "ci_hi_MB_per_s",
-             "min_MB_per_s", "max_MB_per_s")
+STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
+
+
+def stat_keys(suffix: str = "MB_per_s") -> tuple:
+    """The seven keys of a stat block whose figures are in the unit named by `suffix`."""
+    return ("n",) + tuple(f"{name}_{suffix}" for name in STAT_NAMES)
+
+
+STAT_KEYS = stat_keys()
 
 
 def version() -> str:
@@ -36,17 +45,17 @@ def header(output: str) -> Dict[str, Any]:
     return {"schema_version": OUTPUT_VERSION, "output": output, "mpiwrite_version": version()}
 
 
-def stat_block(values: Sequence[float], confidence: float = 0.95) -> Dict[str, Any]:
+def stat_block(values: Sequence[float], confidence: float = 0.95,
+               suffix: str = "MB_per_s") -> Dict[str, Any]:
     """A stat block over these values (NaN values left out); null where undefined."""
     from mpiwrite import stats
 
-    s = stats.describe([float(v) for v in values], confidence)
-    return finite(dict(zip(STAT_KEYS, (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
+    return summary_block(stats.describe([float(v) for v in values], confidence), suffix)
 
 
-def summary_block(s) -> Dict[str, Any]:
+def summary_block(s, suffix: str = "MB_per_s") -> Dict[str, Any]:
     """A stat block from a stats.Summary."""
-    return finite(dict(zip(STAT_KEYS, (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
+    return finite(dict(zip(stat_keys(suffix), (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
 
 
 def finite(x: Any) -> Any:

@@ -9,7 +9,7 @@ import numpy as np
 
 from mpiwrite import stats
 from mpiwrite.errors import ConfigError
-from mpiwrite.results import Store, metric_values
+from mpiwrite.results import Store, metric_info, metric_values
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -33,16 +33,20 @@ def check_output(path: str) -> None:
 def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
             metric: str = "aggregate", confidence: float = 0.95) -> None:
     """Mean per x with its confidence interval (clipped at zero: no negative bandwidth) on a
-    log2 x axis with the x values as integer ticks, and each line's ideal (linear from its
-    first point) dashed in the same colour."""
+    log2 x axis with the x values as integer ticks, and each bandwidth line's ideal (linear
+    from its first point) dashed in the same colour; client CPU has no linear ideal.  A run
+    without the metric's figure (a record from before it) is left out, not drawn as a gap."""
     plt = _pyplot()
+    info = metric_info(metric)
     groups: Dict[tuple, Dict[int, List[float]]] = {}
     for r in store.select():
         k = store.keys(r)
         g = tuple(str(k.get(b, "-")) for b in by)
-        groups.setdefault(g, {}).setdefault(int(k[x]), []).extend(metric_values(r, metric))
+        vals = metric_values(r, metric)
+        if vals:
+            groups.setdefault(g, {}).setdefault(int(k[x]), []).extend(vals)
     if not groups:
-        raise ConfigError("no complete runs to plot")
+        raise ConfigError(f"no complete runs with {metric} figures to plot")
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     ticks = set()
     ci = f"{confidence * 100:g}% CI"
@@ -57,7 +61,7 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
         label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
         line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
                            label=f"{label}: mean, error bars {ci}")
-        if len(xs) > 1:
+        if len(xs) > 1 and info.higher_is_better:
             ax.plot(xs, [means[0] * v / xs[0] for v in xs], linestyle="--", linewidth=1.5,
                      color=line[0].get_color(), alpha=0.8, label=f"{label}: ideal (linear)")
     ax.set_xscale("log", base=2)
@@ -66,8 +70,11 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"{x} (log2 scale)")
-    ax.set_ylabel(f"{metric} write bandwidth (MB/s, 10^6 B/s)")
-    ax.set_title(f"mpiwrite scaling: {metric} MB/s against {x}")
+    if info.unit == "MB/s":
+        ax.set_ylabel(f"{metric} write bandwidth (MB/s, 10^6 B/s)")
+    else:
+        ax.set_ylabel(f"{metric} ({info.header})")
+    ax.set_title(f"mpiwrite scaling: {metric} {info.unit} against {x}")
     ax.grid(True, alpha=0.3)
     _finish(fig, ax, plt, out)
 

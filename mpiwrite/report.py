@@ -11,7 +11,14 @@ import numpy as np
 
 from mpiwrite import contract, stats
 from mpiwrite.errors import ConfigError
-from mpiwrite.results import Store, metric_values, parse_filter, resolve_unit, sample_values
+from mpiwrite.results import (
+    Store,
+    metric_info,
+    metric_values,
+    parse_filter,
+    resolve_unit,
+    sample_values,
+)
 from mpiwrite.summary import STATUS_NAMES, node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -130,6 +137,7 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
     check_pooling({",".join(f"{b}={v}" for b, v in zip(by, key)) or "all runs": m
                    for key, m in groups.items()}, store.keys, by, "--by")
+    suffix = metric_info(sampling.metric).suffix
     rows = []
     for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
         # a run without the figure (no read phase, a record from before it) is no sample
@@ -148,7 +156,7 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                                     if v == v]
         last = sample_values(members, "read" if reading else "aggregate", unit, warm)
         row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
-        row.update(contract.stat_block(values, conf))
+        row.update(contract.stat_block(values, conf, suffix))
         row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,
                    rank_std_MB_per_s=float(per_rank.std(ddof=1)) if per_rank.size > 1
                    else math.nan,
@@ -185,16 +193,36 @@ def _isnum(text: str) -> bool:
 
 
 COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done"]
-CSV_FIELDS = ["runs", *contract.STAT_KEYS, "rank_mean_MB_per_s", "rank_std_MB_per_s",
-              "first_done_MB_per_s", "last_done_MB_per_s"]
+RATE_FIELDS = ["rank_mean_MB_per_s", "rank_std_MB_per_s", "first_done_MB_per_s",
+               "last_done_MB_per_s"]
+CSV_FIELDS = ["runs", *contract.STAT_KEYS, *RATE_FIELDS]
 CHANGE_FIELDS = ["change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value", "verdict"]
+
+
+def columns(metric: str) -> List[str]:
+    """The report table's columns: a metric's own unit in the header of its figures."""
+    return [f"{metric_info(metric).header} ±95%" if c == "MB/s ±95%" else c for c in COLUMNS]
+
+
+def csv_fields(metric: str) -> List[str]:
+    """The CSV columns after the --by keys: the stat block in the metric's unit, then the
+    write rates (MB/s) that every report row carries."""
+    return ["runs", *contract.stat_keys(metric_info(metric).suffix), *RATE_FIELDS]
+
+
+def metric_fields(metric: str) -> Dict[str, Any]:
+    """What the numbers of a metric are, for the JSON documents: `metric_unit` and
+    `higher_is_better` (MB/s: true; client CPU: false, more CPU is the regression)."""
+    info = metric_info(metric)
+    return {"metric_unit": info.unit, "higher_is_better": info.higher_is_better}
 
 
 def report_doc(rows, by: Sequence[str], sampling: Sampling, unit: str,
                duplicates: int = 0) -> Dict[str, Any]:
     """The `report --format json` document (schema: report-json.schema.json)."""
     doc = contract.header("report")
-    doc.update(metric=sampling.metric, unit=unit, unit_requested=sampling.unit,
+    doc.update(metric=sampling.metric, **metric_fields(sampling.metric), unit=unit,
+               unit_requested=sampling.unit,
                warmup=sampling.warmup, confidence=sampling.confidence, by=list(by),
                duplicate_records=duplicates,
                rows=[{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
@@ -211,7 +239,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     if fmt == "csv":
         out = io.StringIO()
         w = csv.writer(out)
-        fields = CSV_FIELDS + (CHANGE_FIELDS if has_change else [])
+        fields = csv_fields(sampling.metric) + (CHANGE_FIELDS if has_change else [])
         w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
                                         "schema_version"])
         for r in contract.finite(rows):
@@ -220,23 +248,16 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                        + [sampling.metric, unit, sampling.warmup, confidence,
                           contract.OUTPUT_VERSION])
         return out.getvalue().rstrip("\n")
-    head = list(by) + COLUMNS + (["change % ±95%"] if has_change else [])
+    head = list(by) + columns(sampling.metric) + (["change % ±95%"] if has_change else [])
     head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
-    body = []
-    for r in rows:
-        cells = [printable(r["keys"][k]) for k in by]
-        half = (r["ci_hi_MB_per_s"] - r["ci_lo_MB_per_s"]) / 2 if r["n"] > 1 else float("nan")
-        cells += [str(r["runs"]), str(r["n"]), f"{_num(r['mean_MB_per_s'])} ±{_num(half)}",
-                  _num(r["min_MB_per_s"], 0), _num(r["max_MB_per_s"], 0),
-                  f"{_num(r['rank_mean_MB_per_s'], 0)}±{_num(r['rank_std_MB_per_s'], 0)}",
-                  _num(r["first_done_MB_per_s"])]
-        if has_change:
-            cells.append(_change_cell(r))
-        body.append(cells)
+    body = [[printable(r["keys"][k]) for k in by] + _figure_cells(r, sampling.metric)
+            + ([_change_cell(r)] if has_change else []) for r in rows]
     head = [printable(h) for h in head]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
     notes = [f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
+    if metric_info(sampling.metric).unit != "MB/s":
+        notes.append("rank mean±sd and first-done: write MB/s")
     if has_change:
         notes.append(f"change: against the base row, {confidence * 100:g}% interval; "
                      "~ = within noise (Welch's t-test)")
@@ -256,6 +277,20 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
                                for i, (c, w) in enumerate(zip(b, widths))).rstrip())
     return "\n".join(lines + notes)
+
+
+def _figure_cells(r: Dict[str, Any], metric: str) -> List[str]:
+    """A report row's figures as table cells: the metric with the decimals its unit needs
+    (MB/s: one, and whole numbers for min and max; 0.004 CPU s/GB is not 0), then the rates."""
+    info = metric_info(metric)
+    key = dict(zip(contract.STAT_NAMES, contract.stat_keys(info.suffix)[1:]))
+    extremes = 0 if info.unit == "MB/s" else info.digits
+    half = (r[key["ci_hi"]] - r[key["ci_lo"]]) / 2 if r["n"] > 1 else float("nan")
+    return [str(r["runs"]), str(r["n"]),
+            f"{_num(r[key['mean']], info.digits)} ±{_num(half, info.digits)}",
+            _num(r[key["min"]], extremes), _num(r[key["max"]], extremes),
+            f"{_num(r['rank_mean_MB_per_s'], 0)}±{_num(r['rank_std_MB_per_s'], 0)}",
+            _num(r["first_done_MB_per_s"])]
 
 
 def _duplicate_note(n: int) -> str:
@@ -306,6 +341,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                  fail_if_slower: Optional[float] = None, duplicates: int = 0):
     """(text, JSON document, whether the --fail-if-slower gate failed)."""
     metric, confidence = sampling.metric, sampling.confidence
+    info = metric_info(metric)
     from mpiwrite.results import run_keys
 
     check_pooling({f"side {a_name}": list(a_runs), f"side {b_name}": list(b_runs)}, run_keys,
@@ -322,29 +358,20 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     va = sample_values(a_runs, metric, unit, sampling.warmup)
     vb = sample_values(b_runs, metric, unit, sampling.warmup)
     if not va or not vb:
-        side = a_name if not va else b_name
-        raise ConfigError(f"{printable(side)}: no complete runs match")
+        side, runs = (a_name, a_runs) if not va else (b_name, b_runs)
+        raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup))
     c = stats.compare(va, vb, confidence)
-    pct = f"{confidence * 100:g}%"
-    lines = [f"metric: {metric} MB/s; test: Welch's t-test, {pct} confidence",
+    pct, d = f"{confidence * 100:g}%", info.digits
+    lines = [f"{_metric_words(metric)}; test: Welch's t-test, {pct} confidence",
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
-        ci = f"{pct} CI {interval(s.lo, s.hi)}" if s.n > 1 else "no interval (n=1)"
+        ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
         lines.append(f"  A={name}" if name == a_name else f"  B={name}")
-        lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean)} MB/s, "
-                     f"{ci}, sd {_num(s.std)}")
-    if c.a.n < 2 or c.b.n < 2:
-        verdict = (f"cannot tell: each side needs at least 2 samples; about "
-                   f"{_count(c.more_per_side, 'more repetition')} per side")
-    elif c.real:
-        verdict = f"a real difference (p = {c.p_value:.2g})"
-    elif c.more_per_side:
-        verdict = (f"within noise (p = {c.p_value:.2g}); about "
-                   f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"
-                   " in all) would settle a difference of this size")
-    else:
-        verdict = f"within noise (p = {c.p_value:.2g}); the means are identical"
-    lines.append(f"  B - A: {c.diff:+.1f} MB/s, {pct} CI {interval(c.diff_lo, c.diff_hi)}; "
+        lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
+                     f"{info.unit}, {ci}, sd {_num(s.std, d)}")
+    verdict = _verdict(c, metric)
+    lines.append(f"  B - A: {c.diff:+.{d}f} {info.diff_unit or info.unit}, {pct} CI "
+                 f"{interval(c.diff_lo, c.diff_hi, d)}; "
                  f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
     lines.append(f"  verdict: {verdict}")
     if differing:  # what else differs between the two groups, settings first
@@ -356,24 +383,80 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                          "(differing_facts)")
     failed = False
     if fail_if_slower is not None:
-        failed = bool(c.real and c.pct == c.pct and c.pct < -fail_if_slower)
-        lines.append(f"  gate --fail-if-slower {fail_if_slower:g}: "
-                     + (f"FAIL (B is {-c.pct:.1f}% slower, a real difference)" if failed else
-                        "pass"))
+        failed, gate = _gate(c, metric, fail_if_slower)
+        lines.append(gate)
     if duplicates:
         lines.append(_duplicate_note(duplicates))
+    sfx = info.suffix
     doc = contract.header("compare")
-    doc.update(metric=metric, unit=unit, unit_requested=sampling.unit, warmup=sampling.warmup,
-               test="welch", confidence=confidence,
-               a=dict(contract.summary_block(c.a), name=a_name, runs=len(a_runs)),
-               b=dict(contract.summary_block(c.b), name=b_name, runs=len(b_runs)),
-               diff_MB_per_s=c.diff, diff_ci_lo_MB_per_s=c.diff_lo,
-               diff_ci_hi_MB_per_s=c.diff_hi, change_pct=c.pct, change_ci_lo_pct=c.pct_lo,
+    doc.update(metric=metric, **metric_fields(metric), unit=unit, unit_requested=sampling.unit,
+               warmup=sampling.warmup, test="welch", confidence=confidence,
+               a=dict(contract.summary_block(c.a, sfx), name=a_name, runs=len(a_runs)),
+               b=dict(contract.summary_block(c.b, sfx), name=b_name, runs=len(b_runs)),
+               **{f"diff_{sfx}": c.diff, f"diff_ci_lo_{sfx}": c.diff_lo,
+                  f"diff_ci_hi_{sfx}": c.diff_hi},
+               change_pct=c.pct, change_ci_lo_pct=c.pct_lo,
                change_ci_hi_pct=c.pct_hi, p_value=c.p_value, df=c.df, real=c.real,
                needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
                verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
                duplicate_records=duplicates, differing_facts=differing)
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
+
+
+def no_figure_text(what: str, runs: int, metric: str, warmup: int = 0) -> str:
+    """Why a side or a report has no sample: no run at all, or runs without the figure (a
+    record from before client CPU was measured must say so, not look like a missing run)."""
+    from mpiwrite.results import CPU_METRICS, CPU_MISSING, a_figure
+
+    if not runs:
+        return f"{what}: no complete runs match"
+    after = f" after --warmup {warmup}" if warmup else ""
+    why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
+    return f"{what}: {_count(runs, 'complete run')}, but none has {a_figure(metric)}{after}{why}"
+
+
+def _metric_words(metric: str) -> str:
+    """The compare header: MB/s as ever; a CPU metric names its unit and that less is better."""
+    info = metric_info(metric)
+    if info.higher_is_better:
+        return f"metric: {metric} {info.unit}"
+    return f"metric: {metric} in {info.unit} (less is better)"
+
+
+def direction(metric: str, diff: float) -> str:
+    """Which way B differs from A, in the metric's words: faster or slower for MB/s, more or
+    less CPU for the client CPU metrics (where more is the regression)."""
+    up = diff > 0
+    if metric == "cpu-per-GB":
+        return f"B uses {'more' if up else 'less'} CPU per GB written"
+    if metric == "client-cpu":
+        return f"B's busiest client uses {'more' if up else 'less'} CPU"
+    return f"B is {'faster' if up else 'slower'}"
+
+
+def _verdict(c, metric: str) -> str:
+    if c.a.n < 2 or c.b.n < 2:
+        return (f"cannot tell: each side needs at least 2 samples; about "
+                f"{_count(c.more_per_side, 'more repetition')} per side")
+    if c.real:
+        return f"a real difference (p = {c.p_value:.2g}): {direction(metric, c.diff)}"
+    if c.more_per_side:
+        return (f"within noise (p = {c.p_value:.2g}); about "
+                f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"
+                " in all) would settle a difference of this size")
+    return f"within noise (p = {c.p_value:.2g}); the means are identical"
+
+
+def _gate(c, metric: str, allowed_pct: float):
+    """(failed, text) of --fail-if-slower: B worse than A by more than allowed_pct percent
+    and a real difference.  Worse is lower for MB/s and higher for client CPU."""
+    info = metric_info(metric)
+    worse = -c.pct if info.higher_is_better else c.pct
+    failed = bool(c.real and worse == worse and worse > allowed_pct)
+    what = f"B is {worse:.1f}% slower" if info.higher_is_better else \
+        f"B uses {worse:.1f}% more CPU"
+    return failed, (f"  gate --fail-if-slower {allowed_pct:g}: "
+                    + (f"FAIL ({what}, a real difference)" if failed else "pass"))
 
 
 def _ms(seconds) -> str:

@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -273,9 +273,75 @@ METRICS = {
 }
 
 
+class MetricInfo(NamedTuple):
+    """How the numbers of a metric read, so no output calls CPU seconds MB/s: the unit shown
+    and given as `metric_unit`, the suffix of its JSON and CSV keys (`mean_<suffix>`: the
+    contract puts units in names), the report's column header, whether more is better (what
+    `compare` calls a regression), the decimals shown, and the unit of a difference."""
+    unit: str
+    suffix: str
+    header: str
+    higher_is_better: bool = True
+    digits: int = 1
+    diff_unit: str = ""
+
+
+RATE = MetricInfo("MB/s", "MB_per_s", "MB/s")
+CPU_METRICS = {
+    # the busiest node's CPU busy fraction over each iteration's write phase, in percent
+    "client-cpu": MetricInfo("%", "cpu_busy_pct", "CPU busy %", False, 1, "points"),
+    # client CPU seconds (user + system, all ranks) per 10^9 bytes written
+    "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
+}
+METRIC_NAMES = list(METRICS) + ["per-node"] + list(CPU_METRICS)
+CPU_MISSING = ("records from before mpiwrite measured client CPU have none, nor do runs with "
+               "MPIWRITE_NO_ACCOUNTING=1")
+
+
+def a_figure(metric: str) -> str:
+    """'a read figure', 'an aggregate figure': for messages naming what a run lacks."""
+    return f"{'an' if metric[:1] in tuple('aeiou') else 'a'} {metric} figure"
+
+
+def metric_info(metric: str) -> MetricInfo:
+    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric)."""
+    if metric not in METRIC_NAMES:
+        raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
+    return CPU_METRICS.get(metric, RATE)
+
+
+def cpu_seconds_per_GB(rows: np.ndarray) -> float:
+    """Client CPU seconds (user + system) per 10^9 bytes over the ranks of one iteration whose
+    CPU was measured, and only their bytes: the cost of each byte to the client (checksums,
+    compression, copies) whatever the storage's speed.  NaN when no rank has a CPU figure
+    (records from before it, MPIWRITE_NO_ACCOUNTING=1) or they wrote nothing."""
+    names = rows.dtype.names or ()
+    if "cpu_user_seconds" not in names or "cpu_system_seconds" not in names:
+        return float("nan")
+    cpu = rows["cpu_user_seconds"] + rows["cpu_system_seconds"]
+    measured = np.isfinite(cpu)
+    nbytes = float(rows["bytes"][measured].sum())
+    if not measured.any() or nbytes <= 0:
+        return float("nan")
+    return float(cpu[measured].sum()) / nbytes * 1e9
+
+
+def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[float]:
+    """Per good iteration: the busiest node's CPU busy percent, or CPU seconds per GB."""
+    if metric == "client-cpu":
+        if "node_cpu_busy_max" not in (its.dtype.names or ()):
+            return []
+        vals = [100.0 * float(v) for v in its["node_cpu_busy_max"]]
+    else:
+        vals = [cpu_seconds_per_GB(rec.ranks[rec.ranks["iteration"] == it])
+                for it in its["iteration"]]
+    return [v for v in vals if np.isfinite(v)]
+
+
 def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
     """One value per good iteration of a run for the chosen metric, after leaving out the
-    first `warmup` iterations of the run (whatever their status)."""
+    first `warmup` iterations of the run (whatever their status).  A record from before the
+    figure existed gives none (never a 0)."""
     its = rec.iterations[(rec.iterations["status"] == 0)
                          & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
@@ -286,6 +352,8 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
             rows = rec.ranks[rec.ranks["iteration"] == it]
             vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
         return vals
+    if metric in CPU_METRICS:
+        return _cpu_values(rec, its, metric)
     if metric not in METRICS:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
     col = METRICS[metric]
@@ -294,7 +362,6 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
     return [float(v) for v in its[col] if np.isfinite(v)]
 
 
-METRIC_NAMES = list(METRICS) + ["per-node"]
 UNITS = ("auto", "run", "iteration")
 
 

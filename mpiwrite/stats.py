@@ -126,7 +126,7 @@ def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
 class Comparison(NamedTuple):
     a: Summary
     b: Summary
-    diff: float  # mean(b) - mean(a), MB/s
+    diff: float  # mean(b) - mean(a), in the unit of the values (MB/s, CPU s/GB, ...)
     diff_lo: float
     diff_hi: float
     pct: float  # (mean(b) / mean(a) - 1) * 100
