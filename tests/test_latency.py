@@ -113,3 +113,16 @@ def test_show_prints_latency_cpu_read_and_ior_figures(tmp_path):
     assert "write() p50/p99/max" in text and "fsync() max" in text
     assert "open included (IOR)" in text and "read " in text
     assert "CPU" in text and "busy" in text and "p99 ms" in text
+
+
+def test_cpu_seconds_are_finer_than_clock_ticks(tmp_path):
+    """A stream of a few milliseconds still has CPU seconds above 0 (times() counts 10 ms
+    ticks and said 0 for it), and no more than its wall time allows."""
+    from mpiwrite import writer
+
+    plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0,
+                             nbytes=2 * 2**20, block_size=4096, fsync=False)
+    res = writer.write_stream(plan, bytearray(4096))
+    cpu = res.cpu_user + res.cpu_system
+    wall = res.t_close_end - res.t_write_start
+    assert 0 < cpu <= wall + 0.011, (cpu, wall)
