@@ -253,14 +253,16 @@ def test_scaling_plot_labels_the_cpu_unit(tmp_path):
 
 @pytest.mark.mpi
 def test_a_real_run_reports_the_cpu_it_measured(tmp_path):
-    out = mpirun(2, ["run", "d", "-s", "1M", "-b", "64k", "-i", "2", "--results", "r",
+    """16 MiB a rank at 4 KiB blocks: long enough for /proc/stat (10 ms jiffies) to see the
+    write phase; a phase shorter than a jiffy on every CPU has no busy figure (NaN, seen in a
+    loaded suite at 1 MiB), and this test is about the report, not that limit."""
+    out = mpirun(2, ["run", "d", "-s", "16M", "-b", "4k", "-i", "2", "--results", "r",
                      "--tag", "k=v", "--progress-interval", "0"],
                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     rec = only_record(tmp_path / "r")
     busy, per_gb = _expected(rec.path)
-    # times() counts clock ticks: a short run may have spent 0 ticks, never NaN
-    assert all(np.isfinite(busy)) and all(v >= 0 for v in per_gb)
+    assert all(np.isfinite(busy)) and all(v > 0 for v in per_gb)
     for metric, vals, sfx in (("client-cpu", busy, "cpu_busy_pct"),
                               ("cpu-per-GB", per_gb, "cpu_seconds_per_GB")):
         doc = json.loads(_report(tmp_path / "r", tmp_path, metric, "--unit", "iteration",
