@@ -145,7 +145,10 @@ def main() -> int:
               f"{statistics.median(quiet):.0f} MB/s, ratio "
               f"{statistics.median(chatty) / statistics.median(quiet):.3f}")
         for bs, limit in ((2**20, 0.01), (4 * 2**10, 0.03)):
-            r = accounting_cost(target, bs, size if bs == 2**20 else size // 4, args.rounds)
+            # At 1 MiB the accounting is ~1,000 list stores in a 0.3 s run, far below the noise
+            # of tmpfs page allocation (7-round medians 0.91-1.01): three times the rounds.
+            r = accounting_cost(target, bs, size if bs == 2**20 else size // 4,
+                                args.rounds * (3 if bs == 2**20 else 1))
             print(f"latency histograms + CPU accounting at {bs // 1024}KiB blocks: with/without "
                   f"{r:.3f} (cost {max(0.0, 1 - r) * 100:.1f}%, target < {limit * 100:.0f}%)")
             ok &= r >= 1 - limit
