@@ -49,15 +49,19 @@ def test_uneven_nodes_in_a_run(tmp_path):
 
 def test_only_rank_zero_imports_h5py(tmp_path):
     probe = tmp_path / "probe.py"
+    # A finished rank leaves through exit() without Python's atexit hooks (cli._leave_run):
+    # the probe dumps the modules on the way out.
     probe.write_text(
-        "import atexit, os, sys\n"
-        "def dump():\n"
+        "import os, sys\n"
+        "import mpiwrite.cli as cli\n"
+        "leave = cli._leave_run\n"
+        "def dump(code):\n"
         "    r = os.environ.get('PMI_RANK', '0')\n"
         "    open(f'mods.{r}', 'w').write('\\n'.join(sorted(sys.modules)))\n"
-        "atexit.register(dump)\n"
+        "    leave(code)\n"
+        "cli._leave_run = dump\n"
         "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
-        "from mpiwrite.cli import main\n"
-        "main()\n")
+        "cli.main()\n")
     out = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(probe), "run", "d", "-s",
                           "1M", "--results", "r"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120, env=_clean_env())
