@@ -452,9 +452,13 @@ def _gate(c, metric: str, allowed_pct: float):
     and a real difference.  Worse is lower for MB/s and higher for client CPU."""
     info = metric_info(metric)
     worse = -c.pct if info.higher_is_better else c.pct
+    if worse != worse and c.diff == c.diff:  # A's mean is 0: any real change is infinite
+        worse = math.copysign(math.inf, -c.diff if info.higher_is_better else c.diff)
     failed = bool(c.real and worse == worse and worse > allowed_pct)
     what = f"B is {worse:.1f}% slower" if info.higher_is_better else \
         f"B uses {worse:.1f}% more CPU"
+    if math.isinf(worse):
+        what = "B's mean is 0" if info.higher_is_better else "B uses CPU where A's mean is 0"
     return failed, (f"  gate --fail-if-slower {allowed_pct:g}: "
                     + (f"FAIL ({what}, a real difference)" if failed else "pass"))
 

@@ -271,3 +271,14 @@ def test_a_real_run_reports_the_cpu_it_measured(tmp_path):
         assert row["n"] == 2 and row[f"mean_{sfx}"] == pytest.approx(np.mean(vals), rel=1e-9)
         assert 0 <= row[f"min_{sfx}"] <= row[f"max_{sfx}"] <= (100 if sfx.endswith("pct")
                                                                  else np.inf)
+
+
+def test_the_gate_fails_when_a_used_no_cpu_and_b_really_does():
+    """A's mean of 0 leaves no percent change (NaN); a real increase is then infinitely worse,
+    not a pass (found by review: the gate passed while the verdict said B uses more CPU)."""
+    from mpiwrite import report, stats
+
+    c = stats.compare([0.0, 0.0, 0.0], [0.9, 1.0, 1.1])
+    failed, text = report._gate(c, "cpu-per-GB", 5)
+    assert c.real and failed and "A's mean is 0" in text
+    assert not report._gate(c, "aggregate", 5)[0]  # more MB/s than nothing is no regression
