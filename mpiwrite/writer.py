@@ -178,8 +178,10 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     try:
         while done < nfull and not res.stopped_by:
             if k == room:
+                t_fold = clock()
                 lat.fold(k)
                 marks = lat.marks
+                marks.append((0, clock() - t_fold))  # the next write's latency leaves it out
                 k = 0
             first = k
             for k in range(first, first + min(nfull - done, room - first)):
