@@ -46,3 +46,13 @@ class Interrupted(MpiwriteError):
 
 class Stalled(MpiwriteError):
     """A collective that did not complete within --timeout and the grace period."""
+
+
+def why(exc: OSError) -> str:
+    """Why a path could not be used, in the words of a one-line error: 'permission denied',
+    'does not exist', or the system's text."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "does not exist"
+    return exc.strerror or str(exc)

@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from mpiwrite import records
-from mpiwrite.errors import ConfigError, RecordError
+from mpiwrite.errors import ConfigError, RecordError, why
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
@@ -45,7 +45,7 @@ def find(paths: Iterable[str], option: str = "PATHS",
             try:
                 st = os.stat(m)
             except OSError as exc:
-                raise ConfigError(f"{option}: {printable(m)!r}: {_why(exc)}") from None
+                raise ConfigError(f"{option}: {printable(m)!r}: {why(exc)}") from None
             if stat.S_ISDIR(st.st_mode):
                 out += _walk(m, option, leftovers)
             else:
@@ -54,18 +54,10 @@ def find(paths: Iterable[str], option: str = "PATHS",
     return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
 
 
-def _why(exc: OSError) -> str:
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileNotFoundError):
-        return "does not exist"
-    return exc.strerror or str(exc)
-
-
 def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
     def fail(exc: OSError):
         raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
-                          f"{_why(exc)}")
+                          f"{why(exc)}")
 
     out = []
     for root, dirs, names in os.walk(top, onerror=fail):

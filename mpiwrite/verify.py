@@ -24,7 +24,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 import numpy as np
 
 from mpiwrite import files, pattern
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 
 SCAN = 64 * 2**20
 NAME = re.compile(r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat$")
@@ -73,27 +73,19 @@ def data_files(paths) -> Iterator[str]:
         try:
             st = os.stat(p)
         except OSError as exc:
-            raise ConfigError(f"PATHS: {p!r}: {_why(exc)}") from None
+            raise ConfigError(f"PATHS: {p!r}: {why(exc)}") from None
         if not stat.S_ISDIR(st.st_mode):
             yield p
             continue
 
         def fail(exc: OSError):
-            raise ConfigError(f"PATHS: cannot list {exc.filename!r}: {_why(exc)}")
+            raise ConfigError(f"PATHS: cannot list {exc.filename!r}: {why(exc)}")
 
         for root, dirs, names in os.walk(p, onerror=fail):
             dirs.sort()
             for f in sorted(names):
                 if f.startswith("mpiwrite-") and f.endswith(".dat"):
                     yield os.path.join(root, f)
-
-
-def _why(exc: OSError) -> str:
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, FileNotFoundError):
-        return "does not exist"
-    return exc.strerror or str(exc)
 
 
 def from_record(exp: Expect, rec) -> Expect:
