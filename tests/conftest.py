@@ -131,6 +131,20 @@ def _mapped_shm():
     return inuse
 
 
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A real one-node Slurm for a test module (slurm_cluster.Cluster), stopped afterwards;
+    skipped with the reason where it cannot run."""
+    import slurm_cluster
+
+    reason = slurm_cluster.why_not()
+    if reason:
+        pytest.skip(f"Slurm: {reason}")
+    cluster = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm")).start()
+    yield cluster
+    cluster.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _remove_stale_mpich_segments():
     """Tests kill MPI jobs on purpose; MPICH then leaves its /dev/shm segments behind.

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 from conftest import MPIWRITE, _clean_env, cli, only_record, records_in
-from slurm_cluster import Cluster, why_not
 
 from mpiwrite import jobscript as js
 from mpiwrite.errors import ConfigError
@@ -153,14 +152,6 @@ def test_shipped_jobscripts_are_valid_bash(name):
 
 
 # ------------------------------------------------------------------ a real Slurm
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    reason = why_not()
-    if reason:
-        pytest.skip(f"Slurm: {reason}")
-    cluster = Cluster(tmp_path_factory.mktemp("slurm")).start()
-    yield cluster
-    cluster.stop()
 
 
 def submit(slurm, args, cwd):

@@ -16,8 +16,6 @@ import hosts as hostlib
 import ompi
 import pytest
 from conftest import MPIEXEC, MPIWRITE, _clean_env, mounted, needs_root, only_record, records_in
-from slurm_cluster import Cluster
-from slurm_cluster import why_not as slurm_why_not
 
 from mpiwrite import mpiinfo
 
@@ -81,14 +79,6 @@ def test_across_emulated_hosts_record_names_them(tmp_path, can_emulate, nhosts):
 
 
 # ------------------------------------------------------------------ the test Slurm
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    reason = slurm_why_not()
-    if reason:
-        pytest.skip(f"Slurm: {reason}")
-    cluster = Cluster(tmp_path_factory.mktemp("slurm")).start()
-    yield cluster
-    cluster.stop()
 
 
 def srun_plugins(slurm) -> str:
@@ -98,37 +88,28 @@ def srun_plugins(slurm) -> str:
 
 
 @pytest.mark.slow
-def test_srun_pmix_with_open_mpi(slurm, tmp_path):
-    if "pmix" not in srun_plugins(slurm):
-        pytest.skip("Slurm has no pmix plugin (apt-get install slurm-wlm-basic-plugins)")
-    environ = ompi.env({"SLURM_CONF": slurm.conf})
-    out = ompi.launch(["srun", "--mpi=pmix", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
+@pytest.mark.parametrize("plugin,family", [("pmix", "openmpi"), ("pmi2", "mpich")])
+def test_srun_starts_each_mpi_through_its_plugin(slurm, tmp_path, plugin, family):
+    """srun --mpi=pmix with Open MPI and --mpi=pmi2 with MPICH: the run completes, no process
+    outlives the job, and the record names the MPI, the launcher and the plugin."""
+    if family == "openmpi":
+        if plugin not in srun_plugins(slurm):
+            pytest.skip("Slurm has no pmix plugin (apt-get install slurm-wlm-basic-plugins)")
+        environ = ompi.env({"SLURM_CONF": slurm.conf})
+    else:
+        if MPIEXEC is None:
+            pytest.skip("no MPICH (pip install mpich)")
+        environ = _clean_env({"SLURM_CONF": slurm.conf})
+    out = ompi.launch(["srun", f"--mpi={plugin}", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
                        "run", "d", "-s", "2M", "--results", "r", *ARGS],
                       tmp_path, timeout=120, environ=environ)
     assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
     assert out.stray == []  # no process of the job outlived it
     rec = only_record(tmp_path / "r")
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
-    assert mpiinfo.family(rec.attrs["mpi_library"]) == "openmpi"
+    assert mpiinfo.family(rec.attrs["mpi_library"]) == family
     assert recorded_launcher(rec) == "srun"
-    assert recorded_env(rec)["SLURM_MPI_TYPE"] == "pmix"
-
-
-@pytest.mark.slow
-def test_srun_pmi2_with_mpich(slurm, tmp_path):
-    if MPIEXEC is None:
-        pytest.skip("no MPICH (pip install mpich)")
-    environ = _clean_env({"SLURM_CONF": slurm.conf})
-    out = ompi.launch(["srun", "--mpi=pmi2", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
-                       "run", "d", "-s", "2M", "--results", "r", *ARGS],
-                      tmp_path, timeout=120, environ=environ)
-    assert out.returncode == 0, out.stdout + out.stderr + slurm.log()
-    assert out.stray == []  # no process of the job outlived it
-    rec = only_record(tmp_path / "r")
-    assert rec.status == "complete" and rec.attrs["ranks"] == 3
-    assert mpiinfo.family(rec.attrs["mpi_library"]) == "mpich"
-    assert recorded_launcher(rec) == "srun"
-    assert recorded_env(rec)["SLURM_MPI_TYPE"] == "pmi2"
+    assert recorded_env(rec)["SLURM_MPI_TYPE"] == plugin
 
 
 # ------------------------------------------------------------------ a failing rank ends the job

@@ -6,7 +6,6 @@ import os
 
 import pytest
 from conftest import BIN, MPIEXEC, _clean_env, bounded
-from slurm_cluster import Cluster, why_not
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK = os.path.join(ROOT, "reframe", "mpiwrite_check.py")
@@ -49,14 +48,6 @@ def test_reframe_check_with_the_local_launcher(tmp_path):
     assert scripts and "mpiexec -n 3 mpiwrite run" in scripts[0].read_text()
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    reason = why_not()
-    if reason:
-        pytest.skip(f"Slurm: {reason}")
-    cluster = Cluster(tmp_path_factory.mktemp("slurm")).start()
-    yield cluster
-    cluster.stop()
 
 
 @pytest.mark.slow
