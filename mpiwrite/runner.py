@@ -66,8 +66,13 @@ def raise_agreed(problems: List[Dict], size: int) -> None:
 
 
 def _parse_inject(text: str):
+    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first)."""
     rank, _, phase = text.partition(":")
-    return (int(rank), phase) if rank.isdigit() and phase else None
+    head, _, tail = phase.rpartition(":")
+    seconds = 0.0
+    if head and tail.replace(".", "", 1).isdigit():
+        phase, seconds = head, min(float(tail), 60.0)
+    return (int(rank), phase, seconds) if rank.isdigit() and phase else None
 
 
 # Settings that may differ between nodes: each node reads its own facts.
@@ -85,8 +90,9 @@ class Run:
     def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals):
         self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
         self.rank = team.rank
-        # MPIWRITE_INJECT=RANK:PHASE raises an unexpected error on RANK when it enters a
-        # phase starting with PHASE (tests of the guard at every phase; docs/architecture.md)
+        # MPIWRITE_INJECT=RANK:PHASE[:SECONDS] raises an unexpected error on RANK when it
+        # enters a phase starting with PHASE, SECONDS after (tests of the guard at every
+        # phase; docs/architecture.md)
         self._inject = _parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
         self.phase = "start-up"
         self.ledger = None  # rank 0 only: ledger.Ledger
@@ -110,6 +116,7 @@ class Run:
     def phase(self, value: str) -> None:
         self._phase = value
         if self._inject and self._inject[0] == self.rank and value.startswith(self._inject[1]):
+            time.sleep(self._inject[2])  # a test changes the world meanwhile
             raise RuntimeError(f"fault injected by MPIWRITE_INJECT in {value!r}")
 
     # ------------------------------------------------------------------ before any data
@@ -552,22 +559,28 @@ class Run:
         # and by name: a later iteration may have made the folder again under its name
         return layout.remove(path) or problem
 
-    def remove_files_of(self, ranks) -> None:
+    def remove_files_of(self, ranks) -> List[str]:
         """Remove other ranks' data files of this iteration, when they cannot (stopped, hung):
-        only names this run created with O_EXCL, so nothing of anyone else is touched."""
+        only names this run created with O_EXCL, so nothing of anyone else is touched.
+        Returns what could not be removed ('path: reason'; a file not there is no problem)."""
         if self.cfg is None or self.cfg.keep or self.iteration_now < 0:
-            return
+            return []
+        problems = []
         for r in ranks:
-            self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r,
-                                           self.iteration_now))
+            problem = self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r,
+                                                    self.iteration_now))
+            if problem:
+                problems.append(problem)
+        return problems
 
-    def remove_created(self) -> None:
-        """Remove the data files this rank created (on the way out of a failed run)."""
+    def remove_created(self) -> List[str]:
+        """Remove the data files this rank created (on the way out of a failed run); returns
+        what could not be removed."""
         if self.cfg is None or self.cfg.keep:
-            return
-        for p in self.created:
-            self._unlink(p)
+            return []
+        problems = [p for p in (self._unlink(path) for path in self.created) if p]
         self.created.clear()
+        return problems
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
