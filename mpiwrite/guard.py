@@ -52,12 +52,17 @@ def end_job(run: Run, exc: BaseException) -> None:
 
                 traceback.print_exception(type(exc), exc, exc.__traceback__)
             team.report_failure(report)
-        run.remove_created()
+        # Rank 0 tries every rank's file names again below and names what is left in one
+        # line (a dead server would otherwise give a line per rank); on node-local targets
+        # it cannot see other nodes' files, and their leftovers go unnamed.
+        left = run.remove_created()
         if team.rank == 0 and isinstance(exc, Interrupted):
             sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
                              f"rank answered within {team.grace:.0f}s, ending the job\n")
         if team.rank == 0 and run.ledger is not None:
-            run.remove_files_of(range(team.size))
+            left = sorted(set(left + run.remove_files_of(range(team.size))))
+            if left:  # a dead server, a read-only remount: the user must remove them
+                run.ledger.warn(f"could not remove {leftover_text(left)}")
             run.remove_run_folders()
             entry = dict(report, iteration=report.get("iteration", run.iteration_now))
             run.ledger.errors.append(entry)
@@ -71,6 +76,13 @@ def end_job(run: Run, exc: BaseException) -> None:
         # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
         time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
     team.abort(code)
+
+
+def leftover_text(problems: List[str], shown: int = 3) -> str:
+    """'N data files of this run: path: reason; ...' naming the first few."""
+    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
+    return (f"{len(problems)} data file{'s' * (len(problems) != 1)} of this run: "
+            + "; ".join(problems[:shown]) + more)
 
 
 def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:

@@ -163,6 +163,47 @@ def test_an_unexpected_error_anywhere_ends_the_job(tmp_path, rank, phase):
         assert any(e.get("rank") == rank and e.get("phase") == phase for e in rec.errors)
 
 
+@needs_root
+def test_a_failed_run_names_the_data_files_it_could_not_remove(tmp_path):
+    """Rank 1 fails after the write phase; meanwhile the folder holding the data files became
+    immutable (chattr +i: unlink says EPERM, as a dead server or a read-only remount would
+    refuse it).  The run still ends at once, and says which files are left and why: on stderr
+    and in the record's warnings (before, they were left without a word)."""
+    import shutil
+
+    if not shutil.which("chattr"):
+        pytest.skip("no chattr (apt-get install e2fsprogs)")
+    env = _clean_env({"MPIWRITE_INJECT": "1:iteration 0: gather:4"})
+    proc = subprocess.Popen([MPIEXEC, "-n", "3", MPIWRITE, "run", "d", "-s", "1M",
+                             "--results", "r"] + QUIET, cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    held = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(held) < 3:  # the three files exist until the clean-up after the gather
+            assert time.monotonic() < deadline and proc.poll() is None, "no data files"
+            held = sorted((tmp_path / "d").rglob("*.dat"))
+            time.sleep(0.05)
+        folder = held[0].parent
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+        out, err = proc.communicate(timeout=60)
+    except BaseException:
+        kill_group(proc)
+        proc.communicate()
+        raise
+    finally:
+        if held:
+            subprocess.run(["chattr", "-i", str(held[0].parent)], check=False)
+    assert proc.returncode == 1, err
+    said = lines_with(err, "could not remove")
+    assert len(said) == 1 and "3 data files of this run" in said[0], err  # one line, rank 0
+    assert held[0].name in said[0] and "Operation not permitted" in said[0], said
+    rec = records.read(records_in(tmp_path / "r")[0])
+    assert rec.status == "failed"
+    assert any("could not remove 3 data files" in w for w in rec.warnings()), rec.warnings()
+
+
 def _rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
     from test_faults import rank_pids
 
