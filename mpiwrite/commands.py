@@ -210,10 +210,12 @@ def _note_runs_without(store, metric: str, warmup: int) -> None:
 @click.option("--in", "where", multiple=True, default=["results"], show_default=True,
               help="Where KEY=VALUE filters look for records (repeatable).")
 @sampling_options
-@click.option("--fail-if-slower", "fail_pct", type=float, default=None, metavar="PCT",
+@click.option("--fail-if-slower", "--fail-if-worse", "fail_pct", type=float, default=None,
+              metavar="PCT",
               help="Exit 1 when B is slower than A by more than PCT percent (with "
-                   "client-cpu or cpu-per-GB: uses more CPU) and the difference is real at "
-                   "--confidence (a CI gate); else exit 0.")
+                   "client-cpu or cpu-per-GB: uses more CPU; --fail-if-worse reads better "
+                   "there) and the difference is real at --confidence (a CI gate); else "
+                   "exit 0.")
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")

@@ -282,3 +282,16 @@ def test_the_gate_fails_when_a_used_no_cpu_and_b_really_does():
     failed, text = report._gate(c, "cpu-per-GB", 5)
     assert c.real and failed and "A's mean is 0" in text
     assert not report._gate(c, "aggregate", 5)[0]  # more MB/s than nothing is no regression
+
+
+def test_fail_if_worse_is_the_gate_under_a_name_that_fits_cpu(tmp_path):
+    """B spends twice A's CPU per GB: --fail-if-worse (the alias of --fail-if-slower) fails."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for rep in range(3):
+        _record(a / f"a{rep}.h5", f"a{rep}", {"s": "a"}, cpu_scale=1.0 + 0.01 * rep)
+        _record(b / f"b{rep}.h5", f"b{rep}", {"s": "b"}, cpu_scale=2.0 + 0.01 * rep)
+    out = cli(["compare", str(a), str(b), "--metric", "cpu-per-GB", "--fail-if-worse", "10"],
+              cwd=tmp_path)
+    assert out.returncode == 1 and "more CPU" in out.stdout, out.stdout + out.stderr
