@@ -71,7 +71,9 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"{x} (log2 scale)")
     if info.unit == "MB/s":
-        ax.set_ylabel(f"{metric} write bandwidth (MB/s, 10^6 B/s)")
+        phase = "read" if metric == "read" else "write"  # not "read write bandwidth"
+        ax.set_ylabel(f"{'' if metric == 'read' else metric + ' '}{phase} bandwidth "
+                      f"(MB/s, 10^6 B/s)")
     else:
         ax.set_ylabel(f"{metric} ({info.header})")
     ax.set_title(f"mpiwrite scaling: {metric} {info.unit} against {x}")

@@ -252,6 +252,20 @@ def test_scaling_plot_labels_the_cpu_unit(tmp_path):
 
 
 @pytest.mark.mpi
+def test_scaling_plot_of_the_read_phase_says_read_bandwidth(tmp_path):
+    """The y label said 'read write bandwidth' for --metric read (found by review)."""
+    pytest.importorskip("matplotlib")
+    out = mpirun(2, ["run", "d", "-s", "2M", "--read", "--results", "r",
+                     "--progress-interval", "0"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    svg = tmp_path / "read.svg"
+    out = cli(["plot", "scaling", "r", "--metric", "read", "-o", str(svg)], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = svg.read_text()
+    assert "read bandwidth" in text and "write bandwidth" not in text
+
+
+@pytest.mark.mpi
 def test_a_real_run_reports_the_cpu_it_measured(tmp_path):
     """16 MiB a rank at 4 KiB blocks: long enough for /proc/stat (10 ms jiffies) to see the
     write phase; a phase shorter than a jiffy on every CPU has no busy figure (NaN, seen in a
