@@ -262,8 +262,8 @@ def show(run, where, iteration, skip_bad):
     RUN is a record file, a folder holding one record, or a run id, its start or its
     random suffix (the last part, e.g. 524bd3) looked up in --in."""
     from mpiwrite import records
-    from mpiwrite.report import show_text
     from mpiwrite.results import run_keys
+    from mpiwrite.show import show_text
 
     code = 0
     if os.path.isdir(run):

@@ -100,3 +100,13 @@ def format_seconds(seconds: float) -> str:
     if seconds >= 60:
         return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
     return f"{seconds:.2f}s" if seconds < 10 else f"{seconds:.1f}s"
+
+
+def format_number(x, digits: int = 1) -> str:
+    """A figure with `digits` decimals; '-' for a missing one (None or NaN)."""
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def plural(n: int, word: str) -> str:
+    """1 node, 2 nodes; 1 more repetition, 2 more repetitions."""
+    return f"{n} {word}{'s' * (n != 1)}"

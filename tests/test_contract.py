@@ -168,7 +168,7 @@ def test_show_a_folder_a_suffix_and_names_in(tmp_path):
 
 
 def test_mount_options_are_not_repeated():
-    from mpiwrite.report import unique_options
+    from mpiwrite.show import unique_options
 
     assert unique_options("rw,relatime,rw,seclabel,relatime") == "rw,relatime,seclabel"
 
