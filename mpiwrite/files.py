@@ -108,18 +108,23 @@ def fsync_dir(folder: str) -> None:
         os.close(dfd)
 
 
+def require_directory(what: str, path: str, noun: str = "") -> None:
+    """ConfigError (exit 2, naming `what`) unless path is an existing directory."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{what}: {noun}{path!r} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"{what}: {noun}{path!r}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{what}: {path!r} is not a directory")
+
+
 def check_output(option: str, path: str) -> None:
     """ConfigError (exit 2, naming the option) unless a file can be written at path: its folder
     exists and is a writable directory, and path is not a directory or other non-file."""
     folder = os.path.dirname(os.path.abspath(path))
-    try:
-        st = os.stat(folder)
-    except FileNotFoundError:
-        raise ConfigError(f"{option}: folder {folder!r} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"{option}: folder {folder!r}: {exc.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"{option}: {folder!r} is not a directory")
+    require_directory(option, folder, "folder ")
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -17,7 +17,7 @@ import os
 import stat
 from typing import Dict, List, Optional, Tuple
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.files import require_directory
 
 MAX_READ = 256 * 1024
 MAX_LIST = 8 * 2**20  # a package database (dpkg status) read to find one package, not kept
@@ -27,15 +27,7 @@ _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os,
 
 def check(path: str) -> str:
     """The sysroot's real path; ConfigError (exit 2) unless it is an existing directory."""
-    what = "--sysroot (or MPIWRITE_SYSROOT)"
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ConfigError(f"{what}: {path!r} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"{what}: {path!r}: {exc.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"{what}: {path!r} is not a directory")
+    require_directory("--sysroot (or MPIWRITE_SYSROOT)", path)
     return os.path.realpath(path)
 
 
