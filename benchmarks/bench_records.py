@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from mpiwrite import records, summary
-from mpiwrite import rows as mwrows  # noqa: E402  (after the path set-up)
+from mpiwrite.formats import records, summary
+from mpiwrite.run import rows as mwrows
 
 
 def synthetic(nranks: int, per_node: int, nsamples: int, rng):

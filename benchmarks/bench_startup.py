@@ -37,7 +37,8 @@ def bytecode(compile_it: bool) -> str:
                           "import mpiwrite, os; print(os.path.dirname(mpiwrite.__file__))"],
                          capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     pkg = out.stdout.strip()
-    sources = [os.path.join(pkg, n) for n in sorted(os.listdir(pkg)) if n.endswith(".py")]
+    sources = sorted(os.path.join(d, n) for d, _, names in os.walk(pkg) for n in names
+                     if n.endswith(".py"))  # the layer folders too
     missing = [p for p in sources if not os.path.exists(importlib.util.cache_from_source(p))]
     if missing and compile_it:
         subprocess.run([os.path.join(BIN, "python"), "-m", "compileall", "-q", pkg],

@@ -1,4 +1,4 @@
-from mpiwrite.entry import main
+from mpiwrite.cli.entry import main
 
 if __name__ == "__main__":
     main()

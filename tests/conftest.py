@@ -77,7 +77,7 @@ def records_in(folder: str) -> List[str]:
 
 
 def only_record(folder: str):
-    from mpiwrite import records
+    from mpiwrite.formats import records
 
     found = records_in(folder)
     assert len(found) == 1, found

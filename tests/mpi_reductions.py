@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from mpiwrite.parallel import Team
+from mpiwrite.run.parallel import Team
 
 team = Team(MPI)
 world = MPI.COMM_WORLD

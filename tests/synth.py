@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from mpiwrite import records, summary
+from mpiwrite.formats import records, summary
 
 
 def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18"):
@@ -38,7 +38,7 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]
-    from mpiwrite.nodeinfo import run_keys
+    from mpiwrite.facts.nodeinfo import run_keys
 
     rec = records.RunRecord(
         attrs={"run_id": run_id, "status": status,

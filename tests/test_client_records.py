@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import synth
 
-from mpiwrite import records
 from mpiwrite.errors import RecordError
+from mpiwrite.formats import records
 
 pytestmark = pytest.mark.timeout(60)
 DELTA = {"osc": {"bigfs-OST0001-osc-x": {"stats": {"write_bytes": {"samples": 256,
@@ -101,7 +101,7 @@ def test_a_client_fact_that_is_not_an_object_is_refused(tmp_path):
 
 def _retag(path, client, drop_key=False):
     """Make a synthetic record's nodes use `client`, or look like one written before it."""
-    from mpiwrite.nodeinfo import run_keys
+    from mpiwrite.facts.nodeinfo import run_keys
 
     rec = records.read(path)
     for n in rec.nodes:

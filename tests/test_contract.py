@@ -13,7 +13,8 @@ import pytest
 import synth
 from conftest import cli, mpirun
 
-from mpiwrite import contract, stats
+from mpiwrite import stats
+from mpiwrite.formats import contract
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -168,7 +169,7 @@ def test_show_a_folder_a_suffix_and_names_in(tmp_path):
 
 
 def test_mount_options_are_not_repeated():
-    from mpiwrite.show import unique_options
+    from mpiwrite.answers.show import unique_options
 
     assert unique_options("rw,relatime,rw,seclabel,relatime") == "rw,relatime,seclabel"
 
@@ -243,7 +244,7 @@ def test_every_machine_output_of_real_runs_validates(tmp_path):
 
 
 def test_man_pages_from_the_click_commands(tmp_path):
-    from mpiwrite import manpage
+    from mpiwrite.cli import manpage
 
     assert manpage.main([str(tmp_path)]) == 0
     names = sorted(os.listdir(tmp_path))

@@ -18,7 +18,8 @@ import pytest
 import synth
 from conftest import cli, mpirun, only_record
 
-from mpiwrite import records, results, summary
+from mpiwrite.answers import results
+from mpiwrite.formats import records, summary
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -121,7 +122,7 @@ def test_report_values_equal_the_ranks_table(tmp_path):
 
 def test_the_unit_is_in_text_csv_and_json(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
-    from mpiwrite import contract
+    from mpiwrite.formats import contract
 
     d = tmp_path / "rec"
     d.mkdir()
@@ -159,7 +160,7 @@ def test_the_unit_is_in_text_csv_and_json(tmp_path):
 
 def test_a_cpu_document_labelled_as_mb_per_s_is_refused_by_the_schema(tmp_path):
     jsonschema = pytest.importorskip("jsonschema")
-    from mpiwrite import contract
+    from mpiwrite.formats import contract
 
     d = tmp_path / "rec"
     d.mkdir()
@@ -290,7 +291,8 @@ def test_a_real_run_reports_the_cpu_it_measured(tmp_path):
 def test_the_gate_fails_when_a_used_no_cpu_and_b_really_does():
     """A's mean of 0 leaves no percent change (NaN); a real increase is then infinitely worse,
     not a pass (found by review: the gate passed while the verdict said B uses more CPU)."""
-    from mpiwrite import report, stats
+    from mpiwrite import stats
+    from mpiwrite.answers import report
 
     c = stats.compare([0.0, 0.0, 0.0], [0.9, 1.0, 1.1])
     failed, text = report._gate(c, "cpu-per-GB", 5)

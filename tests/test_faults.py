@@ -22,7 +22,7 @@ from conftest import (
     records_in,
 )
 
-from mpiwrite import records, summary
+from mpiwrite.formats import records, summary
 
 pytestmark = pytest.mark.mpi
 

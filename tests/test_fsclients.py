@@ -7,10 +7,10 @@ import pytest
 import sysroots
 from conftest import cli
 
-from mpiwrite import fs_fuse as fuse
-from mpiwrite import fs_gpfs as gpfs
-from mpiwrite import fs_nfs as nfs
-from mpiwrite import fsclients, nodeinfo
+from mpiwrite.facts import fs_fuse as fuse
+from mpiwrite.facts import fs_gpfs as gpfs
+from mpiwrite.facts import fs_nfs as nfs
+from mpiwrite.facts import fsclients, nodeinfo
 
 
 def facts(tmp_path, files, target):
@@ -43,7 +43,7 @@ def test_nfs_without_mountstats_falls_back_to_mountinfo(tmp_path):
 
 
 def test_nfs_counters_change_between_snapshots(tmp_path):
-    from mpiwrite.sysroot import Reader
+    from mpiwrite.facts.sysroot import Reader
 
     root = sysroots.make(tmp_path / "root", sysroots.nfs("4.2", written=1048576))
     before = nfs.counters(Reader(root), "/mnt/nfs")
@@ -141,8 +141,8 @@ def test_version_strings_of_fuse_daemons():
 def test_real_glusterfs_binary_version_on_this_machine():
     import shutil
 
-    from mpiwrite.fscommon import command
-    from mpiwrite.sysroot import Reader
+    from mpiwrite.facts.fscommon import command
+    from mpiwrite.facts.sysroot import Reader
 
     if not shutil.which("glusterfs"):
         pytest.skip("glusterfs-client is not installed (apt-get install glusterfs-client)")
@@ -197,8 +197,8 @@ def test_env_shows_the_client(tmp_path, fixture, target, expect):
 
 
 def test_client_is_a_reserved_tag_name():
-    from mpiwrite import config
     from mpiwrite.errors import ConfigError
+    from mpiwrite.run import config
 
     with pytest.raises(ConfigError, match="built-in run key"):
         config.parse_tag("client=1.6.5")
@@ -272,8 +272,8 @@ def test_mount_secrets_are_not_recorded(tmp_path):
 def test_a_slow_command_is_ended_with_its_children_and_leaves_an_unknown(monkeypatch):
     import time
 
-    from mpiwrite import fscommon
-    from mpiwrite.sysroot import Reader
+    from mpiwrite.facts import fscommon
+    from mpiwrite.facts.sysroot import Reader
 
     monkeypatch.setattr(fscommon, "COMMAND_TIMEOUT", 0.5)
     reader = Reader("/")
@@ -335,7 +335,7 @@ Final graph:
 
 
 def test_gluster_graph_from_the_clients_log():
-    from mpiwrite.fs_fuse import parse_graph
+    from mpiwrite.facts.fs_fuse import parse_graph
 
     old = GLUSTER_LOG.replace("features/cdc", "performance/write-behind")
     g = parse_graph(old + GLUSTER_LOG)  # the last graph wins (a volume set switches it)

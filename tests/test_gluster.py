@@ -243,7 +243,7 @@ def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
     teardown fails with ENOTCONN (seen in CI).  So each host gets a probe request (create
     and remove a file, which no attribute cache answers) until its log says "switched to
     graph" after the new graph; then the old connections get a moment to close."""
-    from mpiwrite.fs_fuse import parse_graph
+    from mpiwrite.facts.fs_fuse import parse_graph
 
     before = [t.count("Final graph:") for t in _client_logs(bed)]
     if bed.g.get("network.compression") == compression:
@@ -312,7 +312,7 @@ def test_compression_ab_with_compare(bed):
     assert verdict["a"]["n"] >= 3 and verdict["b"]["n"] >= 3  # a sample per run, or more
     assert verdict["real"] and verdict["change_pct"] < -20, verdict
     # every node's facts say what its client ran: the option, not only the tag
-    from mpiwrite import records
+    from mpiwrite.formats import records
 
     for path in records_in(res):
         rec = records.read(path)

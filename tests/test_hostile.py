@@ -16,7 +16,7 @@ SHOWN = "\\x1b]0;owned\\x07\\x1b[2J\\nfake line"
 
 
 def _main(args, capsys):
-    from mpiwrite import cli as cli_mod
+    from mpiwrite.cli import main as cli_mod
 
     with pytest.raises(SystemExit) as info:
         cli_mod.main(list(args))

@@ -8,8 +8,8 @@ import pytest
 import sysroots
 from conftest import cli, is_root, only_record
 
-from mpiwrite import nodeinfo, sysroot
 from mpiwrite.errors import ConfigError
+from mpiwrite.facts import nodeinfo, sysroot
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "root:$6$SECRET-HASH:19000:0:99999:7:::"

@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import MPIWRITE, _clean_env, cli, only_record, records_in
 
-from mpiwrite import jobscript as js
+from mpiwrite.cli import jobscript as js
 from mpiwrite.errors import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -126,7 +126,7 @@ def test_jobscript_command_results_help_and_mpi(tmp_path):
 
 def test_jobscript_detects_the_family_mpi4py_loads(tmp_path):
     """auto: the MPI library mpi4py loads here decides (MPICH wheel: pmi2 and Hydra)."""
-    from mpiwrite import mpiinfo
+    from mpiwrite.facts import mpiinfo
 
     probe = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
                            capture_output=True, text=True, timeout=60, env=_clean_env())
@@ -240,7 +240,7 @@ def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     job = out.stdout.strip().split(";")[0]
     assert slurm.wait(job) == "COMPLETED", slurm.log()
     log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
-    from mpiwrite import records
+    from mpiwrite.formats import records
 
     recs = [records.read(p) for p in records_in(tmp_path / "res")]
     assert len(recs) == 4

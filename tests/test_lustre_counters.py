@@ -8,11 +8,11 @@ import struct
 import pytest
 import sysroots
 
-from mpiwrite import lustre_counters as lc
-from mpiwrite import lustre_layout as ll
-from mpiwrite import stripeopts
 from mpiwrite.errors import ConfigError
-from mpiwrite.sysroot import Reader
+from mpiwrite.facts import lustre_counters as lc
+from mpiwrite.facts import lustre_layout as ll
+from mpiwrite.facts.sysroot import Reader
+from mpiwrite.run import stripeopts
 
 MiB = 1048576
 
@@ -157,8 +157,10 @@ def test_stripe_option_decorator_with_click():
     import click
     from click.testing import CliRunner
 
+    from mpiwrite.cli import runcmd
+
     @click.command()
-    @stripeopts.options
+    @runcmd._stripe_options
     def cmd(stripe_count, stripe_size, ost_index):
         click.echo(repr(stripeopts.check(stripe_count, stripe_size, ost_index, "lustre")))
 

@@ -15,7 +15,7 @@ def _body(text: str) -> str:
 
 
 def test_shipped_man_pages_match_the_command_line(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "mpiwrite.manpage", str(tmp_path)],
+    out = subprocess.run([sys.executable, "-m", "mpiwrite.cli.manpage", str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     fresh = sorted(p.name for p in tmp_path.glob("*.1"))

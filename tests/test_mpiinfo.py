@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from mpiwrite import mpiinfo
+from mpiwrite.facts import mpiinfo
 
 MPICH_WHEEL = (
     "MPICH Version:      5.0.2\nMPICH Release date: Fri Sep 25 20:45:26 UTC 2026\n"

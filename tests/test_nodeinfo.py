@@ -8,7 +8,7 @@ import pytest
 import sysroots
 from conftest import MPIWRITE, cli, mpirun, only_record
 
-from mpiwrite import lustre, nodeinfo
+from mpiwrite.facts import lustre, nodeinfo
 
 
 def facts(tmp_path, files, target="/mnt/lustre/me"):
@@ -220,8 +220,8 @@ def test_tag_file_and_tags_are_stored(tmp_path):
 
 def test_mount_options_are_not_repeated(tmp_path):
     """mountinfo lists the mount's and the superblock's options: env showed rw,relatime,rw,..."""
-    from mpiwrite.nodeinfo import mounts
-    from mpiwrite.sysroot import Reader
+    from mpiwrite.facts.nodeinfo import mounts
+    from mpiwrite.facts.sysroot import Reader
 
     (tmp_path / "proc" / "self").mkdir(parents=True)
     (tmp_path / "proc" / "self" / "mountinfo").write_text(

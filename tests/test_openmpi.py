@@ -17,7 +17,7 @@ import ompi
 import pytest
 from conftest import MPIEXEC, MPIWRITE, _clean_env, mounted, needs_root, only_record, records_in
 
-from mpiwrite import mpiinfo
+from mpiwrite.facts import mpiinfo
 
 pytestmark = [pytest.mark.mpi,
               pytest.mark.skipif(bool(ompi.why_not()), reason=f"Open MPI: {ompi.why_not()}")]
@@ -241,7 +241,8 @@ BUGGY_RANK = """\
 # RuntimeError, after the collective set-up that every rank went through.
 import sys
 
-from mpiwrite import cli, pattern
+from mpiwrite.cli import main as cli
+from mpiwrite.formats import pattern
 
 
 def bug(*args, **kwargs):

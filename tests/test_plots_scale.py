@@ -11,9 +11,9 @@ from conftest import cli
 pytest.importorskip("matplotlib")
 from PIL import Image  # noqa: E402
 
-from mpiwrite import plot as plots  # noqa: E402
-from mpiwrite import records  # noqa: E402
-from mpiwrite.results import Store  # noqa: E402
+from mpiwrite.answers import plot as plots
+from mpiwrite.answers.results import Store  # noqa: E402
+from mpiwrite.formats import records
 
 
 @pytest.mark.parametrize("nodes,per_node,kind", [(64, 64, "histogram"), (8, 64, "per node")])
@@ -90,7 +90,7 @@ def test_scaling_axes_ideal_and_clipped_ci(tmp_path, monkeypatch):
 
 
 def test_timeline_has_an_aggregate_line(tmp_path, monkeypatch):
-    from mpiwrite import summary
+    from mpiwrite.formats import summary
 
     path = synth.make(tmp_path / "t.h5", [800.0], "2026t-000001", ranks_per_node=3)
     rec = records.read(path)

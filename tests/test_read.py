@@ -17,8 +17,8 @@ from conftest import (
     only_record,
 )
 
-from mpiwrite import pattern, summary
-from mpiwrite.writer import ReadPlan, StreamPlan, read_stream, write_stream
+from mpiwrite.formats import pattern, summary
+from mpiwrite.run.writer import ReadPlan, StreamPlan, read_stream, write_stream
 
 pytestmark = pytest.mark.mpi
 QUIET = ["--progress-interval", "0"]

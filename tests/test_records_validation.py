@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import synth
 
-from mpiwrite import records, summary
 from mpiwrite.errors import RecordError
+from mpiwrite.formats import records, summary
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "TOP-SECRET-CONTENT"
@@ -200,7 +200,7 @@ def test_the_good_record_reads(tmp_path):
 
 
 def _main(args, capsys):
-    from mpiwrite import cli
+    from mpiwrite.cli import main as cli
 
     with pytest.raises(SystemExit) as info:
         cli.main(list(args))

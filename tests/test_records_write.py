@@ -13,7 +13,7 @@ import pytest
 import synth
 from conftest import cli, is_root, mounted
 
-from mpiwrite import records, summary
+from mpiwrite.formats import records, summary
 
 pytestmark = pytest.mark.timeout(60)
 

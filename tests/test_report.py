@@ -127,7 +127,7 @@ def test_incomplete_runs_are_left_out(tmp_path):
 
 def test_python_api_tables_join_on_run_id(study):
     pd = pytest.importorskip("pandas")
-    from mpiwrite.results import load
+    from mpiwrite.answers.results import load
 
     t = load([str(study)])
     assert set(t) == {"runs", "iterations", "ranks", "nodes", "samples"}
@@ -247,7 +247,7 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
         path = d / f"r{i}.h5"
         synth.make(path, [300.0 + i, 310.0 + i], f"run-{i}", tags={"ver": "old" if i < 2
                                                                   else "new"})
-        from mpiwrite import records
+        from mpiwrite.formats import records
 
         rec = records.read(str(path))
         rpc = 2**20 if i < 2 else 2**18  # and one counter: the client's write RPC size

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from mpiwrite import rows, summary
-from mpiwrite.writer import StreamResult
+from mpiwrite.formats import summary
+from mpiwrite.run import rows
+from mpiwrite.run.writer import StreamResult
 
 
 def _res(**kw):

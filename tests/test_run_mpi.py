@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import mpirun, only_record
 
-from mpiwrite import summary
+from mpiwrite.formats import summary
 
 pytestmark = pytest.mark.mpi
 

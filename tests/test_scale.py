@@ -53,7 +53,7 @@ def test_only_rank_zero_imports_h5py(tmp_path):
     # the probe dumps the modules on the way out.
     probe.write_text(
         "import os, sys\n"
-        "import mpiwrite.cli as cli\n"
+        "import mpiwrite.cli.main as cli\n"
         "leave = cli._leave_run\n"
         "def dump(code):\n"
         "    r = os.environ.get('PMI_RANK', '0')\n"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mpiwrite import summary
+from mpiwrite.formats import summary
 
 
 def _ranks(n, nodes, rng, unfinished=()):

@@ -11,7 +11,7 @@ import hosts as hostlib
 import pytest
 from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, mpirun, needs_root, only_record
 
-from mpiwrite import summary
+from mpiwrite.formats import summary
 
 pytestmark = pytest.mark.mpi
 

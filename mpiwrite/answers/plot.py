@@ -1,0 +1,220 @@
+"""Pictures of results: scaling curves, per-rank bars, throughput timelines (matplotlib)."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from mpiwrite import stats
+from mpiwrite.answers.results import Store, metric_info, metric_values
+from mpiwrite.errors import ConfigError
+
+SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ConfigError("plot needs matplotlib: pip install 'mpiwrite[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def check_output(path: str) -> None:
+    if os.path.splitext(path)[1].lower() not in SUFFIXES:
+        raise ConfigError(f"-o: {path!r} must end in {', '.join(SUFFIXES)}")
+
+
+def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
+            metric: str = "aggregate", confidence: float = 0.95) -> None:
+    """Mean per x with its confidence interval (clipped at zero: no negative bandwidth) on a
+    log2 x axis with the x values as integer ticks, and each bandwidth line's ideal (linear
+    from its first point) dashed in the same colour; client CPU has no linear ideal.  A run
+    without the metric's figure (a record from before it) is left out, not drawn as a gap."""
+    plt = _pyplot()
+    info = metric_info(metric)
+    groups: Dict[tuple, Dict[int, List[float]]] = {}
+    for r in store.select():
+        k = store.keys(r)
+        g = tuple(str(k.get(b, "-")) for b in by)
+        vals = metric_values(r, metric)
+        if vals:
+            groups.setdefault(g, {}).setdefault(int(k[x]), []).extend(vals)
+    if not groups:
+        raise ConfigError(f"no complete runs with {metric} figures to plot")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ticks = set()
+    ci = f"{confidence * 100:g}% CI"
+    for g, points in sorted(groups.items()):
+        xs = sorted(points)
+        ticks.update(xs)
+        d = [stats.describe(points[v], confidence) for v in xs]
+        means = np.array([s.mean for s in d])
+        lo = np.array([s.lo if s.n > 1 else s.mean for s in d])
+        hi = np.array([s.hi if s.n > 1 else s.mean for s in d])
+        yerr = np.vstack([means - np.maximum(lo, 0), hi - means])
+        label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
+        line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
+                           label=f"{label}: mean, error bars {ci}")
+        if len(xs) > 1 and info.higher_is_better:
+            ax.plot(xs, [means[0] * v / xs[0] for v in xs], linestyle="--", linewidth=1.5,
+                     color=line[0].get_color(), alpha=0.8, label=f"{label}: ideal (linear)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(ticks))
+    ax.set_xticklabels([str(t) for t in sorted(ticks)])
+    ax.minorticks_off()
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"{x} (log2 scale)")
+    if info.unit == "MB/s":
+        phase = "read" if metric == "read" else "write"  # not "read write bandwidth"
+        ax.set_ylabel(f"{'' if metric == 'read' else metric + ' '}{phase} bandwidth "
+                      f"(MB/s, 10^6 B/s)")
+    else:
+        ax.set_ylabel(f"{metric} ({info.header})")
+    ax.set_title(f"mpiwrite scaling: {metric} {info.unit} against {x}")
+    ax.grid(True, alpha=0.3)
+    _finish(fig, ax, plt, out)
+
+
+def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
+    if legend:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def _iteration(rec, iteration):
+    """(iteration, its per-rank rows): the last one unless chosen."""
+    if not len(rec.iterations):
+        raise ConfigError(f"run {rec.run_id} has no iterations")
+    it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
+    rows = rec.ranks[rec.ranks["iteration"] == it]
+    if not len(rows):
+        raise ConfigError(f"--iteration: run {rec.run_id} has no iteration {it}")
+    return it, rows
+
+
+BARS_UP_TO = 256  # ranks drawn as bars; above this, per-node box plots or a histogram
+BOXES_UP_TO = 48  # nodes drawn as box plots; above this, a histogram of the ranks
+
+
+def ranks(rec, out: str, iteration=None) -> None:
+    """Per-rank MB/s of one iteration: bars up to BARS_UP_TO ranks, then one box per node
+    (up to BOXES_UP_TO nodes), then a histogram; the figure stays within 16 inches."""
+    plt = _pyplot()
+    it, rows = _iteration(rec, iteration)
+    rows = rows[np.lexsort((rows["rank"], rows["node"]))]
+    hosts = [str(n.get("host")) for n in rec.nodes]
+    rates = np.asarray(rows["MB_per_s"], dtype=float)
+    finite = np.isfinite(rates)
+    slow = int(np.argmin(np.where(finite, rates, np.inf))) if finite.any() else None
+    slow_text = (f"slowest: rank {rows['rank'][slow]} on {hosts[int(rows['node'][slow])]} "
+                 f"({rates[slow]:.1f} MB/s)") if slow is not None else "no finished rank"
+    title = f"per-rank MB/s, run {rec.run_id}, iteration {it} ({len(rows)} ranks)"
+    if len(rows) <= BARS_UP_TO:
+        fig, ax = plt.subplots(figsize=(min(16, max(6, 0.06 * len(rows) + 5)), 4.5))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        vals = np.nan_to_num(rates)
+        bars = ax.bar(range(len(rows)), vals, width=0.85,
+                      color=[colors[int(n) % len(colors)] for n in rows["node"]])
+        if slow is not None:
+            bars[slow].set_edgecolor("red")
+            bars[slow].set_linewidth(2.5)
+            bars[slow].set_label(slow_text)
+        step = max(1, int(np.ceil(len(rows) / 40)))
+        ax.set_xticks(range(0, len(rows), step))
+        ax.set_xticklabels([str(r) for r in rows["rank"][::step]], fontsize="x-small")
+        ax.set_xlabel("rank (grouped by node; colour = node)")
+        legend = slow is not None
+    else:
+        nodes = sorted(set(int(n) for n in rows["node"]))
+        fig, ax = plt.subplots(figsize=(min(16, max(7, 0.3 * len(nodes) + 3)), 4.8))
+        if len(nodes) <= BOXES_UP_TO:
+            data = [rates[(rows["node"] == n) & finite] for n in nodes]
+            keep = [i for i, v in enumerate(data) if v.size]
+            ax.boxplot([data[i] for i in keep], positions=[i + 1 for i in keep], widths=0.6,
+                       showfliers=True, flierprops={"markersize": 2})
+            ax.set_xticks(range(1, len(nodes) + 1))
+            ax.set_xticklabels([hosts[n] for n in nodes], rotation=60, ha="right",
+                               fontsize="x-small")
+            ax.set_xlabel("node (box: quartiles of its ranks; whiskers 1.5 IQR; dots: outliers)")
+            title += ", per node"
+        else:
+            ax.hist(rates[finite], bins=min(100, max(10, int(np.sqrt(finite.sum())))))
+            ax.set_xlabel("per-rank write bandwidth (MB/s)")
+            title += ", histogram"
+        if slow is not None:
+            if len(nodes) <= BOXES_UP_TO:
+                ax.plot([nodes.index(int(rows["node"][slow])) + 1], [rates[slow]], "rv",
+                        label=slow_text)
+            else:
+                ax.axvline(rates[slow], color="red", linestyle=":", label=slow_text)
+        legend = slow is not None
+    ax.set_ylabel("per-rank write bandwidth (MB/s)" if len(rows) <= BARS_UP_TO
+                  or ax.get_xlabel().startswith("node") else "ranks")
+    ax.set_title(title, fontsize="medium")
+    _finish(fig, ax, plt, out, legend=legend)
+
+
+def timeline(rec, out: str, iteration=None) -> None:
+    plt = _pyplot()
+    it, rows = _iteration(rec, iteration)
+    s = rec.samples[rec.samples["iteration"] == it]
+    if "phase" in (s.dtype.names or ()):  # records with a read phase: the writes only
+        s = s[s["phase"] == 0]
+    t0 = float(np.nanmin(rows["t_write_start"]))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in rows:
+        mine = s[s["rank"] == r["rank"]]
+        ts = np.concatenate([[r["t_write_start"]], mine["t"]]) - t0
+        bs = np.concatenate([[0], mine["bytes"]]).astype(float)
+        if len(ts) < 2:
+            continue
+        rate = np.diff(bs) / np.maximum(np.diff(ts), 1e-9) / 1e6
+        line = ax.stairs(rate, ts, alpha=0.8, linewidth=1.5,
+                         label=f"rank {r['rank']}" if len(rows) <= 12 else None)
+        if np.isfinite(r["t_close_end"]):
+            ax.axvline(r["t_close_end"] - t0, color=line.get_edgecolor(), linestyle=":",
+                       alpha=0.6)
+    agg_t, agg_rate = _aggregate_rate(rows, s, t0)
+    if agg_t.size > 1:
+        ax2 = ax.twinx()
+        ax2.stairs(agg_rate, agg_t, color="black", linewidth=2.2,
+                   label="aggregate (all ranks)")
+        ax2.set_ylabel("aggregate throughput (MB/s, black)")
+        ax2.set_ylim(bottom=0)
+        ax2.legend(loc="upper right", fontsize="x-small")
+    ax.set_xlabel("time since the first write (s)")
+    ax.set_ylabel("per-rank throughput (MB/s)")
+    ax.set_title(f"throughput over time, run {rec.run_id}, iteration {it}\n"
+                 "(dotted: when each rank finished)", fontsize="medium")
+    if len(rows) <= 12:
+        ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    _finish(fig, ax, plt, out, legend=False)
+
+
+def _aggregate_rate(rows, samples, t0: float):
+    """(edges, MB/s) of all ranks together: every rank's bytes interpolated on the union of
+    sample times (a rank holds its last count after it finished), then differenced."""
+    times = np.unique(np.concatenate([samples["t"], rows["t_write_start"]])) if len(samples) \
+        else np.zeros(0)
+    times = times[np.isfinite(times)]
+    if times.size < 2:
+        return np.zeros(0), np.zeros(0)
+    total = np.zeros(times.size)
+    for r in rows:
+        mine = samples[samples["rank"] == r["rank"]]
+        ts = np.concatenate([[r["t_write_start"]], mine["t"]])
+        bs = np.concatenate([[0], mine["bytes"]]).astype(float)
+        if not np.all(np.isfinite(ts)):
+            continue
+        total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
+    rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / 1e6
+    return times - t0, rate

@@ -1,0 +1,461 @@
+"""Tables over many runs (`report`) and a verdict between two sets (`compare`); one run's
+text (`show`) is in show.py."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from mpiwrite import stats
+from mpiwrite.answers.results import (
+    Store,
+    metric_info,
+    metric_values,
+    parse_filter,
+    resolve_unit,
+    sample_values,
+)
+from mpiwrite.errors import ConfigError
+from mpiwrite.formats import contract
+from mpiwrite.text import printable
+from mpiwrite.units import format_number as _num
+from mpiwrite.units import plural as _count
+
+
+class Sampling(NamedTuple):
+    """What one sample is: the metric, the unit (run or iteration), the warm-up dropped."""
+    metric: str = "aggregate"
+    unit: str = "auto"
+    warmup: int = 0
+    confidence: float = 0.95
+
+
+DEFAULT_SAMPLING = Sampling()
+
+
+def unit_text(unit: str, asked: str, warmup: int) -> str:
+    """The sample unit in words (under 90 characters), as every report says it."""
+    what = "one per run (its mean)" if unit == "run" else "one per iteration"
+    why = (" (auto: several iterations per run)" if unit == "run" else
+           " (auto: one iteration per run)") if asked == "auto" else ""
+    drop = f"first {warmup} dropped" if warmup else "none dropped"
+    return f"{what}{why}; warm-up {drop}"
+
+
+# Settings that decide what a figure means: runs that differ in one are different questions
+# (1,251.6 +-1,218 MB/s was fsync'd runs pooled with --no-fsync ones), never pooled silently.
+DURABILITY_KEYS = ("engine", "fsync", "direct", "layout", "block_size")
+
+
+# Run keys that differ between any two groups of runs and say nothing about the setup.
+NOT_DIFFERENCES = ("run_id", "status", "start_time", "host", "iterations", "size", "time_limit")
+DIFFERENCES_SHOWN = 12
+
+
+def differing_facts(a_runs, b_runs, keys_of) -> Dict[str, Dict[str, List[str]]]:
+    """Every run key and node fact whose values differ between the two sides ({key: {"a":
+    values, "b": values}}), settings before what the client did: the answer to "is there
+    some other parameter to play with?"."""
+    def values(runs):
+        out: Dict[str, set] = {}
+        for r in runs:
+            for k, v in keys_of(r).items():
+                out.setdefault(k, set()).add(str(v))
+        return out
+
+    va, vb = values(a_runs), values(b_runs)
+    diff = {}
+    for k in sorted(set(va) | set(vb)):
+        if k in NOT_DIFFERENCES or k.startswith("software.") and k != "software.mpiwrite":
+            continue
+        a, b = va.get(k, {"-"}), vb.get(k, {"-"})
+        if a != b:
+            diff[k] = {"a": sorted(a)[:8], "b": sorted(b)[:8]}
+    rpc = {"a": _rpc_size(a_runs), "b": _rpc_size(b_runs)}  # what the client did
+    if all(v == v and v > 0 for v in rpc.values()) and abs(rpc["a"] / rpc["b"] - 1) > 0.1:
+        diff["client write RPC size (bytes per RPC, from its counters)"] = {
+            "a": [f"{rpc['a']:.0f}"], "b": [f"{rpc['b']:.0f}"]}
+    cpu = {"a": _busy(a_runs), "b": _busy(b_runs)}
+    if all(v == v for v in cpu.values()) and abs(cpu["a"] - cpu["b"]) > 0.1:
+        diff["client CPU busy (mean of iterations' node maximum)"] = {
+            "a": [f"{cpu['a']:.0%}"], "b": [f"{cpu['b']:.0%}"]}
+    return diff
+
+
+def _rpc_size(runs) -> float:
+    """Bytes per write RPC over the client counter deltas of the runs (Lustre osc, NFS
+    WRITE ops), or NaN when the client does not count RPCs."""
+    nbytes = rpcs = 0
+    for r in runs:
+        for row in getattr(r, "client_counters", None) or []:
+            d = row.get("delta") or {}
+            b, n = d.get("write_bytes"), d.get("write_rpcs")
+            if isinstance(b, (int, float)) and isinstance(n, (int, float)) and n > 0:
+                nbytes, rpcs = nbytes + b, rpcs + n
+    return nbytes / rpcs if rpcs else float("nan")
+
+
+def _busy(runs) -> float:
+    vals = [float(v) for r in runs if "node_cpu_busy_max" in (r.iterations.dtype.names or ())
+            for v in r.iterations["node_cpu_busy_max"] if v == v]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: str) -> None:
+    """ConfigError naming `option` when a group pools runs whose durability settings differ."""
+    for label, members in groups.items():
+        for dk in DURABILITY_KEYS:
+            if dk in by:
+                continue
+            seen = sorted({str(keys_of(r).get(dk)) for r in members})
+            if len(seen) > 1:
+                advice = (f"add {dk} to --by (or select one value)" if option == "--by"
+                          else f"select one value, e.g. {dk}={seen[0]} in each side")
+                raise ConfigError(
+                    f"{option}: {printable(label)} would pool runs with {dk} "
+                    f"{' and '.join(seen)}, which measure different things; {advice}")
+
+
+def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
+                baseline: Optional[str] = None):
+    """(rows, unit used): one row per group of complete runs, with the contract's names."""
+    runs = store.select()
+    unit = resolve_unit(runs, sampling.unit, sampling.warmup)
+    conf, warm = sampling.confidence, sampling.warmup
+    groups: Dict[tuple, list] = {}
+    for r in runs:
+        k = store.keys(r)
+        missing = [key for key in by if key not in k]
+        if missing and len(missing) == len(by):
+            raise ConfigError(f"--by: no run has the key(s) {', '.join(missing)}")
+        groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
+    check_pooling({",".join(f"{b}={v}" for b, v in zip(by, key)) or "all runs": m
+                   for key, m in groups.items()}, store.keys, by, "--by")
+    suffix = metric_info(sampling.metric).suffix
+    rows = []
+    for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
+        # a run without the figure (no read phase, a record from before it) is no sample
+        members = [r for r in members if metric_values(r, sampling.metric, warm)]
+        if not members:
+            continue
+        values = sample_values(members, sampling.metric, unit, warm)
+        reading = sampling.metric == "read"
+        rank_col = "read_MB_per_s" if reading else "MB_per_s"
+        per_rank = np.concatenate([r.ranks[rank_col][np.isin(
+            r.ranks["iteration"], r.iterations["iteration"][
+                (r.iterations["status"] == 0) & (r.iterations["iteration"] >= warm)])]
+            for r in members]) if members else np.zeros(0)
+        per_rank = per_rank[np.isfinite(per_rank)]
+        first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm)
+                                    if v == v]
+        last = sample_values(members, "read" if reading else "aggregate", unit, warm)
+        row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
+        row.update(contract.stat_block(values, conf, suffix))
+        row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,
+                   rank_std_MB_per_s=float(per_rank.std(ddof=1)) if per_rank.size > 1
+                   else math.nan,
+                   first_done_MB_per_s=float(np.mean(first)) if first else math.nan,
+                   last_done_MB_per_s=float(np.mean(last)) if last else math.nan,
+                   _values=values)
+        rows.append(row)
+    if baseline:
+        flt = parse_filter(baseline, "--baseline")
+        unknown = [k for k in flt if k not in by]
+        if unknown:
+            raise ConfigError(f"--baseline: {', '.join(unknown)} is not among --by keys")
+        base = [r for r in rows if all(str(r["keys"][k]) == v for k, v in flt.items())]
+        if len(base) != 1:
+            raise ConfigError(f"--baseline: {baseline!r} matches {len(base)} rows, expected 1")
+        for r in rows:
+            c = stats.compare(base[0]["_values"], r["_values"], conf)
+            r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
+                     p_value=c.p_value,
+                     verdict="base" if r is base[0] else ("real" if c.real else "noise"))
+    return rows, unit
+
+
+def _sort_key(key: tuple):
+    return tuple((0, float(k), "") if _isnum(k) else (1, 0.0, k) for k in key)
+
+
+def _isnum(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done"]
+RATE_FIELDS = ["rank_mean_MB_per_s", "rank_std_MB_per_s", "first_done_MB_per_s",
+               "last_done_MB_per_s"]
+CSV_FIELDS = ["runs", *contract.STAT_KEYS, *RATE_FIELDS]
+CHANGE_FIELDS = ["change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value", "verdict"]
+
+
+def columns(metric: str) -> List[str]:
+    """The report table's columns: a metric's own unit in the header of its figures."""
+    return [f"{metric_info(metric).header} ±95%" if c == "MB/s ±95%" else c for c in COLUMNS]
+
+
+def csv_fields(metric: str) -> List[str]:
+    """The CSV columns after the --by keys: the stat block in the metric's unit, then the
+    write rates (MB/s) that every report row carries."""
+    return ["runs", *contract.stat_keys(metric_info(metric).suffix), *RATE_FIELDS]
+
+
+def metric_fields(metric: str) -> Dict[str, Any]:
+    """What the numbers of a metric are, for the JSON documents: `metric_unit` and
+    `higher_is_better` (MB/s: true; client CPU: false, more CPU is the regression)."""
+    info = metric_info(metric)
+    return {"metric_unit": info.unit, "higher_is_better": info.higher_is_better}
+
+
+def report_doc(rows, by: Sequence[str], sampling: Sampling, unit: str,
+               duplicates: int = 0) -> Dict[str, Any]:
+    """The `report --format json` document (schema: report-json.schema.json)."""
+    doc = contract.header("report")
+    doc.update(metric=sampling.metric, **metric_fields(sampling.metric), unit=unit,
+               unit_requested=sampling.unit,
+               warmup=sampling.warmup, confidence=sampling.confidence, by=list(by),
+               duplicate_records=duplicates,
+               rows=[{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+    return contract.finite(doc)
+
+
+def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
+                sampling: Sampling = DEFAULT_SAMPLING, unit: str = "iteration",
+                duplicates: int = 0) -> str:
+    confidence = sampling.confidence
+    if fmt == "json":
+        return contract.dumps(report_doc(rows, by, sampling, unit, duplicates))
+    has_change = any("change_pct" in r for r in rows)
+    if fmt == "csv":
+        out = io.StringIO()
+        w = csv.writer(out)
+        fields = csv_fields(sampling.metric) + (CHANGE_FIELDS if has_change else [])
+        w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
+                                        "schema_version"])
+        for r in contract.finite(rows):
+            w.writerow([printable(r["keys"][k]) for k in by]
+                       + ["" if r.get(f) is None else r.get(f) for f in fields]
+                       + [sampling.metric, unit, sampling.warmup, confidence,
+                          contract.OUTPUT_VERSION])
+        return out.getvalue().rstrip("\n")
+    head = list(by) + columns(sampling.metric) + (["change % ±95%"] if has_change else [])
+    head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
+    body = [[printable(r["keys"][k]) for k in by] + _figure_cells(r, sampling.metric)
+            + ([_change_cell(r)] if has_change else []) for r in rows]
+    head = [printable(h) for h in head]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
+              for i, h in enumerate(head)]
+    notes = [f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
+    if metric_info(sampling.metric).unit != "MB/s":
+        notes.append("rank mean±sd and first-done: write MB/s")
+    if has_change:
+        notes.append(f"change: against the base row, {confidence * 100:g}% interval; "
+                     "~ = within noise (Welch's t-test)")
+    if duplicates:
+        notes.append(_duplicate_note(duplicates))
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(_md(h) for h in head) + " |",
+                 "|" + "|".join("---" for _ in head) + "|"]
+        lines += ["| " + " | ".join(_md(c) for c in b) + " |" for b in body]
+        return "\n".join(lines + [""] + notes)
+    if fmt != "table":
+        raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, csv, json")
+    right = set(range(len(by), len(head)))
+    lines = ["  ".join(h.rjust(w) if i in right else h.ljust(w)
+                       for i, (h, w) in enumerate(zip(head, widths))).rstrip()]
+    for b in body:
+        lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(b, widths))).rstrip())
+    return "\n".join(lines + notes)
+
+
+def _figure_cells(r: Dict[str, Any], metric: str) -> List[str]:
+    """A report row's figures as table cells: the metric with the decimals its unit needs
+    (MB/s: one, and whole numbers for min and max; 0.004 CPU s/GB is not 0), then the rates."""
+    info = metric_info(metric)
+    key = dict(zip(contract.STAT_NAMES, contract.stat_keys(info.suffix)[1:]))
+    extremes = 0 if info.unit == "MB/s" else info.digits
+    half = (r[key["ci_hi"]] - r[key["ci_lo"]]) / 2 if r["n"] > 1 else float("nan")
+    return [str(r["runs"]), str(r["n"]),
+            f"{_num(r[key['mean']], info.digits)} ±{_num(half, info.digits)}",
+            _num(r[key["min"]], extremes), _num(r[key["max"]], extremes),
+            f"{_num(r['rank_mean_MB_per_s'], 0)}±{_num(r['rank_std_MB_per_s'], 0)}",
+            _num(r["first_done_MB_per_s"])]
+
+
+def _duplicate_note(n: int) -> str:
+    return (f"note: {n} record{'s' * (n != 1)} repeated a run already read (same run id) "
+            "and counted once")
+
+
+def interval(lo: float, hi: float, digits: int = 1) -> str:
+    """An interval as [lo, hi]."""
+    return f"[{_num(lo, digits)}, {_num(hi, digits)}]"
+
+
+def _md(cell: str) -> str:
+    """A markdown table cell: '|' escaped so a value cannot add columns (already printable)."""
+    return cell.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def jsonable(x: Any) -> Any:
+    """x with NaN and infinities as None (JSON null), numpy scalars as Python values."""
+    return contract.finite(x)
+
+
+def _change_cell(r: Dict[str, Any]) -> str:
+    if r.get("verdict") == "base":
+        return "base"
+    if r["change_ci_lo_pct"] != r["change_ci_lo_pct"]:
+        return f"{r['change_pct']:+.1f} ±?"
+    half = (r["change_ci_hi_pct"] - r["change_ci_lo_pct"]) / 2
+    return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
+
+
+def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
+    """A compare side: a record path or folder, or KEY=VALUE filters over --in.
+
+    Returns (complete runs, number of unreadable records met, records repeating a run)."""
+    import os
+
+    if os.path.lexists(spec):
+        store = Store([spec], option=name)
+        return store.select(), len(store.bad), len(store.duplicates)
+    if "=" in spec and store_in is not None:
+        return store_in.select(parse_filter(spec, name)), 0, len(store_in.duplicates)
+    raise ConfigError(f"{name}: {printable(spec)!r} is neither a record path nor a KEY=VALUE "
+                      "filter")
+
+
+def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = DEFAULT_SAMPLING,
+                 fail_if_slower: Optional[float] = None, duplicates: int = 0):
+    """(text, JSON document, whether the --fail-if-slower gate failed)."""
+    metric, confidence = sampling.metric, sampling.confidence
+    info = metric_info(metric)
+    from mpiwrite.answers.results import run_keys
+
+    check_pooling({f"side {a_name}": list(a_runs), f"side {b_name}": list(b_runs)}, run_keys,
+                  (), "compare")
+    unit = resolve_unit(list(a_runs) + list(b_runs), sampling.unit, sampling.warmup)
+    differing = differing_facts(a_runs, b_runs, run_keys)
+    for name in (a_name, b_name):  # the keys that select the sides differ by design
+        if "=" in name:
+            try:
+                for k in parse_filter(name, "compare"):
+                    differing.pop(k, None)
+            except ConfigError:
+                pass
+    va = sample_values(a_runs, metric, unit, sampling.warmup)
+    vb = sample_values(b_runs, metric, unit, sampling.warmup)
+    if not va or not vb:
+        side, runs = (a_name, a_runs) if not va else (b_name, b_runs)
+        raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup))
+    c = stats.compare(va, vb, confidence)
+    pct, d = f"{confidence * 100:g}%", info.digits
+    lines = [f"{_metric_words(metric)}; test: Welch's t-test, {pct} confidence",
+             f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
+    for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
+        ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
+        lines.append(f"  A={name}" if name == a_name else f"  B={name}")
+        lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
+                     f"{info.unit}, {ci}, sd {_num(s.std, d)}")
+    verdict = _verdict(c, metric)
+    lines.append(f"  B - A: {c.diff:+.{d}f} {info.diff_unit or info.unit}, {pct} CI "
+                 f"{interval(c.diff_lo, c.diff_hi, d)}; "
+                 f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
+    lines.append(f"  verdict: {verdict}")
+    if differing:  # what else differs between the two groups, settings first
+        lines.append("  also different between A and B:")
+        for k, v in list(differing.items())[:DIFFERENCES_SHOWN]:
+            lines.append(f"     {k}: {', '.join(v['a'])} -> {', '.join(v['b'])}")
+        if len(differing) > DIFFERENCES_SHOWN:
+            lines.append(f"     ... {len(differing) - DIFFERENCES_SHOWN} more in --json "
+                         "(differing_facts)")
+    failed = False
+    if fail_if_slower is not None:
+        failed, gate = _gate(c, metric, fail_if_slower)
+        lines.append(gate)
+    if duplicates:
+        lines.append(_duplicate_note(duplicates))
+    sfx = info.suffix
+    doc = contract.header("compare")
+    doc.update(metric=metric, **metric_fields(metric), unit=unit, unit_requested=sampling.unit,
+               warmup=sampling.warmup, test="welch", confidence=confidence,
+               a=dict(contract.summary_block(c.a, sfx), name=a_name, runs=len(a_runs)),
+               b=dict(contract.summary_block(c.b, sfx), name=b_name, runs=len(b_runs)),
+               **{f"diff_{sfx}": c.diff, f"diff_ci_lo_{sfx}": c.diff_lo,
+                  f"diff_ci_hi_{sfx}": c.diff_hi},
+               change_pct=c.pct, change_ci_lo_pct=c.pct_lo,
+               change_ci_hi_pct=c.pct_hi, p_value=c.p_value, df=c.df, real=c.real,
+               needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
+               verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
+               duplicate_records=duplicates, differing_facts=differing)
+    return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
+
+
+def no_figure_text(what: str, runs: int, metric: str, warmup: int = 0) -> str:
+    """Why a side or a report has no sample: no run at all, or runs without the figure (a
+    record from before client CPU was measured must say so, not look like a missing run)."""
+    from mpiwrite.answers.results import CPU_METRICS, CPU_MISSING, a_figure
+
+    if not runs:
+        return f"{what}: no complete runs match"
+    after = f" after --warmup {warmup}" if warmup else ""
+    why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
+    return f"{what}: {_count(runs, 'complete run')}, but none has {a_figure(metric)}{after}{why}"
+
+
+def _metric_words(metric: str) -> str:
+    """The compare header: MB/s as ever; a CPU metric names its unit and that less is better."""
+    info = metric_info(metric)
+    if info.higher_is_better:
+        return f"metric: {metric} {info.unit}"
+    return f"metric: {metric} in {info.unit} (less is better)"
+
+
+def direction(metric: str, diff: float) -> str:
+    """Which way B differs from A, in the metric's words: faster or slower for MB/s, more or
+    less CPU for the client CPU metrics (where more is the regression)."""
+    up = diff > 0
+    if metric == "cpu-per-GB":
+        return f"B uses {'more' if up else 'less'} CPU per GB written"
+    if metric == "client-cpu":
+        return f"B's busiest client uses {'more' if up else 'less'} CPU"
+    return f"B is {'faster' if up else 'slower'}"
+
+
+def _verdict(c, metric: str) -> str:
+    if c.a.n < 2 or c.b.n < 2:
+        return (f"cannot tell: each side needs at least 2 samples; about "
+                f"{_count(c.more_per_side, 'more repetition')} per side")
+    if c.real:
+        return f"a real difference (p = {c.p_value:.2g}): {direction(metric, c.diff)}"
+    if c.more_per_side:
+        return (f"within noise (p = {c.p_value:.2g}); about "
+                f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"
+                " in all) would settle a difference of this size")
+    return f"within noise (p = {c.p_value:.2g}); the means are identical"
+
+
+def _gate(c, metric: str, allowed_pct: float):
+    """(failed, text) of --fail-if-slower: B worse than A by more than allowed_pct percent
+    and a real difference.  Worse is lower for MB/s and higher for client CPU."""
+    info = metric_info(metric)
+    worse = -c.pct if info.higher_is_better else c.pct
+    if worse != worse and c.diff == c.diff:  # A's mean is 0: any real change is infinite
+        worse = math.copysign(math.inf, -c.diff if info.higher_is_better else c.diff)
+    failed = bool(c.real and worse == worse and worse > allowed_pct)
+    what = f"B is {worse:.1f}% slower" if info.higher_is_better else \
+        f"B uses {worse:.1f}% more CPU"
+    if math.isinf(worse):
+        what = "B's mean is 0" if info.higher_is_better else "B uses CPU where A's mean is 0"
+    return failed, (f"  gate --fail-if-slower {allowed_pct:g}: "
+                    + (f"FAIL ({what}, a real difference)" if failed else "pass"))

@@ -1,0 +1,425 @@
+"""Many records as tables: find them, read them, skip the bad ones, and filter by keys.
+
+`load(paths)` gives pandas DataFrames (runs, iterations, ranks, nodes, samples) joinable on
+`run_id`; the command-line tools use the pandas-free `Store` underneath, so pandas stays an
+optional extra.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import stat
+import sys
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from mpiwrite.errors import ConfigError, RecordError, why
+from mpiwrite.formats import records
+from mpiwrite.text import printable
+from mpiwrite.units import format_size
+
+
+def find(paths: Iterable[str], option: str = "PATHS",
+         leftovers: Optional[List[str]] = None) -> List[str]:
+    """Record files from any mix of files, folders (recursively) and shell globs.
+
+    A path that exists is taken as it is (a folder named `res[1]` is not a glob); a pattern is
+    expanded only when no such path exists.  A file or folder reached twice (named twice,
+    other spellings, symlinks) is listed once.  Temporary records left by killed runs are
+    added to `leftovers` when given.  ConfigError (naming `option`) for a path that does not
+    exist or cannot be listed."""
+    out: List[str] = []
+    for p in paths:
+        if os.path.lexists(p):
+            matches = [p]
+        elif glob.has_magic(p):
+            matches = sorted(glob.glob(p))
+            if not matches:
+                raise ConfigError(f"{option}: nothing matches {printable(p)!r}")
+        else:
+            raise ConfigError(f"{option}: {printable(p)!r} does not exist")
+        for m in matches:
+            try:
+                st = os.stat(m)
+            except OSError as exc:
+                raise ConfigError(f"{option}: {printable(m)!r}: {why(exc)}") from None
+            if stat.S_ISDIR(st.st_mode):
+                out += _walk(m, option, leftovers)
+            else:
+                out.append(m)
+    seen = set()
+    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
+
+
+def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
+    def fail(exc: OSError):
+        raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
+                          f"{why(exc)}")
+
+    out = []
+    for root, dirs, names in os.walk(top, onerror=fail):
+        dirs.sort()
+        out += [os.path.join(root, f) for f in sorted(names)
+                if f.endswith(records.SUFFIX) and not f.startswith(".")]
+        if leftovers is not None:
+            leftovers += records.leftovers(root, names)
+    return out
+
+
+def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
+    """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
+    p = rec.params()
+    keys: Dict[str, Any] = dict(rec.keys())
+    ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
+    keys.update(
+        run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
+        ranks_per_node=ranks // nodes if nodes else 0,
+        block_size=format_size(p.get("block_size", 0)),
+        size=format_size(p["size"]) if p.get("size") else "time",
+        time_limit=p.get("time_limit"), layout=p.get("layout"),
+        fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
+        ("on" if p.get("fsync") else "off"),
+        direct="on" if p.get("direct") else "off", engine=p.get("engine", "posix"),
+        host=rec.attrs.get("host"),
+        start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
+        mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
+        lustre_kernel=_common([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
+    )
+    if "client" not in keys:  # records from before the `client` key: derive it
+        lus = keys.get("lustre")
+        keys["client"] = f"lustre {lus}" if lus and lus not in ("none", "n/a", "-") else "none"
+    for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
+        keys.setdefault(k, v)
+    keys.update(rec.tags())
+    return keys
+
+
+# Node facts that name the node or the run, not a setting: never grouping keys.
+NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
+                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic")
+MAX_FACT_DEPTH = 5
+
+
+def _flatten(value: Any, prefix: str, out: Dict[str, str], depth: int = 0) -> None:
+    """Scalars of a node's facts as dotted keys; a list of records (one per OSC, per llite
+    mount, per HCA) gives one key per field with its common value or `mixed`."""
+    if depth > MAX_FACT_DEPTH:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in NOT_FACT_KEYS or f"{prefix}{k}" in NOT_FACT_KEYS:
+                continue
+            _flatten(v, f"{prefix}{k}.", out, depth + 1)
+    elif isinstance(value, list):
+        if value and all(isinstance(x, dict) for x in value):
+            parts: List[Dict[str, str]] = []
+            for x in value[:256]:
+                one: Dict[str, str] = {}
+                _flatten(x, prefix, one, depth + 1)
+                parts.append(one)
+            for k in set().union(*parts):
+                out[k] = _common([p.get(k, "-") for p in parts])
+        elif all(not isinstance(x, (dict, list)) for x in value):
+            out[prefix.rstrip(".")] = ",".join(str(x) for x in value[:64])
+    elif prefix:
+        out[prefix.rstrip(".")] = "-" if value is None else str(value)[:200]
+
+
+def fact_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
+    """Every node fact as a run key: the common value over the nodes, or `mixed`.  So `report
+    --by cpu_model,lustre.osc.max_rpcs_in_flight` groups by them, and `compare` can list
+    what else differs between two groups."""
+    per_node = []
+    for n in nodes:
+        flat: Dict[str, str] = {}
+        _flatten(n if isinstance(n, dict) else {}, "", flat)
+        per_node.append(flat)
+    if not per_node:
+        return {}
+    return {k: _common([p.get(k, "-") for p in per_node]) for k in set().union(*per_node)}
+
+
+def _common(values: List[str]) -> str:
+    s = set(values)
+    return s.pop() if len(s) == 1 else "mixed"
+
+
+class Store:
+    """The readable records under some paths; the unreadable ones are listed in `bad`.
+
+    Each run counts once: records with the same run id (copies, a folder named twice) are
+    collapsed into one, a complete one preferred."""
+
+    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS"):
+        self.runs: List[records.RunRecord] = []
+        self.bad: List[Tuple[str, str]] = []
+        self.duplicates: List[str] = []
+        self.leftovers: List[str] = []
+        self._keys: Dict[int, Dict[str, Any]] = {}
+        by_id: Dict[str, records.RunRecord] = {}
+        for path in find(paths, option, self.leftovers):
+            try:
+                rec = records.read(path)
+                keys = run_keys(rec)
+            except RecordError as exc:
+                self._bad(path, str(exc), warn)
+                continue
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+                self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
+                continue
+            old = by_id.get(rec.run_id)
+            if old is not None:
+                self.duplicates.append(path)
+                if old.status == "complete" or rec.status != "complete":
+                    continue
+                self.runs.remove(old)
+            by_id[rec.run_id] = rec
+            self.runs.append(rec)
+            self._keys[id(rec)] = keys
+        if warn:
+            for left in self.leftovers:
+                sys.stderr.write(f"mpiwrite: warning: {printable(left)}: leftover temporary "
+                                 "record of a killed run (remove it if no run is writing it)\n")
+            if self.duplicates:
+                sys.stderr.write(f"mpiwrite: note: {len(self.duplicates)} record(s) repeat a "
+                                 f"run already read (e.g. {printable(self.duplicates[0])}); "
+                                 "each run is counted once\n")
+        self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
+
+    def _bad(self, path: str, message: str, warn: bool) -> None:
+        self.bad.append((path, message))
+        if warn:
+            sys.stderr.write(f"mpiwrite: skipped {printable(message)}\n")
+
+    def keys(self, rec: records.RunRecord) -> Dict[str, Any]:
+        return self._keys[id(rec)]
+
+    def select(self, flt: Optional[Dict[str, str]] = None, complete_only: bool = True):
+        out = []
+        for r in self.runs:
+            if complete_only and r.status != "complete":
+                continue
+            k = self.keys(r)
+            if flt and any(str(k.get(key)) != val for key, val in flt.items()):
+                continue
+            out.append(r)
+        return out
+
+    def find_run(self, ident: str) -> records.RunRecord:
+        hits = [r for r in self.runs if r.run_id == ident or r.run_id.startswith(ident)
+                or r.run_id.endswith("-" + ident)
+                or os.path.abspath(r.path) == os.path.abspath(ident)]
+        if len(hits) != 1:
+            raise ConfigError(f"RUN: {printable(ident)!r} matches {len(hits)} records in --in "
+                              "(give a path, a longer run id or its random suffix)")
+        return hits[0]
+
+
+def parse_filter(text: str, option: str = "filter") -> Dict[str, str]:
+    """KEY=VALUE[,KEY=VALUE...] into a dict.
+
+    Quoting, for values holding ',' '=' or '"': a value (or part of it) in double quotes is
+    taken literally (`q="x,y"`), and a backslash takes the next character literally
+    (`q=x\\,y`, `q="say \\"hi\\""`).  The first unquoted '=' of each part ends the key."""
+    parts: List[List[Tuple[bool, str]]] = [[]]
+    quoted, i = False, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            parts[-1].append((True, text[i + 1]))
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "," and not quoted:
+            parts.append([])
+        else:
+            parts[-1].append((quoted, c))
+        i += 1
+    if quoted:
+        raise ConfigError(f"{option}: {printable(text)!r} has an unclosed quote")
+    out = {}
+    for part in parts:
+        eq = next((j for j, (lit, c) in enumerate(part) if c == "=" and not lit), None)
+        if eq is None:
+            raise ConfigError(f"{option}: {printable(text)!r}: expected KEY=VALUE[,KEY=VALUE...]"
+                              " (quote values holding ',': KEY=\"a,b\")")
+        key = "".join(c for _lit, c in part[:eq]).strip()
+        value = part[eq + 1:]
+        text_v = "".join(c for _lit, c in value)
+        if not key:
+            raise ConfigError(f"{option}: {printable(text)!r}: empty key")
+        out[key] = text_v if any(lit for lit, _c in value) else text_v.strip()
+    return out
+
+
+METRICS = {
+    "aggregate": "aggregate_MB_per_s",
+    "first-done": "first_done_MB_per_s",
+    "rank-mean": "rank_mean_MB_per_s",
+    "read": "read_aggregate_MB_per_s",  # the read phase (run --read)
+    "ior": "aggregate_with_open_MB_per_s",  # IOR's bandwidth, open included
+}
+
+
+class MetricInfo(NamedTuple):
+    """How the numbers of a metric read, so no output calls CPU seconds MB/s: the unit shown
+    and given as `metric_unit`, the suffix of its JSON and CSV keys (`mean_<suffix>`: the
+    contract puts units in names), the report's column header, whether more is better (what
+    `compare` calls a regression), the decimals shown, and the unit of a difference."""
+    unit: str
+    suffix: str
+    header: str
+    higher_is_better: bool = True
+    digits: int = 1
+    diff_unit: str = ""
+
+
+RATE = MetricInfo("MB/s", "MB_per_s", "MB/s")
+CPU_METRICS = {
+    # the busiest node's CPU busy fraction over each iteration's write phase, in percent
+    "client-cpu": MetricInfo("%", "cpu_busy_pct", "CPU busy %", False, 1, "points"),
+    # client CPU seconds (user + system, all ranks) per 10^9 bytes written
+    "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
+}
+METRIC_NAMES = list(METRICS) + ["per-node"] + list(CPU_METRICS)
+CPU_MISSING = ("records from before mpiwrite measured client CPU have none, nor do runs with "
+               "MPIWRITE_NO_ACCOUNTING=1")
+
+
+def a_figure(metric: str) -> str:
+    """'a read figure', 'an aggregate figure': for messages naming what a run lacks."""
+    return f"{'an' if metric[:1] in tuple('aeiou') else 'a'} {metric} figure"
+
+
+def metric_info(metric: str) -> MetricInfo:
+    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric)."""
+    if metric not in METRIC_NAMES:
+        raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
+    return CPU_METRICS.get(metric, RATE)
+
+
+def cpu_seconds_per_GB(rows: np.ndarray) -> float:
+    """Client CPU seconds (user + system) per 10^9 bytes over the ranks of one iteration whose
+    CPU was measured, and only their bytes: the cost of each byte to the client (checksums,
+    compression, copies) whatever the storage's speed.  NaN when no rank has a CPU figure
+    (records from before it, MPIWRITE_NO_ACCOUNTING=1) or they wrote nothing."""
+    names = rows.dtype.names or ()
+    if "cpu_user_seconds" not in names or "cpu_system_seconds" not in names:
+        return float("nan")
+    cpu = rows["cpu_user_seconds"] + rows["cpu_system_seconds"]
+    measured = np.isfinite(cpu)
+    nbytes = float(rows["bytes"][measured].sum())
+    if not measured.any() or nbytes <= 0:
+        return float("nan")
+    return float(cpu[measured].sum()) / nbytes * 1e9
+
+
+def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[float]:
+    """Per good iteration: the busiest node's CPU busy percent, or CPU seconds per GB."""
+    if metric == "client-cpu":
+        if "node_cpu_busy_max" not in (its.dtype.names or ()):
+            return []
+        vals = [100.0 * float(v) for v in its["node_cpu_busy_max"]]
+    else:
+        vals = [cpu_seconds_per_GB(rec.ranks[rec.ranks["iteration"] == it])
+                for it in its["iteration"]]
+    return [v for v in vals if np.isfinite(v)]
+
+
+def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
+    """One value per good iteration of a run for the chosen metric, after leaving out the
+    first `warmup` iterations of the run (whatever their status).  A record from before the
+    figure existed gives none (never a 0)."""
+    its = rec.iterations[(rec.iterations["status"] == 0)
+                         & (rec.iterations["iteration"] >= warmup)]
+    if metric == "per-node":
+        vals = []
+        from mpiwrite.formats.summary import node_totals
+
+        for it in its["iteration"]:
+            rows = rec.ranks[rec.ranks["iteration"] == it]
+            vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
+        return vals
+    if metric in CPU_METRICS:
+        return _cpu_values(rec, its, metric)
+    if metric not in METRICS:
+        raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
+    col = METRICS[metric]
+    if col not in (its.dtype.names or ()):
+        return []  # a record from before the figure existed
+    return [float(v) for v in its[col] if np.isfinite(v)]
+
+
+UNITS = ("auto", "run", "iteration")
+
+
+def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) -> str:
+    """The sample unit: `run` (one value per run, the mean of its iterations) or `iteration`.
+    `auto` is `run` when some run has several good iterations after the warm-up (they are
+    not independent samples), else `iteration` (then the two are the same)."""
+    if unit not in UNITS:
+        raise ConfigError(f"--unit: {unit!r} is not one of {', '.join(UNITS)}")
+    if unit != "auto":
+        return unit
+    several = any(int(np.sum((r.iterations["status"] == 0)
+                             & (r.iterations["iteration"] >= warmup))) > 1 for r in runs)
+    return "run" if several else "iteration"
+
+
+def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
+                  warmup: int = 0) -> List[float]:
+    """The samples of a set of runs: each good iteration (unit `iteration`) or each run's
+    mean over its good iterations (unit `run`; a run with none gives no sample)."""
+    out: List[float] = []
+    for r in runs:
+        vals = [v for v in metric_values(r, metric, warmup) if v == v]
+        if unit == "run":
+            out += [float(np.mean(vals))] if vals else []
+        else:
+            out += vals
+    return out
+
+
+def load(paths, skip_bad: bool = True):
+    """pandas DataFrames of runs, iterations, ranks, nodes and samples, keyed by run_id."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("mpiwrite.answers.results.load needs pandas: "
+                          "pip install 'mpiwrite[pandas]'") from None
+    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad)
+    if store.bad and not skip_bad:
+        raise RecordError("; ".join(msg for _p, msg in store.bad))
+    runs, its, ranks, nodes, samples = [], [], [], [], []
+    for rec in store.runs:
+        keys = store.keys(rec)
+        runs.append(dict(keys, path=rec.path, params=json.dumps(rec.params())))
+        tags = rec.tags()
+        hosts = [n.get("host") for n in rec.nodes]
+        for name, table, into in (("iterations", rec.iterations, its),
+                                  ("ranks", rec.ranks, ranks), ("samples", rec.samples, samples)):
+            df = pd.DataFrame(table)
+            df.insert(0, "run_id", rec.run_id)
+            if name == "ranks" and len(df):
+                df["host"] = [hosts[int(i)] for i in df["node"]]
+            for k, v in tags.items():
+                df[k] = v
+            into.append(df)
+        for i, n in enumerate(rec.nodes):
+            lus = n.get("lustre") or {}
+            nodes.append({"run_id": rec.run_id, "node": i, "host": n.get("host"),
+                          "kernel": n.get("kernel"), "lustre": lus.get("version"),
+                          "checksums": lus.get("checksums"),
+                          "checksum_type": lus.get("checksum_type"),
+                          "fstype": (n.get("fs") or {}).get("fstype"),
+                          "mem_total_bytes": n.get("mem_total_bytes")})
+
+    def cat(frames):
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    return {"runs": pd.DataFrame(runs), "iterations": cat(its), "ranks": cat(ranks),
+            "nodes": pd.DataFrame(nodes), "samples": cat(samples)}

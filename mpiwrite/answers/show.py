@@ -1,0 +1,124 @@
+"""One run as text (`show`): its settings, iterations, nodes and ranks, from its record."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.formats.summary import STATUS_NAMES, node_totals
+from mpiwrite.text import printable
+from mpiwrite.units import format_number as _num
+from mpiwrite.units import format_seconds, format_size
+from mpiwrite.units import plural as _count
+
+
+def _ms(seconds) -> str:
+    v = float(seconds)
+    return f"{v * 1e3:.3g} ms" if v == v else "-"
+
+
+def unique_options(text: str) -> str:
+    """Mount options with repeats left out, first spelling kept: 'rw,relatime,rw' -> 'rw,relatime'
+    (the mount's and the superblock's options are joined in the record)."""
+    seen: List[str] = []
+    for opt in str(text).split(","):
+        if opt and opt not in seen:
+            seen.append(opt)
+    return ",".join(seen)
+
+
+def _options(text) -> str:
+    return f" ({unique_options(text)})" if text else ""
+
+
+def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
+    p = rec.params()
+    hosts = [printable(n.get("host")) for n in rec.nodes]
+    lines = [f"run {rec.run_id}  status {rec.status}  started {rec.attrs.get('start_time')}",
+             f"command: {rec.attrs.get('command_line')}",
+             f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
+             f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
+             f"{format_size(p.get('block_size') or 0)}, size "
+             f"{format_size(p['size']) if p.get('size') else '-'}, time "
+             f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
+             f"{store_keys.get('direct')}, layout {p.get('layout')}, target {p.get('target')}",
+             "keys: " + ", ".join(f"{k}={store_keys.get(k)}" for k in
+                                  ("kernel", "lustre", "checksums", "checksum_type", "fstype")),
+             ]
+    if rec.tags():
+        lines.append("tags: " + ", ".join(f"{k}={v}" for k, v in rec.tags().items()))
+    lines.append("nodes:")
+    for i, n in enumerate(rec.nodes):
+        lus = n.get("lustre") or {}
+        off = rec.node_clock[i] if rec.node_clock is not None else (math.nan, math.nan)
+        lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, lustre "
+                     f"{lus.get('version') or 'none'} ({lus.get('kernel', 'n/a')}), checksums "
+                     f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
+                     f"{(n.get('fs') or {}).get('fstype')}"
+                     f"{_options((n.get('fs') or {}).get('mount_options'))}, "
+                     f"clock offset {off[0]:+.6f}s "
+                     f"±{off[1]:.6f}")
+    for it in rec.iterations:
+        lines.append(f"iteration {it['iteration']}: {STATUS_NAMES.get(int(it['status']), '?')}"
+                     f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
+                     f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
+                     f"{format_seconds(float(it['tail_seconds']))}")
+        extra = []
+        if np.isfinite(it["aggregate_with_open_MB_per_s"]):
+            extra.append(f"open included (IOR) {_num(it['aggregate_with_open_MB_per_s'])} MB/s")
+        if np.isfinite(it["read_aggregate_MB_per_s"]):
+            extra.append(f"read {_num(it['read_aggregate_MB_per_s'])} MB/s")
+        if np.isfinite(it["write_latency_p50_seconds"]):
+            extra.append("write() p50/p99/max "
+                         + "/".join(_ms(it[f"write_latency_{q}_seconds"])
+                                    for q in ("p50", "p99", "max")))
+        if np.isfinite(it["fsync_latency_max_seconds"]):
+            extra.append(f"fsync() max {_ms(it['fsync_latency_max_seconds'])}")
+        if np.isfinite(it["node_cpu_busy_max"]):
+            extra.append(f"client CPU up to {it['node_cpu_busy_max']:.0%} busy")
+        if extra:
+            lines.append("  " + "; ".join(extra))
+    if len(rec.iterations):
+        it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
+        rows = rec.ranks[rec.ranks["iteration"] == it]
+        if not len(rows):
+            raise ConfigError(f"--iteration: the run has no iteration {it}")
+        rates = rows["MB_per_s"][np.isfinite(rows["MB_per_s"])]
+        if rates.size:
+            cv = rates.std(ddof=1) / rates.mean() * 100 if rates.size > 1 else 0.0
+            tail = float(np.nanmax(rows["t_close_end"]) - np.nanmin(rows["t_close_end"]))
+            lines.append(f"iteration {it}: imbalance slowest/fastest "
+                         f"{rates.min() / rates.max():.3f}, coefficient of variation "
+                         f"{cv:.1f}%, straggler tail {format_seconds(tail)}")
+        lines.append(f"per node, iteration {it}:")
+        for n in node_totals(rows):
+            busy = rows["node_cpu_busy"][rows["node"] == n["node"]]
+            cpu = f", CPU {busy[0]:.0%} busy" if len(busy) and np.isfinite(busy[0]) else ""
+            lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
+                         f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s"
+                         f"{cpu}")
+        lines.append(f"per rank, slowest first, iteration {it}:")
+        lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
+                     f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'cpu s':>6} "
+                     f"{'p99 ms':>7} {'offset s':>10} status")
+        order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
+        for r in rows[order]:
+            lines.append(f"  {r['rank']:>5} {hosts[int(r['node'])]:<16} "
+                         f"{_num(float(r['MB_per_s'])):>9} {format_size(int(r['bytes'])):>9} "
+                         f"{_num(float(r['open_seconds']), 4):>8} "
+                         f"{_num(float(r['write_seconds']), 3):>8} "
+                         f"{_num(float(r['fsync_seconds']), 3):>8} "
+                         f"{_num(float(r['close_seconds']), 4):>8} "
+                         f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
+                         f"{_num(float(r['write_latency_p99_seconds']) * 1e3, 3):>7} "
+                         f"{float(r['clock_offset_seconds']):>+10.6f} "
+                         f"{STATUS_NAMES.get(int(r['status']), '?')}")
+    for w in rec.warnings():
+        lines.append(f"warning: {w}")
+    for e in rec.errors:
+        lines.append(f"error: iteration {e.get('iteration')} rank {e.get('rank')} on "
+                     f"{e.get('host')}: {e.get('phase')} {e.get('path')}: {e.get('message')}")
+    return "\n".join(printable(ln) for ln in lines)

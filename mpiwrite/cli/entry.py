@@ -1,0 +1,46 @@
+"""The `mpiwrite` console script: signals first, then everything else.
+
+A SIGINT or SIGTERM that arrives while Python is still importing (a job cancelled at once)
+ends the process quietly with 130/143 instead of a KeyboardInterrupt traceback.  A run replaces
+these handlers with its own before MPI starts (parallel.Signals).
+"""
+
+import os
+import signal
+import sys
+
+# A signal that arrived before the run's own handlers, for the run to answer (parallel.Signals).
+pending = {"signum": 0}
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
+
+
+def _leave(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def _defer(signum, _frame):
+    pending["signum"] = pending["signum"] or signum
+
+
+def _is_parallel_run(args) -> bool:
+    """`run` under a launcher with more than one rank: a rank may not leave alone, or the
+    others wait for it in MPI_Init; the run answers the signal with the rest of the job."""
+    words = [a for a in args if not a.startswith("-")]
+    many = any(os.environ.get(v, "").isdigit() and int(os.environ[v]) > 1 for v in SIZE_VARS)
+    return bool(words) and words[0] == "run" and many
+
+
+def main() -> None:
+    handler = _defer if _is_parallel_run(sys.argv[1:]) else _leave
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, handler)
+    try:
+        from mpiwrite.cli.main import main as cli_main
+
+        cli_main()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

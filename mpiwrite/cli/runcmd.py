@@ -1,0 +1,171 @@
+"""The `run` command: options, their parsing into a RunConfig, and the hand-over to MPI.
+
+Kept apart from cli.py so that `jobscript` can check run arguments without importing the
+command group (no import cycle), and so that starting `mpiwrite run` imports only what a
+run needs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.run import config
+from mpiwrite.units import parse_size, parse_time
+
+# Variables a launcher sets to say how many ranks it started.
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
+
+
+def launcher_size() -> int:
+    """How many ranks the launcher started (1 when not under a launcher, or unknown)."""
+    sizes = [1]
+    for var in SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isascii() and value.isdigit():
+            sizes.append(int(value))
+    return max(sizes)
+
+
+class Size(click.ParamType):
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            n = parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if n <= 0:
+            self.fail(f"{value!r} must be larger than 0", param, ctx)
+        return n
+
+
+class Duration(click.ParamType):
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return parse_time(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SIZE, DURATION = Size(), Duration()
+
+
+def _stripe_options(f):
+    """The three options, for `mpiwrite run` (applied bottom-up like any click decorators)."""
+    f = click.option("--ost-index", type=int, default=None, metavar="I",
+                     help="Lustre: first OST of each file (-1 any).")(f)
+    f = click.option("--stripe-size", default=None, metavar="S",
+                     help="Lustre: stripe size, a multiple of 64KiB (e.g. 1M, 4MiB).")(f)
+    f = click.option("--stripe-count", type=int, default=None, metavar="N",
+                     help="Lustre: OSTs per file (-1 all).")(f)
+    return f
+
+
+@click.command(context_settings={"show_default": True})
+@click.argument("target", required=False)
+@click.option("--layout", default="fpp", metavar="[fpp|shared]",
+              help="fpp: a file per rank; shared: one file, a contiguous segment per rank "
+              "(N-to-1).")
+@click.option("-b", "--block-size", type=SIZE, default="1MiB", help="Bytes per write call. "
+              "Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); kB, MB, GB are "
+              "decimal (1MB = 10^6 bytes, unlike fio).")
+@click.option("-s", "--size", type=SIZE, default=None,
+              help="Bytes per rank [default: 256MiB unless --time or --count is given].")
+@click.option("--count", type=int, default=None, help="Blocks per rank (instead of --size).")
+@click.option("-t", "--time", "time_limit", type=DURATION, default=None,
+              help="Stop writing after this long, counting only completed writes (lmdd time=): "
+                   "60, 60s, 5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).")
+@click.option("--fsync/--no-fsync", default=True,
+              help="fsync after the last write, inside the timed interval (lmdd fsync=1).")
+@click.option("--fsync-every", type=int, default=0, help="Also fsync after every N blocks.")
+@click.option("--direct", is_flag=True, help="O_DIRECT with an aligned buffer.")
+@click.option("-i", "--iterations", type=int, default=1, help="Repetitions.")
+@click.option("--delay", type=DURATION, default="0", help="Pause between iterations.")
+@click.option("--keep", is_flag=True, help="Keep the data files (default: remove them).")
+@click.option("--results", default=config.DEFAULT_RESULTS, help="Folder for the HDF5 records.")
+@click.option("--no-record", is_flag=True, help="Do not write an HDF5 record.")
+@click.option("--json", "json_path", default=None,
+              help="Write a JSON summary to PATH, or '-' for stdout (then the table goes "
+                   "to stderr).")
+@click.option("--tag", "tags", multiple=True, help="KEY=VALUE stored with the run (repeatable).")
+@click.option("--tag-file", default=None, help="File of KEY=VALUE lines.")
+@click.option("--sample-interval", type=DURATION, default="1s",
+              help="How often each rank records its bytes written so far.")
+@click.option("--progress-interval", type=DURATION, default="5s",
+              help="How often rank 0 prints progress (0: never).")
+@click.option("--timeout", type=DURATION, default=None,
+              help="End the run if a rank has not finished its writes after this long "
+                   "[default: 2 x --time + 300s when --time is given, else none; 0: none].")
+@click.option("--files-per-dir", type=int, default=config.DEFAULT_FILES_PER_DIR,
+              help="Spread file-per-rank files over subdirectories of at most N files.")
+@click.option("--verify", is_flag=True, help="Read every block back and check it (timed "
+              "separately).")
+@click.option("--verify-shift", type=int, default=0,
+              help="Verify the data of the rank N positions away (defeats the client cache).")
+@click.option("--read", is_flag=True, help="After writing, every rank reads (and with --verify "
+              "checks) a file another rank wrote, timed like the writes.")
+@click.option("--read-shift", type=int, default=None,
+              help="Read the file of the rank N positions away [default: the ranks per node, "
+                   "so no client reads what its own cache holds].")
+@click.option("--drop-cache", is_flag=True, help="Before reading, drop the written pages from "
+              "this node's page cache (posix_fadvise DONTNEED; not a server's cache).")
+@click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
+              help="Read /proc and /sys under this folder (tests, modelling).")
+@click.option("--engine", type=click.Choice(config.ENGINES), default="posix",
+              help="posix: real writes; null: no I/O at all (tests of the coordination).")
+@_stripe_options
+@click.option("--units", type=click.Choice(["MB", "MiB"]), default="MB",
+              help="Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); "
+                   "records and JSON stay in MB/s.")
+@click.option("--ior-summary", is_flag=True,
+              help="Also print IOR's summary line, 'Max Write: X MiB/sec (Y MB/sec)' (the best "
+                   "iteration, open time included as IOR counts it), for IOR parsers.")
+@click.pass_context
+def run(ctx, **_params):
+    """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
+    from mpiwrite.run import console, guard
+
+    argv = ["mpiwrite"] + sys.argv[1:]
+    console.configure(units=ctx.params.get("units", "MB"),
+                      ior_summary=bool(ctx.params.get("ior_summary")))
+    try:
+        cfg = config_from(ctx.params)
+    except ConfigError as exc:
+        if launcher_size() <= 1:
+            raise
+        # Under a launcher, a rank with bad input still joins the others to say so: a rank
+        # that leaves alone leaves the rest waiting (a node-local --tag-file missing on one).
+        return guard.main(None, argv, str(exc))
+    return guard.main(cfg, argv)
+
+
+def config_from(p: dict):
+    """A checked RunConfig from the parameters of the `run` command (ConfigError if bad)."""
+    return config.build(
+        target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
+        count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
+        fsync_every=p["fsync_every"], direct=p["direct"], iterations=p["iterations"],
+        delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
+        json_path=p["json_path"], tags=config.parse_tags(p["tags"], p["tag_file"]),
+        sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
+        timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
+        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
+        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
+        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"])
+
+
+def agree_on_usage_error(message: str) -> int:
+    """A usage error in `run` under a launcher: tell the other ranks (exit 2 everywhere)."""
+    from mpiwrite.run import guard
+
+    return guard.main(None, ["mpiwrite"] + sys.argv[1:], message)

@@ -1,0 +1,152 @@
+"""FUSE filesystems (GlusterFS, ceph-fuse, others): mount source, daemon name and version.
+
+The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` with source
+`server:/volume`).  The daemon is the process whose command line ends with the mount point
+(`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
+found by reading /proc/<pid>/cmdline.  Its version comes from the package database, else (real
+root only, named programs only) from `glusterfs --version` (`glusterfs 10.3`) or
+`ceph-fuse --version` (`ceph version 18.2.1 (<sha>) reef (stable)`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+from mpiwrite.facts.fscommon import client_string, command, options, package_version
+from mpiwrite.facts.sysroot import Reader
+
+MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
+# subtype -> (client name, packages, version command)
+KNOWN = {
+    "glusterfs": ("glusterfs", ("glusterfs-client", "glusterfs-fuse"), ["glusterfs", "--version"]),
+    "ceph-fuse": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
+    "ceph": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
+}
+_VERSION = re.compile(r"(?:version\s+|^\S+\s+)v?(\d+(?:\.\d+)+)", re.M)
+
+
+def subtype(fstype: str, source: Optional[str]) -> str:
+    """'fuse.glusterfs' -> 'glusterfs'; a plain 'fuse' mount names its daemon as source."""
+    if fstype.startswith(("fuse.", "fuseblk.")):
+        return fstype.split(".", 1)[1]
+    if fstype == "glusterfs":
+        return "glusterfs"
+    return os.path.basename(source or "") or fstype
+
+
+def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
+    """pid, name and argv of the process serving mount_point (argv ends with it)."""
+    if not mount_point:
+        return None
+    pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
+    for rel in pids[:MAX_PROCESSES]:
+        text, _ = reader.read(f"{rel}/cmdline", keep=False)
+        if not text:
+            continue
+        argv = [a for a in text.split("\0") if a]
+        if len(argv) > 1 and argv[-1].rstrip("/") == mount_point.rstrip("/"):
+            reader.raw[f"{rel}/cmdline"] = text
+            return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
+                    "argv": argv[:32]}
+    return None
+
+
+def parse_version(text: Optional[str]) -> Optional[str]:
+    """'glusterfs 10.3\\n...' -> '10.3'; 'ceph version 18.2.1 (...)' -> '18.2.1'."""
+    m = _VERSION.search(text or "")
+    return m.group(1) if m else None
+
+
+def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
+    sub = subtype(str(fs.get("fstype") or ""), fs.get("mount_source"))
+    name, packages, cmd = KNOWN.get(sub, (sub, (sub,), None))
+    info: Dict[str, Any] = {"name": name, "fuse": True, "subtype": sub,
+                            "mount_source": fs.get("mount_source")}
+    proc = daemon(reader, fs.get("mount_point"))
+    info["daemon"] = proc
+    version, package = package_version(reader, packages)
+    info["version_source"] = f"package {package}" if version else None
+    if version is None and cmd is not None:
+        version = parse_version(command(reader, cmd, f"{name}.version"))
+        info["version_source"] = " ".join(cmd) if version else None
+    opts = options(fs.get("mount_options"))
+    info["max_read"] = int(opts["max_read"]) if opts.get("max_read", "").isdigit() else None
+    if sub == "glusterfs" and proc:
+        info["volfile"] = _flags(proc["argv"], ("--volfile-server", "--volfile-id"))
+        info["graph"] = gluster_graph(reader, proc["argv"], fs.get("mount_point"))
+    if version is None:
+        reader.unknown[f"{name}.version"] = reader.unknown.get(
+            f"{name}.version", f"no installed package of {', '.join(packages)}")
+    info["version"] = version
+    info["client"] = client_string(name, version)
+    return info
+
+
+GRAPH_LOG_BYTES = 4 * 2**20  # the end of the client's log, where its last graph is
+_GRAPH_LINE = re.compile(r"^\s*\d+:\s?(.*)$")
+
+
+def gluster_graph(reader: Reader, argv: List[str],
+                  mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The translator graph the GlusterFS client runs, from the last "Final graph:" block of
+    its log (--log-file, else /var/log/glusterfs/<mount point>.log): what the volume's
+    options made of the client (features/cdc is network.compression, performance/write-behind
+    is performance.write-behind, ...), the closest thing to Lustre's osc settings."""
+    log = _flags(argv, ("--log-file",)).get("log-file")
+    if not log and mount_point:
+        log = "/var/log/glusterfs/" + mount_point.strip("/").replace("/", "-") + ".log"
+    if not log:
+        return None
+    text, why = reader.read(log.lstrip("/"), keep=False, limit=GRAPH_LOG_BYTES, tail=True)
+    if text is None:
+        reader.unknown["glusterfs.graph"] = f"{log}: {why}"
+        return None
+    graph = parse_graph(text)
+    if graph is None:
+        reader.unknown["glusterfs.graph"] = f"{log}: no 'Final graph' in its last 4 MiB"
+        return None
+    graph["log"] = log
+    return graph
+
+
+def parse_graph(text: str) -> Optional[Dict[str, Any]]:
+    """{'translators': [type, ...], 'options': {'cdc.mode': 'client', ...}, 'compression':
+    'on'|'off', 'write_behind': 'on'|'off'} from a client log's last graph, or None."""
+    start = text.rfind("Final graph:")
+    if start < 0:
+        return None
+    translators: List[str] = []
+    volumes: List[list] = []  # [name, {option: value}]
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("+---") and translators:
+            break
+        m = _GRAPH_LINE.match(line)
+        if not m:
+            continue
+        words = m.group(1).split()
+        if len(words) >= 2 and words[0] == "volume":
+            volumes.append([words[1], {}])
+        elif len(words) >= 2 and words[0] == "type":
+            translators.append(words[1])
+        elif len(words) >= 3 and words[0] == "option" and volumes and len(volumes) < 64:
+            volumes[-1][1][words[1]] = " ".join(words[2:])[:200]
+    if not translators:
+        return None
+    # translators are named VOLUME-XLATOR and the last one (io-stats) VOLUME itself
+    prefix = volumes[-1][0] + "-" if volumes else ""
+    options = {f"{name[len(prefix):] if name.startswith(prefix) else name}.{k}": v
+               for name, opts in volumes for k, v in opts.items()}
+    return {"translators": translators[:64], "options": options,
+            "compression": "on" if "features/cdc" in translators else "off",
+            "write_behind": "on" if "performance/write-behind" in translators else "off"}
+
+
+def _flags(argv: List[str], names) -> Dict[str, str]:
+    out = {}
+    for a in argv:
+        key, _, value = a.partition("=")
+        if key in names:
+            out[key.lstrip("-")] = value
+    return out

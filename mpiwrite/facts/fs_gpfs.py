@@ -1,0 +1,82 @@
+"""GPFS (IBM Storage Scale): version and the settings that decide streaming writes.
+
+Files: /var/mmfs/gen/mmfs.cfg (`key value` lines written by mmchconfig; `[class]` lines open
+node-class sections, `[common]` returns to all nodes) and the gpfs.base package.  Commands
+(real root only, 5 s timeout, never fatal): `mmdiag --version` (`Current GPFS build:
+"5.1.9.0 ".`) and `mmdiag --config` (`   name value` lines, `!` before changed values), which
+show what the running daemon uses.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional
+
+from mpiwrite.facts.fscommon import client_string, command, package_version
+from mpiwrite.facts.sysroot import Reader
+
+MMFS_CFG = "var/mmfs/gen/mmfs.cfg"
+MMDIAG = "/usr/lpp/mmfs/bin/mmdiag"
+KEYS = ("pagepool", "maxblocksize", "workerThreads", "worker1Threads", "maxMBpS",
+        "prefetchThreads", "nsdMaxWorkerThreads", "maxFilesToCache", "maxStatCache",
+        "seqDiscardThreshold", "writebehindThreshold", "prefetchAggressivenessWrite",
+        "verbsRdma", "verbsPorts", "minReleaseLevel", "clusterName")
+_BUILD = re.compile(r'Current GPFS build:\s*"?\s*([0-9][0-9.]*)')
+
+
+def parse_cfg(text: str) -> Dict[str, Any]:
+    """mmfs.cfg: values for all nodes, and whether node-class sections override some."""
+    common: Dict[str, str] = {}
+    classes = []
+    section = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = None if line == "[common]" else line[1:-1]
+            if section:
+                classes.append(section)
+            continue
+        if section is None:
+            key, _, value = line.partition(" ")
+            common.setdefault(key, value.strip())
+    return {"common": {k: common[k] for k in KEYS if k in common}, "node_classes": classes}
+
+
+def parse_mmdiag_config(text: str) -> Dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        words = line.replace("!", " ").split()
+        if len(words) >= 2 and words[0] in KEYS:
+            out[words[0]] = " ".join(words[1:])
+    return out
+
+
+def parse_build(text: Optional[str]) -> Optional[str]:
+    m = _BUILD.search(text or "")
+    return m.group(1).rstrip(".") if m else None
+
+
+def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
+    info: Dict[str, Any] = {"name": "gpfs", "device": fs.get("mount_source")}
+    text, why = reader.read(MMFS_CFG)
+    if text is not None:
+        cfg = parse_cfg(text)
+        info["config_file"] = cfg["common"]
+        info["node_classes"] = cfg["node_classes"]
+    else:
+        reader.unknown["gpfs.config"] = f"/{MMFS_CFG}: {why}"
+    live = command(reader, [MMDIAG, "--config"], "gpfs.mmdiag_config")
+    info["config"] = parse_mmdiag_config(live) if live else dict(info.get("config_file") or {})
+    info["config_source"] = "mmdiag --config" if live else ("/" + MMFS_CFG if text else None)
+    version = parse_build(command(reader, [MMDIAG, "--version"], "gpfs.version"))
+    info["version_source"] = "mmdiag --version" if version else None
+    if version is None:
+        version, pkg = package_version(reader, ("gpfs.base",))
+        info["version_source"] = f"package {pkg}" if version else None
+    if version is None:
+        reader.unknown.setdefault("gpfs.version", "no mmdiag answer, no gpfs.base package")
+    info["version"] = version
+    info["client"] = client_string("gpfs", version)
+    return info

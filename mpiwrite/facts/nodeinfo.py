@@ -1,0 +1,343 @@
+"""What each node was running: host, kernel, Lustre client, target filesystem, InfiniBand,
+software and batch context.  Read once per node; never fails a run (unknowns have reasons).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+from typing import Any, Dict, List, Optional
+
+from mpiwrite import __version__
+from mpiwrite.errors import ConfigError
+from mpiwrite.facts import fsclients, lustre
+from mpiwrite.facts.fscommon import scrub
+from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
+from mpiwrite.facts.sysroot import check as check_sysroot
+from mpiwrite.text import printable
+
+FS_MAGICS = {
+    0x0BD00BD0: "lustre", 0x47504653: "gpfs", 0x19830326: "beegfs", 0x6969: "nfs",
+    0xEF53: "ext4", 0x58465342: "xfs", 0x01021994: "tmpfs", 0x9123683E: "btrfs",
+    0x00C36400: "ceph", 0x65735546: "fuse", 0x794C7630: "overlay", 0x5346544E: "ntfs",
+    0x2FC12FC1: "zfs", 0x73717368: "squashfs", 0xFF534D42: "cifs", 0x6E667364: "nfsd",
+}
+VM_KEYS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes",
+           "dirty_expire_centisecs", "dirty_writeback_centisecs")
+SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURM_NNODES",
+              "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME", "SLURM_JOB_NAME",
+              "SLURM_JOB_PARTITION")
+SUMMARY_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client")
+
+
+class _StatFs(ctypes.Structure):
+    _fields_ = [("f_type", ctypes.c_long), ("f_bsize", ctypes.c_long),
+                ("f_blocks", ctypes.c_ulong), ("f_bfree", ctypes.c_ulong),
+                ("f_bavail", ctypes.c_ulong), ("f_files", ctypes.c_ulong),
+                ("f_ffree", ctypes.c_ulong), ("f_fsid", ctypes.c_int * 2),
+                ("f_namelen", ctypes.c_long), ("f_frsize", ctypes.c_long),
+                ("f_flags", ctypes.c_long), ("f_spare", ctypes.c_long * 4)]
+
+
+def statfs_magic(path: str) -> Optional[int]:
+    """f_type of the filesystem holding path (Linux x86_64/aarch64 layout), or None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        buf = _StatFs()
+        if libc.statfs(os.fsencode(path), ctypes.byref(buf)) != 0:
+            return None
+        return buf.f_type & 0xFFFFFFFF
+    except (OSError, AttributeError):
+        return None
+
+
+def _unescape(field: str) -> str:
+    """Mount tables escape space, tab, newline and backslash as octal."""
+    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+            .replace("\\134", "\\"))
+
+
+def _merge_options(mount: str, superblock: str) -> str:
+    """The mount's options, then the superblock's that add something (mountinfo lists both:
+    'rw,relatime' and 'rw,seclabel' read 'rw,relatime,seclabel', not 'rw,relatime,rw,...')."""
+    seen, out = set(), []
+    for opt in (mount + "," + superblock).split(","):
+        if opt and opt not in seen:
+            seen.add(opt)
+            out.append(opt)
+    return ",".join(out)
+
+
+def mounts(reader: Reader) -> List[Dict[str, str]]:
+    """Mount points from mountinfo (preferred) or /proc/mounts."""
+    out = []
+    text = reader.read("proc/self/mountinfo", keep=False)[0]
+    if text:
+        for line in text.splitlines():
+            left, sep, right = line.partition(" - ")
+            lf, rf = left.split(), right.split()
+            if not sep or len(lf) < 6 or len(rf) < 2:
+                continue
+            out.append({"mount_point": _unescape(lf[4]), "fstype": rf[0],
+                        "source": _unescape(rf[1]),
+                        "options": _merge_options(lf[5], rf[2] if len(rf) > 2 else "")})
+    if not out:
+        text = reader.read("proc/mounts", keep=False)[0] or ""
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) >= 4:
+                out.append({"mount_point": _unescape(f[1]), "fstype": f[2],
+                            "source": _unescape(f[0]), "options": f[3]})
+    return out
+
+
+def filesystem(reader: Reader, path: str) -> Dict[str, Any]:
+    """Type, source and options of the filesystem holding path (and Lustre striping)."""
+    absolute = os.path.abspath(path)
+    probe = absolute
+    while not os.path.exists(probe) and probe != "/":
+        probe = os.path.dirname(probe)
+    real = os.path.realpath(probe)
+    magic = statfs_magic(probe) if reader.root == "/" else None
+    best: Optional[Dict[str, str]] = None
+    for m in mounts(reader):
+        mp = m["mount_point"].rstrip("/") or "/"
+        for candidate in (absolute, real):
+            if candidate == mp or candidate.startswith(mp.rstrip("/") + "/") or mp == "/":
+                if best is None or len(mp) > len(best["mount_point"].rstrip("/") or "/"):
+                    best = m
+    info: Dict[str, Any] = {"path": absolute, "fs_magic": f"0x{magic:08x}" if magic else None}
+    if best:
+        info.update(fstype=best["fstype"], mount_point=best["mount_point"],
+                    mount_source=best["source"], mount_options=scrub(best["options"]))
+    else:
+        info.update(fstype=FS_MAGICS.get(magic or -1, "unknown"), mount_point=None,
+                    mount_source=None, mount_options=None)
+        reader.unknown["fs.mount"] = "no mount table entry matched"
+    if magic in FS_MAGICS and best and best["fstype"] not in (FS_MAGICS[magic],):
+        # the name from the table is more specific (ext2/3/4 share a magic) unless it is a
+        # wrapper; keep both.
+        info["fs_magic_name"] = FS_MAGICS[magic]
+    return info
+
+
+def stripe_of(path: str) -> Optional[Dict[str, Any]]:
+    """Lustre layout of a file from its lustre.lov xattr; None elsewhere."""
+    try:
+        return lustre.parse_lov(os.getxattr(path, "lustre.lov"))
+    except (OSError, AttributeError):
+        return None
+
+
+def infiniband(reader: Reader) -> List[Dict[str, Any]]:
+    ports = []
+    for rel in reader.glob("sys/class/infiniband/*/ports/*"):
+        parts = rel.strip("/").split("/")
+        hca, port = parts[-3], parts[-1]
+        row: Dict[str, Any] = {"hca": hca, "port": port}
+        for name in ("rate", "state", "phys_state", "link_layer"):
+            row[name] = first_line(reader.read(f"{rel}/{name}")[0])
+        ports.append(row)
+    return ports
+
+
+def host_facts(reader: Reader) -> Dict[str, Any]:
+    facts: Dict[str, Any] = {}
+    rel = first_line(reader.read("proc/sys/kernel/osrelease")[0])
+    facts["kernel"] = rel or (platform.release() if reader.root == "/" else None)
+    if facts["kernel"] is None:
+        reader.unknown["kernel"] = "/proc/sys/kernel/osrelease: absent"
+    osr = key_values(reader.read("etc/os-release")[0], "=")
+    facts["os"] = osr.get("PRETTY_NAME", "").strip('"') or None
+    cpu = reader.fact("cpu", "proc/cpuinfo")
+    if cpu is not None:
+        # keep only the first processor's block raw: the rest repeats it
+        reader.raw["/proc/cpuinfo"] = cpu.split("\n\n", 1)[0]
+        kv = key_values(cpu)
+        facts["cpu_model"] = kv.get("model name") or kv.get("cpu model") or kv.get("Processor")
+        facts["cores"] = sum(1 for ln in cpu.splitlines() if ln.startswith("processor")) or None
+        flags = set(kv.get("flags", "").split())
+        facts["cpu_flags"] = " ".join(f for f in ("sse4_2", "pclmulqdq", "avx2", "avx512f")
+                                      if f in flags)
+    if facts.get("cores") is None and reader.root == "/":
+        facts["cores"] = os.cpu_count()
+    mem = key_values(reader.fact("mem", "proc/meminfo"))
+    total = to_int(mem.get("MemTotal"))
+    if total is not None and not 0 <= total * 1024 <= MAX_INT:
+        total = None
+    if total is None and "mem" not in reader.unknown:
+        reader.unknown["mem"] = "/proc/meminfo: MemTotal missing or not a usable number"
+    facts["mem_total_bytes"] = total * 1024 if total is not None else None
+    for key in VM_KEYS:
+        facts[f"vm_{key}"] = to_int(reader.fact(f"vm_{key}", f"proc/sys/vm/{key}"))
+    return facts
+
+
+def software(mpi_library: Optional[str] = None) -> Dict[str, Optional[str]]:
+    from importlib import metadata
+
+    out: Dict[str, Optional[str]] = {"python": platform.python_version(), "mpiwrite": __version__,
+                                     "mpi_library": mpi_library}
+    for dist in ("mpi4py", "numpy", "h5py", "click", "mpich"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def slurm(environ=None) -> Dict[str, str]:
+    env = os.environ if environ is None else environ
+    return {k[6:].lower(): env[k] for k in SLURM_VARS if k in env}
+
+
+def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
+            host: Optional[str] = None) -> Dict[str, Any]:
+    """All facts of this node as a JSON-able dict (with raw texts and unknowns).
+
+    A sysroot that is not an existing directory is a ConfigError (sysroot.check) for `env`;
+    inside a run (mpi_library given) one rank must not raise alone, so the reason is recorded
+    under `unknown` instead: the run checks the sysroot on every rank before MPI starts."""
+    import socket
+
+    bad_root = ""
+    try:
+        check_sysroot(sysroot or "/")
+    except ConfigError as exc:
+        if mpi_library is None:
+            raise
+        bad_root = str(exc)
+    reader = Reader(sysroot)
+    if bad_root:
+        reader.unknown["sysroot"] = bad_root
+    facts: Dict[str, Any] = {"host": host or socket.gethostname(), "sysroot": reader.root}
+    facts.update(host_facts(reader))
+    facts["lustre"] = lustre.collect(reader, facts.get("kernel") or "")
+    facts["fs"] = filesystem(reader, target)
+    facts["client"] = fsclients.collect(reader, facts["fs"], facts.get("kernel") or "",
+                                        facts["lustre"])
+    facts["infiniband"] = infiniband(reader)
+    facts["software"] = software(mpi_library)
+    facts["slurm"] = slurm()
+    facts["unknown"] = dict(reader.unknown)
+    facts["raw"] = dict(reader.raw)
+    return facts
+
+
+def summary_value(facts: Dict[str, Any], key: str) -> str:
+    """A node's value for one of the run-level grouping keys, or a node column of the record:
+    the one flattening of node facts (run keys, the record's nodes table, reports)."""
+    lus = facts.get("lustre") or {}
+    if key == "kernel":
+        return str(facts.get("kernel") or "unknown")
+    if key == "lustre":
+        return str(lus.get("version") or ("none" if not lus.get("present") else "unknown"))
+    if key == "checksums":
+        return str(lus.get("checksums") or "unknown")
+    if key == "checksum_type":
+        return str(lus.get("checksum_type") or "unknown")
+    if key == "fstype":
+        return str((facts.get("fs") or {}).get("fstype") or "unknown")
+    if key == "client":
+        return client_of(facts)
+    if key == "lustre_kernel":
+        return str(lus.get("kernel") or ("n/a" if not lus.get("present") else "unknown"))
+    if key == "host":
+        return str(facts.get("host") or "unknown")
+    raise KeyError(key)
+
+
+def client_of(facts: Dict[str, Any]) -> str:
+    """'nfs 4.2', 'lustre 2.15.5', 'none': the node's `client` fact (derived from the Lustre
+    version for facts read before the fact existed)."""
+    client = facts.get("client")
+    if isinstance(client, dict) and client.get("client"):
+        return str(client["client"])
+    return fsclients.legacy_client({"lustre": summary_value(facts, "lustre"),
+                                    "fstype": summary_value(facts, "fstype")})
+
+
+def run_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
+    """kernel, lustre, checksums, checksum_type, fstype, client: the common value or 'mixed'."""
+    out = {}
+    for key in SUMMARY_KEYS:
+        values = {summary_value(n, key) for n in nodes}
+        out[key] = values.pop() if len(values) == 1 else "mixed"
+    return out
+
+
+def describe_client(client: Dict[str, Any]) -> List[str]:
+    """The `client` line and the settings that decide writes, per filesystem."""
+    lines = [f"client         {client.get('client', 'unknown')}"]
+    detail = []
+    name = client.get("name")
+    if name == "nfs":
+        detail = [f"{k}={client.get(k)}" for k in ("vers", "proto", "rsize", "wsize", "nconnect",
+                                                    "sec", "mode") if client.get(k) is not None]
+        b = client.get("bytes") or {}
+        if b:
+            detail.append(f"bytes written {b.get('normal_write')} (direct "
+                          f"{b.get('direct_write')}, to server {b.get('server_write')})")
+    elif client.get("fuse"):
+        d = client.get("daemon") or {}
+        detail = [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
+                  f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
+                  f"version from {client.get('version_source')}"]
+    elif name == "beegfs":
+        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
+    elif name == "gpfs":
+        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
+        detail.append(f"from {client.get('config_source')}")
+    elif name == "ceph":
+        detail = [f"{k}={v}" for k, v in (client.get("options") or {}).items()]
+    if detail:
+        lines.append("  " + ", ".join(detail))
+    return lines
+
+
+def describe(facts: Dict[str, Any]) -> List[str]:
+    """Readable lines for `mpiwrite env`."""
+    lus = facts["lustre"]
+    fs = facts["fs"]
+    mem = facts.get("mem_total_bytes")
+    lines = [
+        f"host           {facts['host']}",
+        f"kernel         {facts.get('kernel')}",
+        f"os             {facts.get('os')}",
+        f"cpu            {facts.get('cpu_model')} ({facts.get('cores')} cores; "
+        f"{facts.get('cpu_flags') or 'no checksum flags'})",
+        f"memory         {mem / 2**30:.1f} GiB" if mem else "memory         unknown",
+        "vm dirty       " + ", ".join(f"{k}={facts.get('vm_' + k)}" for k in VM_KEYS[:4]),
+        f"filesystem     {fs.get('fstype')} at {fs.get('mount_point')} "
+        f"(source {fs.get('mount_source')}, {fs.get('mount_options')})",
+    ]
+    lines += describe_client(facts.get("client") or {})
+    if lus.get("present"):
+        lines.append(f"lustre         {lus.get('version')} ({lus.get('kernel')}; "
+                     f"kernel line {lus.get('kernel_line')!r})")
+        lines.append(f"checksums      {lus.get('checksums')} ({lus.get('checksum_type')}); "
+                     f"llite checksum_pages {lus.get('checksum_pages')}")
+        for row in lus.get("osc", []):
+            lines.append(f"  osc {row['device']}: checksums={row.get('checksums')} "
+                         f"type={row.get('checksum_type')} "
+                         f"rpcs_in_flight={row.get('max_rpcs_in_flight')} "
+                         f"dirty_mb={row.get('max_dirty_mb')} "
+                         f"pages_per_rpc={row.get('max_pages_per_rpc')}")
+        for row in lus.get("llite", []):
+            lines.append(f"  llite {row['device']}: checksum_pages={row.get('checksum_pages')} "
+                         f"checksums={row.get('checksums')} "
+                         f"max_cached_mb={row.get('max_cached_mb')}")
+    else:
+        lines.append("lustre         no client")
+    for p in facts["infiniband"]:
+        lines.append(f"infiniband     {p['hca']} port {p['port']}: {p.get('rate')}, "
+                     f"{p.get('state')}, {p.get('link_layer')}")
+    sw = facts["software"]
+    lines.append("software       " + ", ".join(f"{k} {v}" for k, v in sw.items() if v))
+    if facts["slurm"]:
+        lines.append("slurm          " + ", ".join(f"{k}={v}" for k, v in facts["slurm"].items()))
+    for key, why in facts["unknown"].items():
+        lines.append(f"unknown        {key}: {why}")
+    return [printable(ln) for ln in lines]

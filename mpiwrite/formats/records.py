@@ -1,0 +1,395 @@
+"""The HDF5 record of one run: writing (rank 0 only), reading, and checking the schema.
+
+A record is built in memory, written to a temporary name in the results folder (created with
+O_EXCL|O_NOFOLLOW), fsync'd and renamed into place, so a reader sees either the previous
+complete version or the new one, never half a file; a full disk is an OSError, not a crash.  The
+run rewrites its record after every iteration with status "running", and sets the final status
+("complete", "failed", "interrupted", "timeout") at the end: a record whose status is not
+"complete" is never mistaken for a good one.  Schema: docs/record-schema.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mpiwrite import SCHEMA_VERSION, __version__, files
+from mpiwrite.errors import RecordError
+from mpiwrite.formats import recordcheck
+from mpiwrite.formats.summary import (
+    ITER_DTYPE,
+    LATER_ITER_FIELDS,
+    LATER_RANK_FIELDS,
+    LATER_SAMPLE_FIELDS,
+    RANK_DTYPE,
+    SAMPLE_DTYPE,
+)
+
+FORMAT = "mpiwrite-run"
+SUFFIX = ".h5"
+NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
+                "fstype", "client")
+# Optional tables (added after schema 1; absent in older records, which read as empty lists):
+# what each node's filesystem client did in each iteration's timed phase (lustre_counters),
+# and each rank's file layout (lustre_layout.rank_layout).
+COUNTER_FIELDS = (("iteration", "<i4"), ("node", "<i4"), ("write_bytes", "<i8"),
+                  ("write_rpcs", "<i8"), ("seconds", "<f8"))
+LAYOUT_FIELDS = (("iteration", "<i4"), ("rank", "<i4"), ("stripe_count", "<i4"),
+                 ("stripe_size", "<i8"), ("first_ost", "<i4"))
+COMPRESS_ROWS = 4096  # tables longer than this are chunked and compressed
+
+
+@dataclasses.dataclass
+class RunRecord:
+    attrs: Dict[str, Any]
+    ranks: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, RANK_DTYPE))
+    iterations: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, ITER_DTYPE))
+    samples: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, SAMPLE_DTYPE))
+    nodes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)  # facts per node
+    node_clock: Optional[np.ndarray] = None  # (nnodes, 2) offset, uncertainty (last iteration)
+    errors: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    path: str = ""
+    # {"iteration", "node", "delta": lustre_counters.counter_delta(...)} per node and iteration
+    client_counters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # {"iteration", "rank", "layout": lustre_layout.rank_layout(path)} per rank (where known)
+    layouts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    # per node and iteration: {"histograms": {"write": {bucket: n}, "fsync": {...}, ...}}
+    latency: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.attrs.get("run_id", ""))
+
+    @property
+    def status(self) -> str:
+        return str(self.attrs.get("status", ""))
+
+    def _json(self, name: str, default: Any) -> Any:
+        """An attribute holding JSON: parsed already (read() checks it) or JSON text."""
+        value = self.attrs.get(name)
+        if value is None:
+            return default
+        return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+    def params(self) -> Dict[str, Any]:
+        return self._json("params", {})
+
+    def tags(self) -> Dict[str, str]:
+        return self._json("tags", {})
+
+    def keys(self) -> Dict[str, Any]:
+        """The run keys; `client`, absent from records written before it, is derived from
+        the nodes' facts (their Lustre version and fstype): docs/record-schema.md."""
+        keys = self._json("keys", {})
+        if isinstance(keys, dict) and "client" not in keys:
+            keys = dict(keys)
+            from mpiwrite.facts.fsclients import legacy_client
+            from mpiwrite.facts.nodeinfo import client_of
+
+            values = {client_of(n) for n in self.nodes} if self.nodes else \
+                {legacy_client(keys)}
+            keys["client"] = values.pop() if len(values) == 1 else "mixed"
+        return keys
+
+    def warnings(self) -> List[str]:
+        return self._json("warnings", [])
+
+
+def record_path(results: str, run_id: str) -> str:
+    return os.path.join(results, f"mpiwrite-{run_id}{SUFFIX}")
+
+
+def _dataset(h5, name: str, data: np.ndarray) -> None:
+    kw: Dict[str, Any] = {}
+    if len(data) > COMPRESS_ROWS:
+        kw = dict(chunks=(min(len(data), 65536),), compression="gzip", compression_opts=1,
+                  shuffle=True)
+    h5.create_dataset(name, data=data, **kw)
+
+
+def _node_table(rec: RunRecord):
+    import h5py
+
+    s = h5py.string_dtype()
+    dt = np.dtype([("node", "<i4"), ("ranks", "<i4")] + [(c, s) for c in NODE_COLUMNS]
+                  + [("mem_total_bytes", "<i8"), ("clock_offset_seconds", "<f8"),
+                     ("clock_uncertainty_seconds", "<f8"), ("facts_json", s)])
+    out = np.zeros(len(rec.nodes), dtype=dt)
+    counts = np.bincount(rec.ranks["node"][rec.ranks["iteration"] == rec.ranks["iteration"].min()],
+                         minlength=len(rec.nodes)) if len(rec.ranks) else np.zeros(len(rec.nodes))
+    from mpiwrite.facts.nodeinfo import summary_value  # the one flattening of node facts
+
+    for i, facts in enumerate(rec.nodes):
+        slim = {k: v for k, v in facts.items() if k != "raw"}
+        clock = rec.node_clock[i] if rec.node_clock is not None and i < len(rec.node_clock) \
+            else (np.nan, np.nan)
+        out[i] = (i, counts[i] if i < len(counts) else 0,
+                  *(summary_value(facts, c) for c in NODE_COLUMNS),
+                  facts.get("mem_total_bytes") or -1, clock[0], clock[1], json.dumps(slim))
+    return out
+
+
+def _int(value: Any, default: int = -1) -> int:
+    return int(value) if isinstance(value, (int, float)) and value == value else default
+
+
+def _counter_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(COUNTER_FIELDS) + [("counters_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        d = r.get("delta") or {}
+        secs = d.get("seconds")
+        out[i] = (r["iteration"], r["node"], _int(d.get("write_bytes")),
+                  _int(d.get("write_rpcs")), secs if secs is not None else np.nan,
+                  json.dumps(d))
+    return out
+
+
+def _latency_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype([("iteration", "<i4"), ("node", "<i4"), ("latency_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        out[i] = (r["iteration"], r["node"], json.dumps(r.get("histograms") or {}))
+    return out
+
+
+def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
+    import h5py
+
+    dt = np.dtype(list(LAYOUT_FIELDS) + [("layout_json", h5py.string_dtype())])
+    out = np.zeros(len(rows), dtype=dt)
+    for i, r in enumerate(rows):
+        lay = r.get("layout") or {}
+        comps = lay.get("components") or [lay]
+        first = comps[0] if comps else {}
+        osts = lay.get("ost_indices") or []
+        out[i] = (r["iteration"], r["rank"], _int(first.get("stripe_count")),
+                  _int(first.get("stripe_size")), osts[0] if osts else -1, json.dumps(lay))
+    return out
+
+
+TMP_TRIES = 4  # temporary names tried before giving up (a name taken is never reused)
+
+
+def temp_names(path: str) -> List[str]:
+    """The temporary names write() may use for path, in order.
+
+    `.<name>.tmp-<pid>`, then `-1`, `-2`, ...: each is created with O_EXCL|O_NOFOLLOW, so a file
+    or symlink someone planted there is skipped, never followed or overwritten."""
+    folder, base = os.path.split(os.path.abspath(path))
+    first = os.path.join(folder, f".{base}.tmp-{os.getpid()}")
+    return [first] + [f"{first}-{i}" for i in range(1, TMP_TRIES)]
+
+
+def image(rec: RunRecord) -> bytes:
+    """The whole record as the bytes of an HDF5 file, built in memory."""
+    import h5py
+
+    with h5py.File(f"mpiwrite-{id(rec)}.h5", "w", driver="core", backing_store=False,
+                   libver="earliest") as h5:
+        attrs = dict(rec.attrs)
+        attrs.update(format=FORMAT, schema_version=SCHEMA_VERSION, mpiwrite_version=__version__)
+        for k, v in attrs.items():
+            h5.attrs[k] = v if not isinstance(v, (dict, list)) else json.dumps(v)
+        _dataset(h5, "ranks", rec.ranks.astype(RANK_DTYPE, copy=False))
+        _dataset(h5, "iterations", rec.iterations.astype(ITER_DTYPE, copy=False))
+        _dataset(h5, "samples", rec.samples.astype(SAMPLE_DTYPE, copy=False))
+        h5.create_dataset("nodes", data=_node_table(rec))
+        h5.create_dataset("nodes_raw", data=np.array(
+            [json.dumps(n.get("raw", {})) for n in rec.nodes], dtype=object),
+            dtype=h5py.string_dtype())
+        h5.create_dataset("errors", data=np.array(
+            [json.dumps(e) for e in rec.errors], dtype=object), dtype=h5py.string_dtype())
+        if rec.client_counters:
+            _dataset(h5, "client_counters", _counter_table(rec.client_counters))
+        if rec.layouts:
+            _dataset(h5, "rank_layouts", _layout_table(rec.layouts))
+        if rec.latency:
+            _dataset(h5, "latency_histograms", _latency_table(rec.latency))
+        h5.flush()
+        return h5.id.get_file_image()
+
+
+def write(rec: RunRecord, path: str) -> None:
+    """Write the whole record to path atomically; OSError (errno set) on any failure.
+
+    The file is built in memory, written to a temporary name in the same folder created with
+    O_EXCL|O_NOFOLLOW (never through a planted symlink), fsync'd, renamed over path, and the
+    folder fsync'd.  On failure no temporary file is left and a previous path is untouched."""
+    try:
+        data = image(rec)
+    except MemoryError:
+        raise OSError(errno.ENOMEM, "not enough memory to build the record", path) from None
+    except (RuntimeError, ValueError, TypeError, OSError) as exc:
+        raise OSError(errno.EIO, f"cannot build the record: {exc}", path) from None
+    last: Optional[OSError] = None
+    for tmp in temp_names(path):
+        try:
+            files.write_new(tmp, data)
+        except FileExistsError as exc:
+            last = exc
+            continue
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        files.fsync_dir(os.path.dirname(os.path.abspath(path)))
+        return
+    raise OSError(errno.EEXIST, "every temporary name is taken (planted files or symlinks?): "
+                  f"{last.filename if last else path}", path)
+
+
+def leftovers(folder: str, names: List[str]) -> List[str]:
+    """Temporary records (of this folder's listing) that a killed run left behind."""
+    return [os.path.join(folder, n) for n in sorted(names) if TMP_NAME.match(n)]
+
+
+TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?$")
+
+
+def _text(v) -> Any:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+
+
+ATTR_JSON = {"params": dict, "tags": dict, "keys": dict, "warnings": list, "stripe": object,
+             "environment": object}
+ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host", "error",
+             "mpi_library", "mpiwrite_version")
+
+
+def read(path: str) -> RunRecord:
+    """Read and check a record; RecordError (naming the file and what is wrong) otherwise.
+
+    Only a regular file is opened (a FIFO or device is refused at once, without blocking);
+    everything is checked before use (recordcheck.py)."""
+    import h5py
+
+    try:
+        fd = files.open_regular(path)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    fh = os.fdopen(fd, "rb")
+    try:
+        try:
+            h5 = h5py.File(fh, "r")
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
+        with h5:
+            return _read(h5, path)
+    except RecordError:
+        raise
+    except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
+        raise RecordError(f"{path}: damaged or incomplete record ({exc})") from None
+    finally:
+        fh.close()
+
+
+def _read(h5, path: str) -> RunRecord:
+    import h5py
+
+    ck = recordcheck.Checker(path)
+    attrs = {k: _text(v) for k, v in h5.attrs.items()}
+    for k, v in list(attrs.items()):
+        if isinstance(v, np.generic):
+            attrs[k] = v.item()
+    if attrs.get("format") != FORMAT:
+        raise RecordError(f"{path}: not an mpiwrite record")
+    version = ck.integer("schema_version", attrs.get("schema_version"), 0)
+    if version > SCHEMA_VERSION:
+        raise RecordError(f"{path}: schema {version} is newer than this mpiwrite reads "
+                          f"({SCHEMA_VERSION}); upgrade mpiwrite")
+    for name in ATTR_TEXT:
+        if name in attrs:
+            ck.text(name, attrs[name])
+    ck.text("run_id", attrs.get("run_id"))
+    ck.text("status", attrs.get("status"))
+    for name, kind in ATTR_JSON.items():
+        if name in attrs:
+            attrs[name] = ck.json(name, attrs[name], kind)
+    ck.params(attrs.get("params", {}))
+    if "tags" in attrs:
+        attrs["tags"] = ck.tags(attrs["tags"])
+    for w in attrs.get("warnings", []):
+        ck.text("warnings", w)
+    nranks = ck.integer("ranks", attrs.get("ranks"), 1, recordcheck.MAX_RANKS)
+    nnodes = ck.integer("nodes", attrs.get("nodes"), 0, nranks)
+    for name in ("ranks", "iterations", "samples", "nodes", "nodes_raw", "errors"):
+        link = h5.get(name, getlink=True)
+        if link is None:
+            raise RecordError(f"{path}: {name}: missing")
+        if not isinstance(link, h5py.HardLink):
+            raise RecordError(f"{path}: {name}: is a {type(link).__name__} (refused)")
+    its = ck.table("iterations", h5["iterations"], ITER_DTYPE, recordcheck.MAX_ITERATIONS,
+                   later=LATER_ITER_FIELDS)
+    per_rank = (len(its) + 1) * nranks
+    ranks = ck.table("ranks", h5["ranks"], RANK_DTYPE, per_rank, later=LATER_RANK_FIELDS)
+    samples = ck.table("samples", h5["samples"], SAMPLE_DTYPE,
+                       per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION,
+                       later=LATER_SAMPLE_FIELDS)
+    nodes_dset = h5["nodes"]
+    ck.dataset("nodes", nodes_dset)
+    names = nodes_dset.dtype.names or ()
+    for f in ("facts_json", "clock_offset_seconds", "clock_uncertainty_seconds"):
+        if f not in names:
+            raise RecordError(f"{path}: nodes: missing field {f}")
+    ck.rows("nodes", nodes_dset, max(nnodes, 1), nodes_dset.dtype.itemsize)
+    nodes_tbl = nodes_dset[()]
+    raws = ck.strings("nodes_raw", h5["nodes_raw"], len(nodes_tbl))
+    nodes = []
+    for i, row in enumerate(nodes_tbl):
+        facts = ck.node(i, ck.json(f"nodes[{i}].facts_json", row["facts_json"]))
+        facts["raw"] = ck.json(f"nodes_raw[{i}]", raws[i], dict) if i < len(raws) else {}
+        nodes.append(facts)
+    if len(ranks):
+        if not nodes:
+            raise RecordError(f"{path}: nodes: empty, but the ranks table has rows")
+        bad = (ranks["node"] < 0) | (ranks["node"] >= len(nodes))
+        if bad.any():
+            raise RecordError(f"{path}: ranks.node: index {int(ranks['node'][bad][0])} out of "
+                              f"range 0..{len(nodes) - 1}")
+        if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
+            raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
+    clock = np.stack([nodes_tbl["clock_offset_seconds"].astype(float),
+                      nodes_tbl["clock_uncertainty_seconds"].astype(float)], axis=1) \
+        if len(nodes_tbl) else None
+    errors = [ck.json(f"errors[{i}]", e, dict) for i, e in enumerate(
+        ck.strings("errors", h5["errors"], per_rank * 4 + 1000))]
+    counters = [dict(r, delta=r.pop("counters_json")) for r in ck.optional_rows(
+        h5, "client_counters", {"node": len(nodes), "iteration": len(its) + 1},
+        "counters_json", (len(its) + 1) * max(len(nodes), 1))]
+    layouts = [dict(r, layout=r.pop("layout_json")) for r in ck.optional_rows(
+        h5, "rank_layouts", {"rank": nranks, "iteration": len(its) + 1}, "layout_json",
+        per_rank)]
+    lat = [dict(r, histograms=r.pop("latency_json")) for r in ck.optional_rows(
+        h5, "latency_histograms", {"node": len(nodes), "iteration": len(its) + 1},
+        "latency_json", (len(its) + 1) * max(len(nodes), 1))]
+    return RunRecord(attrs=attrs, ranks=ranks, iterations=its, samples=samples, nodes=nodes,
+                     node_clock=clock, errors=errors, path=path, client_counters=counters,
+                     layouts=layouts, latency=lat)
+
+
+def probe_writable(folder: str) -> None:
+    """Raise OSError unless a record can be created in folder (creates and removes a file)."""
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".mpiwrite-probe-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, b"x" * 4096)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        os.unlink(tmp)

@@ -1,0 +1,254 @@
+"""Validated run settings.
+
+Everything a rank needs to know about a run is in :class:`RunConfig`; it is built and checked
+on every rank from the same command line before MPI starts, so bad input fails identically
+everywhere with exit code 2 and nothing is created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from typing import Dict, Optional
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.units import MAX_BYTES, MAX_SECONDS
+
+DEFAULT_TARGET = "mpiwrite-data"
+DEFAULT_RESULTS = "results"
+DEFAULT_SIZE = 256 * 2**20
+DEFAULT_BLOCK = 2**20
+DEFAULT_FILES_PER_DIR = 1000
+ENGINES = ("posix", "null")  # writer.ENGINES; null writes nothing (coordination tests)
+MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
+HEADER_BYTES = 32  # the per-block pattern header (see pattern.py)
+DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
+
+# Keys that reports group by; a user tag may not shadow them.
+RUN_KEYS = (
+    "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
+    "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
+    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
+    "client",
+)
+_TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+LAYOUTS = ("fpp", "shared")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    target: str = DEFAULT_TARGET
+    layout: str = "fpp"
+    block_size: int = DEFAULT_BLOCK
+    size: Optional[int] = DEFAULT_SIZE  # bytes per rank; None = until the time limit
+    time_limit: Optional[float] = None
+    fsync: bool = True
+    fsync_every: int = 0
+    direct: bool = False
+    iterations: int = 1
+    delay: float = 0.0
+    keep: bool = False
+    results: Optional[str] = DEFAULT_RESULTS  # None: do not save a record
+    json_path: Optional[str] = None
+    tags: Dict[str, str] = dataclasses.field(default_factory=dict)
+    sample_interval: float = 1.0
+    progress_interval: float = 5.0
+    timeout: Optional[float] = None
+    files_per_dir: int = DEFAULT_FILES_PER_DIR
+    verify: bool = False
+    verify_shift: int = 0
+    sysroot: str = "/"
+    engine: str = "posix"
+    read: bool = False  # a read phase after the write phase (another rank's file)
+    read_shift: Optional[int] = None  # None: the ranks per node (the next node's file)
+    drop_cache: bool = False  # POSIX_FADV_DONTNEED on the own files before reading
+    stripe_count: Optional[int] = None  # Lustre layout of the run directory (stripeopts.py)
+    stripe_size: Optional[str] = None
+    ost_index: Optional[int] = None
+
+    @property
+    def striped(self) -> bool:
+        """A Lustre layout was asked for: the files go into a run directory that has it."""
+        return any(v is not None for v in (self.stripe_count, self.stripe_size, self.ost_index))
+
+    def watchdog_seconds(self) -> Optional[float]:
+        """How long one iteration's write phase may take before the run is ended."""
+        if self.timeout is not None:
+            return self.timeout if self.timeout > 0 else None
+        if self.time_limit is not None:
+            return 2 * self.time_limit + 300.0
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+# The option that sets each RunConfig field, for messages about settings.
+_OPTION_OF = {"target": "TARGET", "tags": "--tag/--tag-file", "results": "--results/--no-record",
+              "json_path": "--json", "time_limit": "--time", "size": "--size/--count",
+              "fsync": "--fsync/--no-fsync"}
+
+
+def option_name(field: str) -> str:
+    return _OPTION_OF.get(field, "--" + field.replace("_", "-"))
+
+
+def _fail(option: str, message: str) -> ConfigError:
+    return ConfigError(f"{option}: {message}")
+
+
+def parse_tag(text: str) -> tuple:
+    if "=" not in text:
+        raise _fail("--tag", f"{text!r} is not KEY=VALUE")
+    key, value = text.split("=", 1)
+    key = key.strip()
+    if not _TAG_KEY.match(key):
+        raise _fail("--tag", f"key {key!r} must start with a letter and use [A-Za-z0-9_.-]")
+    if key in RUN_KEYS:
+        raise _fail("--tag", f"key {key!r} is a built-in run key; choose another name")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail("--tag", f"value of {key!r} is not valid UTF-8") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise _fail("--tag", f"value of {key!r} contains a newline or control character")
+    if len(value) > 1024:
+        raise _fail("--tag", f"value of {key!r} is longer than 1024 characters")
+    return key, value
+
+
+TAG_FILE_LIMIT = 2**20
+
+
+def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
+    """Tags from repeated --tag and a --tag-file (one KEY=VALUE per line, # comments)."""
+    texts = list(items or ())
+    if tag_file:
+        from mpiwrite.files import read_regular
+
+        try:  # a regular file only: a FIFO or /dev/zero must not hang us or fill memory
+            lines = read_regular(tag_file, TAG_FILE_LIMIT).decode("utf-8").splitlines()
+        except OSError as exc:
+            raise _fail("--tag-file", f"cannot read {tag_file!r}: "
+                        f"{exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise _fail("--tag-file", f"{tag_file!r} is not UTF-8 text") from None
+        texts += [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    tags: Dict[str, str] = {}
+    for text in texts:
+        key, value = parse_tag(text)
+        if key in tags:
+            raise _fail("--tag", f"key {key!r} given twice")
+        tags[key] = value
+    return tags
+
+
+def check_target_name(target: str) -> str:
+    if not target or not target.strip():
+        raise _fail("TARGET", "is empty; expected a directory")
+    try:
+        target.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail("TARGET", "is not valid UTF-8") from None
+    if os.path.realpath(target) == "/":
+        raise _fail("TARGET", "refusing to write into / (give a directory on the filesystem "
+                    "to test)")
+    return target
+
+
+def build(
+    *,
+    target: Optional[str] = None,
+    layout: str = "fpp",
+    block_size: int = DEFAULT_BLOCK,
+    size: Optional[int] = None,
+    count: Optional[int] = None,
+    time_limit: Optional[float] = None,
+    **kwargs,
+) -> RunConfig:
+    """Check the combination of options and resolve defaults into a RunConfig."""
+    target = check_target_name(target if target is not None else DEFAULT_TARGET)
+    if layout not in LAYOUTS:
+        raise _fail("--layout", f"{layout!r} is not one of {', '.join(LAYOUTS)}")
+    if block_size < HEADER_BYTES:
+        raise _fail("--block-size", f"must be at least {HEADER_BYTES} bytes (the block header)")
+    if block_size > 2**31:
+        raise _fail("--block-size", "must be at most 2GiB")
+    if count is not None and count <= 0:
+        raise _fail("--count", "must be a positive number of blocks")
+    if time_limit is not None and not time_limit > 0:
+        raise _fail("--time", "must be a positive duration")
+    if size is not None and count is not None and size != count * block_size:
+        raise _fail("--count", "conflicts with --size (give one, or make size = count x block)")
+    if count is not None and count > MAX_BYTES // block_size:
+        raise _fail("--count", f"{count} blocks of {block_size} bytes is too large")
+    if size is None and count is not None:
+        size = count * block_size
+    if size is None and time_limit is None:
+        size = DEFAULT_SIZE
+    if size is not None and size < block_size:
+        raise _fail("--block-size", f"{block_size} bytes is larger than --size {size} bytes")
+    if layout == "shared" and size is None:
+        raise _fail("--layout", "shared needs --size or --count to place each rank's segment")
+    direct = kwargs.get("direct", False)
+    if direct and block_size % DIRECT_ALIGN:
+        raise _fail("--block-size", f"with --direct must be a multiple of {DIRECT_ALIGN} bytes")
+    if direct and size is not None and size % DIRECT_ALIGN:
+        raise _fail("--size", f"with --direct must be a multiple of {DIRECT_ALIGN} bytes")
+    if kwargs.get("iterations", 1) < 1:
+        raise _fail("--iterations", "must be at least 1")
+    if kwargs.get("delay", 0.0) < 0:
+        raise _fail("--delay", "must not be negative")
+    fsync_every = kwargs.get("fsync_every", 0)
+    if fsync_every < 0:
+        raise _fail("--fsync-every", "must be a positive number of blocks")
+    if fsync_every and not kwargs.get("fsync", True):
+        raise _fail("--fsync-every", "conflicts with --no-fsync")
+    if not kwargs.get("sample_interval", 1.0) > 0:
+        raise _fail("--sample-interval", "must be a positive duration")
+    if kwargs.get("progress_interval", 5.0) < 0:
+        raise _fail("--progress-interval", "must not be negative (0 turns progress off)")
+    if kwargs.get("timeout") is not None and kwargs["timeout"] < 0:
+        raise _fail("--timeout", "must not be negative (0 turns the watchdog off)")
+    timeout = kwargs.get("timeout")
+    if timeout and time_limit and timeout <= time_limit:
+        raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")
+    if kwargs.get("files_per_dir", DEFAULT_FILES_PER_DIR) < 1:
+        raise _fail("--files-per-dir", "must be at least 1")
+    for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval"):
+        value = time_limit if name == "time_limit" else kwargs.get(name)
+        if value is not None and not value <= MAX_SECONDS:  # also refuses NaN
+            raise _fail(option_name(name), f"must be at most {MAX_SECONDS / 86400:.0f} days")
+    for name in ("iterations", "fsync_every", "files_per_dir", "verify_shift"):
+        if kwargs.get(name, 0) > MAX_COUNT:
+            raise _fail(option_name(name), f"must be at most {MAX_COUNT}")
+    if size is not None and size > MAX_BYTES:
+        raise _fail("--size", f"must be at most {MAX_BYTES} bytes")
+    read_shift = kwargs.get("read_shift")
+    if read_shift is not None and not 0 <= read_shift <= MAX_COUNT:
+        raise _fail("--read-shift", f"must be between 0 and {MAX_COUNT}")
+    if (read_shift is not None or kwargs.get("drop_cache")) and not kwargs.get("read"):
+        raise _fail("--read-shift" if read_shift is not None else "--drop-cache",
+                    "needs --read")
+    if kwargs.get("read") and kwargs.get("verify_shift"):
+        raise _fail("--verify-shift", "with --read, the read phase verifies the file it reads "
+                    "(choose it with --read-shift)")
+    if kwargs.get("engine") == "null" and (kwargs.get("verify") or kwargs.get("verify_shift")):
+        raise _fail("--verify", "the null engine writes nothing, so there is nothing to verify")
+    if kwargs.get("engine", "posix") not in ENGINES:
+        raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
+    sysroot = kwargs.get("sysroot", "/")
+    if sysroot != "/":
+        from mpiwrite.facts import sysroot as sysroots
+
+        sysroots.check(sysroot)
+    if kwargs.get("verify_shift", 0) < 0:
+        raise _fail("--verify-shift", "must not be negative")
+    if kwargs.get("verify_shift", 0):
+        kwargs["verify"] = True
+    if kwargs.get("results") is not None and not str(kwargs["results"]).strip():
+        raise _fail("--results", "is empty; expected a directory")
+    return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
+                     time_limit=time_limit, **kwargs)

@@ -1,0 +1,156 @@
+"""What rank 0 shows: the header, a line per iteration, progress, the final summary.
+
+Results go to stdout (or stderr when stdout carries the JSON summary); diagnostics to stderr.
+Every line goes through printable(): target names, tags, hosts, run ids and error strings come
+from outside and must not move the cursor, retitle the window or forge a line.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Dict, List, Optional, TextIO
+
+import numpy as np
+
+from mpiwrite.run.config import RunConfig
+from mpiwrite.text import printable
+from mpiwrite.units import format_seconds, format_size
+
+# Screen options of `run` that are not part of the measurement (--units, --ior-summary);
+# set by runcmd on every rank before the run starts.
+OUTPUT = {"units": "MB", "ior_summary": False}
+UNIT_BYTES = {"MB": 10**6, "MiB": 2**20}
+
+
+def configure(units: str = "MB", ior_summary: bool = False) -> None:
+    OUTPUT.update(units=units, ior_summary=ior_summary)
+
+
+def _scale() -> float:
+    """Factor from MB/s (the record's unit) to the unit shown on screen."""
+    return 10**6 / UNIT_BYTES[OUTPUT["units"]]
+
+
+def _f(x: float, width: int = 9, digits: int = 1, rate: bool = True) -> str:
+    if rate and x == x:
+        x = x * _scale()
+    return f"{x:{width}.{digits}f}" if x == x else f"{'-':>{width}}"
+
+
+def ior_line(best_MB_per_s: float) -> str:
+    """IOR's summary line (its format: MiB/sec first, then MB/sec, two decimals)."""
+    return (f"Max Write: {best_MB_per_s * 10**6 / 2**20:.2f} MiB/sec "
+            f"({best_MB_per_s:.2f} MB/sec)")
+
+
+class Console:
+    def __init__(self, cfg: RunConfig, out: Optional[TextIO] = None):
+        self.cfg = cfg
+        self.out = out or (sys.stderr if cfg.json_path == "-" else sys.stdout)
+        self.tty = self.out.isatty()
+        self._progress_shown = False
+
+    def line(self, text: str = "") -> None:
+        self._end_progress()
+        self.out.write(printable(text) + "\n")
+        self.out.flush()
+
+    def warn(self, text: str) -> None:
+        self._end_progress()
+        sys.stderr.write(f"mpiwrite: warning: {printable(text)}\n")
+        sys.stderr.flush()
+
+    def header(self, run_id: str, nranks: int, hosts: List[str], keys: Dict[str, str],
+               fs: Dict[str, Any]) -> None:
+        c = self.cfg
+        limit = []
+        if c.size is not None:
+            limit.append(f"{format_size(c.size)} per rank")
+        if c.time_limit:
+            limit.append(f"at most {format_seconds(c.time_limit)}")
+        sync = f"fsync every {c.fsync_every} blocks" if c.fsync_every else (
+            "fsync at end" if c.fsync else "no fsync")
+        host_text = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4
+                                            else "")
+        self.line(f"mpiwrite run {run_id}")
+        self.line(f"  ranks {nranks} on {len(hosts)} node{'s' * (len(hosts) != 1)} "
+                  f"({host_text})")
+        self.line(f"  target {fs.get('path')} ({keys['fstype']} from {fs.get('mount_source')})")
+        self.line(f"  block {format_size(c.block_size)}, {' and '.join(limit)}, {sync}"
+                  f"{', O_DIRECT' if c.direct else ''}, layout {c.layout}, "
+                  f"{c.iterations} iteration{'s' * (c.iterations != 1)}")
+        self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
+                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")))
+        if c.tags:
+            self.line("  tags " + ", ".join(f"{k}={v}" for k, v in c.tags.items()))
+        self.line(f"{'iter':>4} {'aggregate':>10} {'first-done':>10} {'rank min':>9} "
+                  f"{'rank mean':>9} {'rank max':>9} {'tail s':>7} {'bytes':>9} status")
+        u = f"{OUTPUT['units']}/s"
+        self.line(f"{'':>4} {u:>10} {u:>10} {u:>9} {u:>9} {u:>9}")
+
+    def iteration(self, row: np.void, status: str) -> None:
+        self.line(f"{int(row['iteration']):>4} {_f(row['aggregate_MB_per_s'], 10)} "
+                  f"{_f(row['first_done_MB_per_s'], 10)} {_f(row['rank_min_MB_per_s'])} "
+                  f"{_f(row['rank_mean_MB_per_s'])} {_f(row['rank_max_MB_per_s'])} "
+                  f"{_f(row['tail_seconds'], 7, 2, rate=False)} "
+                  f"{format_size(int(row['bytes'])):>9} {status}")
+
+    def progress(self, elapsed: float, nbytes: float, fraction: float, done: int,
+                 total: int) -> None:
+        rate = nbytes / elapsed / UNIT_BYTES[OUTPUT["units"]] if elapsed > 0 else 0.0
+        eta = elapsed * (1 - fraction) / fraction if fraction > 0 else math.nan
+        text = (f"[{format_seconds(elapsed)}] {fraction * 100:5.1f}% "
+                f"{rate:9.1f} {OUTPUT['units']}/s so far, {done}/{total} ranks done, "
+                f"eta {format_seconds(eta)}")
+        if self.tty:
+            self.out.write("\r" + text + "   ")
+            self._progress_shown = True
+        else:
+            self.out.write(text + "\n")
+        self.out.flush()
+
+    def _end_progress(self) -> None:
+        if self._progress_shown:
+            self.out.write("\n")
+            self._progress_shown = False
+
+    def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None) -> None:
+        agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]
+        n = agg["n"]
+        if n == 0:
+            for node in stats.get("nodes", []):
+                self.line(f"  node {node['host']:<16} {node['ranks']:>4} ranks wrote "
+                          f"{format_size(node['bytes']):>9} before the run stopped")
+            return
+        self.line(f"summary over {n} iteration{'s' * (n != 1)}:")
+        u = f"{OUTPUT['units']}/s"
+        self.line(f"  aggregate (last done)  mean {_f(agg['mean'], 0)} {u}  min "
+                  f"{_f(agg['min'], 0)}  max {_f(agg['max'], 0)}  stddev {_f(agg['std'], 0)}")
+        self.line(f"  aggregate (first done) mean {_f(first['mean'], 0)} {u}")
+        self.line(f"  per rank               min {_f(stats['rank_min'], 0)}  mean "
+                  f"{_f(per['mean'], 0)}  max {_f(stats['rank_max'], 0)}  stddev "
+                  f"{_f(stats['rank_std'], 0)} {u}")
+        if stats.get("slowest"):
+            s = stats["slowest"]
+            self.line(f"  slowest rank           {s['rank']} on {s['host']} "
+                      f"({s['MB_per_s'] * _scale():.1f} {u}, iteration {s['iteration']})")
+        if stats.get("nodes") and nodes_iteration is not None:
+            self.line(f"  per node, iteration {nodes_iteration}:")
+        for node in stats.get("nodes", []):
+            ranks = f"{node['ranks']} rank{'s' * (node['ranks'] != 1)}"
+            self.line(f"  node {node['host']:<16} {ranks:>10} "
+                      f"{format_size(node['bytes']):>9} {_f(node['MB_per_s'], 0)} {u}")
+
+    def ior_summary(self, iterations: np.ndarray) -> None:
+        """--ior-summary: IOR's 'Max Write' line over the good iterations (open included, as
+        IOR measures; the last-done aggregate for records without that column)."""
+        if not OUTPUT["ior_summary"] or not len(iterations):
+            return
+        good = iterations[iterations["status"] == 0]
+        names = iterations.dtype.names or ()
+        col = ("aggregate_with_open_MB_per_s" if "aggregate_with_open_MB_per_s" in names
+               else "aggregate_MB_per_s")
+        vals = good[col][np.isfinite(good[col])] if len(good) else np.zeros(0)
+        if vals.size:
+            self.line(ior_line(float(vals.max())))

@@ -1,0 +1,125 @@
+"""The guard around every rank: any failure ends the whole job, within the grace period.
+
+`main` is where a rank enters a run: it starts MPI (with the signal rules that start-up
+needs), makes the Team, agrees on the input and runs `runner.Run`; whatever escapes goes to
+`end_job`.  How a failure travels: docs/architecture.md.  Like runner.py, no MPI calls of
+its own: every message goes through parallel.Team.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import List, Optional
+
+from mpiwrite.errors import Interrupted, PeerFailed
+from mpiwrite.run.config import RunConfig
+from mpiwrite.run.parallel import Signals, Team, abort_world, host_name
+from mpiwrite.run.runner import AgreedError, Run, raise_agreed
+from mpiwrite.text import printable
+
+
+def end_job(run: Run, exc: BaseException) -> None:
+    """Any exception on any rank ends the whole job, within the grace period.
+
+    The rank that failed says so in one line and tells every other rank on the failure
+    channel; every rank removes the data files it created; rank 0 records the failure and
+    calls MPI_Abort.  A rank whose rank 0 does not end the job in time ends it itself."""
+    team = run.team
+    try:
+        if isinstance(exc, PeerFailed):
+            report, code, mine = exc.report, 1, False
+        elif isinstance(exc, Interrupted):
+            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
+                      "message": f"interrupted by signal {exc.signum}; ranks did not answer "
+                                 f"within {team.grace:.0f}s"}
+            code, mine = exc.exit_code, False
+        else:
+            detail = str(exc) or type(exc).__name__
+            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
+                      "errno": getattr(exc, "errno", 0) or 0,
+                      "path": getattr(exc, "filename", None) or "",
+                      "message": f"{type(exc).__name__}: {detail}"}
+            code, mine = 1, True
+        if mine:
+            sys.stderr.write(printable(
+                f"mpiwrite: run failed: rank {team.rank} on {team.host} in {run.phase}: "
+                f"{report['message']}") + "\n")
+            if os.environ.get("MPIWRITE_DEBUG"):
+                import traceback
+
+                traceback.print_exception(type(exc), exc, exc.__traceback__)
+            team.report_failure(report)
+        # Rank 0 tries every rank's file names again below and names what is left in one
+        # line (a dead server would otherwise give a line per rank); on node-local targets
+        # it cannot see other nodes' files, and their leftovers go unnamed.
+        left = run.remove_created()
+        if team.rank == 0 and isinstance(exc, Interrupted):
+            sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
+                             f"rank answered within {team.grace:.0f}s, ending the job\n")
+        if team.rank == 0 and run.ledger is not None:
+            left = sorted(set(left + run.remove_files_of(range(team.size))))
+            if left:  # a dead server, a read-only remount: the user must remove them
+                run.ledger.warn(f"could not remove {leftover_text(left)}")
+            run.remove_run_folders()
+            entry = dict(report, iteration=report.get("iteration", run.iteration_now))
+            run.ledger.errors.append(entry)
+            status = "interrupted" if isinstance(exc, Interrupted) else "failed"
+            run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
+                                      f"{report.get('phase')}: {report.get('message')}")
+    except BaseException:  # the end must come, whatever breaks on the way to it
+        pass
+    if team.rank != 0:
+        # rank 0 records the failure and ends the job; after a signal the ranks already gave
+        # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
+        time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
+    team.abort(code)
+
+
+def leftover_text(problems: List[str], shown: int = 3) -> str:
+    """'N data files of this run: path: reason; ...' naming the first few."""
+    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
+    return (f"{len(problems)} data file{'s' * (len(problems) != 1)} of this run: "
+            + "; ".join(problems[:shown]) + more)
+
+
+def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
+    """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
+    (the other ranks still learn of it, so that no rank waits for one that left)."""
+    early = sys.modules.get("mpiwrite.cli.entry")
+    if early is not None and early.pending["signum"] == signal.SIGTERM:
+        sys.exit(143)  # the batch system's signal while Python was importing
+    # MPI_Init and the communicator set-up are C code that holds the GIL: no Python handler
+    # (nor thread) can run there, so a handler that only sets a flag would swallow SIGTERM
+    # while a rank waits for one that never starts (an MPMD launch with a broken command).
+    # In that window SIGTERM, what batch systems and `timeout` send, takes its default action:
+    # it ends the rank and the launcher the job (hydra exits with 15, not 143).  SIGINT stays
+    # answered in order (130): an interactive user's second Ctrl-C makes hydra force the end.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    from mpi4py import MPI
+
+    try:
+        host = host_name()
+    except ValueError as exc:
+        host, problem = os.uname().nodename, problem or str(exc)
+    try:
+        team = Team(MPI, None, host=host)
+    except BaseException as exc:
+        abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
+        raise
+    signals = team.signals = Signals()  # from here on, every wait answers signals in order
+    run = Run(cfg, argv, team, signals)
+    try:
+        if cfg is None:
+            raise_agreed(team.agree(problem or "bad input"), team.size)
+        run.agree_on_input(problem)
+        return run.execute()
+    except AgreedError as exc:
+        if team.rank == 0:
+            sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
+        return exc.exit_code
+    except BaseException as exc:
+        end_job(run, exc)
+        return 1

@@ -1,0 +1,195 @@
+"""Where a run's data files go, and the checks made before any data is written.
+
+Every file and directory a run creates carries its run id in its name and is created with
+O_EXCL, so a run never truncates, overwrites or deletes anything it did not create itself.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import List, Optional
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.run.config import RunConfig
+from mpiwrite.run.writer import StreamPlan, open_data_file
+
+
+def subdir_count(cfg: RunConfig, nranks: int) -> int:
+    """0 when all files fit in TARGET itself, else the number of run subdirectories.  A run
+    with a Lustre layout always has one: the layout is set on a folder of its own, never on
+    the user's TARGET."""
+    if cfg.layout == "shared" or nranks <= cfg.files_per_dir:
+        return 1 if cfg.striped else 0
+    return -(-nranks // cfg.files_per_dir)
+
+
+def subdir(cfg: RunConfig, run_id: str, index: int) -> str:
+    return os.path.join(cfg.target, f"mpiwrite-{run_id}-d{index:05d}")
+
+
+def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> str:
+    if cfg.layout == "shared":
+        name = f"mpiwrite-{run_id}-i{iteration}-shared.dat"
+        return os.path.join(subdir(cfg, run_id, 0) if cfg.striped else cfg.target, name)
+    name = f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
+    if subdir_count(cfg, nranks):
+        return os.path.join(subdir(cfg, run_id, rank // cfg.files_per_dir), name)
+    return os.path.join(cfg.target, name)
+
+
+def plan(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> StreamPlan:
+    shared = cfg.layout == "shared"
+    return StreamPlan(
+        path=data_path(cfg, run_id, nranks, rank, iteration),
+        create=not shared,
+        offset=rank * cfg.size if shared else 0,
+        nbytes=cfg.size,
+        block_size=cfg.block_size,
+        time_limit=cfg.time_limit,
+        fsync=cfg.fsync,
+        fsync_every=cfg.fsync_every,
+        direct=cfg.direct,
+        sample_interval=cfg.sample_interval,
+        # a benchmark knob: bench_write.py measures what latency and CPU accounting cost
+        latency=os.environ.get("MPIWRITE_NO_ACCOUNTING") != "1",
+    )
+
+
+def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
+    """Refuse a target we cannot or must not write, before any rank writes data.
+
+    Creates TARGET if only its last component is missing; writes, fsyncs and removes one probe
+    block (with O_DIRECT under --direct) so permissions, read-only mounts, a full disk and a
+    filesystem that refuses O_DIRECT are found here, with one clear line.
+    """
+    target = cfg.target
+    parent = os.path.dirname(os.path.abspath(target))
+    kind = _kind(target)
+    if kind not in ("dir", "missing"):
+        raise ConfigError(f"TARGET: {target!r} {kind}")
+    created = False
+    if kind == "missing":
+        pkind = _kind(parent)
+        if pkind == "missing":
+            raise ConfigError(f"TARGET: parent directory {parent!r} does not exist")
+        if pkind != "dir":
+            raise ConfigError(f"TARGET: parent {parent!r} {pkind}")
+        try:
+            os.mkdir(target)
+            created = True
+        except OSError as exc:
+            raise ConfigError(f"TARGET: cannot create {target!r}: {exc.strerror}") from None
+    try:
+        _probe(cfg, run_id, fstype)
+    except ConfigError:
+        if created:
+            try:
+                os.rmdir(target)
+            except OSError:
+                pass
+        raise
+
+
+def _kind(path: str) -> str:
+    """'dir', 'missing', or what is wrong with path, for a one-line message."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot be reached: {exc.strerror}"
+    import stat
+
+    return "dir" if stat.S_ISDIR(st.st_mode) else "exists and is not a directory"
+
+
+def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
+    target = cfg.target
+    probe = os.path.join(target, f".mpiwrite-{run_id}-probe")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    if cfg.direct:
+        flags |= os.O_DIRECT
+    import mmap
+
+    buf = mmap.mmap(-1, max(cfg.block_size if cfg.direct else 4096, 4096))
+    fd = -1
+    try:
+        fd = open_data_file(probe, flags)
+        os.write(fd, memoryview(buf)[: (cfg.block_size if cfg.direct else 4096)])
+        os.fsync(fd)
+    except OSError as exc:
+        if cfg.direct and exc.errno == errno.EINVAL:
+            raise ConfigError(f"--direct: the {fstype} filesystem at {target!r} refuses O_DIRECT "
+                              f"(or block size {cfg.block_size} is not aligned for it)") from None
+        raise ConfigError(f"TARGET: cannot write in {target!r}: {exc.strerror} "
+                          f"(errno {exc.errno})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        # The kernel may create the file and then refuse O_DIRECT: the name is ours either way.
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+
+
+def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None) -> float:
+    """Create the run's subdirectories before the timed phase, with the Lustre layout
+    `stripe` ({'count', 'size', 'ost'}) when given; returns the seconds it took."""
+    t0 = time.monotonic()
+    for i in range(subdir_count(cfg, nranks)):
+        os.mkdir(subdir(cfg, run_id, i))
+        if stripe is not None:
+            from mpiwrite.facts.lustre_layout import apply_stripe
+
+            stripe["method"] = apply_stripe(subdir(cfg, run_id, i), stripe["count"],
+                                            stripe["size"], stripe["ost"])
+    return time.monotonic() - t0
+
+
+def remove_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> List[str]:
+    """Remove the run's (now empty) subdirectories; returns those that could not be removed."""
+    left = []
+    for i in range(subdir_count(cfg, nranks)):
+        try:
+            os.rmdir(subdir(cfg, run_id, i))
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(subdir(cfg, run_id, i))
+    return left
+
+
+def remove_dir_if_empty(path: Optional[str]) -> None:
+    """Remove a folder this run created if nothing is left in it.  Another run may be using
+    it (the default ./mpiwrite-data is shared by concurrent runs): then it stays."""
+    if not path:
+        return
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def remove_at(dir_fd: int, relpath: str, shown: str) -> Optional[str]:
+    """Unlink `relpath` (a name this run created) relative to an open folder."""
+    try:
+        os.unlink(relpath, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{shown}: {exc.strerror}"
+    return None
+
+
+def remove(path: str) -> Optional[str]:
+    """Unlink one file this run created; returns an error text or None."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    return None

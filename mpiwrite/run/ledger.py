@@ -1,0 +1,408 @@
+"""Rank 0's ledger of a run: hosts, progress, timeouts, the page-cache guard, the figures of
+every iteration, the HDF5 record and the JSON summary.
+
+Only rank 0 has one, and it knows no MPI: the runner hands it gathered tables and it answers
+with statuses and messages.  The record is rewritten after every iteration (status "running")
+and at the end; a failure to write it is remembered and reported, never raised mid-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mpiwrite import __version__
+from mpiwrite.errors import ConfigError
+from mpiwrite.facts import mpiinfo
+from mpiwrite.formats import summary
+from mpiwrite.run import layout, rows
+from mpiwrite.run.config import RunConfig
+from mpiwrite.run.console import Console
+from mpiwrite.run.parallel import world_ranks_of
+
+ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
+CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
+CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
+
+
+def jsonable(obj):
+    """NaN and numpy scalars made JSON-safe (NaN becomes null)."""
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if np.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def check_json_destination(path: Optional[str]) -> None:
+    """--json PATH must be writable as a file before any data is written (ConfigError)."""
+    if not path or path == "-":
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise ConfigError(f"--json: folder {parent!r} does not exist") from None
+        try:  # create and remove it: access() says yes to root in /proc, creating does not
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+            os.unlink(path)
+        except OSError as exc:
+            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
+        return
+    except OSError as exc:
+        raise ConfigError(f"--json: cannot reach {path!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"--json: {path!r} is a directory; expected a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"--json: {path!r} is not a regular file")
+    if not os.access(path, os.W_OK):
+        raise ConfigError(f"--json: {path!r} is not writable (permission denied)")
+
+
+class Ledger:
+    def __init__(self, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
+                 nodes: List[Dict[str, Any]], node_of: np.ndarray, keys: Dict[str, str],
+                 mpi_library: str, console: Console):
+        self.cfg, self.argv, self.run_id, self.nranks = cfg, argv, run_id, nranks
+        self.nodes, self.keys, self.mpi_library, self.console = nodes, keys, mpi_library, console
+        self.node_of = node_of
+        self.hosts = [str(n.get("host")) for n in nodes]
+        self.ram = np.array([_number(n.get("mem_total_bytes")) for n in nodes], dtype=float)
+        self.start_time = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.errors: List[Dict[str, Any]] = []
+        self.warnings: List[str] = []
+        self.notes: List[str] = []
+        self.client_counters: List[Dict[str, Any]] = []  # per node and iteration
+        self.latency: List[Dict[str, Any]] = []  # per node and iteration: histograms
+        self._pending_latency: Dict[int, Any] = {}
+        self.layouts: List[Dict[str, Any]] = []  # per rank (Lustre)
+        self.rank_rows: List[np.ndarray] = []
+        self.iter_rows: List[np.void] = []
+        self.sample_rows: List[np.ndarray] = []
+        self.node_clock: Optional[np.ndarray] = None
+        self.extra: Dict[str, Any] = {}  # startup_seconds, mkdir_seconds, stripe, bytes_to_ram
+        self.record_file: Optional[str] = None
+        self.record_error = ""
+        self.finished = False
+
+    def host_of(self, rank: int) -> str:
+        return self.hosts[int(self.node_of[rank])]
+
+    # ------------------------------------------------------------------ before data
+    def check_destinations(self) -> None:
+        """--json and --results, checked before TARGET sees a single byte (ConfigError)."""
+        check_json_destination(self.cfg.json_path)
+        if self.cfg.results is None:
+            return
+        from mpiwrite.formats.records import probe_writable, record_path
+
+        try:
+            probe_writable(self.cfg.results)
+        except OSError as exc:
+            raise ConfigError(f"--results: cannot write records in {self.cfg.results!r}: "
+                              f"{exc.strerror or exc}") from None
+        self.record_file = os.path.abspath(record_path(self.cfg.results, self.run_id))
+
+    # ------------------------------------------------------------------ during the run
+    def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
+        planned = (self.cfg.size or 0) * self.nranks
+        nbytes = float(latest.sum())
+        frac = nbytes / planned if planned else 0.0
+        if self.cfg.time_limit:
+            frac = max(frac, min(1.0, elapsed / self.cfg.time_limit))
+        self.console.progress(elapsed, nbytes, min(frac, 1.0), int(done.sum()), self.nranks)
+
+    def timed_out(self, missing: List[int], it: int, watch_s: float) -> str:
+        """Name the ranks that never finished, keep the record; returns the message."""
+        paths = {r: layout.data_path(self.cfg, self.run_id, self.nranks, r, it)
+                 for r in missing}
+        for r in missing:
+            self.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
+                                "phase": "timeout", "errno": 0, "path": paths[r],
+                                "message": f"did not finish within --timeout {watch_s:g}s"})
+        first = missing[0]
+        msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
+               f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "
+               f"rank {first} on {self.host_of(first)} writing {paths[first]}")
+        self.finish("timeout", msg)
+        return msg
+
+    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray],
+                   origin: float) -> None:
+        """Errors gathered from the ranks, their times moved onto the common timeline."""
+        for e in entries:
+            t = e.get("t")
+            if isinstance(t, (int, float)) and offsets is not None:
+                node = int(self.node_of[int(e["rank"])])
+                e["t"] = float(t) + float(offsets[node, 0]) - origin
+            self.errors.append(e)
+
+    def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
+                      counts: np.ndarray, offsets: np.ndarray, origin: float,
+                      signalled: bool, window=None, read_samples=None) -> str:
+        """One iteration's gathered rows into figures, screen and record; returns its status.
+
+        `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
+        whose times fall outside has a clock of its own, and the iteration is excluded."""
+        ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
+        srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
+        if read_samples is not None:
+            rflat, rcounts = read_samples
+            srows = np.concatenate([srows, rows.sample_table(
+                it, rflat, rcounts, self.node_of, offsets, origin, summary.PHASE_READ)])
+        status, code = rows.iteration_status(ranks, signalled)
+        if window is not None and code == summary.OK:
+            odd = rows.clock_outliers(ranks, window, CLOCK_SLACK)
+            if len(odd):
+                code = summary.CLOCK
+                self.clock_warning(it, ranks, odd, window)
+        durable = self.cfg.direct or self.cfg.fsync_every > 0
+        row = summary.iteration_summary(ranks, srows, code,
+                                        first_done="durable" if durable else "unknown")
+        summary.read_summary(ranks, srows, row)
+        self._latency_figures(it, row, ranks)
+        self.figure_notes(it, row, ranks)
+        if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
+                and "first_done_note" not in self.extra:
+            self.extra["first_done_note"] = summary.FIRST_DONE_COARSE if durable \
+                else summary.FIRST_DONE_NOTE
+        self.rank_rows.append(ranks)
+        self.sample_rows.append(srows)
+        self.iter_rows.append(row)
+        self.node_clock = offsets
+        self.page_cache_guard(ranks)
+        self.console.iteration(row, summary.STATUS_NAMES[code] if code == summary.CLOCK
+                               else status)
+        if np.isfinite(row["read_aggregate_MB_per_s"]):
+            self.console.line(
+                f"  read: aggregate {row['read_aggregate_MB_per_s']:.1f} MB/s, first-done "
+                f"{row['read_first_done_MB_per_s']:.1f}, per rank min "
+                f"{row['read_rank_min_MB_per_s']:.1f} mean {row['read_rank_mean_MB_per_s']:.1f}"
+                f" max {row['read_rank_max_MB_per_s']:.1f} MB/s, tail "
+                f"{row['read_tail_seconds']:.2f}s (shift {self.extra.get('read_shift')})")
+        self.save("running")
+        return status
+
+    def add_latency(self, it: int, write: np.ndarray, fsync: np.ndarray) -> None:
+        """Per-node histograms of one iteration (kept for the record, summed for the row)."""
+        from mpiwrite.run import latency
+
+        self._pending_latency[it] = (write.sum(axis=0), fsync.sum(axis=0))
+        for node in range(len(write)):
+            if write[node].any() or fsync[node].any():
+                self.latency.append({"iteration": it, "node": node, "histograms": {
+                    "buckets_per_octave": latency.SUB, "first_octave_ns_log2": latency.LOW,
+                    "write": latency.sparse(write[node]),
+                    "fsync": latency.sparse(fsync[node])}})
+
+    def _latency_figures(self, it: int, row, ranks: np.ndarray) -> None:
+        """The iteration's latency percentiles from the summed histograms; maxima exact from
+        the ranks' own."""
+        from mpiwrite.run import latency
+
+        hists = self._pending_latency.pop(it, None)
+        if hists is None:
+            return
+        wmax = ranks["write_latency_max_seconds"]
+        fmax = ranks["fsync_latency_max_seconds"]
+        w = latency.summary(hists[0], float(np.nanmax(wmax)) if np.isfinite(wmax).any()
+                            else float("nan"), "write_latency")
+        f = latency.summary(hists[1], float(np.nanmax(fmax)) if np.isfinite(fmax).any()
+                            else float("nan"), "fsync_latency")
+        for k, v in {**w, **f}.items():
+            if k in row.dtype.names:
+                row[k] = v
+
+    def figure_notes(self, it: int, row, ranks: np.ndarray) -> None:
+        """IOR's figure where it differs from ours by more than 1%; saturated client CPUs."""
+        ours, ior = float(row["aggregate_MB_per_s"]), float(row["aggregate_with_open_MB_per_s"])
+        if np.isfinite(ours) and np.isfinite(ior) and ours > 0 and abs(ior / ours - 1) > 0.01:
+            self.note(f"iteration {it}: with the open time included (IOR's figure) the "
+                      f"aggregate is {ior:.1f} MB/s ({(ior / ours - 1) * 100:+.1f}%)")
+        busy = ranks["node_cpu_busy"]
+        if np.isfinite(busy).any() and np.nanmax(busy) > CPU_SATURATED:
+            hot = sorted({self.host_of(int(r)) for r in ranks["rank"][busy > CPU_SATURATED]})
+            self.note(f"iteration {it}: client CPU {np.nanmax(busy) * 100:.0f}% busy on "
+                      f"{', '.join(hot[:4])}{' and more' if len(hot) > 4 else ''}: the figure "
+                      f"may be bounded by the clients' CPU (checksums, compression, more "
+                      f"ranks than cores?)")
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+            self.console.line(f"  note: {text}")
+
+    def clock_warning(self, it: int, ranks: np.ndarray, odd: np.ndarray, window) -> None:
+        lo, hi = window
+        t = np.concatenate([ranks["t_write_start"][odd], ranks["t_close_end"][odd]])
+        t = t[np.isfinite(t)]
+        off = float(np.max(np.maximum(lo - t, t - hi))) if t.size else float("nan")
+        who = [f"{int(ranks['rank'][i])} on {self.host_of(int(ranks['rank'][i]))}"
+               for i in odd[:4]]
+        more = f" and {len(odd) - 4} more" if len(odd) > 4 else ""
+        self.warn(f"clock: iteration {it} excluded from statistics: rank(s) {', '.join(who)}"
+                  f"{more} report times up to {off:.3g}s outside the iteration's wall-clock "
+                  f"window: their monotonic clock disagrees with their node leader's (a time "
+                  f"namespace or container per rank?)")
+
+    def page_cache_guard(self, ranks: np.ndarray) -> None:
+        per_node = np.bincount(ranks["node"], weights=ranks["bytes"], minlength=len(self.ram))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.where(self.ram > 0, per_node / np.where(self.ram > 0, self.ram, 1),
+                              np.nan)
+        ratio = float(np.nanmax(ratios)) if np.isfinite(ratios).any() else float("nan")
+        self.extra["bytes_to_ram"] = ratio
+        if not self.cfg.fsync and not self.cfg.direct:
+            shown = f"{ratio:.2f}x" if ratio == ratio else "an unknown share of"
+            self.warn(f"neither fsync nor O_DIRECT bounds this measurement and a node "
+                      f"wrote {shown} its RAM: the page cache may inflate the figure "
+                      f"(write over 2x RAM, or use --fsync / --direct)")
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+            self.console.warn(text)
+
+    # ------------------------------------------------------------------ the record
+    def attrs(self, status: str, error: str = "") -> Dict[str, Any]:
+        return {
+            "run_id": self.run_id, "status": status, "error": error,
+            "command_line": " ".join(self.argv), "start_time": self.start_time,
+            "end_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "params": self.cfg.to_json(), "tags": json.dumps(self.cfg.tags),
+            "keys": json.dumps(self.keys), "warnings": json.dumps(self.warnings),
+            "ranks": self.nranks, "nodes": len(self.nodes), "mpi_library": self.mpi_library,
+            "mpi_family": mpiinfo.family(self.mpi_library), "launcher": mpiinfo.launcher(),
+            "host": self.hosts[0], "mpiwrite_version": __version__,
+            "mkdir_seconds": self.extra.get("mkdir_seconds", 0.0),
+            "startup_seconds": self.extra.get("startup_seconds", float("nan")),
+            "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
+            "stripe": json.dumps(self.extra.get("stripe")),
+            "first_done_note": self.extra.get("first_done_note", ""),
+            "read_shift": int(self.extra.get("read_shift", -1)),
+            "stripe_request": json.dumps(self.extra.get("stripe_request")),
+            "notes": json.dumps(self.notes),
+            "environment": json.dumps({k: v for k, v in os.environ.items()
+                                       if k.startswith(ENV_PREFIXES)}),
+        }
+
+    def build(self, status: str, error: str = ""):
+        from mpiwrite.formats import records
+
+        return records.RunRecord(
+            attrs=self.attrs(status, error),
+            ranks=np.concatenate(self.rank_rows) if self.rank_rows else
+            np.zeros(0, summary.RANK_DTYPE),
+            iterations=np.array(self.iter_rows, dtype=summary.ITER_DTYPE),
+            samples=np.concatenate(self.sample_rows) if self.sample_rows else
+            np.zeros(0, summary.SAMPLE_DTYPE),
+            nodes=self.nodes, node_clock=self.node_clock, errors=self.errors,
+            client_counters=self.client_counters, layouts=self.layouts,
+            latency=self.latency)
+
+    def save(self, status: str, error: str = "") -> None:
+        """Write the record atomically; a failure is remembered, not raised."""
+        if self.record_file is None:
+            return
+        from mpiwrite.formats import records
+
+        try:
+            records.write(self.build(status, error), self.record_file)
+        except (OSError, RuntimeError, ValueError) as exc:
+            # h5py reports a full disk as RuntimeError; whatever it is, the run goes on and
+            # the end says the record is missing.
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            self.record_error = f"record not saved: {self.record_file}: {reason}"
+
+    def finish(self, status: str, error: str = "") -> Dict[str, Any]:
+        """The final record, the summary on screen, and the JSON summary (once)."""
+        if self.finished:
+            return {}
+        self.finished = True
+        self.save(status, error)
+        rec = self.build(status, error)
+        stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
+        if len(rec.iterations):
+            good = rec.iterations["iteration"][rec.iterations["status"] == 0]
+            self.console.summary(stats, int(good.max()) if len(good) else None)
+            if self.extra.get("first_done_note"):
+                self.console.line("  " + self.extra["first_done_note"])
+            self.console.ior_summary(rec.iterations)
+        saved = self.record_file if (self.record_file and not self.record_error) else None
+        if saved:
+            self.console.line(f"record {saved}")
+        from mpiwrite.formats import contract
+
+        out = contract.header("run")
+        out.update({"start_time": self.start_time, "end_time": rec.attrs.get("end_time"),
+                    "command_line": " ".join(self.argv)})
+        out.update({"run_id": self.run_id, "status": status, "error": error or None,
+               "record": saved, "record_error": self.record_error or None,
+               "ranks": self.nranks, "nodes": len(self.nodes), "hosts": self.hosts,
+               "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
+               "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
+                              for row in rec.iterations],
+               "summary": contract.run_summary(stats, rec.iterations),
+               "warnings": self.warnings, "errors": self.errors,
+               "first_done_note": self.extra.get("first_done_note"), "notes": self.notes,
+               "startup_seconds": self.extra.get("startup_seconds"),
+               "mkdir_seconds": self.extra.get("mkdir_seconds")})
+        if self.cfg.json_path:
+            text = json.dumps(jsonable(out), indent=1, allow_nan=False)
+            if self.cfg.json_path == "-":
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+            else:
+                try:
+                    with open(self.cfg.json_path, "w") as fh:
+                        fh.write(text + "\n")
+                except OSError as exc:
+                    self.record_error = (self.record_error + "; " if self.record_error
+                                         else "") + (f"--json not written: "
+                                                     f"{self.cfg.json_path}: {exc.strerror}")
+        return out
+
+    def failure_message(self, final: str) -> str:
+        """One line naming the first failing rank, its host, path and error."""
+        if final == "complete":
+            return ""
+        if final == "interrupted":
+            return "mpiwrite: run interrupted by a signal; partial results recorded"
+        errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
+                                                  _number(e.get("t"), 0.0)))
+        if not errs:
+            return f"mpiwrite: run {final}"
+        e = errs[0]
+        more = ""
+        if len(errs) > 1:  # the others by host: a dead server fails ranks on several nodes
+            others = sorted({str(x.get("host")) for x in errs[1:]} - {str(e.get("host"))})
+            where = (f" (also on {', '.join(others[:4])}"
+                     f"{f' and {len(others) - 4} more hosts' if len(others) > 4 else ''})"
+                     if others else "")
+            more = f"; {len(errs) - 1} more rank error(s){where} in the record"
+        errno_text = f" (errno {e['errno']})" if e.get("errno") else ""
+        return (f"mpiwrite: run failed: rank {e['rank']} on {e['host']}: {e['phase']} "
+                f"{e['path']}: {e['message']}{errno_text}{more}")
+
+
+def _number(value, default=0.0) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return v if np.isfinite(v) else default
+
+
+def exit_code(final: str) -> int:
+    return rows.RUN_EXIT.get(final, 1)

@@ -1,0 +1,536 @@
+"""Everything ranks say to each other: node split, clock offsets, agreement, failures, progress.
+
+Only this module talks MPI.  The library's traffic runs on two duplicates of COMM_WORLD: `comm`
+for the run's own messages and `fcomm`, the failure channel, on which a rank that cannot go on
+tells every other rank why (docs/architecture.md).  No rank ever blocks in MPI: collectives
+are non-blocking and waited for by `Team.wait`, which keeps looking at the failure channel and
+at this rank's signals, so one rank's failure, wherever it happens, reaches every rank within
+milliseconds instead of leaving them in a collective until the wall-clock limit.  Reductions are
+typed (numpy buffers); nothing per rank is pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import zlib
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from mpiwrite.errors import Interrupted, PeerFailed, Stalled
+from mpiwrite.text import printable
+
+TAG_ABORT = 101
+TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
+TAG_CLOCK = 103
+TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
+CLOCK_ROUNDS = 8
+ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
+EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+clock = time.monotonic
+
+
+def grace_seconds(nranks: int) -> float:
+    """How long an orderly end may take before it is forced (MPIWRITE_GRACE overrides).
+
+    Long enough for rank 0 to gather the rows and write the record of a large run (0.5 s at
+    100,000 ranks, docs/scaling.md), short enough that a stuck job ends within seconds.
+    """
+    try:
+        value = float(os.environ.get("MPIWRITE_GRACE", ""))
+        if 0 < value < 3600:
+            return value
+    except ValueError:
+        pass
+    return 5.0 + nranks / 2000.0
+
+
+class Signals:
+    """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""
+
+    def __init__(self):
+        self.received = 0
+        self.at = float("inf")
+        for s in EXIT_FOR_SIGNAL:
+            signal.signal(s, self._handle)
+        early = sys.modules.get("mpiwrite.cli.entry")  # a signal during start-up, kept for us
+        if early is not None and early.pending["signum"]:
+            self._handle(early.pending["signum"], None)
+
+    def _handle(self, signum, _frame):
+        if not self.received:
+            self.received, self.at = signum, clock()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FOR_SIGNAL.get(self.received, 1)
+
+    @staticmethod
+    def exit_code_of(signum: int) -> int:
+        return EXIT_FOR_SIGNAL.get(signum, 1)
+
+
+def host_name() -> str:
+    """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
+    uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
+    UTF-8."""
+    name = os.environ.get("MPIWRITE_HOSTNAME") or os.uname().nodename
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("MPIWRITE_HOSTNAME is not valid UTF-8") from None
+    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValueError("MPIWRITE_HOSTNAME is empty or holds control characters")
+    return name
+
+
+class Team:
+    """This rank's place in the run: world, node and node-leader communicators."""
+
+    def __init__(self, MPI, signals: Optional[Signals] = None, world=None, host: str = ""):
+        self.MPI = MPI
+        world = world or MPI.COMM_WORLD
+        self.world = world
+        self.comm = world.Dup()
+        self.fcomm = world.Dup()  # the failure channel
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        self.signals = signals
+        self.grace = grace_seconds(self.size)
+        self.stall_seconds: Optional[float] = None  # a wait longer than this ends the job
+        self.phase = ""
+        self.host = host or host_name()
+        self._fail_sends: list = []
+        self._fail_data: list = []
+        self._abort_req = None
+        self._abort_buf = np.zeros(1, dtype=np.int64)
+        self._abort_sends: list = []
+        self._progress_sends: list = []
+        shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
+        color = zlib.crc32(self.host.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
+        self.node_comm = shared.Split(color, self.rank)
+        shared.Free()
+        self.local_rank = self.node_comm.Get_rank()
+        self.local_size = self.node_comm.Get_size()
+        self.leaders = self.comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, self.rank)
+        info = np.zeros(2, dtype=np.int64)
+        if self.local_rank == 0:
+            info[:] = (self.leaders.Get_rank(), self.leaders.Get_size())
+        self.wait(self.node_comm.Ibcast(info, root=0))
+        self.node, self.nnodes = int(info[0]), int(info[1])
+
+    @property
+    def is_leader(self) -> bool:
+        return self.local_rank == 0
+
+    # ---------------------------------------------------------------- failures
+    def check(self) -> None:
+        """Raise PeerFailed when another rank has reported a failure, Interrupted when a
+        signal arrived more than the grace period ago and the run has still not ended."""
+        status = self.MPI.Status()
+        msg = self.fcomm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_FAIL, status=status)
+        if msg is not None:
+            data = bytearray(status.Get_count(self.MPI.BYTE))
+            msg.Recv([data, self.MPI.BYTE])
+            raise PeerFailed(decode_report(bytes(data), status.Get_source()))
+        sig = self.signals
+        if sig is not None and sig.received and clock() - sig.at > self.grace:
+            raise Interrupted(sig.received)
+
+    def wait(self, req) -> None:
+        """Complete one request, looking at the failure channel and signals meanwhile; a wait
+        longer than `stall_seconds` (set from --timeout) raises Stalled."""
+        spins = 0
+        nap = 0.0001
+        start = clock()
+        while not req.Test():
+            self.check()
+            spins += 1
+            if spins > 20:
+                # back off (to 2 ms): ranks that wait leave the cores to ranks still working,
+                # which matters when ranks outnumber cores
+                time.sleep(nap)
+                nap = min(nap * 1.5, 0.002)
+                if self.stall_seconds and clock() - start > self.stall_seconds:
+                    raise Stalled(f"no answer from the other ranks within {self.stall_seconds:g}s "
+                                  f"(--timeout and the grace period); a rank is stopped or hung")
+
+    def waitall(self, reqs: Sequence) -> None:
+        for req in reqs:
+            self.wait(req)
+
+    def report_failure(self, report: Dict) -> None:
+        """Tell every other rank that this one cannot go on (never blocks)."""
+        data = json.dumps(report).encode("utf-8", "surrogateescape")
+        self._fail_data.append(data)
+        for peer in range(self.size):
+            if peer != self.rank:
+                self._fail_sends.append(self.fcomm.Isend([data, self.MPI.BYTE], dest=peer,
+                                                         tag=TAG_FAIL))
+
+    def failure_reports(self, seconds: float = 0.0) -> List[Dict]:
+        """Reports that have arrived (waiting up to `seconds` for a first one)."""
+        got: List[Dict] = []
+        end = clock() + seconds
+        status = self.MPI.Status()
+        while True:
+            msg = self.fcomm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_FAIL, status=status)
+            if msg is not None:
+                data = bytearray(status.Get_count(self.MPI.BYTE))
+                msg.Recv([data, self.MPI.BYTE])
+                got.append(decode_report(bytes(data), status.Get_source()))
+                continue
+            if got or clock() >= end:
+                return got
+            time.sleep(0.005)
+
+    def abort(self, code: int) -> None:
+        """End the whole job now with this exit code (MPI_Abort)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        # The launcher forwards our output through its proxies, and MPI_Abort tears those
+        # down: without a moment to drain, the one line that says why was sometimes lost
+        # (seen under load with MPICH's hydra).
+        time.sleep(ABORT_DRAIN_SECONDS)
+        self.world.Abort(int(code))
+
+    # ---------------------------------------------------------------- collectives
+    def barrier(self) -> None:
+        self.wait(self.comm.Ibarrier())
+
+    def bcast_text(self, text: Optional[str], root: int = 0) -> str:
+        """Broadcast a string as bytes (length first): no pickling."""
+        data = (text or "").encode("utf-8", "surrogateescape") if self.rank == root else b""
+        n = np.array([len(data)], dtype=np.int64)
+        self.wait(self.comm.Ibcast(n, root=root))
+        buf = np.frombuffer(data, dtype=np.uint8).copy() if self.rank == root else np.empty(
+            int(n[0]), dtype=np.uint8)
+        self.wait(self.comm.Ibcast(buf, root=root))
+        return buf.tobytes().decode("utf-8", "surrogateescape")
+
+    def allreduce(self, values: Sequence[float], op: str = "max") -> np.ndarray:
+        mine = np.asarray(values, dtype=np.float64)
+        out = np.zeros_like(mine)
+        self.wait(self.comm.Iallreduce(mine, out, op={"max": self.MPI.MAX,
+                                                      "sum": self.MPI.SUM}[op]))
+        return out
+
+    def allreduce_max(self, value: float) -> float:
+        return float(self.allreduce([float(value)], "max")[0])
+
+    def allreduce_sum(self, value: int) -> int:
+        out = np.zeros(1, dtype=np.int64)
+        self.wait(self.comm.Iallreduce(np.array([int(value)], dtype=np.int64), out,
+                                       op=self.MPI.SUM))
+        return int(out[0])
+
+    def gather_rows(self, row: np.ndarray) -> Optional[np.ndarray]:
+        """Gather one fixed-length float64 row per rank into a (size, n) array on rank 0."""
+        row = np.ascontiguousarray(row, dtype=np.float64)
+        out = np.empty((self.size, row.size)) if self.rank == 0 else None
+        self.wait(self.comm.Igather(row, out, root=0))
+        return out
+
+    def gatherv(self, data: np.ndarray, comm=None) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """Gather variable-length 1-D arrays to rank 0: (concatenated, counts)."""
+        comm = comm or self.comm
+        data = np.ascontiguousarray(data)
+        counts = np.zeros(comm.Get_size(), dtype=np.int64)
+        self.wait(comm.Igather(np.array([data.size], dtype=np.int64), counts, root=0))
+        if comm.Get_rank() == 0:
+            out = np.empty(int(counts.sum()), dtype=data.dtype)
+            self.wait(comm.Igatherv(data, (out, counts), root=0))
+            return out, counts
+        self.wait(comm.Igatherv(data, None, root=0))
+        return None
+
+    def gather_texts(self, text: str, comm=None) -> Optional[List[str]]:
+        """Gather one short string per rank of `comm` to its rank 0, as bytes."""
+        got = self.gatherv(np.frombuffer(text.encode("utf-8", "surrogateescape"),
+                                         dtype=np.uint8), comm)
+        return None if got is None else _split_texts(*got)
+
+    def allgather_texts(self, text: str) -> List[str]:
+        data = np.frombuffer(text.encode("utf-8", "surrogateescape"), dtype=np.uint8)
+        counts = np.zeros(self.size, dtype=np.int64)
+        self.wait(self.comm.Iallgather(np.array([data.size], dtype=np.int64), counts))
+        out = np.empty(int(counts.sum()), dtype=np.uint8)
+        self.wait(self.comm.Iallgatherv(data, (out, counts)))
+        return _split_texts(out, counts)
+
+    def node_sums(self, values: np.ndarray) -> Optional[np.ndarray]:
+        """The sum of `values` over each node's ranks, as an (nnodes, len) array on rank 0:
+        a reduction on the node communicator, then the leaders' rows gathered."""
+        mine = np.ascontiguousarray(values, dtype=np.float64)
+        total = np.zeros_like(mine)
+        self.wait(self.node_comm.Ireduce(mine, total, op=self.MPI.SUM, root=0))
+        if not self.is_leader:
+            return None
+        got = self.gatherv(total, self.leaders)
+        if got is None:
+            return None
+        flat, _counts = got
+        return flat.reshape(-1, mine.size)
+
+    def agree(self, problem: str) -> List[Dict]:
+        """Every rank's problem, or '' for none, agreed: the same list on every rank of
+        {"rank", "host", "message"}, empty when no rank has one.  Costs one allreduce when
+        all is well."""
+        if not self.allreduce_sum(1 if problem else 0):
+            return []
+        mine = json.dumps({"rank": self.rank, "host": self.host, "message": problem}) \
+            if problem else ""
+        return [json.loads(t) for t in self.allgather_texts(mine) if t]
+
+    def same_as_root(self, text: str) -> bool:
+        """Whether this rank's `text` equals rank 0's (one broadcast)."""
+        return self.bcast_text(text if self.rank == 0 else None) == text
+
+    # ---------------------------------------------------------------- clocks
+    def clock_offsets(self) -> Optional[np.ndarray]:
+        """Each node's monotonic-clock offset to rank 0's, by ping-pong (best of several).
+
+        Ranks on one node share a clock, so only node leaders take part.  Returns on rank 0 an
+        (nnodes, 2) array: offset to add to that node's times, and its uncertainty (half the
+        best round trip), both in seconds.
+        """
+        result = None
+        if self.leaders != self.MPI.COMM_NULL:
+            lc = self.leaders
+            if lc.Get_rank() == 0:
+                result = np.zeros((lc.Get_size(), 2))
+                ping = np.zeros(1)
+                pong = np.zeros(1)
+                for peer in range(1, lc.Get_size()):
+                    best = (float("inf"), 0.0)
+                    for _ in range(CLOCK_ROUNDS):
+                        recv = lc.Irecv(pong, source=peer, tag=TAG_CLOCK)
+                        ta = clock()
+                        self.wait(lc.Isend(ping, dest=peer, tag=TAG_CLOCK))
+                        self.wait(recv)
+                        tb = clock()
+                        if tb - ta < best[0]:
+                            best = (tb - ta, (ta + tb) / 2 - pong[0])
+                    result[peer] = (best[1], best[0] / 2)
+            else:
+                buf = np.zeros(1)
+                for _ in range(CLOCK_ROUNDS):
+                    self.wait(lc.Irecv(buf, source=0, tag=TAG_CLOCK))
+                    buf[0] = clock()
+                    self.wait(lc.Isend(buf, dest=0, tag=TAG_CLOCK))
+        return result if self.rank == 0 else None
+
+    # ---------------------------------------------------------------- write-phase aborts
+    # A rank that must stop everyone's writing (an I/O error, a signal) tells rank 0; rank 0
+    # tells every other rank once, so an abort costs O(ranks) messages even when every rank is
+    # signalled at the same moment.  Unlike a failure report, this ends the write phase in
+    # order: every rank still takes part in the gathers that follow.
+    def arm_abort(self) -> None:
+        self._abort_req = self.comm.Irecv(self._abort_buf, source=self.MPI.ANY_SOURCE,
+                                          tag=TAG_ABORT)
+        self._sent_to_root = False
+        self._forwarded = False
+        self._abort_got = False
+
+    def _forward(self) -> None:
+        if self._forwarded:
+            return
+        self._forwarded = True
+        msg = np.array([self.rank], dtype=np.int64)
+        for peer in range(1, self.size):
+            self._abort_sends.append(self.comm.Isend(msg, dest=peer, tag=TAG_ABORT))
+
+    def raise_abort(self) -> None:
+        """Ask every rank to stop writing now."""
+        if self.rank == 0:
+            self._forward()
+        elif not self._sent_to_root:
+            self._sent_to_root = True
+            msg = np.array([self.rank], dtype=np.int64)
+            self._abort_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_ABORT))
+
+    def poll_abort(self) -> bool:
+        """True once an abort has reached this rank (rank 0 passes it on)."""
+        if not self._abort_got and self._abort_req is not None and self._abort_req.Test():
+            self._abort_got = True
+        if self._abort_got and self.rank == 0:
+            self._forward()
+        return self._abort_got
+
+    def disarm_abort(self, extra: Sequence[int] = ()) -> List[int]:
+        """Match every abort message still in flight; returns the sums of `extra` over ranks."""
+        mine = np.array([int(self._sent_to_root), int(self._forwarded), *extra], dtype=np.int64)
+        sums = np.zeros_like(mine)
+        self.wait(self.comm.Iallreduce(mine, sums, op=self.MPI.SUM))
+        expect = int(sums[0]) if self.rank == 0 else int(sums[1])
+        req = self._abort_req
+        if expect == 0:
+            if not req.Test():
+                req.Cancel()
+            req.Wait()
+        else:
+            self.wait(req)
+            for _ in range(expect - 1):
+                self.receive_any(self._abort_buf, TAG_ABORT)
+        self.waitall(self._abort_sends)
+        self._abort_sends = []
+        self._abort_req = None
+        return [int(x) for x in sums[2:]]
+
+    def receive_any(self, buf: np.ndarray, tag: int, poll: float = 0.001) -> int:
+        """Receive one message of `tag` from any rank; returns its source.
+
+        Matched probes only: with MPICH 5 over UCX, a Recv(ANY_SOURCE) posted after a message
+        from another host has arrived never matches it (found with emulated hosts), while
+        Improbe does.  The same path is used everywhere a message may already be waiting.
+        """
+        status = self.MPI.Status()
+        while True:
+            msg = self.comm.Improbe(source=self.MPI.ANY_SOURCE, tag=tag, status=status)
+            if msg is not None:
+                msg.Recv(buf)
+                return status.Get_source()
+            self.check()
+            time.sleep(poll)
+
+    # ---------------------------------------------------------------- progress / done
+    def send_progress(self, nbytes: int, done: bool, elapsed: float) -> None:
+        msg = np.array([self.rank, nbytes, 1.0 if done else 0.0, elapsed])
+        if self.rank == 0:
+            return
+        self._progress_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_PROGRESS))
+        if len(self._progress_sends) > 64:
+            self.waitall(self._progress_sends)
+            self._progress_sends = []
+
+    def finish_progress(self) -> None:
+        self.waitall(self._progress_sends)
+        self._progress_sends = []
+
+    def wait_for_done(self, board: ProgressBoard, tick: Callable[[float], None],
+                      deadline: float, on_deadline: Callable[[List[int]], None]) -> None:
+        """Rank 0: collect every rank's 'done', forwarding aborts; `tick(now)` runs every
+        pass (progress lines), `on_deadline(missing ranks)` once the deadline passes."""
+        while True:
+            board.drain()
+            if board.done.all():
+                return
+            if self.signals is not None and self.signals.received:
+                self.raise_abort()
+            self.poll_abort()
+            now = clock()
+            tick(now)
+            if now >= deadline:
+                on_deadline(board.missing())
+            self.check()
+            time.sleep(0.002)
+
+
+def abort_world(MPI, what: str) -> None:
+    """End the job when not even a Team could be made: one line, then MPI_Abort."""
+    rank = MPI.COMM_WORLD.Get_rank()
+    sys.stderr.write(printable(f"mpiwrite: run failed: rank {rank} {what}") + "\n")
+    sys.stderr.flush()
+    time.sleep(ABORT_DRAIN_SECONDS)
+    MPI.COMM_WORLD.Abort(1)
+
+
+def decode_report(data: bytes, source: int) -> Dict:
+    """A failure report from the wire; a garbled one still names its sender."""
+    try:
+        report = json.loads(data.decode("utf-8", "surrogateescape"))
+        if isinstance(report, dict):
+            report.setdefault("rank", source)
+            return report
+    except ValueError:
+        pass
+    return {"rank": source, "host": "?", "phase": "?", "message": "unreadable failure report"}
+
+
+def _split_texts(flat: np.ndarray, counts: np.ndarray) -> List[str]:
+    ends = np.cumsum(counts)
+    return [flat[e - c:e].tobytes().decode("utf-8", "surrogateescape")
+            for c, e in zip(counts, ends)]
+
+
+class ProgressBoard:
+    """Rank 0's view of every rank's bytes so far, fed by progress and done messages."""
+
+    def __init__(self, team: Team):
+        self.team = team
+        self.latest = np.zeros(team.size)
+        self.done = np.zeros(team.size, dtype=bool)
+        self._buf = np.zeros(4)
+
+    def drain(self) -> int:
+        comm, MPI = self.team.comm, self.team.MPI
+        got = 0
+        while True:
+            # A matched probe receives exactly the message it saw (see Team.receive_any).
+            msg = comm.Improbe(source=MPI.ANY_SOURCE, tag=TAG_PROGRESS)
+            if msg is None:
+                break
+            msg.Recv(self._buf)
+            r = int(self._buf[0])
+            self.latest[r] = self._buf[1]
+            if self._buf[2]:
+                self.done[r] = True
+            got += 1
+        return got
+
+    def missing(self) -> List[int]:
+        return [int(r) for r in np.flatnonzero(~self.done)]
+
+
+class Watchdog:
+    """A last resort for a rank stuck outside MPI (a write that never returns): if this rank
+    is still in the phase after `seconds`, it ends the whole job naming itself or whom it
+    waits for (describe()).  Never silently disabled: `seconds` is bounded by the config."""
+
+    def __init__(self, team: Team, seconds: Optional[float], describe: Callable[[], str]):
+        self.team, self.describe = team, describe
+        self.timer = None
+        if seconds:
+            self.timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._fire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _fire(self) -> None:
+        try:
+            sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
+        finally:
+            self.team.abort(1)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def seconds_since_exec() -> float:
+    """How long ago this process started (from /proc; 10 ms resolution), or NaN."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def world_ranks_of(values: Sequence[int]) -> str:
+    """'3' or '3, 7 and 12' or '3, 7, 12 and 40 more' for messages."""
+    vals = list(values)
+    if len(vals) <= 4:
+        return ", ".join(map(str, vals[:-1])) + (" and " if len(vals) > 1 else "") + str(vals[-1])
+    return ", ".join(map(str, vals[:3])) + f" and {len(vals) - 3} more"

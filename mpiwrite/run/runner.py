@@ -1,0 +1,632 @@
+"""One run across all ranks: the steps every rank takes, inside one guard.
+
+Data flows one way: config -> every rank writes (writer.py) -> typed gathers to rank 0
+(parallel.py) -> rows into figures (rows.py, summary.py) -> rank 0's ledger (ledger.py) -> the
+record (records.py) and screen (console.py).  This module holds no MPI calls of its own: every
+message goes through `parallel.Team`.  Who owns what, and how a failure travels:
+docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from mpiwrite.errors import ConfigError, Interrupted, PeerFailed
+from mpiwrite.formats import pattern
+from mpiwrite.run import layout, rows
+from mpiwrite.run.config import RunConfig, option_name
+from mpiwrite.run.parallel import (
+    ProgressBoard,
+    Signals,
+    Team,
+    Watchdog,
+    clock,
+    seconds_since_exec,
+)
+from mpiwrite.run.writer import (
+    ReadPlan,
+    StreamResult,
+    engine,
+    open_data_file,
+    read_engine,
+    verify_segment,
+)
+from mpiwrite.text import clean, printable
+from mpiwrite.units import format_size
+
+
+class AgreedError(ConfigError):
+    """Bad input that every rank has agreed on: each rank leaves with exit 2, rank 0 says why."""
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
+
+
+def raise_agreed(problems: List[Dict], size: int) -> None:
+    """Turn an agreed list of rank problems into the same AgreedError on every rank.
+
+    The same problem on every rank (a bad option) is said once; otherwise the first rank
+    with a problem is named with its host, and the others are counted."""
+    if not problems:
+        return
+    first = problems[0]
+    if len(problems) == size and all(p["message"] == first["message"] for p in problems):
+        raise AgreedError(first["message"])
+    where = "" if (len(problems) == 1 and first["rank"] == 0) else \
+        f"rank {first['rank']} on {first['host']}: "
+    more = f" (and {len(problems) - 1} more rank(s))" if len(problems) > 1 else ""
+    raise AgreedError(f"{where}{first['message']}{more}")
+
+
+def _parse_inject(text: str):
+    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first)."""
+    rank, _, phase = text.partition(":")
+    head, _, tail = phase.rpartition(":")
+    seconds = 0.0
+    if head and tail.replace(".", "", 1).isdigit():
+        phase, seconds = head, min(float(tail), 60.0)
+    return (int(rank), phase, seconds) if rank.isdigit() and phase else None
+
+
+# Settings that may differ between nodes: each node reads its own facts.
+NODE_LOCAL = ("sysroot",)
+
+
+def differing_options(root: dict, mine: dict) -> List[str]:
+    return sorted({option_name(k) for k in set(root) | set(mine)
+                   if k not in NODE_LOCAL and root.get(k) != mine.get(k)})
+
+
+class Run:
+    """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
+
+    def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals):
+        self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
+        self.rank = team.rank
+        # MPIWRITE_INJECT=RANK:PHASE[:SECONDS] raises an unexpected error on RANK when it
+        # enters a phase starting with PHASE, SECONDS after (tests of the guard at every
+        # phase; docs/architecture.md)
+        self._inject = _parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
+        self.phase = "start-up"
+        self.ledger = None  # rank 0 only: ledger.Ledger
+        self.created: List[str] = []  # data files this rank created and has not removed
+        self.created_target = False
+        self.run_id = ""
+        self.read_shift = 0
+        self.rbuf = None
+        self.target_fd: Optional[int] = None  # TARGET, opened once it exists
+        self.node_fs: Dict = {}  # leaders: the target's filesystem facts
+        self.on_lustre = False
+        self.finished_writing = False
+        self.iteration_now = -1
+        self.stop_reason: Optional[BaseException] = None
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self._phase = value
+        if self._inject and self._inject[0] == self.rank and value.startswith(self._inject[1]):
+            time.sleep(self._inject[2])  # a test changes the world meanwhile
+            raise RuntimeError(f"fault injected by MPIWRITE_INJECT in {value!r}")
+
+    # ------------------------------------------------------------------ before any data
+    def agree_on_input(self, problem: str) -> None:
+        """Problems found before MPI (bad options on some rank) and settings that differ."""
+        team = self.team
+        self.phase = "checking input"
+        raise_agreed(team.agree(problem), team.size)
+        mine = self.cfg.to_json()
+        root = team.bcast_text(mine if self.rank == 0 else None)
+        diff = differing_options(json.loads(root), json.loads(mine))
+        raise_agreed(team.agree(f"settings differ from rank 0's: {', '.join(diff)}"
+                                if diff else ""), team.size)
+        if self.cfg.verify_shift and self.cfg.verify_shift % team.size == 0:
+            raise_agreed([{"rank": 0, "host": team.host, "message":
+                           f"--verify-shift: {self.cfg.verify_shift} is a multiple of the "
+                           f"{team.size} ranks, so every rank would read its own data"}],
+                         team.size)
+
+    def setup(self) -> None:
+        team, cfg = self.team, self.cfg
+        self.phase = "set-up"
+        watch_s = cfg.watchdog_seconds()
+        if watch_s:  # with --timeout, no wait for other ranks lasts longer than this
+            team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
+        lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
+        mpi_library = clean(lines[0] if lines else "unknown")
+        self.run_id = team.bcast_text(new_run_id() if self.rank == 0 else None)
+        self.root_host = team.bcast_text(team.host if self.rank == 0 else None)
+        self.key = pattern.run_key(self.run_id)
+        problem = ""
+        try:  # every rank: memory for the buffer, before anything is written anywhere
+            self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
+            if cfg.read:  # reads land in a buffer of their own: the pattern stays intact
+                import mmap
+
+                self.rbuf = mmap.mmap(-1, cfg.block_size)
+        except (MemoryError, OSError, ValueError) as exc:
+            problem = (f"--block-size: cannot allocate the {format_size(cfg.block_size)} write "
+                       f"buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
+        facts_text = ""
+        if team.is_leader and not problem:
+            from mpiwrite.facts import nodeinfo
+
+            facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
+            self.node_fs = facts.get("fs") or {}
+            facts_text = json.dumps(facts)
+        raise_agreed(team.agree(problem), team.size)
+        nodes = None
+        if team.is_leader:
+            texts = team.gather_texts(facts_text, team.leaders)
+            if texts is not None:
+                nodes = [json.loads(t) for t in texts]
+        node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
+        problem = ""
+        if self.rank == 0:
+            from mpiwrite.facts import nodeinfo
+            from mpiwrite.run.console import Console
+            from mpiwrite.run.ledger import Ledger  # rank 0 only
+
+            node_of = node_rows[:, 0].astype(np.int64)
+            ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
+                                          node_of, nodeinfo.run_keys(nodes), mpi_library,
+                                          Console(cfg))
+            problem = self._prepare_target(ledger)
+        raise_agreed(team.agree(problem), team.size)
+        # every rank must take the same branch at the layout gather: one answer from rank 0
+        self.on_lustre = team.bcast_text(
+            ("1" if self.ledger.keys["fstype"] in ("lustre", "mixed") else "")
+            if self.rank == 0 else None) == "1"
+        if cfg.read:
+            # default: the ranks per node, so that (with ranks placed by node) every rank reads
+            # a file written on another node, as IOR's -C with -Q
+            per_node = int(team.allreduce_max(team.local_size))
+            self.read_shift = cfg.read_shift if cfg.read_shift is not None else per_node
+            if self.rank == 0:
+                self._check_read_shift(node_rows[:, 0].astype(np.int64))
+        if self.rank == 0:
+            self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
+                                       self.ledger.keys, self.ledger.nodes[0]["fs"])
+        try:  # TARGET exists now (rank 0's preflight): every rank holds on to the folder
+            self.target_fd = os.open(cfg.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self.target_fd = None  # not visible here yet (a node-local target): by name
+        startup = team.allreduce_max(seconds_since_exec())
+        if self.ledger is not None:
+            self.ledger.extra["startup_seconds"] = startup
+        team.barrier()
+        self.origin = clock()
+
+    def _check_read_shift(self, node_of: np.ndarray) -> None:
+        n = len(node_of)
+        source = (np.arange(n) + self.read_shift) % n
+        same = np.flatnonzero(node_of[source] == node_of)
+        self.ledger.extra["read_shift"] = self.read_shift
+        if len(same):
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.ledger.warn(f"--read: with read shift {self.read_shift}, {len(same)} of {n} "
+                             f"rank(s) read {what}: the client's page cache may serve those "
+                             f"reads (use more nodes, --read-shift, or --drop-cache)")
+
+    def _prepare_target(self, ledger) -> str:
+        """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
+
+        Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
+        cfg = self.cfg
+        results_existed = cfg.results is None or os.path.isdir(cfg.results)
+        target_existed = os.path.isdir(cfg.target)
+        try:
+            ledger.check_destinations()
+            from mpiwrite.run import stripeopts
+
+            stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
+                                      ledger.keys["fstype"])
+            layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
+            self.created_target = not target_existed
+            ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
+                                                                ledger.nranks, stripe)
+            if stripe is not None:
+                ledger.extra["stripe_request"] = stripe
+            ledger.save("running")
+            if ledger.record_error:
+                raise ConfigError(f"--results: {ledger.record_error}")
+            return ""
+        except ConfigError as exc:
+            message = str(exc)
+        except OSError as exc:
+            message = f"TARGET: cannot create run directories: {exc.strerror}"
+        layout.remove_subdirs(cfg, self.run_id, ledger.nranks)
+        if self.created_target:
+            layout.remove_dir_if_empty(cfg.target)
+        if not results_existed:
+            layout.remove_dir_if_empty(cfg.results)
+        return message
+
+    # ------------------------------------------------------------------ one iteration
+    def iteration(self, it: int) -> str:
+        team, cfg = self.team, self.cfg
+        self.iteration_now = it
+        self.phase = f"iteration {it}: clock offsets"
+        offsets = team.clock_offsets()
+        plan = layout.plan(cfg, self.run_id, team.size, self.rank, it)
+        shared_failed = False
+        if cfg.layout == "shared":
+            plan, shared_failed = self._create_shared(plan, it)
+        pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
+        cpu_before = rows.read_cpu_line() if team.is_leader else None
+        client_before = self._client_snapshot()
+
+        def write(poll):
+            if shared_failed:
+                return StreamResult(path=plan.path, stopped_by="abort")
+            res = engine(cfg.engine)(plan, self.buf, poll)
+            if res.created:
+                self.created.append(plan.path)
+            return res
+
+        res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
+        # every rank of the node has finished: the leader's view of its CPUs in the phase
+        node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
+            else (np.nan, np.nan)
+        client_delta = self._client_delta(client_before)
+        read, read_source = None, -1
+        if cfg.read and not any_failed and not any_signal:
+            read, read_source, r_failed, r_signal = self._read_phase(it, res, plan)
+            any_failed, any_signal = any_failed or r_failed, any_signal or r_signal
+        verify = None
+        bad_verify = 0
+        if read is not None and cfg.verify:  # the read phase checked the pattern as it went
+            bad_verify = team.allreduce_sum(1 if read.mismatches else 0)
+        elif cfg.verify and not any_failed and not any_signal:
+            self.phase = f"iteration {it}: verify"
+            verify = self.verify(it, res)
+            # one agreed answer (also a barrier: nobody removes a file another rank may still
+            # be reading); the gather below is collective, so every rank must decide alike
+            bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
+        self.phase = f"iteration {it}: gather"
+        if any_failed or any_signal or bad_verify:
+            entry = rows.error_entry(it, self.rank, team.host, res, verify, read)
+            texts = team.gather_texts(json.dumps(entry) if entry else "")
+            if texts is not None:
+                self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
+        row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu, read,
+                            read_source)
+        gathered = team.gather_rows(row)
+        samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
+        read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
+                                               dtype=np.float64).ravel()) if cfg.read else None
+        self._gather_client_facts(it, client_delta, plan.path)
+        self._gather_latency(it, res)
+        self.phase = f"iteration {it}: clean-up"
+        self.cleanup(plan.path)
+        status = "ok"
+        if self.rank == 0:
+            self.phase = f"iteration {it}: record"
+            flat, counts = samples
+            status = self.ledger.add_iteration(
+                it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
+                window=tuple(t - self.origin for t in window), read_samples=read_samples)
+        return team.bcast_text(status if self.rank == 0 else "")
+
+    # ------------------------------------------------------------------ what the client did
+    def _client_snapshot(self):
+        """Node leaders: the filesystem client's counters (Lustre osc/llite, NFS mountstats)."""
+        if not self.team.is_leader:
+            return None
+        from mpiwrite.facts import fsclients
+
+        return fsclients.snapshot(self.cfg.sysroot, self.node_fs)
+
+    def _client_delta(self, before):
+        if not self.team.is_leader:
+            return None
+        from mpiwrite.facts import fsclients
+
+        return fsclients.delta(before, fsclients.snapshot(self.cfg.sysroot, self.node_fs))
+
+    def _gather_client_facts(self, it: int, delta, path: str) -> None:
+        """Counter deltas of every node to rank 0; on Lustre, each rank's file layout
+        (iteration 0: one getxattr per rank)."""
+        team = self.team
+        if team.is_leader:
+            texts = team.gather_texts(json.dumps(delta), team.leaders)
+            if texts is not None:
+                self.ledger.client_counters += [
+                    {"iteration": it, "node": i, "delta": json.loads(t)}
+                    for i, t in enumerate(texts) if t and t != "null"]
+        if self.on_lustre and it == 0:
+            from mpiwrite.facts import lustre_layout
+
+            lay = lustre_layout.rank_layout(path) if path in self.created or \
+                self.cfg.layout == "shared" else None
+            texts = team.gather_texts(json.dumps(lay))
+            if texts is not None:
+                self.ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
+                                        for r, t in enumerate(texts) if t and t != "null"]
+                from mpiwrite.facts import nodeinfo
+
+                self.ledger.extra["stripe"] = nodeinfo.stripe_of(path)
+
+    def _gather_latency(self, it: int, res: StreamResult) -> None:
+        """Each node's write() and fsync() latency histograms to rank 0 (one node reduction
+        and one gather of the leaders' sums)."""
+        from mpiwrite.run import latency
+
+        lat = res.latency
+        mine = np.zeros(2 * latency.NBUCKETS + 2)
+        if lat is not None:
+            mine[:latency.NBUCKETS] = lat.write
+            mine[latency.NBUCKETS:2 * latency.NBUCKETS] = lat.fsync
+            mine[-2:] = lat.write_max, lat.fsync_max
+        # maxima as sums would be wrong: take them per rank from the rank table instead
+        sums = self.team.node_sums(mine)
+        if sums is not None and self.rank == 0:
+            self.ledger.add_latency(it, sums[:, :latency.NBUCKETS].astype(np.int64),
+                                    sums[:, latency.NBUCKETS:2 * latency.NBUCKETS]
+                                    .astype(np.int64))
+
+    def _timed_phase(self, it: int, name: str, stream, path: str):
+        """One timed phase on every rank: a barrier, the stream (which polls for aborts,
+        failures, signals and shows progress), 'done' to rank 0 within the watchdog, and the
+        agreed outcome.  Returns (result, any rank failed, any rank signalled, rank 0's
+        (start, end) bracket of the phase on its own clock)."""
+        team, cfg = self.team, self.cfg
+        board = ProgressBoard(team) if self.rank == 0 else None
+        state = {"next": 0.0, "t0": 0.0}
+
+        def poll(now: float, nbytes: int) -> bool:
+            if self.signals.received:
+                team.raise_abort()
+                return True
+            try:
+                team.check()
+            except (PeerFailed, Interrupted) as exc:
+                self.stop_reason = exc  # raised once the stream has closed its file
+                return True
+            if team.poll_abort():
+                return True
+            if cfg.progress_interval and now >= state["next"]:
+                state["next"] = now + cfg.progress_interval
+                if self.rank:
+                    team.send_progress(nbytes, False, now - state["t0"])
+                else:
+                    board.latest[0] = nbytes
+                    board.drain()
+                    self.ledger.progress(board.latest, board.done, now - state["t0"])
+            return False
+
+        self.phase = f"iteration {it}: {name}"
+        team.arm_abort()
+        window_start = clock()  # rank 0's bracket of the phase (the clock check)
+        team.barrier()
+        watch_s = cfg.watchdog_seconds()
+        grace = max(team.grace, 0.1 * (watch_s or 0))
+        self.finished_writing = False
+        watchdog = Watchdog(team, watch_s + grace if watch_s else None,
+                            lambda: self._stuck_message(path, watch_s, name))
+        state["t0"] = clock()
+        state["next"] = state["t0"] + cfg.progress_interval
+        try:
+            res = stream(poll)
+            if self.stop_reason is not None:
+                raise self.stop_reason
+            self.finished_writing = True
+            if res.failed:
+                team.raise_abort()
+            if self.rank:
+                team.send_progress(res.bytes, True, clock() - state["t0"])
+                team.finish_progress()
+            else:
+                board.latest[0], board.done[0] = res.bytes, True
+                deadline = state["t0"] + watch_s if watch_s else float("inf")
+                ticks = {"next": clock() + (cfg.progress_interval or float("inf"))}
+
+                def tick(now: float) -> None:
+                    if now >= ticks["next"]:
+                        self.ledger.progress(board.latest, board.done, now - state["t0"])
+                        ticks["next"] = now + cfg.progress_interval
+
+                team.wait_for_done(board, tick, deadline,
+                                   lambda missing: self._timed_out(missing, it, watch_s))
+            window_end = clock()
+            self.phase = f"iteration {it}: agree" if name == "write" else \
+                f"iteration {it}: {name} agree"
+            any_failed, any_signal = team.disarm_abort(
+                extra=[1 if res.failed else 0, 1 if self.signals.received else 0])
+        finally:
+            watchdog.cancel()
+        return res, bool(any_failed), bool(any_signal), (window_start, window_end)
+
+    def _read_phase(self, it: int, res: StreamResult, plan):
+        """Every rank reads the segment `read_shift` ranks away (by default on the next node),
+        after an optional drop of its own written pages."""
+        team, cfg = self.team, self.cfg
+        self.phase = f"iteration {it}: prepare read"
+        if cfg.drop_cache and cfg.engine == "posix":
+            from mpiwrite.run.writer import drop_cache
+
+            why = drop_cache(plan.path, plan.offset, res.bytes) if res.bytes else ""
+            if why and self.rank == 0:
+                self.ledger.warn(f"--drop-cache: {plan.path}: {why}")
+        counts = team.allgather_texts(str(res.bytes))
+        source = (self.rank + self.read_shift) % team.size
+        rplan = ReadPlan(path=layout.data_path(cfg, self.run_id, team.size, source, it),
+                         offset=source * cfg.size if cfg.layout == "shared" else 0,
+                         nbytes=int(counts[source]), block_size=cfg.block_size,
+                         sample_interval=cfg.sample_interval, direct=cfg.direct,
+                         check=(self.key, source, it) if cfg.verify else None)
+        read, failed, signalled, _ = self._timed_phase(
+            it, "read", lambda poll: read_engine(cfg.engine)(rplan, self.rbuf, poll),
+            rplan.path)
+        return read, source, failed, signalled
+
+    def _create_shared(self, plan, it: int):
+        """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
+        so a file swapped for a symlink or another file between create and open is refused."""
+        team = self.team
+        ident, err = "", ""
+        if self.rank == 0:
+            try:
+                fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                    | os.O_NOFOLLOW | os.O_CLOEXEC)
+                self.created.append(plan.path)
+                st = os.fstat(fd)
+                os.close(fd)
+                ident = f"{st.st_dev}:{st.st_ino}"
+            except OSError as exc:
+                err = exc.strerror or str(exc)
+        text = team.bcast_text(f"{ident}\n{err}" if self.rank == 0 else None)
+        ident, err = text.split("\n", 1)
+        if err:
+            if self.rank == 0:
+                self.ledger.errors.append({"iteration": it, "rank": 0,
+                                           "host": team.host, "phase": "create", "errno": 0,
+                                           "path": plan.path, "message": err})
+            return plan, True
+        dev, ino = (int(x) for x in ident.split(":"))
+        return dataclasses.replace(plan, expect_inode=(dev, ino)), False
+
+    def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
+        """What the watchdog says: a rank still writing names itself; a rank that finished
+        names rank 0, which ends the write phase and evidently could not."""
+        self.remove_created()
+        t = self.team
+        if self.finished_writing and self.rank != 0:
+            self.remove_files_of([0])  # rank 0 cannot: it is stopped or hung
+            return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
+                    f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
+                    f"writes and waited); rank 0 is stopped or hung; ending the job")
+        doing = "writing" if name == "write" else "reading"
+        return (f"run timed out: rank {self.rank} on {t.host} was still {doing} {path} after "
+                f"--timeout {watch_s:g}s; ending the job")
+
+    def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
+        """Rank 0: name the ranks that never finished, keep the record, end the job."""
+        if not self.cfg.keep:
+            for r in range(self.team.size):
+                self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
+            layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
+        message = self.ledger.timed_out(missing, it, watch_s)
+        sys.stderr.write(printable(message) + "\n")
+        self.team.abort(1)
+
+    def verify(self, it: int, res: StreamResult):
+        """Read back (own data, or the rank --verify-shift away) after a barrier."""
+        team, cfg = self.team, self.cfg
+        counts = team.allgather_texts(str(res.bytes))
+        source = (self.rank + cfg.verify_shift) % team.size
+        path = layout.data_path(cfg, self.run_id, team.size, source, it)
+        offset = source * cfg.size if cfg.layout == "shared" else 0
+        team.barrier()
+        return verify_segment(path, offset, int(counts[source]), cfg.block_size, self.key,
+                              source, it)
+
+    def cleanup(self, path: str) -> None:
+        if self.cfg.keep:
+            self.created.clear()
+            return
+        problem = None
+        if path in self.created and (self.cfg.layout != "shared"):
+            problem = self._unlink(path)
+            self.created.remove(path)
+        if self.cfg.layout == "shared":
+            self.team.barrier()
+            if path in self.created:
+                problem = self._unlink(path)
+                self.created.remove(path)
+        if problem:
+            sys.stderr.write(printable(f"mpiwrite: warning: rank {self.rank} could not "
+                                       f"remove {problem}") + "\n")
+
+    def _unlink(self, path: str):
+        """Remove a file of this run relative to the TARGET folder this rank opened at set-up:
+        if someone renames the folder mid-run, the files still go (from wherever it went)."""
+        problem = None
+        if self.target_fd is not None:
+            problem = layout.remove_at(self.target_fd, os.path.relpath(path, self.cfg.target),
+                                       path)
+        # and by name: a later iteration may have made the folder again under its name
+        return layout.remove(path) or problem
+
+    def remove_files_of(self, ranks) -> List[str]:
+        """Remove other ranks' data files of this iteration, when they cannot (stopped, hung):
+        only names this run created with O_EXCL, so nothing of anyone else is touched.
+        Returns what could not be removed ('path: reason'; a file not there is no problem)."""
+        if self.cfg is None or self.cfg.keep or self.iteration_now < 0:
+            return []
+        problems = []
+        for r in ranks:
+            problem = self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r,
+                                                    self.iteration_now))
+            if problem:
+                problems.append(problem)
+        return problems
+
+    def remove_created(self) -> List[str]:
+        """Remove the data files this rank created (on the way out of a failed run); returns
+        what could not be removed."""
+        if self.cfg is None or self.cfg.keep:
+            return []
+        problems = [p for p in (self._unlink(path) for path in self.created) if p]
+        self.created.clear()
+        return problems
+
+    # ------------------------------------------------------------------ the whole run
+    def execute(self) -> int:
+        self.setup()
+        status = "ok"
+        for it in range(self.cfg.iterations):
+            if self.team.allreduce_max(self.signals.received):
+                status = "interrupted"
+                break
+            status = self.iteration(it)
+            if status != "ok":
+                break
+            if it + 1 < self.cfg.iterations and self.cfg.delay:
+                self.phase = f"iteration {it}: delay"
+                end = clock() + self.cfg.delay
+                while clock() < end and not self.signals.received:
+                    time.sleep(min(0.05, max(0.0, end - clock())))
+        final = "complete" if status == "ok" else status
+        code = rows.RUN_EXIT.get(final, 1)
+        self.phase = "finish"
+        if final == "interrupted":
+            code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
+        self.team.barrier()
+        if self.rank == 0:
+            self.remove_run_folders()
+            message = self.ledger.failure_message(final)
+            self.ledger.finish(final, message)
+            if message:
+                sys.stderr.write(printable(message) + "\n")
+            if self.ledger.record_error:
+                sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
+                code = code or 1
+        return int(self.team.allreduce_max(code))
+
+    def remove_run_folders(self) -> None:
+        if self.target_fd is not None:
+            try:
+                moved = os.fstat(self.target_fd).st_ino != os.stat(self.cfg.target).st_ino
+            except OSError:
+                moved = True
+            if moved and self.ledger is not None:
+                self.ledger.warn(f"TARGET {self.cfg.target} was renamed or removed during the "
+                                 f"run; the run's files were removed from the folder it wrote in")
+        if self.cfg.keep:
+            return
+        layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
+        if self.created_target:
+            layout.remove_dir_if_empty(self.cfg.target)

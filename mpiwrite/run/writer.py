@@ -1,0 +1,463 @@
+"""One rank's timed, single-stream write: open, write loop, fsync, close.  No MPI here.
+
+The loop is the hot path: one preallocated buffer, one 8-byte header patch, one write call and
+one clock read per block.  Everything else (time limit, samples, polling the other ranks for an
+abort, progress) happens only when the clock passes the next event, a few times per second.
+The writer alone decides when to fsync.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import resource
+import time
+from typing import Callable, List, Optional, Tuple
+
+from mpiwrite.formats import pattern
+from mpiwrite.run import latency
+
+POLL_SECONDS = 0.1  # how often the loop looks up from writing
+UNBOUNDED = 2**62
+
+clock = time.monotonic
+
+
+@dataclasses.dataclass
+class StreamResult:
+    """What one rank did in one iteration (times on this rank's monotonic clock)."""
+
+    path: str
+    t_open_start: float = float("nan")
+    t_write_start: float = float("nan")
+    t_write_end: float = float("nan")
+    t_fsync_end: float = float("nan")
+    t_close_end: float = float("nan")
+    bytes: int = 0
+    blocks: int = 0
+    fsyncs: int = 0
+    created: bool = False
+    stopped_by: str = ""  # "", "time", "abort"
+    error_phase: str = ""
+    error_errno: int = 0
+    error_text: str = ""
+    samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
+    cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
+    cpu_system: float = float("nan")
+    latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error_phase)
+
+    def fail(self, phase: str, exc: OSError, hint: str = "") -> None:
+        self.error_phase = phase
+        self.error_errno = exc.errno or 0
+        text = exc.strerror or str(exc)
+        self.error_text = f"{text}{' (' + hint + ')' if hint else ''}"
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamPlan:
+    path: str
+    create: bool  # O_CREAT|O_EXCL: this rank creates the file (never truncates anything)
+    offset: int  # where this rank's segment starts in the file
+    nbytes: Optional[int]  # None: until the time limit
+    block_size: int
+    time_limit: Optional[float] = None
+    fsync: bool = True
+    fsync_every: int = 0
+    direct: bool = False
+    sample_interval: float = 1.0
+    expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
+    latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
+
+
+Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
+
+
+def _open_flags(plan: StreamPlan) -> int:
+    # O_NOFOLLOW: a symlink planted where a data file goes is never followed.
+    flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+    if plan.create:
+        flags |= os.O_CREAT | os.O_EXCL
+    if plan.direct:
+        flags |= os.O_DIRECT
+    return flags
+
+
+def open_data_file(path: str, flags: int) -> int:
+    """Open (and with O_CREAT, create) a data file; if its folder has vanished, make it again
+    and retry once.  Concurrent runs share a target (the default ./mpiwrite-data): the run
+    that created it removes it when it is empty, which can be just before another run's ranks
+    create their files in it.  Only the file's folder and that folder's parent are made: the
+    run's TARGET and run subdirectory, never anything above."""
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    folder = os.path.dirname(path) or "."
+    for attempt in (folder, os.path.dirname(folder), folder):
+        try:
+            os.mkdir(attempt, 0o755)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            continue
+    return os.open(path, flags, 0o644)
+
+
+def _write_all(fd: int, view: memoryview, offset: int, positional: bool) -> int:
+    """Write the whole view; a short write is retried, and a write of 0 is an error."""
+    done = 0
+    n = len(view)
+    while done < n:
+        part = view[done:]
+        w = os.pwrite(fd, part, offset + done) if positional else os.write(fd, part)
+        if w <= 0:
+            raise OSError(errno.EIO, "short write: 0 bytes written")
+        done += w
+    return done
+
+
+def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
+    """Run one rank's stream; never raises for I/O errors (they are in the result)."""
+    res = StreamResult(path=plan.path)
+    bs = plan.block_size
+    view = memoryview(buf)
+    pack = pattern.OFFSET.pack_into
+    at = pattern.OFFSET_AT
+    positional = plan.offset != 0 or not plan.create
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    nfull, tail = divmod(total, bs)
+    fd = -1
+    res.t_open_start = clock()
+    try:
+        fd = open_data_file(plan.path, _open_flags(plan))
+    except OSError as exc:
+        hint = "the filesystem refuses O_DIRECT (--direct)" if (
+            plan.direct and exc.errno == errno.EINVAL) else ""
+        res.fail("open", exc, hint)
+        return res
+    res.created = plan.create
+    if plan.expect_inode is not None:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != plan.expect_inode:
+            os.close(fd)
+            res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
+                                                   "(replaced after creation); refusing to write"))
+            return res
+    cpu0 = _cpu() if plan.latency else None
+    t0 = res.t_write_start = clock()
+    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
+    next_poll = t0 + POLL_SECONDS
+    next_sample = t0 + plan.sample_interval
+    next_event = min(next_poll, deadline)
+    every = plan.fsync_every
+    next_fsync = every if every else -1
+    # Samples count bytes known to be durable where the run knows them: every completed write
+    # under O_DIRECT, the last fsync'd block under --fsync-every.  Otherwise they count bytes
+    # write() accepted, and first-done is not computed from them (summary.py).
+    durable_every = bool(every) and not plan.direct
+    synced = 0
+    last_sync_sample = float("-inf")
+    off = plan.offset
+    done = 0
+    write = os.pwrite if positional else os.write
+    samples = res.samples
+    # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
+    # The blocks run in chunks that fill the readings list, so its index is the for loop's
+    # own counter (k) and storing a reading costs one list store.
+    lat_on = plan.latency
+    lat = res.latency = latency.Log(t0) if lat_on else None
+    stamps = lat.stamps if lat_on else None
+    marks = lat.marks if lat_on else None
+    room = latency.CAPACITY if lat_on else UNBOUNDED
+    k = 0  # readings stored since the last fold
+    try:
+        while done < nfull and not res.stopped_by:
+            if k == room:
+                t_fold = clock()
+                lat.fold(k)
+                marks = lat.marks
+                marks.append((0, clock() - t_fold))  # the next write's latency leaves it out
+                k = 0
+            first = k
+            for k in range(first, first + min(nfull - done, room - first)):
+                pack(buf, at, off)
+                w = write(fd, view, off) if positional else write(fd, view)
+                if w != bs:
+                    res.bytes = done * bs + w
+                    _write_all(fd, view[w:], off + w, positional)
+                off += bs
+                done += 1
+                if done == next_fsync:
+                    t_pre = clock()
+                    os.fsync(fd)
+                    res.fsyncs += 1
+                    next_fsync += every
+                    synced = done
+                    t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+                    if lat_on:
+                        lat.add_fsync(t_sync - t_pre)
+                        marks.append((k, t_sync - t_pre))
+                    if t_sync - last_sync_sample >= 0.01:
+                        samples.append((t_sync, done * bs))
+                        last_sync_sample = t_sync
+                now = clock()
+                if lat_on:
+                    stamps[k] = now
+                if now >= next_event:
+                    if now >= deadline:
+                        res.stopped_by = "time"
+                        break
+                    if now >= next_sample:
+                        samples.append((now, (synced if durable_every else done) * bs))
+                        next_sample += plan.sample_interval * max(
+                            1, int((now - next_sample) / plan.sample_interval) + 1)
+                    next_poll = now + POLL_SECONDS
+                    next_event = min(next_poll, deadline)
+                    if poll is not None and poll(now, done * bs):
+                        res.stopped_by = "abort"
+                        break
+                    if lat_on:  # the next write's latency does not include this bookkeeping
+                        marks.append((k + 1, clock() - now))
+            k += 1  # stamps[:k] hold readings (the for loop ends on the last one it stored)
+        if lat_on:
+            lat.fold(k)
+        res.bytes = done * bs
+        if tail and not res.stopped_by:
+            pack(buf, at, off)
+            res.bytes += _write_all(fd, view[:tail], off, positional)
+            done += 1
+        res.blocks = done
+        res.t_write_end = clock()
+        need_fsync = plan.fsync and res.stopped_by != "abort" and (
+            not every or done % every != 0 or tail)
+        if need_fsync:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                res.fail("fsync", exc)
+                return res
+            res.fsyncs += 1
+        res.t_fsync_end = clock()
+        if lat_on and need_fsync:
+            lat.add_fsync(res.t_fsync_end - res.t_write_end)
+    except OSError as exc:
+        res.blocks = done
+        res.bytes = max(res.bytes, done * bs)
+        res.t_write_end = clock()
+        hint = "--direct needs aligned sizes on this filesystem" if (
+            plan.direct and exc.errno == errno.EINVAL) else ""
+        res.fail("write", exc, hint)
+        return res
+    finally:
+        if fd >= 0:
+            _close(fd, res, cpu0)
+    return res
+
+
+def _cpu() -> Tuple[float, float]:
+    """This process's user and system CPU seconds.  getrusage, not times(): times() counts
+    10 ms clock ticks, too coarse for a short iteration; getrusage's sum is the scheduler's
+    nanosecond runtime (the user/system split is apportioned from ticks)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+def _close(fd: int, res: StreamResult, cpu0) -> None:
+    """Close a stream's file: the close phase's end, the CPU spent, the last sample."""
+    try:
+        os.close(fd)
+    except OSError as exc:
+        if not res.failed:
+            res.fail("close", exc)
+    res.t_close_end = clock()
+    if cpu0 is not None:
+        cpu1 = _cpu()
+        res.cpu_user, res.cpu_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    res.samples.append((res.t_close_end, res.bytes))
+
+
+def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
+    """The null engine (IOR's DUMMY): the same plan, time limit, samples and polls as the
+    POSIX stream, but no file and no I/O, so tests of the coordination need no storage."""
+    res = StreamResult(path=plan.path)
+    res.t_open_start = res.t_write_start = t0 = clock()
+    bs = plan.block_size
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
+    done = 0
+    while done < total:
+        now = clock()
+        if now >= deadline:
+            res.stopped_by = "time"
+            break
+        if poll is not None and poll(now, done):
+            res.stopped_by = "abort"
+            break
+        done = min(total, done + 64 * bs)  # a burst of blocks between polls
+        if plan.nbytes is None:
+            time.sleep(0.01)
+    res.bytes = done
+    res.blocks = -(-done // bs)
+    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
+    res.fsyncs = 1 if plan.fsync and res.stopped_by != "abort" else 0
+    res.samples.append((res.t_close_end, res.bytes))
+    return res
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadPlan:
+    """What one rank reads back in the read phase: another rank's segment."""
+
+    path: str
+    offset: int
+    nbytes: int  # what the writer of that segment wrote
+    block_size: int
+    sample_interval: float = 1.0
+    direct: bool = False
+    check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
+
+
+@dataclasses.dataclass
+class ReadResult(StreamResult):
+    """A read stream: StreamResult's times (write_* meaning read_*) and the check's findings."""
+
+    mismatches: int = 0
+    first: Optional[pattern.Mismatch] = None
+
+
+def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
+    """Read another rank's segment, timed like a write stream (open, read, close), checking
+    the pattern of every block as it goes when plan.check is set (one pass, not two).  A
+    missing file or one shorter than what was written is a failure (never raises)."""
+    res = ReadResult(path=plan.path)
+    bs = plan.block_size
+    view = memoryview(buf)
+    expect = pattern.body(bs, plan.check[0], plan.check[1]) if plan.check else None
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if plan.direct else 0)
+    res.t_open_start = clock()
+    try:
+        fd = os.open(plan.path, flags)
+    except OSError as exc:
+        res.fail("open", exc)
+        return res
+    cpu0 = _cpu()
+    t0 = res.t_write_start = clock()
+    next_event = t0 + POLL_SECONDS
+    next_sample = t0 + plan.sample_interval
+    done = 0
+    try:
+        for off, n in pattern.blocks(plan.offset, plan.nbytes, bs):
+            got = os.preadv(fd, [view[:n]], off)
+            if got < n:
+                res.bytes = done + got
+                raise OSError(errno.EIO, f"short file: {off - plan.offset + got} of "
+                                         f"{plan.nbytes} bytes")
+            if expect is not None:
+                bad = pattern.check_block(view[:n], off, expect, plan.check[0], plan.check[1],
+                                          plan.check[2])
+                if bad is not None:
+                    res.mismatches += 1
+                    res.first = res.first or bad
+            done += n
+            res.blocks += 1
+            now = clock()
+            if now >= next_event:
+                if now >= next_sample:
+                    res.samples.append((now, done))
+                    next_sample = now + plan.sample_interval
+                next_event = now + POLL_SECONDS
+                if poll is not None and poll(now, done):
+                    res.stopped_by = "abort"
+                    break
+        res.bytes = done
+        res.t_write_end = res.t_fsync_end = clock()
+    except OSError as exc:
+        res.bytes = max(res.bytes, done)
+        res.t_write_end = clock()
+        res.fail("read", exc)
+    finally:
+        _close(fd, res, cpu0)
+    return res
+
+
+def null_read(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
+    """The null engine's read: the plan's bytes, no I/O."""
+    res = ReadResult(path=plan.path)
+    res.t_open_start = res.t_write_start = clock()
+    res.bytes, res.blocks = plan.nbytes, -(-plan.nbytes // plan.block_size)
+    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
+    res.samples.append((res.t_close_end, res.bytes))
+    return res
+
+
+ENGINES = {"posix": write_stream, "null": null_stream}
+READ_ENGINES = {"posix": read_stream, "null": null_read}
+
+
+def engine(name: str):
+    """The stream function for an I/O engine name (see ENGINES)."""
+    return ENGINES[name]
+
+
+def read_engine(name: str):
+    return READ_ENGINES[name]
+
+
+def drop_cache(path: str, offset: int = 0, length: int = 0) -> str:
+    """Ask the kernel to drop this file's cached pages (after its fsync), so a later read
+    comes from the storage: posix_fadvise(POSIX_FADV_DONTNEED).  Returns '' or why not.
+    It cannot drop another node's cache, a server's cache, or dirty pages."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+        return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.close(fd)
+
+
+@dataclasses.dataclass
+class VerifyResult:
+    path: str
+    bytes: int = 0
+    seconds: float = 0.0
+    mismatches: int = 0
+    first: Optional[pattern.Mismatch] = None
+    error_text: str = ""
+
+
+def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: int, rank: int,
+                   iteration: int) -> VerifyResult:
+    """Read a segment back and check every block's header and body."""
+    res = VerifyResult(path=path)
+    expect = pattern.body(block_size, key, rank)
+    buf = bytearray(block_size)
+    view = memoryview(buf)
+    t0 = clock()
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            for off, n in pattern.blocks(offset, nbytes, block_size):
+                got = os.preadv(fh.fileno(), [view[:n]], off)
+                if got < n:
+                    res.mismatches += 1
+                    res.first = res.first or pattern.Mismatch(off + got, "data", "end of file")
+                    break
+                bad = pattern.check_block(view[:n], off, expect, key, rank, iteration)
+                if bad is not None:
+                    res.mismatches += 1
+                    res.first = res.first or bad
+                res.bytes += n
+    except OSError as exc:
+        res.error_text = f"{exc.strerror or exc}"
+    res.seconds = clock() - t0
+    return res

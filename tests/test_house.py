@@ -1,0 +1,184 @@
+"""The house: the package's folders are its layers, and the import rules between them hold.
+
+docs/architecture.md draws the layers; these tests read every module's imports (also those
+inside functions) and check the rules written there, so that a new module lands in a folder
+whose rules it keeps.  The wheel test builds the package as pip would and checks that every
+subpackage is in it and that the installed commands run from it.
+"""
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
+FOLDERS = ("cli", "run", "facts", "formats", "answers")
+SHARED = {"errors", "files", "text", "units", "stats"}
+# Which folders a folder may import (besides itself and the shared modules at the top).
+ALLOWED = {
+    "cli": {"run", "facts", "formats", "answers"},
+    "run": {"facts", "formats"},
+    "answers": {"facts", "formats"},
+    "formats": {"facts"},
+    "facts": set(),
+    "top": set(),
+}
+
+
+def modules():
+    """{dotted name relative to mpiwrite: path} for every module of the package."""
+    found = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).with_suffix("")
+        found[".".join(rel.parts)] = path
+    return found
+
+
+def imports(path: pathlib.Path):
+    """(dotted mpiwrite module or name, other top-level packages) imported by one file."""
+    ours, theirs = set(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "mpiwrite" or node.module.startswith("mpiwrite."):
+                base = node.module[len("mpiwrite."):] if "." in node.module else ""
+                for a in node.names:
+                    ours.add(f"{base}.{a.name}".strip("."))
+            else:
+                theirs.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{path}: relative import; the package uses absolute ones")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("mpiwrite."):
+                    ours.add(a.name[len("mpiwrite."):])
+                else:
+                    theirs.add(a.name.split(".")[0])
+    return ours, theirs
+
+
+def folder_of(name: str) -> str:
+    if name == "__main__":
+        return "cli"  # `python -m mpiwrite` is the command line
+    first = name.split(".")[0]
+    return first if first in FOLDERS else "top"
+
+
+def resolve(name: str, mods) -> str:
+    """The module an imported dotted name belongs to (`run.config.RunConfig` -> `run.config`)."""
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def test_the_folders_are_the_layers():
+    top = {p.name for p in PKG.iterdir() if not p.name.startswith((".", "__pycache__"))}
+    assert set(FOLDERS) <= top
+    loose = {n[:-3] for n in top if n.endswith(".py")} - {"__init__", "__main__"}
+    assert loose == SHARED, "a module at the top that is not one of the shared pieces"
+    for folder in FOLDERS:
+        assert (PKG / folder / "__init__.py").is_file(), folder
+
+
+def test_folders_import_only_what_their_layer_may():
+    mods = modules()
+    wrong = []
+    for name, path in mods.items():
+        mine = folder_of(name)
+        for imp in imports(path)[0]:
+            target = resolve(imp, mods)
+            if not target:
+                continue  # mpiwrite.__version__ and the like
+            theirs = folder_of(target)
+            if theirs in (mine, "top"):
+                continue
+            if theirs not in ALLOWED[mine]:
+                wrong.append(f"{name} ({mine}/) imports {target} ({theirs}/)")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_shared_modules_import_no_folder():
+    mods = modules()
+    for name in SHARED:
+        for imp in imports(mods[name])[0]:
+            assert folder_of(resolve(imp, mods) or "x") == "top", (name, imp)
+
+
+def test_only_the_command_line_imports_click():
+    users = sorted(n for n, p in modules().items() if "click" in imports(p)[1])
+    assert users and all(n.startswith("cli.") for n in users), users
+
+
+def test_the_import_graph_has_no_cycle():
+    mods = modules()
+    graph = {m: sorted({resolve(i, mods) for i in imports(p)[0]} - {"", m})
+             for m, p in mods.items()}
+    state = {}
+
+    def visit(m, trail):
+        if state.get(m) == 1:
+            raise AssertionError("import cycle: " + " -> ".join(trail + [m]))
+        if state.get(m) == 2:
+            return
+        state[m] = 1
+        for dep in graph[m]:
+            visit(dep, trail + [m])
+        state[m] = 2
+
+    for m in graph:
+        visit(m, [])
+
+
+def test_subpackage_init_files_are_empty():
+    """No import side effects: a rank's start-up imports only what it uses."""
+    for folder in FOLDERS:
+        assert (PKG / folder / "__init__.py").read_text() == "", folder
+
+
+def test_the_runner_and_guard_make_no_mpi_calls_of_their_own():
+    for name in ("runner.py", "guard.py"):
+        text = (PKG / "run" / name).read_text()
+        assert "comm." not in text and "COMM_WORLD" not in text and "Abort(" not in text, name
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_wheel_holds_every_subpackage_and_its_commands_run(tmp_path):
+    """Build the wheel without network (setuptools from the test environment), install it into a
+    folder of its own, and run its commands from there."""
+    root = PKG.parent
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                          "-w", str(tmp_path / "dist"), str(root)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("mpiwrite-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name, path in modules().items():
+        assert path.relative_to(root).as_posix() in names, name
+    for schema in (PKG / "formats" / "schemas").glob("*.json"):
+        assert schema.relative_to(root).as_posix() in names
+    # installed into a folder of its own, ahead of the checkout on the path: the test
+    # environment's mpi4py, numpy, h5py and click serve it, the checkout does not
+    site = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                          "--target", str(site), str(wheel)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(site)
+    where = subprocess.run([sys.executable, "-c",
+                            "import mpiwrite.run.runner as r, mpiwrite.formats.contract as c; "
+                            "print(r.__file__); print(len(c.schema('run')))"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert where.returncode == 0, where.stderr
+    assert where.stdout.startswith(str(site))
+    for cmd in (["mpiwrite", "--version"], ["mpiwrite", "env", str(tmp_path)],
+                ["mpiwrite", "run", "d", "-s", "1M", "--no-record", "--progress-interval", "0"],
+                ["mpiwrite-man", str(tmp_path / "man")]):
+        out = subprocess.run([str(site / "bin" / cmd[0])] + cmd[1:], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, (cmd, out.stderr)
+    assert (tmp_path / "man" / "mpiwrite-run.1").is_file()
