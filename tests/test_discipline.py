@@ -227,7 +227,11 @@ def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
     proc = _start(tmp_path, 3, ["run", "d", "-s", "2G", "-b", "1M", "--results", "r"] + QUIET)
     try:
         pids = _rank_pids(tmp_path, 3)
-        time.sleep(0.8)
+        from test_faults import wait_for_bytes
+
+        # in the write phase, not in MPI_Init (where a signal takes its default action):
+        # a fixed sleep after the ranks appear was too short on a loaded machine
+        wait_for_bytes(tmp_path / "d", 3 * 2**20)
         os.kill(pids[1], signal.SIGSTOP)
         t0 = time.monotonic()
         proc.send_signal(sig)
