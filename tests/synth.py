@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from mpiwrite.formats import records, summary
+from mpiwrite.formats.status import Status
 
 
 def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18"):
@@ -34,7 +35,7 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
         r["verify_seconds"] = np.nan
         summary.fill_rates(r)
         rank_rows.append(r)
-        iters.append(summary.iteration_summary(r, None, summary.OK))
+        iters.append(summary.iteration_summary(r, None, Status.OK))
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]

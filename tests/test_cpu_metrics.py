@@ -20,6 +20,7 @@ from conftest import cli, mpirun, only_record
 
 from mpiwrite.answers import results
 from mpiwrite.formats import records, summary
+from mpiwrite.formats.status import Status
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -45,7 +46,7 @@ def _record(path, run_id, tags, cpu_scale=1.0, busy_scale=1.0, iterations=2):
         rows["node_cpu_busy"] = (BUSY * busy_scale * (1 + 0.02 * i))[rows["node"]]
         summary.fill_rates(rows)
         rec.ranks[rec.ranks["iteration"] == i] = rows
-        its.append(summary.iteration_summary(rows, None, summary.OK))
+        its.append(summary.iteration_summary(rows, None, Status.OK))
     rec.iterations = np.array(its, dtype=summary.ITER_DTYPE)
     os.unlink(path)
     records.write(rec, str(path))

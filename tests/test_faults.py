@@ -22,7 +22,8 @@ from conftest import (
     records_in,
 )
 
-from mpiwrite.formats import records, summary
+from mpiwrite.formats import records
+from mpiwrite.formats.status import Status
 
 pytestmark = pytest.mark.mpi
 
@@ -96,7 +97,7 @@ def test_disk_fills_mid_run(tmpfs, tmp_path):
     assert "No space left" in last and "rank " in last and " on " in last and tmpfs in last
     rec = only_record(tmp_path / "r")
     assert rec.status == "failed"
-    assert (rec.ranks["status"] != summary.OK).all()
+    assert (rec.ranks["status"] != Status.OK).all()
     assert 0 < rec.ranks["bytes"].sum() <= 64 * 2**20
     assert any(e["errno"] == 28 for e in rec.errors)
     assert os.listdir(tmpfs) == []  # every data file removed
@@ -181,7 +182,7 @@ def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
     rec = only_record(tmp_path / "r")
     assert rec.status == "interrupted"
     assert rec.ranks["bytes"].sum() > 0
-    assert (rec.ranks["status"] == summary.INTERRUPTED).any()
+    assert (rec.ranks["status"] == Status.INTERRUPTED).any()
     assert json.loads((tmp_path / "s.json").read_text())["status"] == "interrupted"
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
 

@@ -18,6 +18,7 @@ from conftest import (
 )
 
 from mpiwrite.formats import pattern, summary
+from mpiwrite.formats.status import Status
 from mpiwrite.run.writer import ReadPlan, StreamPlan, read_stream, write_stream
 
 pytestmark = pytest.mark.mpi
@@ -73,7 +74,7 @@ def test_every_rank_reads_the_file_of_the_rank_n_away(tmp_path):
         r = rec.ranks[rec.ranks["iteration"] == it]
         assert r["read_source_rank"].tolist() == [1, 2, 0]
         assert (r["read_bytes"] == r["bytes"][[1, 2, 0]]).all()
-        assert (r["read_status"] == summary.OK).all() and (r["verify_mismatches"] == 0).all()
+        assert (r["read_status"] == Status.OK).all() and (r["verify_mismatches"] == 0).all()
         assert (r["t_read_start"] >= r["t_close_end"].max() - 1e-3).all()  # after the writes
         assert np.isfinite(r["read_MB_per_s"]).all()
     for it in doc["iterations"]:
@@ -116,7 +117,7 @@ def test_a_file_no_other_rank_can_see_ends_the_read_phase_collectively(tmp_path)
     assert "read open" in last and "No such file" in last, out.stderr
     rec = only_record(tmp_path / "r")
     assert rec.status == "failed"
-    assert (rec.ranks["read_status"] == summary.FAILED).any()
+    assert (rec.ranks["read_status"] == Status.FAILED).any()
     assert os.listdir(tmp_path / "d") == []
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mpiwrite.formats import summary
+from mpiwrite.formats.status import Status
 from mpiwrite.run import rows
 from mpiwrite.run.writer import StreamResult
 
@@ -30,7 +31,7 @@ def test_a_failed_stream_has_no_end_times():
     res.error_phase, res.error_errno = "write", 28
     row = rows.pack_row(res)
     fields = dict(zip(rows.ROW_FIELDS, row))
-    assert fields["status"] == summary.FAILED and np.isnan(fields["t_close_end"])
+    assert fields["status"] == Status.FAILED and np.isnan(fields["t_close_end"])
     entry = rows.error_entry(2, 5, "h1", res)
     assert entry["rank"] == 5 and entry["host"] == "h1" and entry["errno"] == 28
 
@@ -90,3 +91,20 @@ def test_ior_figure_includes_the_open():
     row = summary.iteration_summary(_two_ranks())
     assert row["aggregate_MB_per_s"] == pytest.approx(100.0)
     assert row["aggregate_with_open_MB_per_s"] == pytest.approx(200 / 2.5)
+
+
+def test_statuses_are_written_once_and_keep_the_codes_records_store():
+    """Records store these integers and strings: changing one would misread every record."""
+    from mpiwrite.formats.status import RunStatus, iteration_run_status
+
+    assert [int(s) for s in Status] == [0, 1, 2, 3, 4, 5]
+    assert [s.label for s in Status] == ["ok", "failed", "aborted", "interrupted", "missing",
+                                         "clock"]
+    assert Status.label_of(9) == "?" and Status.label_of(np.int32(5)) == "clock"
+    assert [s.value for s in RunStatus] == ["running", "complete", "failed", "interrupted",
+                                            "timeout"]
+    assert RunStatus.COMPLETE == "complete" and f"{RunStatus.FAILED}" == "failed"
+    assert [s.exit_code for s in RunStatus] == [1, 0, 1, 1, 1]
+    assert iteration_run_status(Status.CLOCK) is RunStatus.COMPLETE  # the run goes on
+    assert iteration_run_status(Status.FAILED) is RunStatus.FAILED
+    assert iteration_run_status(Status.INTERRUPTED) is RunStatus.INTERRUPTED

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import mpirun, only_record
 
-from mpiwrite.formats import summary
+from mpiwrite.formats.status import Status
 
 pytestmark = pytest.mark.mpi
 
@@ -24,7 +24,7 @@ def test_bytes_on_disk_equal_bytes_recorded(tmp_path, n):
     on_disk = sum(os.path.getsize(tmp_path / "data" / f) for f in files)
     assert on_disk == int(rec.ranks["bytes"].sum()) == n * 3 * 2**20
     assert (rec.ranks["fsyncs"] == 1).all()
-    assert (rec.ranks["status"] == summary.OK).all()
+    assert (rec.ranks["status"] == Status.OK).all()
 
 
 def test_aggregate_recomputes_from_per_rank_rows(tmp_path):
@@ -131,7 +131,7 @@ def test_failure_on_one_rank_ends_every_rank(tmp_path):
     rec = only_record(tmp_path / "r")
     assert rec.status == "failed"
     st = rec.ranks["status"]
-    assert st[0] == summary.FAILED and (st[1:] == summary.ABORTED).all()
+    assert st[0] == Status.FAILED and (st[1:] == Status.ABORTED).all()
     assert rec.ranks["bytes"][0] == 32 * 2**20
     assert (rec.ranks["bytes"][1:] < 2 * 2**30).all()  # stopped early, not finished
     assert not os.path.exists(tmp_path / "d") or not os.listdir(tmp_path / "d")

@@ -11,7 +11,7 @@ import hosts as hostlib
 import pytest
 from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, mpirun, needs_root, only_record
 
-from mpiwrite.formats import summary
+from mpiwrite.formats.status import Status
 
 pytestmark = pytest.mark.mpi
 
@@ -110,7 +110,7 @@ def test_a_rank_with_a_clock_of_its_own_is_caught(tmp_path):
     warned = [ln for ln in out.stderr.splitlines() if "clock" in ln]
     assert warned and "rank(s) 2 on" in warned[0] and "excluded" in warned[0]
     rec = only_record(tmp_path / "r")
-    assert rec.iterations["status"][0] == summary.CLOCK
+    assert rec.iterations["status"][0] == Status.CLOCK
     assert any("clock" in w for w in rec.warnings())
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["summary"]["aggregate"]["n"] == 0  # excluded from statistics

@@ -21,6 +21,7 @@ from mpiwrite.answers.results import (
 )
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
+from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import plural as _count
@@ -147,7 +148,7 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         rank_col = "read_MB_per_s" if reading else "MB_per_s"
         per_rank = np.concatenate([r.ranks[rank_col][np.isin(
             r.ranks["iteration"], r.iterations["iteration"][
-                (r.iterations["status"] == 0) & (r.iterations["iteration"] >= warm)])]
+                (r.iterations["status"] == Status.OK) & (r.iterations["iteration"] >= warm)])]
             for r in members]) if members else np.zeros(0)
         per_rank = per_rank[np.isfinite(per_rank)]
         first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm)

@@ -18,6 +18,7 @@ import numpy as np
 
 from mpiwrite.errors import ConfigError, RecordError, why
 from mpiwrite.formats import records
+from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
@@ -173,7 +174,7 @@ class Store:
             old = by_id.get(rec.run_id)
             if old is not None:
                 self.duplicates.append(path)
-                if old.status == "complete" or rec.status != "complete":
+                if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
                     continue
                 self.runs.remove(old)
             by_id[rec.run_id] = rec
@@ -200,7 +201,7 @@ class Store:
     def select(self, flt: Optional[Dict[str, str]] = None, complete_only: bool = True):
         out = []
         for r in self.runs:
-            if complete_only and r.status != "complete":
+            if complete_only and r.status != RunStatus.COMPLETE:
                 continue
             k = self.keys(r)
             if flt and any(str(k.get(key)) != val for key, val in flt.items()):
@@ -334,7 +335,7 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
     """One value per good iteration of a run for the chosen metric, after leaving out the
     first `warmup` iterations of the run (whatever their status).  A record from before the
     figure existed gives none (never a 0)."""
-    its = rec.iterations[(rec.iterations["status"] == 0)
+    its = rec.iterations[(rec.iterations["status"] == Status.OK)
                          & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
         vals = []
@@ -365,7 +366,7 @@ def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) 
         raise ConfigError(f"--unit: {unit!r} is not one of {', '.join(UNITS)}")
     if unit != "auto":
         return unit
-    several = any(int(np.sum((r.iterations["status"] == 0)
+    several = any(int(np.sum((r.iterations["status"] == Status.OK)
                              & (r.iterations["iteration"] >= warmup))) > 1 for r in runs)
     return "run" if several else "iteration"
 

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mpiwrite.errors import ConfigError
-from mpiwrite.formats.summary import STATUS_NAMES, node_totals
+from mpiwrite.formats.status import Status
+from mpiwrite.formats.summary import node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import format_seconds, format_size
@@ -62,7 +63,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f"clock offset {off[0]:+.6f}s "
                      f"±{off[1]:.6f}")
     for it in rec.iterations:
-        lines.append(f"iteration {it['iteration']}: {STATUS_NAMES.get(int(it['status']), '?')}"
+        lines.append(f"iteration {it['iteration']}: {Status.label_of(it['status'])}"
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
@@ -115,7 +116,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                          f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
                          f"{_num(float(r['write_latency_p99_seconds']) * 1e3, 3):>7} "
                          f"{float(r['clock_offset_seconds']):>+10.6f} "
-                         f"{STATUS_NAMES.get(int(r['status']), '?')}")
+                         f"{Status.label_of(r['status'])}")
     for w in rec.warnings():
         lines.append(f"warning: {w}")
     for e in rec.errors:

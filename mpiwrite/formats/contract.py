@@ -19,6 +19,8 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
+from mpiwrite.formats.status import Status
+
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
@@ -85,7 +87,7 @@ def run_summary(run_stats: Dict[str, Any], iterations: np.ndarray) -> Dict[str, 
     """summary.run_stats in the contract's vocabulary: stat blocks over the good iterations
     for aggregate, first_done, rank_mean and aggregate_with_open (and read_aggregate when the
     run read back); rank_* with units."""
-    good = iterations[iterations["status"] == 0] if len(iterations) else iterations
+    good = iterations[iterations["status"] == Status.OK] if len(iterations) else iterations
     out: Dict[str, Any] = {}
     for name, column in (("aggregate", "aggregate_MB_per_s"),
                          ("first_done", "first_done_MB_per_s"),

@@ -10,12 +10,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from mpiwrite.formats.status import Status
 from mpiwrite.units import MB
-
-# Per-rank status codes, stored in the record.
-OK, FAILED, ABORTED, INTERRUPTED, MISSING, CLOCK = 0, 1, 2, 3, 4, 5
-STATUS_NAMES = {OK: "ok", FAILED: "failed", ABORTED: "aborted", INTERRUPTED: "interrupted",
-                MISSING: "missing", CLOCK: "clock"}  # clock: excluded, its timeline is wrong
 
 FIRST_DONE_NOTE = ("first-done unavailable: with fsync only at the end, the bytes of ranks "
                    "still writing when the fastest finished were not known to be durable "
@@ -185,7 +181,7 @@ def _sampled_before(t: float, samples: Optional[np.ndarray], ranks: np.ndarray) 
 
 
 def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
-                      status: int = OK, first_done: str = "interpolate") -> np.ndarray:
+                      status: int = Status.OK, first_done: str = "interpolate") -> np.ndarray:
     """One ITER_DTYPE row from one iteration's per-rank rows (times on one timeline).
 
     `first_done` says what the samples count.  "durable" (--direct, --fsync-every): bytes
@@ -282,7 +278,7 @@ def over_iterations(values: np.ndarray) -> Dict[str, float]:
 
 def run_stats(ranks: np.ndarray, iterations: np.ndarray, hosts) -> Dict[str, object]:
     """Over-iteration statistics for the summary, the JSON output and `show`."""
-    ok = iterations[iterations["status"] == OK] if len(iterations) else iterations
+    ok = iterations[iterations["status"] == Status.OK] if len(iterations) else iterations
     use = ok
     stats: Dict[str, object] = {
         "aggregate": over_iterations(use["aggregate_MB_per_s"]),

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
+from mpiwrite.formats.status import Status
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -147,7 +148,7 @@ class Console:
         IOR measures; the last-done aggregate for records without that column)."""
         if not OUTPUT["ior_summary"] or not len(iterations):
             return
-        good = iterations[iterations["status"] == 0]
+        good = iterations[iterations["status"] == Status.OK]
         names = iterations.dtype.names or ()
         col = ("aggregate_with_open_MB_per_s" if "aggregate_with_open_MB_per_s" in names
                else "aggregate_MB_per_s")

@@ -15,6 +15,7 @@ import time
 from typing import List, Optional
 
 from mpiwrite.errors import Interrupted, PeerFailed
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Signals, Team, abort_world, host_name
 from mpiwrite.run.runner import AgreedError, Run, raise_agreed
@@ -66,7 +67,7 @@ def end_job(run: Run, exc: BaseException) -> None:
             run.remove_run_folders()
             entry = dict(report, iteration=report.get("iteration", run.iteration_now))
             run.ledger.errors.append(entry)
-            status = "interrupted" if isinstance(exc, Interrupted) else "failed"
+            status = RunStatus.INTERRUPTED if isinstance(exc, Interrupted) else RunStatus.FAILED
             run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
                                       f"{report.get('phase')}: {report.get('message')}")
     except BaseException:  # the end must come, whatever breaks on the way to it

@@ -21,6 +21,7 @@ from mpiwrite import __version__
 from mpiwrite.errors import ConfigError
 from mpiwrite.facts import mpiinfo
 from mpiwrite.formats import summary
+from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
@@ -135,7 +136,7 @@ class Ledger:
         msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
                f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "
                f"rank {first} on {self.host_of(first)} writing {paths[first]}")
-        self.finish("timeout", msg)
+        self.finish(RunStatus.TIMEOUT, msg)
         return msg
 
     def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray],
@@ -150,8 +151,9 @@ class Ledger:
 
     def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
                       counts: np.ndarray, offsets: np.ndarray, origin: float,
-                      signalled: bool, window=None, read_samples=None) -> str:
-        """One iteration's gathered rows into figures, screen and record; returns its status.
+                      signalled: bool, window=None, read_samples=None) -> RunStatus:
+        """One iteration's gathered rows into figures, screen and record; returns the run
+        status it leads to (COMPLETE: the run goes on).
 
         `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
         whose times fall outside has a clock of its own, and the iteration is excluded."""
@@ -161,11 +163,11 @@ class Ledger:
             rflat, rcounts = read_samples
             srows = np.concatenate([srows, rows.sample_table(
                 it, rflat, rcounts, self.node_of, offsets, origin, summary.PHASE_READ)])
-        status, code = rows.iteration_status(ranks, signalled)
-        if window is not None and code == summary.OK:
+        code = rows.iteration_status(ranks, signalled)
+        if window is not None and code == Status.OK:
             odd = rows.clock_outliers(ranks, window, CLOCK_SLACK)
             if len(odd):
-                code = summary.CLOCK
+                code = Status.CLOCK
                 self.clock_warning(it, ranks, odd, window)
         durable = self.cfg.direct or self.cfg.fsync_every > 0
         row = summary.iteration_summary(ranks, srows, code,
@@ -173,7 +175,7 @@ class Ledger:
         summary.read_summary(ranks, srows, row)
         self._latency_figures(it, row, ranks)
         self.figure_notes(it, row, ranks)
-        if not np.isfinite(row["first_done_MB_per_s"]) and code == summary.OK \
+        if not np.isfinite(row["first_done_MB_per_s"]) and code == Status.OK \
                 and "first_done_note" not in self.extra:
             self.extra["first_done_note"] = summary.FIRST_DONE_COARSE if durable \
                 else summary.FIRST_DONE_NOTE
@@ -182,8 +184,7 @@ class Ledger:
         self.iter_rows.append(row)
         self.node_clock = offsets
         self.page_cache_guard(ranks)
-        self.console.iteration(row, summary.STATUS_NAMES[code] if code == summary.CLOCK
-                               else status)
+        self.console.iteration(row, code.label)
         if np.isfinite(row["read_aggregate_MB_per_s"]):
             self.console.line(
                 f"  read: aggregate {row['read_aggregate_MB_per_s']:.1f} MB/s, first-done "
@@ -191,8 +192,8 @@ class Ledger:
                 f"{row['read_rank_min_MB_per_s']:.1f} mean {row['read_rank_mean_MB_per_s']:.1f}"
                 f" max {row['read_rank_max_MB_per_s']:.1f} MB/s, tail "
                 f"{row['read_tail_seconds']:.2f}s (shift {self.extra.get('read_shift')})")
-        self.save("running")
-        return status
+        self.save(RunStatus.RUNNING)
+        return iteration_run_status(code)
 
     def add_latency(self, it: int, write: np.ndarray, fsync: np.ndarray) -> None:
         """Per-node histograms of one iteration (kept for the record, summed for the row)."""
@@ -275,9 +276,9 @@ class Ledger:
             self.console.warn(text)
 
     # ------------------------------------------------------------------ the record
-    def attrs(self, status: str, error: str = "") -> Dict[str, Any]:
+    def attrs(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
         return {
-            "run_id": self.run_id, "status": status, "error": error,
+            "run_id": self.run_id, "status": str(status), "error": error,
             "command_line": " ".join(self.argv), "start_time": self.start_time,
             "end_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "params": self.cfg.to_json(), "tags": json.dumps(self.cfg.tags),
@@ -297,7 +298,7 @@ class Ledger:
                                        if k.startswith(ENV_PREFIXES)}),
         }
 
-    def build(self, status: str, error: str = ""):
+    def build(self, status: RunStatus, error: str = ""):
         from mpiwrite.formats import records
 
         return records.RunRecord(
@@ -311,7 +312,7 @@ class Ledger:
             client_counters=self.client_counters, layouts=self.layouts,
             latency=self.latency)
 
-    def save(self, status: str, error: str = "") -> None:
+    def save(self, status: RunStatus, error: str = "") -> None:
         """Write the record atomically; a failure is remembered, not raised."""
         if self.record_file is None:
             return
@@ -325,7 +326,7 @@ class Ledger:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             self.record_error = f"record not saved: {self.record_file}: {reason}"
 
-    def finish(self, status: str, error: str = "") -> Dict[str, Any]:
+    def finish(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
         """The final record, the summary on screen, and the JSON summary (once)."""
         if self.finished:
             return {}
@@ -334,7 +335,7 @@ class Ledger:
         rec = self.build(status, error)
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
         if len(rec.iterations):
-            good = rec.iterations["iteration"][rec.iterations["status"] == 0]
+            good = rec.iterations["iteration"][rec.iterations["status"] == Status.OK]
             self.console.summary(stats, int(good.max()) if len(good) else None)
             if self.extra.get("first_done_note"):
                 self.console.line("  " + self.extra["first_done_note"])
@@ -347,7 +348,7 @@ class Ledger:
         out = contract.header("run")
         out.update({"start_time": self.start_time, "end_time": rec.attrs.get("end_time"),
                     "command_line": " ".join(self.argv)})
-        out.update({"run_id": self.run_id, "status": status, "error": error or None,
+        out.update({"run_id": self.run_id, "status": str(status), "error": error or None,
                "record": saved, "record_error": self.record_error or None,
                "ranks": self.nranks, "nodes": len(self.nodes), "hosts": self.hosts,
                "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
@@ -373,11 +374,11 @@ class Ledger:
                                                      f"{self.cfg.json_path}: {exc.strerror}")
         return out
 
-    def failure_message(self, final: str) -> str:
+    def failure_message(self, final: RunStatus) -> str:
         """One line naming the first failing rank, its host, path and error."""
-        if final == "complete":
+        if final == RunStatus.COMPLETE:
             return ""
-        if final == "interrupted":
+        if final == RunStatus.INTERRUPTED:
             return "mpiwrite: run interrupted by a signal; partial results recorded"
         errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
                                                   _number(e.get("t"), 0.0)))
@@ -403,6 +404,3 @@ def _number(value, default=0.0) -> float:
         return default
     return v if np.isfinite(v) else default
 
-
-def exit_code(final: str) -> int:
-    return rows.RUN_EXIT.get(final, 1)

@@ -13,6 +13,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from mpiwrite.formats import summary
+from mpiwrite.formats.status import Status
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
               "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
@@ -21,16 +22,12 @@ ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_w
               "read_status", "read_errno", "read_bytes", "t_read_open_start", "t_read_start",
               "t_read_close_end") + summary.LATENCY_RANK_FIELDS
 
-# Run statuses (the record's `status` attribute) and the exit code each gives.
-RUN_EXIT = {"complete": 0, "failed": 1, "timeout": 1, "interrupted": 1}
-
-
-def rank_status(res, signalled: bool) -> int:
+def rank_status(res, signalled: bool) -> Status:
     if res.failed:
-        return summary.FAILED
+        return Status.FAILED
     if res.stopped_by == "abort":
-        return summary.INTERRUPTED if signalled else summary.ABORTED
-    return summary.OK
+        return Status.INTERRUPTED if signalled else Status.ABORTED
+    return Status.OK
 
 
 def cpu_fractions(before, after) -> Tuple[float, float]:
@@ -80,7 +77,7 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan
         "cpu_user_seconds": getattr(res, "cpu_user", np.nan),
         "cpu_system_seconds": getattr(res, "cpu_system", np.nan),
         "node_cpu_busy": node_cpu[0], "node_cpu_iowait": node_cpu[1],
-        "read_source_rank": read_source, "read_status": summary.OK, "read_errno": 0,
+        "read_source_rank": read_source, "read_status": Status.OK, "read_errno": 0,
         "read_bytes": 0, "t_read_open_start": np.nan, "t_read_start": np.nan,
         "t_read_close_end": np.nan,
     }
@@ -102,7 +99,7 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan
         if verify is read:
             values["verify_bytes"], values["verify_seconds"] = read.bytes, np.nan
             values["verify_mismatches"] = read.mismatches
-    if status == summary.FAILED:  # a stream that did not finish has no valid end times
+    if status == Status.FAILED:  # a stream that did not finish has no valid end times
         values["t_fsync_end"] = values["t_close_end"] = np.nan
     return np.array([values[k] for k in ROW_FIELDS], dtype=np.float64)
 
@@ -144,16 +141,16 @@ def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndar
     return srows
 
 
-def iteration_status(ranks: np.ndarray, signalled: bool) -> Tuple[str, int]:
-    """('ok'|'failed'|'interrupted', code) for one iteration's per-rank table."""
-    if np.any(ranks["status"] == summary.FAILED) or np.any(ranks["read_status"] ==
-                                                           summary.FAILED):
-        return "failed", summary.FAILED
-    if np.any(ranks["status"] == summary.INTERRUPTED) or signalled:
-        return "interrupted", summary.INTERRUPTED
+def iteration_status(ranks: np.ndarray, signalled: bool) -> Status:
+    """OK, FAILED or INTERRUPTED for one iteration's per-rank table."""
+    if np.any(ranks["status"] == Status.FAILED) or np.any(ranks["read_status"] ==
+                                                          Status.FAILED):
+        return Status.FAILED
+    if np.any(ranks["status"] == Status.INTERRUPTED) or signalled:
+        return Status.INTERRUPTED
     if np.any(ranks["verify_mismatches"] > 0):
-        return "failed", summary.FAILED
-    return "ok", summary.OK
+        return Status.FAILED
+    return Status.OK
 
 
 def clock_outliers(ranks: np.ndarray, window: Tuple[float, float], slack: float) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 
 from mpiwrite.errors import ConfigError, Interrupted, PeerFailed
 from mpiwrite.formats import pattern
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig, option_name
 from mpiwrite.run.parallel import (
@@ -239,7 +240,7 @@ class Run:
                                                                 ledger.nranks, stripe)
             if stripe is not None:
                 ledger.extra["stripe_request"] = stripe
-            ledger.save("running")
+            ledger.save(RunStatus.RUNNING)
             if ledger.record_error:
                 raise ConfigError(f"--results: {ledger.record_error}")
             return ""
@@ -255,7 +256,8 @@ class Run:
         return message
 
     # ------------------------------------------------------------------ one iteration
-    def iteration(self, it: int) -> str:
+    def iteration(self, it: int) -> RunStatus:
+        """One iteration on every rank; the run status it leads to (COMPLETE: go on)."""
         team, cfg = self.team, self.cfg
         self.iteration_now = it
         self.phase = f"iteration {it}: clock offsets"
@@ -311,14 +313,14 @@ class Run:
         self._gather_latency(it, res)
         self.phase = f"iteration {it}: clean-up"
         self.cleanup(plan.path)
-        status = "ok"
+        status = RunStatus.COMPLETE
         if self.rank == 0:
             self.phase = f"iteration {it}: record"
             flat, counts = samples
             status = self.ledger.add_iteration(
                 it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
                 window=tuple(t - self.origin for t in window), read_samples=read_samples)
-        return team.bcast_text(status if self.rank == 0 else "")
+        return RunStatus(team.bcast_text(status.value if self.rank == 0 else None))
 
     # ------------------------------------------------------------------ what the client did
     def _client_snapshot(self):
@@ -586,23 +588,22 @@ class Run:
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
         self.setup()
-        status = "ok"
+        final = RunStatus.COMPLETE
         for it in range(self.cfg.iterations):
             if self.team.allreduce_max(self.signals.received):
-                status = "interrupted"
+                final = RunStatus.INTERRUPTED
                 break
-            status = self.iteration(it)
-            if status != "ok":
+            final = self.iteration(it)
+            if final is not RunStatus.COMPLETE:
                 break
             if it + 1 < self.cfg.iterations and self.cfg.delay:
                 self.phase = f"iteration {it}: delay"
                 end = clock() + self.cfg.delay
                 while clock() < end and not self.signals.received:
                     time.sleep(min(0.05, max(0.0, end - clock())))
-        final = "complete" if status == "ok" else status
-        code = rows.RUN_EXIT.get(final, 1)
+        code = final.exit_code
         self.phase = "finish"
-        if final == "interrupted":
+        if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         self.team.barrier()
         if self.rank == 0:
