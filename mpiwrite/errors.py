@@ -48,6 +48,20 @@ class Stalled(MpiwriteError):
     """A collective that did not complete within --timeout and the grace period."""
 
 
+class AgreedError(ConfigError):
+    """Bad input that every rank has agreed on: each rank leaves with exit 2, rank 0 says why."""
+
+
+def error_entry(rank: int, host: str, phase: str, message: str, *, iteration: int = -1,
+                errno: int = 0, path: str = "", **extra) -> dict:
+    """One error as the record's error list and the failure channel carry it: the same keys
+    from every place that says something went wrong (docs/record-schema.md, `errors`).
+    `extra`: `t` (seconds on the rank's clock, moved onto the common timeline by rank 0),
+    `offset` (of a mismatched block)."""
+    return dict({"iteration": iteration, "rank": rank, "host": host, "phase": phase,
+                 "errno": errno, "path": path, "message": message}, **extra)
+
+
 def why(exc: OSError) -> str:
     """Why a path could not be used, in the words of a one-line error: 'permission denied',
     'does not exist', or the system's text."""

@@ -32,7 +32,7 @@ def test_a_failed_stream_has_no_end_times():
     row = rows.pack_row(res)
     fields = dict(zip(rows.ROW_FIELDS, row))
     assert fields["status"] == Status.FAILED and np.isnan(fields["t_close_end"])
-    entry = rows.error_entry(2, 5, "h1", res)
+    entry = rows.rank_error(2, 5, "h1", res)
     assert entry["rank"] == 5 and entry["host"] == "h1" and entry["errno"] == 28
 
 

@@ -341,3 +341,15 @@ def describe(facts: Dict[str, Any]) -> List[str]:
     for key, why in facts["unknown"].items():
         lines.append(f"unknown        {key}: {why}")
     return [printable(ln) for ln in lines]
+
+
+def cpu_line(path: str = "/proc/stat"):
+    """The aggregate 'cpu' line of /proc/stat as integers, or None."""
+    try:
+        with open(path) as fh:
+            first = fh.readline().split()
+        if first and first[0] == "cpu":
+            return [int(x) for x in first[1:9]]
+    except (OSError, ValueError):
+        pass
+    return None

@@ -14,11 +14,11 @@ import sys
 import time
 from typing import List, Optional
 
-from mpiwrite.errors import Interrupted, PeerFailed
+from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Signals, Team, abort_world, host_name
-from mpiwrite.run.runner import AgreedError, Run, raise_agreed
+from mpiwrite.run.runner import Run, raise_agreed
 from mpiwrite.text import printable
 
 
@@ -33,16 +33,16 @@ def end_job(run: Run, exc: BaseException) -> None:
         if isinstance(exc, PeerFailed):
             report, code, mine = exc.report, 1, False
         elif isinstance(exc, Interrupted):
-            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
-                      "message": f"interrupted by signal {exc.signum}; ranks did not answer "
-                                 f"within {team.grace:.0f}s"}
+            report = error_entry(team.rank, team.host, run.phase,
+                                 f"interrupted by signal {exc.signum}; ranks did not answer "
+                                 f"within {team.grace:.0f}s", iteration=run.iteration_now)
             code, mine = exc.exit_code, False
         else:
             detail = str(exc) or type(exc).__name__
-            report = {"rank": team.rank, "host": team.host, "phase": run.phase,
-                      "errno": getattr(exc, "errno", 0) or 0,
-                      "path": getattr(exc, "filename", None) or "",
-                      "message": f"{type(exc).__name__}: {detail}"}
+            report = error_entry(team.rank, team.host, run.phase,
+                                 f"{type(exc).__name__}: {detail}", iteration=run.iteration_now,
+                                 errno=getattr(exc, "errno", 0) or 0,
+                                 path=str(getattr(exc, "filename", None) or ""))
             code, mine = 1, True
         if mine:
             sys.stderr.write(printable(

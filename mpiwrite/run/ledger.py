@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mpiwrite import __version__
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, error_entry
 from mpiwrite.facts import mpiinfo
 from mpiwrite.formats import summary
 from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
@@ -129,9 +129,9 @@ class Ledger:
         paths = {r: layout.data_path(self.cfg, self.run_id, self.nranks, r, it)
                  for r in missing}
         for r in missing:
-            self.errors.append({"iteration": it, "rank": r, "host": self.host_of(r),
-                                "phase": "timeout", "errno": 0, "path": paths[r],
-                                "message": f"did not finish within --timeout {watch_s:g}s"})
+            self.errors.append(error_entry(r, self.host_of(r), "timeout",
+                                           f"did not finish within --timeout {watch_s:g}s",
+                                           iteration=it, path=paths[r]))
         first = missing[0]
         msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
                f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "

@@ -1,8 +1,10 @@
-"""Pure functions between one rank's result and rank 0's tables; no MPI, no I/O.
+"""Pure functions between one rank's result and rank 0's tables; no MPI, no I/O (the node's
+CPU counters that `cpu_fractions` compares are read by facts/nodeinfo.cpu_line).
 
 A rank packs what it did into one float64 row (`pack_row`); rank 0 turns the gathered rows
 into the per-rank table on the common timeline (`rank_table`, `sample_table`) and decides the
-iteration's status (`iteration_status`).  An error a rank saw becomes one dict (`error_entry`).
+iteration's status (`iteration_status`).  An error a rank saw becomes one entry (`rank_error`, an
+`errors.error_entry`).
 The runner and benchmarks/bench_records.py use the same functions.
 """
 
@@ -12,6 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from mpiwrite.errors import error_entry
 from mpiwrite.formats import summary
 from mpiwrite.formats.status import Status
 
@@ -41,18 +44,6 @@ def cpu_fractions(before, after) -> Tuple[float, float]:
         return float("nan"), float("nan")
     busy = d[0] + d[1] + d[2] + d[5] + d[6] + d[7]
     return busy / total, d[4] / total
-
-
-def read_cpu_line(path: str = "/proc/stat"):
-    """The aggregate 'cpu' line of /proc/stat as integers, or None."""
-    try:
-        with open(path) as fh:
-            first = fh.readline().split()
-        if first and first[0] == "cpu":
-            return [int(x) for x in first[1:9]]
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan),
@@ -171,26 +162,25 @@ def clock_outliers(ranks: np.ndarray, window: Tuple[float, float], slack: float)
     return np.flatnonzero(bad)
 
 
-def error_entry(it: int, rank: int, host: str, res, verify=None,
-                read=None) -> Optional[Dict[str, Any]]:
+def rank_error(it: int, rank: int, host: str, res, verify=None,
+               read=None) -> Optional[Dict[str, Any]]:
     """What one rank has to say about an iteration that went wrong for it, or None.
 
     `t` is on the rank's own clock; rank 0 moves it onto the common timeline."""
     if read is not None and read.failed and not res.failed:
-        return {"iteration": it, "rank": rank, "host": host, "phase": f"read {read.error_phase}",
-                "errno": read.error_errno, "path": read.path, "message": read.error_text,
-                "t": read.t_write_end}
+        return error_entry(rank, host, f"read {read.error_phase}", read.error_text,
+                           iteration=it, errno=read.error_errno, path=read.path,
+                           t=read.t_write_end)
     if read is not None and verify is None and read.first is not None:
         verify = read
     if res.failed:
-        return {"iteration": it, "rank": rank, "host": host, "phase": res.error_phase,
-                "errno": res.error_errno, "path": res.path, "message": res.error_text,
-                "t": res.t_write_end}
+        return error_entry(rank, host, res.error_phase, res.error_text, iteration=it,
+                           errno=res.error_errno, path=res.path, t=res.t_write_end)
     if verify is not None and (verify.mismatches or verify.error_text):
         first = verify.first
         detail = (f"{verify.mismatches} mismatched block(s); first at offset "
                   f"{first.offset}: expected {first.expected}, found {first.found}"
                   if first else verify.error_text)
-        return {"iteration": it, "rank": rank, "host": host, "phase": "verify", "errno": 0,
-                "path": verify.path, "message": detail, "offset": first.offset if first else -1}
+        return error_entry(rank, host, "verify", detail, iteration=it, path=verify.path,
+                           offset=first.offset if first else -1)
     return None

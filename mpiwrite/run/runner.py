@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.errors import ConfigError, Interrupted, PeerFailed
+from mpiwrite.errors import AgreedError, ConfigError, Interrupted, PeerFailed, error_entry
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, rows
@@ -41,10 +41,6 @@ from mpiwrite.run.writer import (
 )
 from mpiwrite.text import clean, printable
 from mpiwrite.units import format_size
-
-
-class AgreedError(ConfigError):
-    """Bad input that every rank has agreed on: each rank leaves with exit 2, rank 0 says why."""
 
 
 def new_run_id() -> str:
@@ -75,6 +71,13 @@ def _parse_inject(text: str):
     if head and tail.replace(".", "", 1).isdigit():
         phase, seconds = head, min(float(tail), 60.0)
     return (int(rank), phase, seconds) if rank.isdigit() and phase else None
+
+
+def _cpu_line():
+    """Node leaders: their node's CPU counters (nodeinfo is imported at set-up there only)."""
+    from mpiwrite.facts import nodeinfo
+
+    return nodeinfo.cpu_line()
 
 
 # Settings that may differ between nodes: each node reads its own facts.
@@ -133,10 +136,10 @@ class Run:
         raise_agreed(team.agree(f"settings differ from rank 0's: {', '.join(diff)}"
                                 if diff else ""), team.size)
         if self.cfg.verify_shift and self.cfg.verify_shift % team.size == 0:
-            raise_agreed([{"rank": 0, "host": team.host, "message":
-                           f"--verify-shift: {self.cfg.verify_shift} is a multiple of the "
-                           f"{team.size} ranks, so every rank would read its own data"}],
-                         team.size)
+            raise_agreed([error_entry(0, team.host, "checking input",
+                                      f"--verify-shift: {self.cfg.verify_shift} is a multiple "
+                                      f"of the {team.size} ranks, so every rank would read its "
+                                      "own data")], team.size)
 
     def setup(self) -> None:
         team, cfg = self.team, self.cfg
@@ -267,7 +270,7 @@ class Run:
         if cfg.layout == "shared":
             plan, shared_failed = self._create_shared(plan, it)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
-        cpu_before = rows.read_cpu_line() if team.is_leader else None
+        cpu_before = _cpu_line() if team.is_leader else None
         client_before = self._client_snapshot()
 
         def write(poll):
@@ -280,7 +283,7 @@ class Run:
 
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
         # every rank of the node has finished: the leader's view of its CPUs in the phase
-        node_cpu = rows.cpu_fractions(cpu_before, rows.read_cpu_line()) if team.is_leader \
+        node_cpu = rows.cpu_fractions(cpu_before, _cpu_line()) if team.is_leader \
             else (np.nan, np.nan)
         client_delta = self._client_delta(client_before)
         read, read_source = None, -1
@@ -299,7 +302,7 @@ class Run:
             bad_verify = team.allreduce_sum(1 if (verify.mismatches or verify.error_text) else 0)
         self.phase = f"iteration {it}: gather"
         if any_failed or any_signal or bad_verify:
-            entry = rows.error_entry(it, self.rank, team.host, res, verify, read)
+            entry = rows.rank_error(it, self.rank, team.host, res, verify, read)
             texts = team.gather_texts(json.dumps(entry) if entry else "")
             if texts is not None:
                 self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
@@ -493,9 +496,8 @@ class Run:
         ident, err = text.split("\n", 1)
         if err:
             if self.rank == 0:
-                self.ledger.errors.append({"iteration": it, "rank": 0,
-                                           "host": team.host, "phase": "create", "errno": 0,
-                                           "path": plan.path, "message": err})
+                self.ledger.errors.append(error_entry(0, team.host, "create", err,
+                                                      iteration=it, path=plan.path))
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
         return dataclasses.replace(plan, expect_inode=(dev, ino)), False
