@@ -46,3 +46,11 @@ def clean(text) -> str:
         text = text.decode("utf-8", "surrogateescape")
     s = str(text).replace("\x00", "").strip()
     return printable(s)
+
+
+def world_ranks_of(values) -> str:
+    """'3' or '3, 7 and 12' or '3, 7, 12 and 40 more' for messages."""
+    vals = list(values)
+    if len(vals) <= 4:
+        return ", ".join(map(str, vals[:-1])) + (" and " if len(vals) > 1 else "") + str(vals[-1])
+    return ", ".join(map(str, vals[:3])) + f" and {len(vals) - 3} more"

@@ -2,14 +2,14 @@
 
 A SIGINT or SIGTERM that arrives while Python is still importing (a job cancelled at once)
 ends the process quietly with 130/143 instead of a KeyboardInterrupt traceback.  A run replaces
-these handlers with its own before MPI starts (parallel.Signals).
+these handlers with its own before MPI starts (run/process.Signals).
 """
 
 import os
 import signal
 import sys
 
-# A signal that arrived before the run's own handlers, for the run to answer (parallel.Signals).
+# A signal that arrived before the run's own handlers, for the run to answer (run/process.Signals).
 pending = {"signum": 0}
 SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
 

@@ -17,7 +17,8 @@ from typing import List, Optional
 from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
-from mpiwrite.run.parallel import Signals, Team, abort_world, host_name
+from mpiwrite.run.parallel import Team, abort_world
+from mpiwrite.run.process import Signals, host_name
 from mpiwrite.run.runner import Run, raise_agreed
 from mpiwrite.text import printable
 

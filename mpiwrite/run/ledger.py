@@ -25,7 +25,7 @@ from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
-from mpiwrite.run.parallel import world_ranks_of
+from mpiwrite.text import world_ranks_of
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note

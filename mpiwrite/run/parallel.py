@@ -1,21 +1,20 @@
 """Everything ranks say to each other: node split, clock offsets, agreement, failures, progress.
 
-Only this module talks MPI.  The library's traffic runs on two duplicates of COMM_WORLD: `comm`
-for the run's own messages and `fcomm`, the failure channel, on which a rank that cannot go on
-tells every other rank why (docs/architecture.md).  No rank ever blocks in MPI: collectives
-are non-blocking and waited for by `Team.wait`, which keeps looking at the failure channel and
-at this rank's signals, so one rank's failure, wherever it happens, reaches every rank within
-milliseconds instead of leaving them in a collective until the wall-clock limit.  Reductions are
-typed (numpy buffers); nothing per rank is pickled.
+Only this module talks MPI (what the progress messages mean is progress.py's).  The
+library's traffic runs on two duplicates of COMM_WORLD: `comm` for the run's own messages and
+`fcomm`, the failure channel, on which a rank that cannot go on tells every other rank why
+(docs/architecture.md).  No rank ever blocks in MPI: collectives are non-blocking and waited
+for by `Team.wait`, which keeps looking at the failure channel and at this rank's signals, so
+one rank's failure, wherever it happens, reaches every rank within milliseconds instead of
+leaving them in a collective until the wall-clock limit.  Reductions are typed (numpy
+buffers); nothing per rank is pickled.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 import zlib
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -23,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mpiwrite.errors import Interrupted, PeerFailed, Stalled
+from mpiwrite.run.process import clock, host_name
 from mpiwrite.text import printable
 
 TAG_ABORT = 101
@@ -31,9 +31,7 @@ TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 CLOCK_ROUNDS = 8
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
-EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
-clock = time.monotonic
 
 
 def grace_seconds(nranks: int) -> float:
@@ -51,49 +49,10 @@ def grace_seconds(nranks: int) -> float:
     return 5.0 + nranks / 2000.0
 
 
-class Signals:
-    """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""
-
-    def __init__(self):
-        self.received = 0
-        self.at = float("inf")
-        for s in EXIT_FOR_SIGNAL:
-            signal.signal(s, self._handle)
-        early = sys.modules.get("mpiwrite.cli.entry")  # a signal during start-up, kept for us
-        if early is not None and early.pending["signum"]:
-            self._handle(early.pending["signum"], None)
-
-    def _handle(self, signum, _frame):
-        if not self.received:
-            self.received, self.at = signum, clock()
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_FOR_SIGNAL.get(self.received, 1)
-
-    @staticmethod
-    def exit_code_of(signum: int) -> int:
-        return EXIT_FOR_SIGNAL.get(signum, 1)
-
-
-def host_name() -> str:
-    """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
-    uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
-    UTF-8."""
-    name = os.environ.get("MPIWRITE_HOSTNAME") or os.uname().nodename
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("MPIWRITE_HOSTNAME is not valid UTF-8") from None
-    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ValueError("MPIWRITE_HOSTNAME is empty or holds control characters")
-    return name
-
-
 class Team:
     """This rank's place in the run: world, node and node-leader communicators."""
 
-    def __init__(self, MPI, signals: Optional[Signals] = None, world=None, host: str = ""):
+    def __init__(self, MPI, signals=None, world=None, host: str = ""):
         self.MPI = MPI
         world = world or MPI.COMM_WORLD
         self.world = world
@@ -112,6 +71,7 @@ class Team:
         self._abort_buf = np.zeros(1, dtype=np.int64)
         self._abort_sends: list = []
         self._progress_sends: list = []
+        self._progress_buf = np.zeros(3)
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
         color = zlib.crc32(self.host.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
@@ -404,10 +364,11 @@ class Team:
             time.sleep(poll)
 
     # ---------------------------------------------------------------- progress / done
-    def send_progress(self, nbytes: int, done: bool, elapsed: float) -> None:
-        msg = np.array([self.rank, nbytes, 1.0 if done else 0.0, elapsed])
+    def send_progress(self, nbytes: int, done: bool) -> None:
+        """To rank 0: [rank, bytes so far, done] (progress.py owns the protocol)."""
         if self.rank == 0:
             return
+        msg = np.array([self.rank, nbytes, 1.0 if done else 0.0])
         self._progress_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_PROGRESS))
         if len(self._progress_sends) > 64:
             self.waitall(self._progress_sends)
@@ -417,7 +378,22 @@ class Team:
         self.waitall(self._progress_sends)
         self._progress_sends = []
 
-    def wait_for_done(self, board: ProgressBoard, tick: Callable[[float], None],
+    def drain_progress(self, latest: np.ndarray, done: np.ndarray) -> int:
+        """Rank 0: every progress message waiting, into `latest` bytes and `done` flags."""
+        got = 0
+        while True:
+            # A matched probe receives exactly the message it saw (see receive_any).
+            msg = self.comm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_PROGRESS)
+            if msg is None:
+                return got
+            msg.Recv(self._progress_buf)
+            r = int(self._progress_buf[0])
+            latest[r] = self._progress_buf[1]
+            if self._progress_buf[2]:
+                done[r] = True
+            got += 1
+
+    def wait_for_done(self, board, tick: Callable[[float], None],
                       deadline: float, on_deadline: Callable[[List[int]], None]) -> None:
         """Rank 0: collect every rank's 'done', forwarding aborts; `tick(now)` runs every
         pass (progress lines), `on_deadline(missing ranks)` once the deadline passes."""
@@ -461,76 +437,3 @@ def _split_texts(flat: np.ndarray, counts: np.ndarray) -> List[str]:
     ends = np.cumsum(counts)
     return [flat[e - c:e].tobytes().decode("utf-8", "surrogateescape")
             for c, e in zip(counts, ends)]
-
-
-class ProgressBoard:
-    """Rank 0's view of every rank's bytes so far, fed by progress and done messages."""
-
-    def __init__(self, team: Team):
-        self.team = team
-        self.latest = np.zeros(team.size)
-        self.done = np.zeros(team.size, dtype=bool)
-        self._buf = np.zeros(4)
-
-    def drain(self) -> int:
-        comm, MPI = self.team.comm, self.team.MPI
-        got = 0
-        while True:
-            # A matched probe receives exactly the message it saw (see Team.receive_any).
-            msg = comm.Improbe(source=MPI.ANY_SOURCE, tag=TAG_PROGRESS)
-            if msg is None:
-                break
-            msg.Recv(self._buf)
-            r = int(self._buf[0])
-            self.latest[r] = self._buf[1]
-            if self._buf[2]:
-                self.done[r] = True
-            got += 1
-        return got
-
-    def missing(self) -> List[int]:
-        return [int(r) for r in np.flatnonzero(~self.done)]
-
-
-class Watchdog:
-    """A last resort for a rank stuck outside MPI (a write that never returns): if this rank
-    is still in the phase after `seconds`, it ends the whole job naming itself or whom it
-    waits for (describe()).  Never silently disabled: `seconds` is bounded by the config."""
-
-    def __init__(self, team: Team, seconds: Optional[float], describe: Callable[[], str]):
-        self.team, self.describe = team, describe
-        self.timer = None
-        if seconds:
-            self.timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._fire)
-            self.timer.daemon = True
-            self.timer.start()
-
-    def _fire(self) -> None:
-        try:
-            sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
-        finally:
-            self.team.abort(1)
-
-    def cancel(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-
-
-def seconds_since_exec() -> float:
-    """How long ago this process started (from /proc; 10 ms resolution), or NaN."""
-    try:
-        with open("/proc/self/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-
-
-def world_ranks_of(values: Sequence[int]) -> str:
-    """'3' or '3, 7 and 12' or '3, 7, 12 and 40 more' for messages."""
-    vals = list(values)
-    if len(vals) <= 4:
-        return ", ".join(map(str, vals[:-1])) + (" and " if len(vals) > 1 else "") + str(vals[-1])
-    return ", ".join(map(str, vals[:3])) + f" and {len(vals) - 3} more"

@@ -23,14 +23,9 @@ from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig, option_name
-from mpiwrite.run.parallel import (
-    ProgressBoard,
-    Signals,
-    Team,
-    Watchdog,
-    clock,
-    seconds_since_exec,
-)
+from mpiwrite.run.parallel import Team
+from mpiwrite.run.process import Signals, Watchdog, clock, seconds_since_exec
+from mpiwrite.run.progress import Progress
 from mpiwrite.run.writer import (
     ReadPlan,
     StreamResult,
@@ -388,8 +383,8 @@ class Run:
         agreed outcome.  Returns (result, any rank failed, any rank signalled, rank 0's
         (start, end) bracket of the phase on its own clock)."""
         team, cfg = self.team, self.cfg
-        board = ProgressBoard(team) if self.rank == 0 else None
-        state = {"next": 0.0, "t0": 0.0}
+        progress = Progress(team, cfg.progress_interval,
+                            self.ledger.progress if self.rank == 0 else None)
 
         def poll(now: float, nbytes: int) -> bool:
             if self.signals.received:
@@ -402,14 +397,7 @@ class Run:
                 return True
             if team.poll_abort():
                 return True
-            if cfg.progress_interval and now >= state["next"]:
-                state["next"] = now + cfg.progress_interval
-                if self.rank:
-                    team.send_progress(nbytes, False, now - state["t0"])
-                else:
-                    board.latest[0] = nbytes
-                    board.drain()
-                    self.ledger.progress(board.latest, board.done, now - state["t0"])
+            progress.poll(now, nbytes)
             return False
 
         self.phase = f"iteration {it}: {name}"
@@ -421,8 +409,7 @@ class Run:
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
                             lambda: self._stuck_message(path, watch_s, name))
-        state["t0"] = clock()
-        state["next"] = state["t0"] + cfg.progress_interval
+        progress.start()
         try:
             res = stream(poll)
             if self.stop_reason is not None:
@@ -430,21 +417,8 @@ class Run:
             self.finished_writing = True
             if res.failed:
                 team.raise_abort()
-            if self.rank:
-                team.send_progress(res.bytes, True, clock() - state["t0"])
-                team.finish_progress()
-            else:
-                board.latest[0], board.done[0] = res.bytes, True
-                deadline = state["t0"] + watch_s if watch_s else float("inf")
-                ticks = {"next": clock() + (cfg.progress_interval or float("inf"))}
-
-                def tick(now: float) -> None:
-                    if now >= ticks["next"]:
-                        self.ledger.progress(board.latest, board.done, now - state["t0"])
-                        ticks["next"] = now + cfg.progress_interval
-
-                team.wait_for_done(board, tick, deadline,
-                                   lambda missing: self._timed_out(missing, it, watch_s))
+            progress.finish(res.bytes, progress.t0 + watch_s if watch_s else float("inf"),
+                            lambda missing: self._timed_out(missing, it, watch_s))
             window_end = clock()
             self.phase = f"iteration {it}: agree" if name == "write" else \
                 f"iteration {it}: {name} agree"

@@ -1,0 +1,93 @@
+"""This rank as a process: its signals, its hostname, its age, and the watchdog that ends the
+job when the process is stuck outside MPI.  No messages: parallel.py makes those.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Callable, Optional
+
+from mpiwrite.text import printable
+
+EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+clock = time.monotonic
+
+
+class Signals:
+    """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""
+
+    def __init__(self):
+        self.received = 0
+        self.at = float("inf")
+        for s in EXIT_FOR_SIGNAL:
+            signal.signal(s, self._handle)
+        early = sys.modules.get("mpiwrite.cli.entry")  # a signal during start-up, kept for us
+        if early is not None and early.pending["signum"]:
+            self._handle(early.pending["signum"], None)
+
+    def _handle(self, signum, _frame):
+        if not self.received:
+            self.received, self.at = signum, clock()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FOR_SIGNAL.get(self.received, 1)
+
+    @staticmethod
+    def exit_code_of(signum: int) -> int:
+        return EXIT_FOR_SIGNAL.get(signum, 1)
+
+
+def host_name() -> str:
+    """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
+    uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
+    UTF-8."""
+    name = os.environ.get("MPIWRITE_HOSTNAME") or os.uname().nodename
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("MPIWRITE_HOSTNAME is not valid UTF-8") from None
+    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValueError("MPIWRITE_HOSTNAME is empty or holds control characters")
+    return name
+
+
+class Watchdog:
+    """A last resort for a rank stuck outside MPI (a write that never returns): if this rank
+    is still in the phase after `seconds`, it ends the whole job naming itself or whom it
+    waits for (describe()).  Never silently disabled: `seconds` is bounded by the config."""
+
+    def __init__(self, team, seconds: Optional[float], describe: Callable[[], str]):
+        self.team, self.describe = team, describe
+        self.timer = None
+        if seconds:
+            self.timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._fire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _fire(self) -> None:
+        try:
+            sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
+        finally:
+            self.team.abort(1)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def seconds_since_exec() -> float:
+    """How long ago this process started (from /proc; 10 ms resolution), or NaN."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
