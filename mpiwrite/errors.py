@@ -52,6 +52,22 @@ class AgreedError(ConfigError):
     """Bad input that every rank has agreed on: each rank leaves with exit 2, rank 0 says why."""
 
 
+def raise_agreed(problems: list, size: int) -> None:
+    """Turn an agreed list of rank problems into the same AgreedError on every rank.
+
+    The same problem on every rank (a bad option) is said once; otherwise the first rank
+    with a problem is named with its host, and the others are counted."""
+    if not problems:
+        return
+    first = problems[0]
+    if len(problems) == size and all(p["message"] == first["message"] for p in problems):
+        raise AgreedError(first["message"])
+    where = "" if (len(problems) == 1 and first["rank"] == 0) else \
+        f"rank {first['rank']} on {first['host']}: "
+    more = f" (and {len(problems) - 1} more rank(s))" if len(problems) > 1 else ""
+    raise AgreedError(f"{where}{first['message']}{more}")
+
+
 def error_entry(rank: int, host: str, phase: str, message: str, *, iteration: int = -1,
                 errno: int = 0, path: str = "", **extra) -> dict:
     """One error as the record's error list and the failure channel carry it: the same keys

@@ -252,3 +252,13 @@ def build(
         raise _fail("--results", "is empty; expected a directory")
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
                      time_limit=time_limit, **kwargs)
+
+
+# Settings that may differ between nodes: each node reads its own facts.
+NODE_LOCAL = ("sysroot",)
+
+
+def differing_options(root: dict, mine: dict) -> list:
+    """The options whose values differ between rank 0's settings and this rank's."""
+    return sorted({option_name(k) for k in set(root) | set(mine)
+                   if k not in NODE_LOCAL and root.get(k) != mine.get(k)})

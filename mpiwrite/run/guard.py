@@ -14,12 +14,12 @@ import sys
 import time
 from typing import List, Optional
 
-from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry
+from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
 from mpiwrite.run.process import Signals, host_name
-from mpiwrite.run.runner import Run, raise_agreed
+from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
 
@@ -57,15 +57,16 @@ def end_job(run: Run, exc: BaseException) -> None:
         # Rank 0 tries every rank's file names again below and names what is left in one
         # line (a dead server would otherwise give a line per rank); on node-local targets
         # it cannot see other nodes' files, and their leftovers go unnamed.
-        left = run.remove_created()
+        files = run.files
+        left = files.remove_created() if files is not None else []
         if team.rank == 0 and isinstance(exc, Interrupted):
             sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
                              f"rank answered within {team.grace:.0f}s, ending the job\n")
         if team.rank == 0 and run.ledger is not None:
-            left = sorted(set(left + run.remove_files_of(range(team.size))))
+            left = sorted(set(left + files.remove_files_of(range(team.size), run.iteration_now)))
             if left:  # a dead server, a read-only remount: the user must remove them
                 run.ledger.warn(f"could not remove {leftover_text(left)}")
-            run.remove_run_folders()
+            files.remove_run_folders(run.ledger.warn)
             entry = dict(report, iteration=report.get("iteration", run.iteration_now))
             run.ledger.errors.append(entry)
             status = RunStatus.INTERRUPTED if isinstance(exc, Interrupted) else RunStatus.FAILED

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import time
 from typing import List, Optional
 
 from mpiwrite.errors import ConfigError
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.writer import StreamPlan, open_data_file
+from mpiwrite.text import printable
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
 def subdir_count(cfg: RunConfig, nranks: int) -> int:
@@ -193,3 +199,88 @@ def remove(path: str) -> Optional[str]:
     except OSError as exc:
         return f"{path}: {exc.strerror}"
     return None
+
+
+class RankFiles:
+    """The data files and folders one rank has created, and their removal.
+
+    Files are removed relative to the TARGET folder opened at set-up (if someone renames the
+    folder mid-run, the files still go, from wherever it went) and by name (a later
+    iteration may have made the folder again).  Only names of this run, created with O_EXCL,
+    are ever removed."""
+
+    def __init__(self, cfg: RunConfig, run_id: str, rank: int, nranks: int):
+        self.cfg, self.run_id, self.rank, self.nranks = cfg, run_id, rank, nranks
+        self.created: List[str] = []  # data files this rank created and has not removed
+        self.created_target = False  # rank 0: TARGET did not exist before the run
+        self.target_fd: Optional[int] = None  # TARGET, opened once it exists
+
+    def open_target(self) -> None:
+        try:
+            self.target_fd = os.open(self.cfg.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self.target_fd = None  # not visible here yet (a node-local target): by name
+
+    def unlink(self, path: str) -> Optional[str]:
+        """Remove one file of this run; 'path: reason' when it could not be removed."""
+        problem = None
+        if self.target_fd is not None:
+            problem = remove_at(self.target_fd, os.path.relpath(path, self.cfg.target), path)
+        return remove(path) or problem
+
+    def after_iteration(self, path: str, barrier) -> None:
+        """The iteration's file is done with: remove it (a shared file once every rank is
+        past it: `barrier()`), unless --keep."""
+        if self.cfg.keep:
+            self.created.clear()
+            return
+        problem = None
+        if path in self.created and self.cfg.layout != "shared":
+            problem = self.unlink(path)
+            self.created.remove(path)
+        if self.cfg.layout == "shared":
+            barrier()
+            if path in self.created:
+                problem = self.unlink(path)
+                self.created.remove(path)
+        if problem:
+            sys.stderr.write(printable(f"mpiwrite: warning: rank {self.rank} could not "
+                                       f"remove {problem}") + "\n")
+
+    def remove_files_of(self, ranks, iteration: int) -> List[str]:
+        """Remove other ranks' data files of an iteration, when they cannot (stopped, hung).
+        Returns what could not be removed ('path: reason'; a file not there is no problem)."""
+        if self.cfg.keep or iteration < 0:
+            return []
+        problems = []
+        for r in ranks:
+            problem = self.unlink(data_path(self.cfg, self.run_id, self.nranks, r, iteration))
+            if problem:
+                problems.append(problem)
+        return problems
+
+    def remove_created(self) -> List[str]:
+        """Remove the data files this rank created (on the way out of a failed run); returns
+        what could not be removed."""
+        if self.cfg.keep:
+            return []
+        problems = [p for p in (self.unlink(path) for path in self.created) if p]
+        self.created.clear()
+        return problems
+
+    def remove_run_folders(self, warn) -> None:
+        """Rank 0 at the end: the run's subdirectories, and TARGET if the run made it and it is
+        empty; `warn(text)` when TARGET was renamed or removed meanwhile."""
+        if self.target_fd is not None:
+            try:
+                moved = os.fstat(self.target_fd).st_ino != os.stat(self.cfg.target).st_ino
+            except OSError:
+                moved = True
+            if moved:
+                warn(f"TARGET {self.cfg.target} was renamed or removed during the run; the "
+                     f"run's files were removed from the folder it wrote in")
+        if self.cfg.keep:
+            return
+        remove_subdirs(self.cfg, self.run_id, self.nranks)
+        if self.created_target:
+            remove_dir_if_empty(self.cfg.target)

@@ -91,3 +91,13 @@ def seconds_since_exec() -> float:
         return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return float("nan")
+
+
+def parse_inject(text: str):
+    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first)."""
+    rank, _, phase = text.partition(":")
+    head, _, tail = phase.rpartition(":")
+    seconds = 0.0
+    if head and tail.replace(".", "", 1).isdigit():
+        phase, seconds = head, min(float(tail), 60.0)
+    return (int(rank), phase, seconds) if rank.isdigit() and phase else None

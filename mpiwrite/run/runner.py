@@ -14,17 +14,18 @@ import json
 import os
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 
-from mpiwrite.errors import AgreedError, ConfigError, Interrupted, PeerFailed, error_entry
+from mpiwrite.errors import ConfigError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, rows
-from mpiwrite.run.config import RunConfig, option_name
+from mpiwrite.run.config import RunConfig, differing_options
+from mpiwrite.run.observe import NodeWatch
 from mpiwrite.run.parallel import Team
-from mpiwrite.run.process import Signals, Watchdog, clock, seconds_since_exec
+from mpiwrite.run.process import Signals, Watchdog, clock, parse_inject, seconds_since_exec
 from mpiwrite.run.progress import Progress
 from mpiwrite.run.writer import (
     ReadPlan,
@@ -38,52 +39,6 @@ from mpiwrite.text import clean, printable
 from mpiwrite.units import format_size
 
 
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
-
-
-def raise_agreed(problems: List[Dict], size: int) -> None:
-    """Turn an agreed list of rank problems into the same AgreedError on every rank.
-
-    The same problem on every rank (a bad option) is said once; otherwise the first rank
-    with a problem is named with its host, and the others are counted."""
-    if not problems:
-        return
-    first = problems[0]
-    if len(problems) == size and all(p["message"] == first["message"] for p in problems):
-        raise AgreedError(first["message"])
-    where = "" if (len(problems) == 1 and first["rank"] == 0) else \
-        f"rank {first['rank']} on {first['host']}: "
-    more = f" (and {len(problems) - 1} more rank(s))" if len(problems) > 1 else ""
-    raise AgreedError(f"{where}{first['message']}{more}")
-
-
-def _parse_inject(text: str):
-    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first)."""
-    rank, _, phase = text.partition(":")
-    head, _, tail = phase.rpartition(":")
-    seconds = 0.0
-    if head and tail.replace(".", "", 1).isdigit():
-        phase, seconds = head, min(float(tail), 60.0)
-    return (int(rank), phase, seconds) if rank.isdigit() and phase else None
-
-
-def _cpu_line():
-    """Node leaders: their node's CPU counters (nodeinfo is imported at set-up there only)."""
-    from mpiwrite.facts import nodeinfo
-
-    return nodeinfo.cpu_line()
-
-
-# Settings that may differ between nodes: each node reads its own facts.
-NODE_LOCAL = ("sysroot",)
-
-
-def differing_options(root: dict, mine: dict) -> List[str]:
-    return sorted({option_name(k) for k in set(root) | set(mine)
-                   if k not in NODE_LOCAL and root.get(k) != mine.get(k)})
-
-
 class Run:
     """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
 
@@ -93,17 +48,15 @@ class Run:
         # MPIWRITE_INJECT=RANK:PHASE[:SECONDS] raises an unexpected error on RANK when it
         # enters a phase starting with PHASE, SECONDS after (tests of the guard at every
         # phase; docs/architecture.md)
-        self._inject = _parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
+        self._inject = parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
         self.phase = "start-up"
         self.ledger = None  # rank 0 only: ledger.Ledger
-        self.created: List[str] = []  # data files this rank created and has not removed
-        self.created_target = False
+        # the data files this rank creates, and their removal (None: this rank's input was bad)
+        self.files = layout.RankFiles(cfg, "", self.rank, team.size) if cfg is not None else None
         self.run_id = ""
         self.read_shift = 0
         self.rbuf = None
-        self.target_fd: Optional[int] = None  # TARGET, opened once it exists
-        self.node_fs: Dict = {}  # leaders: the target's filesystem facts
-        self.on_lustre = False
+        self.watch = NodeWatch(team, cfg)  # what the client and the CPUs did, per phase
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
@@ -144,7 +97,8 @@ class Run:
             team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
         lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
         mpi_library = clean(lines[0] if lines else "unknown")
-        self.run_id = team.bcast_text(new_run_id() if self.rank == 0 else None)
+        self.run_id = self.files.run_id = team.bcast_text(layout.new_run_id() if self.rank == 0
+                                                           else None)
         self.root_host = team.bcast_text(team.host if self.rank == 0 else None)
         self.key = pattern.run_key(self.run_id)
         problem = ""
@@ -162,7 +116,7 @@ class Run:
             from mpiwrite.facts import nodeinfo
 
             facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
-            self.node_fs = facts.get("fs") or {}
+            self.watch.node_fs = facts.get("fs") or {}
             facts_text = json.dumps(facts)
         raise_agreed(team.agree(problem), team.size)
         nodes = None
@@ -184,7 +138,7 @@ class Run:
             problem = self._prepare_target(ledger)
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: one answer from rank 0
-        self.on_lustre = team.bcast_text(
+        self.watch.on_lustre = team.bcast_text(
             ("1" if self.ledger.keys["fstype"] in ("lustre", "mixed") else "")
             if self.rank == 0 else None) == "1"
         if cfg.read:
@@ -197,10 +151,7 @@ class Run:
         if self.rank == 0:
             self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
                                        self.ledger.keys, self.ledger.nodes[0]["fs"])
-        try:  # TARGET exists now (rank 0's preflight): every rank holds on to the folder
-            self.target_fd = os.open(cfg.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            self.target_fd = None  # not visible here yet (a node-local target): by name
+        self.files.open_target()  # TARGET exists now (rank 0's preflight): every rank holds it
         startup = team.allreduce_max(seconds_since_exec())
         if self.ledger is not None:
             self.ledger.extra["startup_seconds"] = startup
@@ -233,7 +184,7 @@ class Run:
             stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
                                       ledger.keys["fstype"])
             layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
-            self.created_target = not target_existed
+            self.files.created_target = not target_existed
             ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
                                                                 ledger.nranks, stripe)
             if stripe is not None:
@@ -247,7 +198,7 @@ class Run:
         except OSError as exc:
             message = f"TARGET: cannot create run directories: {exc.strerror}"
         layout.remove_subdirs(cfg, self.run_id, ledger.nranks)
-        if self.created_target:
+        if self.files.created_target:
             layout.remove_dir_if_empty(cfg.target)
         if not results_existed:
             layout.remove_dir_if_empty(cfg.results)
@@ -265,22 +216,18 @@ class Run:
         if cfg.layout == "shared":
             plan, shared_failed = self._create_shared(plan, it)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
-        cpu_before = _cpu_line() if team.is_leader else None
-        client_before = self._client_snapshot()
+        before = self.watch.before()
 
         def write(poll):
             if shared_failed:
                 return StreamResult(path=plan.path, stopped_by="abort")
             res = engine(cfg.engine)(plan, self.buf, poll)
             if res.created:
-                self.created.append(plan.path)
+                self.files.created.append(plan.path)
             return res
 
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
-        # every rank of the node has finished: the leader's view of its CPUs in the phase
-        node_cpu = rows.cpu_fractions(cpu_before, _cpu_line()) if team.is_leader \
-            else (np.nan, np.nan)
-        client_delta = self._client_delta(client_before)
+        node_cpu, client_delta = self.watch.after(before)
         read, read_source = None, -1
         if cfg.read and not any_failed and not any_signal:
             read, read_source, r_failed, r_signal = self._read_phase(it, res, plan)
@@ -307,10 +254,10 @@ class Run:
         samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
         read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
                                                dtype=np.float64).ravel()) if cfg.read else None
-        self._gather_client_facts(it, client_delta, plan.path)
-        self._gather_latency(it, res)
+        self.watch.gather(it, client_delta, plan.path, plan.path in self.files.created, res,
+                          self.ledger)
         self.phase = f"iteration {it}: clean-up"
-        self.cleanup(plan.path)
+        self.files.after_iteration(plan.path, team.barrier)
         status = RunStatus.COMPLETE
         if self.rank == 0:
             self.phase = f"iteration {it}: record"
@@ -319,63 +266,6 @@ class Run:
                 it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
                 window=tuple(t - self.origin for t in window), read_samples=read_samples)
         return RunStatus(team.bcast_text(status.value if self.rank == 0 else None))
-
-    # ------------------------------------------------------------------ what the client did
-    def _client_snapshot(self):
-        """Node leaders: the filesystem client's counters (Lustre osc/llite, NFS mountstats)."""
-        if not self.team.is_leader:
-            return None
-        from mpiwrite.facts import fsclients
-
-        return fsclients.snapshot(self.cfg.sysroot, self.node_fs)
-
-    def _client_delta(self, before):
-        if not self.team.is_leader:
-            return None
-        from mpiwrite.facts import fsclients
-
-        return fsclients.delta(before, fsclients.snapshot(self.cfg.sysroot, self.node_fs))
-
-    def _gather_client_facts(self, it: int, delta, path: str) -> None:
-        """Counter deltas of every node to rank 0; on Lustre, each rank's file layout
-        (iteration 0: one getxattr per rank)."""
-        team = self.team
-        if team.is_leader:
-            texts = team.gather_texts(json.dumps(delta), team.leaders)
-            if texts is not None:
-                self.ledger.client_counters += [
-                    {"iteration": it, "node": i, "delta": json.loads(t)}
-                    for i, t in enumerate(texts) if t and t != "null"]
-        if self.on_lustre and it == 0:
-            from mpiwrite.facts import lustre_layout
-
-            lay = lustre_layout.rank_layout(path) if path in self.created or \
-                self.cfg.layout == "shared" else None
-            texts = team.gather_texts(json.dumps(lay))
-            if texts is not None:
-                self.ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
-                                        for r, t in enumerate(texts) if t and t != "null"]
-                from mpiwrite.facts import nodeinfo
-
-                self.ledger.extra["stripe"] = nodeinfo.stripe_of(path)
-
-    def _gather_latency(self, it: int, res: StreamResult) -> None:
-        """Each node's write() and fsync() latency histograms to rank 0 (one node reduction
-        and one gather of the leaders' sums)."""
-        from mpiwrite.run import latency
-
-        lat = res.latency
-        mine = np.zeros(2 * latency.NBUCKETS + 2)
-        if lat is not None:
-            mine[:latency.NBUCKETS] = lat.write
-            mine[latency.NBUCKETS:2 * latency.NBUCKETS] = lat.fsync
-            mine[-2:] = lat.write_max, lat.fsync_max
-        # maxima as sums would be wrong: take them per rank from the rank table instead
-        sums = self.team.node_sums(mine)
-        if sums is not None and self.rank == 0:
-            self.ledger.add_latency(it, sums[:, :latency.NBUCKETS].astype(np.int64),
-                                    sums[:, latency.NBUCKETS:2 * latency.NBUCKETS]
-                                    .astype(np.int64))
 
     def _timed_phase(self, it: int, name: str, stream, path: str):
         """One timed phase on every rank: a barrier, the stream (which polls for aborts,
@@ -460,7 +350,7 @@ class Run:
             try:
                 fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                                     | os.O_NOFOLLOW | os.O_CLOEXEC)
-                self.created.append(plan.path)
+                self.files.created.append(plan.path)
                 st = os.fstat(fd)
                 os.close(fd)
                 ident = f"{st.st_dev}:{st.st_ino}"
@@ -479,10 +369,10 @@ class Run:
     def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
         """What the watchdog says: a rank still writing names itself; a rank that finished
         names rank 0, which ends the write phase and evidently could not."""
-        self.remove_created()
+        self.files.remove_created()
         t = self.team
         if self.finished_writing and self.rank != 0:
-            self.remove_files_of([0])  # rank 0 cannot: it is stopped or hung
+            self.files.remove_files_of([0], self.iteration_now)  # rank 0 cannot: stopped, hung
             return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
                     f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
                     f"writes and waited); rank 0 is stopped or hung; ending the job")
@@ -494,7 +384,7 @@ class Run:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
         if not self.cfg.keep:
             for r in range(self.team.size):
-                self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
+                self.files.unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
             layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
@@ -510,56 +400,6 @@ class Run:
         team.barrier()
         return verify_segment(path, offset, int(counts[source]), cfg.block_size, self.key,
                               source, it)
-
-    def cleanup(self, path: str) -> None:
-        if self.cfg.keep:
-            self.created.clear()
-            return
-        problem = None
-        if path in self.created and (self.cfg.layout != "shared"):
-            problem = self._unlink(path)
-            self.created.remove(path)
-        if self.cfg.layout == "shared":
-            self.team.barrier()
-            if path in self.created:
-                problem = self._unlink(path)
-                self.created.remove(path)
-        if problem:
-            sys.stderr.write(printable(f"mpiwrite: warning: rank {self.rank} could not "
-                                       f"remove {problem}") + "\n")
-
-    def _unlink(self, path: str):
-        """Remove a file of this run relative to the TARGET folder this rank opened at set-up:
-        if someone renames the folder mid-run, the files still go (from wherever it went)."""
-        problem = None
-        if self.target_fd is not None:
-            problem = layout.remove_at(self.target_fd, os.path.relpath(path, self.cfg.target),
-                                       path)
-        # and by name: a later iteration may have made the folder again under its name
-        return layout.remove(path) or problem
-
-    def remove_files_of(self, ranks) -> List[str]:
-        """Remove other ranks' data files of this iteration, when they cannot (stopped, hung):
-        only names this run created with O_EXCL, so nothing of anyone else is touched.
-        Returns what could not be removed ('path: reason'; a file not there is no problem)."""
-        if self.cfg is None or self.cfg.keep or self.iteration_now < 0:
-            return []
-        problems = []
-        for r in ranks:
-            problem = self._unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r,
-                                                    self.iteration_now))
-            if problem:
-                problems.append(problem)
-        return problems
-
-    def remove_created(self) -> List[str]:
-        """Remove the data files this rank created (on the way out of a failed run); returns
-        what could not be removed."""
-        if self.cfg is None or self.cfg.keep:
-            return []
-        problems = [p for p in (self._unlink(path) for path in self.created) if p]
-        self.created.clear()
-        return problems
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
@@ -583,7 +423,7 @@ class Run:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         self.team.barrier()
         if self.rank == 0:
-            self.remove_run_folders()
+            self.files.remove_run_folders(self.ledger.warn)
             message = self.ledger.failure_message(final)
             self.ledger.finish(final, message)
             if message:
@@ -592,18 +432,3 @@ class Run:
                 sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
                 code = code or 1
         return int(self.team.allreduce_max(code))
-
-    def remove_run_folders(self) -> None:
-        if self.target_fd is not None:
-            try:
-                moved = os.fstat(self.target_fd).st_ino != os.stat(self.cfg.target).st_ino
-            except OSError:
-                moved = True
-            if moved and self.ledger is not None:
-                self.ledger.warn(f"TARGET {self.cfg.target} was renamed or removed during the "
-                                 f"run; the run's files were removed from the folder it wrote in")
-        if self.cfg.keep:
-            return
-        layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
-        if self.created_target:
-            layout.remove_dir_if_empty(self.cfg.target)

@@ -1,0 +1,81 @@
+"""What a node's filesystem client and CPUs did during the write phase, as its leader sees
+them, and what each rank's latency histograms and Lustre layout say: snapshots before the
+phase, deltas after it, and the gathers that bring them to rank 0's ledger.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict
+
+import numpy as np
+
+from mpiwrite.run import rows
+
+
+class NodeWatch:
+    """One rank's part; only node leaders read counters (`node_fs`: their target's facts)."""
+
+    def __init__(self, team, cfg):
+        self.team, self.cfg = team, cfg
+        self.node_fs: Dict = {}  # leaders: the target's filesystem facts
+        self.on_lustre = False  # the same answer on every rank (rank 0's), for the layout gather
+
+    def before(self):
+        """Node leaders: (CPU counters, client counters) before the phase; else None."""
+        if not self.team.is_leader:
+            return None
+        from mpiwrite.facts import fsclients, nodeinfo  # leaders import them at set-up
+
+        return nodeinfo.cpu_line(), fsclients.snapshot(self.cfg.sysroot, self.node_fs)
+
+    def after(self, before):
+        """((busy, iowait) fractions of the node's CPUs, client counter delta) once every rank
+        of the node has finished; (NaN, NaN), None on other ranks."""
+        if before is None:
+            return (np.nan, np.nan), None
+        from mpiwrite.facts import fsclients, nodeinfo
+
+        cpu, client = before
+        return (rows.cpu_fractions(cpu, nodeinfo.cpu_line()),
+                fsclients.delta(client, fsclients.snapshot(self.cfg.sysroot, self.node_fs)))
+
+    def gather(self, it: int, delta, path: str, created: bool, res, ledger) -> None:
+        """Counter deltas of every node; on Lustre, each rank's file layout (iteration 0: one
+        getxattr per rank); every node's write() and fsync() latency histograms."""
+        team = self.team
+        if team.is_leader:
+            texts = team.gather_texts(json.dumps(delta), team.leaders)
+            if texts is not None:
+                ledger.client_counters += [
+                    {"iteration": it, "node": i, "delta": json.loads(t)}
+                    for i, t in enumerate(texts) if t and t != "null"]
+        if self.on_lustre and it == 0:
+            from mpiwrite.facts import lustre_layout
+
+            lay = lustre_layout.rank_layout(path) if created or self.cfg.layout == "shared" \
+                else None
+            texts = team.gather_texts(json.dumps(lay))
+            if texts is not None:
+                ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
+                                   for r, t in enumerate(texts) if t and t != "null"]
+                from mpiwrite.facts import nodeinfo
+
+                ledger.extra["stripe"] = nodeinfo.stripe_of(path)
+        self._gather_latency(it, res, ledger)
+
+    def _gather_latency(self, it: int, res, ledger) -> None:
+        """One node reduction and one gather of the leaders' sums."""
+        from mpiwrite.run import latency
+
+        lat = res.latency
+        mine = np.zeros(2 * latency.NBUCKETS + 2)
+        if lat is not None:
+            mine[:latency.NBUCKETS] = lat.write
+            mine[latency.NBUCKETS:2 * latency.NBUCKETS] = lat.fsync
+            mine[-2:] = lat.write_max, lat.fsync_max
+        # maxima as sums would be wrong: take them per rank from the rank table instead
+        sums = self.team.node_sums(mine)
+        if sums is not None and self.team.rank == 0:
+            ledger.add_latency(it, sums[:, :latency.NBUCKETS].astype(np.int64),
+                               sums[:, latency.NBUCKETS:2 * latency.NBUCKETS].astype(np.int64))
