@@ -20,7 +20,9 @@ _TIME_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(ms|s|m|min|h)?\s*
                       re.IGNORECASE | re.ASCII)
 _TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "min": 60.0, "h": 3600.0}
 
-MB = 10**6
+MB = 10**6  # the unit of every stored rate (MB/s), lmdd's
+MiB = 2**20  # IOR's MiB/s, on request (--units MiB)
+RATE_UNITS = {"MB": MB, "MiB": MiB}  # bytes per unit, for --units
 MAX_BYTES = 2**62  # fits a C long and a float64 exactly enough; far beyond any file
 MAX_SECONDS = 366 * 86400.0  # a year: longer than any batch job; fits every timer
 

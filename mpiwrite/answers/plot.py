@@ -10,6 +10,7 @@ import numpy as np
 from mpiwrite import stats
 from mpiwrite.answers.results import Store, metric_info, metric_values
 from mpiwrite.errors import ConfigError
+from mpiwrite.units import MB
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -176,7 +177,7 @@ def timeline(rec, out: str, iteration=None) -> None:
         bs = np.concatenate([[0], mine["bytes"]]).astype(float)
         if len(ts) < 2:
             continue
-        rate = np.diff(bs) / np.maximum(np.diff(ts), 1e-9) / 1e6
+        rate = np.diff(bs) / np.maximum(np.diff(ts), 1e-9) / MB
         line = ax.stairs(rate, ts, alpha=0.8, linewidth=1.5,
                          label=f"rank {r['rank']}" if len(rows) <= 12 else None)
         if np.isfinite(r["t_close_end"]):
@@ -216,5 +217,5 @@ def _aggregate_rate(rows, samples, t0: float):
         if not np.all(np.isfinite(ts)):
             continue
         total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
-    rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / 1e6
+    rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / MB
     return times - t0, rate

@@ -307,11 +307,6 @@ def _md(cell: str) -> str:
     return cell.replace("\\", "\\\\").replace("|", "\\|")
 
 
-def jsonable(x: Any) -> Any:
-    """x with NaN and infinities as None (JSON null), numpy scalars as Python values."""
-    return contract.finite(x)
-
-
 def _change_cell(r: Dict[str, Any]) -> str:
     if r.get("verdict") == "base":
         return "base"

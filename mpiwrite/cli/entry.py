@@ -11,7 +11,18 @@ import sys
 
 # A signal that arrived before the run's own handlers, for the run to answer (run/process.Signals).
 pending = {"signum": 0}
+# Variables a launcher sets to say how many ranks it started.
 SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
+
+
+def launcher_size() -> int:
+    """How many ranks the launcher started (1 when not under a launcher, or unknown)."""
+    sizes = [1]
+    for var in SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isascii() and value.isdigit():
+            sizes.append(int(value))
+    return max(sizes)
 
 
 def _leave(signum, _frame):
@@ -26,8 +37,7 @@ def _is_parallel_run(args) -> bool:
     """`run` under a launcher with more than one rank: a rank may not leave alone, or the
     others wait for it in MPI_Init; the run answers the signal with the rest of the job."""
     words = [a for a in args if not a.startswith("-")]
-    many = any(os.environ.get(v, "").isdigit() and int(os.environ[v]) > 1 for v in SIZE_VARS)
-    return bool(words) and words[0] == "run" and many
+    return bool(words) and words[0] == "run" and launcher_size() > 1
 
 
 def main() -> None:

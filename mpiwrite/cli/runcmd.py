@@ -7,27 +7,14 @@ run needs.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
+from mpiwrite.cli.entry import launcher_size
 from mpiwrite.errors import ConfigError
 from mpiwrite.run import config
-from mpiwrite.units import parse_size, parse_time
-
-# Variables a launcher sets to say how many ranks it started.
-SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
-
-
-def launcher_size() -> int:
-    """How many ranks the launcher started (1 when not under a launcher, or unknown)."""
-    sizes = [1]
-    for var in SIZE_VARS:
-        value = os.environ.get(var, "")
-        if value.isascii() and value.isdigit():
-            sizes.append(int(value))
-    return max(sizes)
+from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time
 
 
 class Size(click.ParamType):
@@ -58,6 +45,11 @@ class Duration(click.ParamType):
 
 
 SIZE, DURATION = Size(), Duration()
+D = config.DEFAULTS  # every default is RunConfig's; the options show them as a user writes them
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s" if value else "0"
 
 
 def _stripe_options(f):
@@ -73,44 +65,48 @@ def _stripe_options(f):
 
 @click.command(context_settings={"show_default": True})
 @click.argument("target", required=False)
-@click.option("--layout", default="fpp", metavar="[fpp|shared]",
+@click.option("--layout", type=click.Choice(config.LAYOUTS), default=D.layout,
               help="fpp: a file per rank; shared: one file, a contiguous segment per rank "
               "(N-to-1).")
-@click.option("-b", "--block-size", type=SIZE, default="1MiB", help="Bytes per write call. "
+@click.option("-b", "--block-size", type=SIZE, default=format_size(D.block_size),
+              help="Bytes per write call. "
               "Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); kB, MB, GB are "
               "decimal (1MB = 10^6 bytes, unlike fio).")
 @click.option("-s", "--size", type=SIZE, default=None,
-              help="Bytes per rank [default: 256MiB unless --time or --count is given].")
+              help=f"Bytes per rank [default: {format_size(D.size)} unless --time or --count "
+                   "is given].")
 @click.option("--count", type=int, default=None, help="Blocks per rank (instead of --size).")
 @click.option("-t", "--time", "time_limit", type=DURATION, default=None,
               help="Stop writing after this long, counting only completed writes (lmdd time=): "
                    "60, 60s, 5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).")
-@click.option("--fsync/--no-fsync", default=True,
+@click.option("--fsync/--no-fsync", default=D.fsync,
               help="fsync after the last write, inside the timed interval (lmdd fsync=1).")
-@click.option("--fsync-every", type=int, default=0, help="Also fsync after every N blocks.")
+@click.option("--fsync-every", type=int, default=D.fsync_every,
+              help="Also fsync after every N blocks.")
 @click.option("--direct", is_flag=True, help="O_DIRECT with an aligned buffer.")
-@click.option("-i", "--iterations", type=int, default=1, help="Repetitions.")
-@click.option("--delay", type=DURATION, default="0", help="Pause between iterations.")
+@click.option("-i", "--iterations", type=int, default=D.iterations, help="Repetitions.")
+@click.option("--delay", type=DURATION, default=_seconds(D.delay),
+              help="Pause between iterations.")
 @click.option("--keep", is_flag=True, help="Keep the data files (default: remove them).")
-@click.option("--results", default=config.DEFAULT_RESULTS, help="Folder for the HDF5 records.")
+@click.option("--results", default=D.results, help="Folder for the HDF5 records.")
 @click.option("--no-record", is_flag=True, help="Do not write an HDF5 record.")
 @click.option("--json", "json_path", default=None,
               help="Write a JSON summary to PATH, or '-' for stdout (then the table goes "
                    "to stderr).")
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE stored with the run (repeatable).")
 @click.option("--tag-file", default=None, help="File of KEY=VALUE lines.")
-@click.option("--sample-interval", type=DURATION, default="1s",
+@click.option("--sample-interval", type=DURATION, default=_seconds(D.sample_interval),
               help="How often each rank records its bytes written so far.")
-@click.option("--progress-interval", type=DURATION, default="5s",
+@click.option("--progress-interval", type=DURATION, default=_seconds(D.progress_interval),
               help="How often rank 0 prints progress (0: never).")
 @click.option("--timeout", type=DURATION, default=None,
               help="End the run if a rank has not finished its writes after this long "
                    "[default: 2 x --time + 300s when --time is given, else none; 0: none].")
-@click.option("--files-per-dir", type=int, default=config.DEFAULT_FILES_PER_DIR,
+@click.option("--files-per-dir", type=int, default=D.files_per_dir,
               help="Spread file-per-rank files over subdirectories of at most N files.")
 @click.option("--verify", is_flag=True, help="Read every block back and check it (timed "
               "separately).")
-@click.option("--verify-shift", type=int, default=0,
+@click.option("--verify-shift", type=int, default=D.verify_shift,
               help="Verify the data of the rank N positions away (defeats the client cache).")
 @click.option("--read", is_flag=True, help="After writing, every rank reads (and with --verify "
               "checks) a file another rank wrote, timed like the writes.")
@@ -121,10 +117,10 @@ def _stripe_options(f):
               "this node's page cache (posix_fadvise DONTNEED; not a server's cache).")
 @click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
               help="Read /proc and /sys under this folder (tests, modelling).")
-@click.option("--engine", type=click.Choice(config.ENGINES), default="posix",
+@click.option("--engine", type=click.Choice(config.ENGINES), default=D.engine,
               help="posix: real writes; null: no I/O at all (tests of the coordination).")
 @_stripe_options
-@click.option("--units", type=click.Choice(["MB", "MiB"]), default="MB",
+@click.option("--units", type=click.Choice(list(RATE_UNITS)), default="MB",
               help="Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); "
                    "records and JSON stay in MB/s.")
 @click.option("--ior-summary", is_flag=True,

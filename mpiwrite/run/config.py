@@ -14,6 +14,8 @@ import re
 from typing import Dict, Optional
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats.pattern import HEADER
+from mpiwrite.run.writer import ENGINES as STREAMS
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 
 DEFAULT_TARGET = "mpiwrite-data"
@@ -21,9 +23,10 @@ DEFAULT_RESULTS = "results"
 DEFAULT_SIZE = 256 * 2**20
 DEFAULT_BLOCK = 2**20
 DEFAULT_FILES_PER_DIR = 1000
-ENGINES = ("posix", "null")  # writer.ENGINES; null writes nothing (coordination tests)
+ENGINES = tuple(STREAMS)  # posix; null writes nothing (coordination tests)
+LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
-HEADER_BYTES = 32  # the per-block pattern header (see pattern.py)
+HEADER_BYTES = HEADER.size  # the per-block pattern header
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
 
 # Keys that reports group by; a user tag may not shadow them.
@@ -34,13 +37,12 @@ RUN_KEYS = (
     "client",
 )
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-LAYOUTS = ("fpp", "shared")
 
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     target: str = DEFAULT_TARGET
-    layout: str = "fpp"
+    layout: str = LAYOUTS[0]
     block_size: int = DEFAULT_BLOCK
     size: Optional[int] = DEFAULT_SIZE  # bytes per rank; None = until the time limit
     time_limit: Optional[float] = None
@@ -60,7 +62,7 @@ class RunConfig:
     verify: bool = False
     verify_shift: int = 0
     sysroot: str = "/"
-    engine: str = "posix"
+    engine: str = ENGINES[0]
     read: bool = False  # a read phase after the write phase (another rank's file)
     read_shift: Optional[int] = None  # None: the ranks per node (the next node's file)
     drop_cache: bool = False  # POSIX_FADV_DONTNEED on the own files before reading
@@ -83,6 +85,9 @@ class RunConfig:
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+
+DEFAULTS = RunConfig()  # every default, written once above; the command line reads them here
 
 
 # The option that sets each RunConfig field, for messages about settings.
@@ -161,7 +166,7 @@ def check_target_name(target: str) -> str:
 def build(
     *,
     target: Optional[str] = None,
-    layout: str = "fpp",
+    layout: str = LAYOUTS[0],
     block_size: int = DEFAULT_BLOCK,
     size: Optional[int] = None,
     count: Optional[int] = None,
@@ -237,7 +242,7 @@ def build(
                     "(choose it with --read-shift)")
     if kwargs.get("engine") == "null" and (kwargs.get("verify") or kwargs.get("verify_shift")):
         raise _fail("--verify", "the null engine writes nothing, so there is nothing to verify")
-    if kwargs.get("engine", "posix") not in ENGINES:
+    if kwargs.get("engine", ENGINES[0]) not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
     sysroot = kwargs.get("sysroot", "/")
     if sysroot != "/":

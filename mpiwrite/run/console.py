@@ -16,12 +16,11 @@ import numpy as np
 from mpiwrite.formats.status import Status
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
-from mpiwrite.units import format_seconds, format_size
+from mpiwrite.units import MB, RATE_UNITS, MiB, format_seconds, format_size
 
 # Screen options of `run` that are not part of the measurement (--units, --ior-summary);
 # set by runcmd on every rank before the run starts.
 OUTPUT = {"units": "MB", "ior_summary": False}
-UNIT_BYTES = {"MB": 10**6, "MiB": 2**20}
 
 
 def configure(units: str = "MB", ior_summary: bool = False) -> None:
@@ -30,7 +29,7 @@ def configure(units: str = "MB", ior_summary: bool = False) -> None:
 
 def _scale() -> float:
     """Factor from MB/s (the record's unit) to the unit shown on screen."""
-    return 10**6 / UNIT_BYTES[OUTPUT["units"]]
+    return MB / RATE_UNITS[OUTPUT["units"]]
 
 
 def _f(x: float, width: int = 9, digits: int = 1, rate: bool = True) -> str:
@@ -41,7 +40,7 @@ def _f(x: float, width: int = 9, digits: int = 1, rate: bool = True) -> str:
 
 def ior_line(best_MB_per_s: float) -> str:
     """IOR's summary line (its format: MiB/sec first, then MB/sec, two decimals)."""
-    return (f"Max Write: {best_MB_per_s * 10**6 / 2**20:.2f} MiB/sec "
+    return (f"Max Write: {best_MB_per_s * MB / MiB:.2f} MiB/sec "
             f"({best_MB_per_s:.2f} MB/sec)")
 
 
@@ -99,7 +98,7 @@ class Console:
 
     def progress(self, elapsed: float, nbytes: float, fraction: float, done: int,
                  total: int) -> None:
-        rate = nbytes / elapsed / UNIT_BYTES[OUTPUT["units"]] if elapsed > 0 else 0.0
+        rate = nbytes / elapsed / RATE_UNITS[OUTPUT["units"]] if elapsed > 0 else 0.0
         eta = elapsed * (1 - fraction) / fraction if fraction > 0 else math.nan
         text = (f"[{format_seconds(elapsed)}] {fraction * 100:5.1f}% "
                 f"{rate:9.1f} {OUTPUT['units']}/s so far, {done}/{total} ranks done, "

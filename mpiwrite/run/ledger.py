@@ -32,19 +32,6 @@ CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 
 
-def jsonable(obj):
-    """NaN and numpy scalars made JSON-safe (NaN becomes null)."""
-    if isinstance(obj, dict):
-        return {k: jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        return float(obj) if np.isfinite(obj) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
-
-
 def check_json_destination(path: Optional[str]) -> None:
     """--json PATH must be writable as a file before any data is written (ConfigError)."""
     if not path or path == "-":
@@ -360,7 +347,7 @@ class Ledger:
                "startup_seconds": self.extra.get("startup_seconds"),
                "mkdir_seconds": self.extra.get("mkdir_seconds")})
         if self.cfg.json_path:
-            text = json.dumps(jsonable(out), indent=1, allow_nan=False)
+            text = contract.dumps(out)
             if self.cfg.json_path == "-":
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
