@@ -39,13 +39,13 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]
-    from mpiwrite.facts.nodeinfo import run_keys
+    from mpiwrite.facts.nodeinfo import common_keys
 
     rec = records.RunRecord(
         attrs={"run_id": run_id, "status": status,
                "start_time": f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
                "params": json.dumps(cfg), "tags": json.dumps(tags or {}),
-               "keys": json.dumps(run_keys(nd)), "ranks": n, "nodes": nodes,
+               "keys": json.dumps(common_keys(nd)), "ranks": n, "nodes": nodes,
                "host": "n1", "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
         ranks=np.concatenate(rank_rows), iterations=np.array(iters, dtype=summary.ITER_DTYPE),
         samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[])

@@ -101,7 +101,7 @@ def test_a_client_fact_that_is_not_an_object_is_refused(tmp_path):
 
 def _retag(path, client, drop_key=False):
     """Make a synthetic record's nodes use `client`, or look like one written before it."""
-    from mpiwrite.facts.nodeinfo import run_keys
+    from mpiwrite.facts.nodeinfo import common_keys
 
     rec = records.read(path)
     for n in rec.nodes:
@@ -110,7 +110,7 @@ def _retag(path, client, drop_key=False):
             n["client"] = {"client": client}
             n["fs"] = {"fstype": "nfs4"}
             n["lustre"] = {"present": False}
-    keys = run_keys(rec.nodes)
+    keys = common_keys(rec.nodes)
     if drop_key:
         keys.pop("client")
     rec.attrs["keys"] = json.dumps(keys)

@@ -30,7 +30,7 @@ def test_nfs_versions_and_mount_settings(tmp_path, version, client, mode, nconne
     assert c["proto"] == "tcp" and c["wsize"] == (524288 if version == "4.1" else 1048576)
     assert c["bytes"]["normal_write"] == 268435456 and c["bytes"]["server_write"] == 268435456
     assert c["ops"]["WRITE"]["ops"] == 256 and c["xprt"]["proto"] == "tcp"
-    assert nodeinfo.run_keys([f])["client"] == client
+    assert nodeinfo.common_keys([f])["client"] == client
     assert "/proc/self/mountstats#/mnt/nfs" in f["raw"]  # only this mount's block, raw
 
 
@@ -159,13 +159,13 @@ def test_local_filesystems_have_no_client(tmp_path):
 def test_lustre_client_string(tmp_path):
     f = facts(tmp_path, sysroots.lustre_215(), "/mnt/bigfs/me")
     assert f["client"]["client"] == "lustre 2.15.5"
-    assert nodeinfo.run_keys([f])["client"] == "lustre 2.15.5"
+    assert nodeinfo.common_keys([f])["client"] == "lustre 2.15.5"
 
 
 def test_mixed_clients_over_nodes(tmp_path):
     a = nodeinfo.collect("/mnt/nfs", sysroots.make(tmp_path / "a", sysroots.nfs("4.2")))
     b = nodeinfo.collect("/mnt/nfs", sysroots.make(tmp_path / "b", sysroots.nfs("3")))
-    assert nodeinfo.run_keys([a, b])["client"] == "mixed"
+    assert nodeinfo.common_keys([a, b])["client"] == "mixed"
 
 
 @pytest.mark.parametrize("keys,client", [

@@ -70,13 +70,13 @@ def test_lustre_215_split_locations(tmp_path):
 def test_mixed_osc_settings(tmp_path):
     f = facts(tmp_path, sysroots.lustre_215(checksums=(1, 0)))
     assert f["lustre"]["checksums"] == "mixed"
-    assert nodeinfo.run_keys([f])["checksums"] == "mixed"
+    assert nodeinfo.common_keys([f])["checksums"] == "mixed"
 
 
 def test_no_lustre(tmp_path):
     f = facts(tmp_path, sysroots.no_lustre(), target="/home/me")
     assert f["lustre"]["present"] is False
-    keys = nodeinfo.run_keys([f])
+    keys = nodeinfo.common_keys([f])
     assert keys["lustre"] == "none" and keys["fstype"] == "ext4"
 
 

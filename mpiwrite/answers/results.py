@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from mpiwrite.errors import ConfigError, RecordError, why
+from mpiwrite.facts.nodeinfo import common_value, fact_keys
 from mpiwrite.formats import records
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
@@ -73,7 +74,7 @@ def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
     p = rec.params()
-    keys: Dict[str, Any] = dict(rec.keys())
+    keys: Dict[str, Any] = dict(rec.keys())  # `client` derived there for old records
     ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
     keys.update(
         run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
@@ -87,65 +88,12 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         host=rec.attrs.get("host"),
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
-        lustre_kernel=_common([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
+        lustre_kernel=common_value([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
     )
-    if "client" not in keys:  # records from before the `client` key: derive it
-        lus = keys.get("lustre")
-        keys["client"] = f"lustre {lus}" if lus and lus not in ("none", "n/a", "-") else "none"
     for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
         keys.setdefault(k, v)
     keys.update(rec.tags())
     return keys
-
-
-# Node facts that name the node or the run, not a setting: never grouping keys.
-NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
-                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic")
-MAX_FACT_DEPTH = 5
-
-
-def _flatten(value: Any, prefix: str, out: Dict[str, str], depth: int = 0) -> None:
-    """Scalars of a node's facts as dotted keys; a list of records (one per OSC, per llite
-    mount, per HCA) gives one key per field with its common value or `mixed`."""
-    if depth > MAX_FACT_DEPTH:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k in NOT_FACT_KEYS or f"{prefix}{k}" in NOT_FACT_KEYS:
-                continue
-            _flatten(v, f"{prefix}{k}.", out, depth + 1)
-    elif isinstance(value, list):
-        if value and all(isinstance(x, dict) for x in value):
-            parts: List[Dict[str, str]] = []
-            for x in value[:256]:
-                one: Dict[str, str] = {}
-                _flatten(x, prefix, one, depth + 1)
-                parts.append(one)
-            for k in set().union(*parts):
-                out[k] = _common([p.get(k, "-") for p in parts])
-        elif all(not isinstance(x, (dict, list)) for x in value):
-            out[prefix.rstrip(".")] = ",".join(str(x) for x in value[:64])
-    elif prefix:
-        out[prefix.rstrip(".")] = "-" if value is None else str(value)[:200]
-
-
-def fact_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
-    """Every node fact as a run key: the common value over the nodes, or `mixed`.  So `report
-    --by cpu_model,lustre.osc.max_rpcs_in_flight` groups by them, and `compare` can list
-    what else differs between two groups."""
-    per_node = []
-    for n in nodes:
-        flat: Dict[str, str] = {}
-        _flatten(n if isinstance(n, dict) else {}, "", flat)
-        per_node.append(flat)
-    if not per_node:
-        return {}
-    return {k: _common([p.get(k, "-") for p in per_node]) for k in set().union(*per_node)}
-
-
-def _common(values: List[str]) -> str:
-    s = set(values)
-    return s.pop() if len(s) == 1 else "mixed"
 
 
 class Store:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import stat
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
@@ -25,10 +24,9 @@ import numpy as np
 
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import pattern
+from mpiwrite.formats import names, pattern
 
 SCAN = 64 * 2**20
-NAME = re.compile(r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat$")
 
 
 class FileReport(NamedTuple):
@@ -61,10 +59,8 @@ class Expect(NamedTuple):
 
 
 def parse_name(path: str) -> Optional[Expect]:
-    m = NAME.match(os.path.basename(path))
-    if not m:
-        return None
-    return Expect(m["run"], int(m["it"]), int(m["rank"]) if m["rank"] else None)
+    name = names.parse_data_file(os.path.basename(path))
+    return Expect(*name) if name is not None else None
 
 
 def data_files(paths) -> Iterator[str]:
@@ -82,10 +78,10 @@ def data_files(paths) -> Iterator[str]:
         def fail(exc: OSError):
             raise ConfigError(f"PATHS: cannot list {exc.filename!r}: {why(exc)}")
 
-        for root, dirs, names in os.walk(p, onerror=fail):
+        for root, dirs, listed in os.walk(p, onerror=fail):
             dirs.sort()
-            for f in sorted(names):
-                if f.startswith("mpiwrite-") and f.endswith(".dat"):
+            for f in sorted(listed):
+                if f.startswith("mpiwrite-") and f.endswith(".dat"):  # named or refused
                     yield os.path.join(root, f)
 
 

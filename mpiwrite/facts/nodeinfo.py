@@ -259,13 +259,64 @@ def client_of(facts: Dict[str, Any]) -> str:
                                     "fstype": summary_value(facts, "fstype")})
 
 
-def run_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
+def common_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
     """kernel, lustre, checksums, checksum_type, fstype, client: the common value or 'mixed'."""
     out = {}
     for key in SUMMARY_KEYS:
         values = {summary_value(n, key) for n in nodes}
         out[key] = values.pop() if len(values) == 1 else "mixed"
     return out
+
+
+# Node facts that name the node or the run, not a setting: never grouping keys.
+NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
+                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic")
+MAX_FACT_DEPTH = 5
+
+
+def _flatten(value: Any, prefix: str, out: Dict[str, str], depth: int = 0) -> None:
+    """Scalars of a node's facts as dotted keys; a list of records (one per OSC, per llite
+    mount, per HCA) gives one key per field with its common value or `mixed`."""
+    if depth > MAX_FACT_DEPTH:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in NOT_FACT_KEYS or f"{prefix}{k}" in NOT_FACT_KEYS:
+                continue
+            _flatten(v, f"{prefix}{k}.", out, depth + 1)
+    elif isinstance(value, list):
+        if value and all(isinstance(x, dict) for x in value):
+            parts: List[Dict[str, str]] = []
+            for x in value[:256]:
+                one: Dict[str, str] = {}
+                _flatten(x, prefix, one, depth + 1)
+                parts.append(one)
+            for k in set().union(*parts):
+                out[k] = common_value([p.get(k, "-") for p in parts])
+        elif all(not isinstance(x, (dict, list)) for x in value):
+            out[prefix.rstrip(".")] = ",".join(str(x) for x in value[:64])
+    elif prefix:
+        out[prefix.rstrip(".")] = "-" if value is None else str(value)[:200]
+
+
+def fact_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
+    """Every node fact as a run key: the common value over the nodes, or `mixed`.  So `report
+    --by cpu_model,lustre.osc.max_rpcs_in_flight` groups by them, and `compare` can list
+    what else differs between two groups."""
+    per_node = []
+    for n in nodes:
+        flat: Dict[str, str] = {}
+        _flatten(n if isinstance(n, dict) else {}, "", flat)
+        per_node.append(flat)
+    if not per_node:
+        return {}
+    return {k: common_value([p.get(k, "-") for p in per_node]) for k in set().union(*per_node)}
+
+
+def common_value(values: List[str]) -> str:
+    """The one value all nodes share, or 'mixed'."""
+    s = set(values)
+    return s.pop() if len(s) == 1 else "mixed"
 
 
 def describe_client(client: Dict[str, Any]) -> List[str]:

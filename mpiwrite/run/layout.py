@@ -13,6 +13,7 @@ import time
 from typing import List, Optional
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats import names
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.writer import StreamPlan, open_data_file
 from mpiwrite.text import printable
@@ -32,14 +33,14 @@ def subdir_count(cfg: RunConfig, nranks: int) -> int:
 
 
 def subdir(cfg: RunConfig, run_id: str, index: int) -> str:
-    return os.path.join(cfg.target, f"mpiwrite-{run_id}-d{index:05d}")
+    return os.path.join(cfg.target, names.subdir(run_id, index))
 
 
 def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> str:
     if cfg.layout == "shared":
-        name = f"mpiwrite-{run_id}-i{iteration}-shared.dat"
+        name = names.data_file(run_id, iteration, None)
         return os.path.join(subdir(cfg, run_id, 0) if cfg.striped else cfg.target, name)
-    name = f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
+    name = names.data_file(run_id, iteration, rank)
     if subdir_count(cfg, nranks):
         return os.path.join(subdir(cfg, run_id, rank // cfg.files_per_dir), name)
     return os.path.join(cfg.target, name)
@@ -113,7 +114,7 @@ def _kind(path: str) -> str:
 
 def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
     target = cfg.target
-    probe = os.path.join(target, f".mpiwrite-{run_id}-probe")
+    probe = os.path.join(target, names.probe(run_id))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     if cfg.direct:
         flags |= os.O_DIRECT

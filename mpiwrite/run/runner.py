@@ -133,7 +133,7 @@ class Run:
 
             node_of = node_rows[:, 0].astype(np.int64)
             ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
-                                          node_of, nodeinfo.run_keys(nodes), mpi_library,
+                                          node_of, nodeinfo.common_keys(nodes), mpi_library,
                                           Console(cfg))
             problem = self._prepare_target(ledger)
         raise_agreed(team.agree(problem), team.size)

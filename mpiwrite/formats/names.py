@@ -1,0 +1,45 @@
+"""The names of the files and folders a run creates, built and parsed here only.
+
+Every name carries the run id, so a run (or `verify`, or a later clean-up) can tell its own
+files from anyone else's: `mpiwrite-<run id>-i<iteration>-r<rank:06d>.dat` (a file per rank),
+`mpiwrite-<run id>-i<iteration>-shared.dat` (one shared file), `mpiwrite-<run id>-d<index:05d>`
+(a run subdirectory), `.mpiwrite-<run id>-probe` (the preflight's probe block) and the record
+`mpiwrite-<run id>.h5` (records.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Optional
+
+DATA_NAME = re.compile(
+    r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat$")
+
+
+class DataName(NamedTuple):
+    run_id: str
+    iteration: int
+    rank: Optional[int]  # None: the shared file
+
+
+def data_file(run_id: str, iteration: int, rank: Optional[int]) -> str:
+    """The data file of one rank (or, with rank None, the shared file) of one iteration."""
+    if rank is None:
+        return f"mpiwrite-{run_id}-i{iteration}-shared.dat"
+    return f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
+
+
+def parse_data_file(name: str) -> Optional[DataName]:
+    """What a data file's name says, or None when it is not the name of a data file."""
+    m = DATA_NAME.match(name)
+    if not m:
+        return None
+    return DataName(m["run"], int(m["it"]), int(m["rank"]) if m["rank"] else None)
+
+
+def subdir(run_id: str, index: int) -> str:
+    return f"mpiwrite-{run_id}-d{index:05d}"
+
+
+def probe(run_id: str) -> str:
+    return f".mpiwrite-{run_id}-probe"
