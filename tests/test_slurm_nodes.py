@@ -6,10 +6,11 @@ supports: the MPICH wheel through srun's PMI-2 plugin, Debian's Open MPI through
 import json
 import os
 import subprocess
+import time
 
 import ompi
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, records_in
+from conftest import MPIEXEC, MPIWRITE, _clean_env, only_record, records_in
 
 from mpiwrite.formats import records
 
@@ -90,3 +91,32 @@ def test_rendered_scaling_study_runs_on_one_two_and_three_nodes(slurm3, mpi, tmp
     plot = tmp_path / "results" / "scaling.png"
     assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
 
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_scancel_leaves_no_data_and_no_running_record(slurm3, mpi, tmp_path):
+    """A 60 s run of 6 ranks on 3 nodes, cancelled while it writes: Slurm sends SIGTERM to
+    every rank (SIGKILL KillWait = 5 s later); the ranks remove their files and rank 0
+    records what was measured, so no record is left saying `running`."""
+    _plugin, environ = mpi
+    data = tmp_path / "data"
+    job = jobscript(["--nodes", "3", "--ntasks-per-node", "2", "--", str(data), "-t", "60",
+                     "--progress-interval", "0"], tmp_path, environ, submit=True).strip()
+    end = time.monotonic() + 90
+    while not (records_in(tmp_path / "results") and data_files(data)):
+        if time.monotonic() > end or slurm3.state(job) not in ("PENDING", "RUNNING"):
+            slurm3.scancel(job)
+            out = tmp_path / f"slurm-{job}.out"
+            pytest.fail(f"job {job} never started writing ({slurm3.state(job)})\n"
+                        f"{out.read_text() if out.exists() else ''}{slurm3.log()}")
+        time.sleep(0.2)
+    time.sleep(1)  # well inside the write phase
+    assert slurm3.state(job) == "RUNNING"
+    assert slurm3.scancel(job).returncode == 0
+    assert slurm3.wait(job, timeout=60) == "CANCELLED"  # COMPLETING (ranks alive) is waited out
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    rec = only_record(tmp_path / "results")
+    assert rec.status in ("interrupted", "failed"), log
+    assert rec.attrs["ranks"] == 6 and rec.ranks["bytes"].sum() > 0
+    assert sorted(node["host"] for node in rec.nodes) == NODES
+    assert data_files(data) == [], log
