@@ -17,6 +17,8 @@ from mpiwrite.formats import records
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 NODES = ["h0", "h1", "h2"]
+SCALING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "jobscripts", "scaling.sbatch")
 
 
 @pytest.fixture(params=["mpich", "openmpi"])
@@ -45,6 +47,35 @@ def data_files(folder):
     return [os.path.join(d, f) for d, _dirs, files in os.walk(folder) for f in files]
 
 
+def check_study(results, job, log, plugin=None):
+    """A study of 1, 2 and 3 nodes x 2 ranks: a complete record per node count naming its
+    nodes (h0, h1, h2 for the largest), report --by nodes rows, the scaling plot."""
+    recs = [records.read(p) for p in records_in(results)]
+    assert sorted(len(r.nodes) for r in recs) == [1, 2, 3], log
+    for rec in recs:
+        n = len(rec.nodes)
+        hosts = [node["host"] for node in rec.nodes]
+        assert rec.status == "complete" and rec.attrs["ranks"] == 2 * n
+        assert len(set(hosts)) == n and set(hosts) <= set(NODES), hosts
+        assert list(rec.ranks["node"]) == [i for i in range(n) for _ in range(2)]
+        assert all(node["slurm"]["job_id"] == job for node in rec.nodes)
+        if plugin:
+            env = rec.attrs["environment"]
+            env = json.loads(env) if isinstance(env, str) else env
+            assert env["SLURM_MPI_TYPE"] == plugin  # the plugin srun started the ranks with
+    assert [node["host"] for node in max(recs, key=lambda r: len(r.nodes)).nodes] == NODES
+
+    out = subprocess.run([MPIWRITE, "report", str(results), "--by", "nodes", "--format",
+                          "json"], capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    assert sorted(int(r["keys"]["nodes"]) for r in rows) == [1, 2, 3]
+    assert all(r["runs"] == 1 for r in rows), rows
+
+    plot = results / "scaling.png"
+    assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
+
+
 @pytest.mark.timeout(60)
 def test_srun_names_the_three_nodes(slurm3):
     out = slurm3.srun("-N", "3", "hostname", timeout=30)
@@ -68,28 +99,30 @@ def test_rendered_scaling_study_runs_on_one_two_and_three_nodes(slurm3, mpi, tmp
     log = (tmp_path / f"slurm-{job}.out").read_text()
     assert state == "COMPLETED", log + slurm3.log()
 
-    recs = [records.read(p) for p in records_in(tmp_path / "results")]
-    assert sorted(len(r.nodes) for r in recs) == [1, 2, 3], log
-    for rec in sorted(recs, key=lambda r: len(r.nodes)):
-        n = len(rec.nodes)
-        hosts = [node["host"] for node in rec.nodes]
-        assert rec.status == "complete" and rec.attrs["ranks"] == 2 * n
-        assert len(set(hosts)) == n and set(hosts) <= set(NODES), hosts
-        assert list(rec.ranks["node"]) == [i for i in range(n) for _ in range(2)]
-        assert all(node["slurm"]["job_id"] == job for node in rec.nodes)
-    assert [node["host"] for node in max(recs, key=lambda r: len(r.nodes)).nodes] == NODES
+    check_study(tmp_path / "results", job, log, plugin)
     assert data_files(tmp_path / "data") == []  # each run removed its files
 
-    out = subprocess.run([MPIWRITE, "report", str(tmp_path / "results"), "--by", "nodes",
-                          "--format", "json"], capture_output=True, text=True, timeout=60,
-                         env=_clean_env())
-    assert out.returncode == 0, out.stderr
-    rows = json.loads(out.stdout)["rows"]
-    assert sorted(int(r["keys"]["nodes"]) for r in rows) == [1, 2, 3]
-    assert all(r["runs"] == 1 for r in rows), rows
 
-    plot = tmp_path / "results" / "scaling.png"
-    assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_shipped_scaling_script_runs_on_one_two_and_three_nodes(slurm3, mpi, tmp_path):
+    """jobscripts/scaling.sbatch with its study from the environment: its steps ask for
+    their own task counts, and MPI_PLUGIN (pmi2 when unset) picks srun's plugin."""
+    plugin, environ = mpi
+    env = dict(environ, TARGET=str(tmp_path / "data"), RESULTS=str(tmp_path / "results"),
+               RUN_ARGS="-s 8M --progress-interval 0", NODE_COUNTS="1 2 3", REPEAT="1",
+               MPIWRITE=MPIWRITE)
+    if plugin != "pmi2":
+        env["MPI_PLUGIN"] = plugin
+    out = subprocess.run(["sbatch", "--parsable", "--nodes=3", "--ntasks-per-node=2",
+                          "--time=5", "--chdir", str(tmp_path), SCALING],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip().split(";")[0]
+    state = slurm3.wait(job, timeout=240)
+    log = (tmp_path / f"mpiwrite-scaling-{job}.out").read_text()
+    assert state == "COMPLETED", log + slurm3.log()
+    check_study(tmp_path / "results", job, log, plugin)
 
 
 @pytest.mark.mpi
