@@ -131,18 +131,36 @@ def _mapped_shm():
     return inuse
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    """A real one-node Slurm for a test module (slurm_cluster.Cluster), stopped afterwards;
+def _slurm(tmp_path_factory, nodes: int, cpus: int):
+    """A real Slurm on `nodes` emulated nodes of `cpus` CPUs each (slurm_nodes.SlurmNodes over
+    persistent hosts.Hosts), stopped afterwards, asserting that nothing of it is left;
     skipped with the reason where it cannot run."""
-    import slurm_cluster
+    import hosts as hostlib
+    import slurm_nodes
 
-    reason = slurm_cluster.why_not()
+    reason = slurm_nodes.why_not()
     if reason:
         pytest.skip(f"Slurm: {reason}")
-    cluster = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm")).start()
-    yield cluster
-    cluster.stop()
+    folder = tmp_path_factory.mktemp(f"slurm{nodes}")
+    h = hostlib.Hosts(nodes, folder, persistent=True)
+    with h:
+        s = slurm_nodes.SlurmNodes(h, folder, cpus=cpus)
+        with s:
+            yield s
+        assert s.leftovers() == []
+    assert h.leftovers() == []
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """One node (h0) declaring 16 CPUs, so that 16 tasks fit on a small machine."""
+    yield from _slurm(tmp_path_factory, nodes=1, cpus=16)
+
+
+@pytest.fixture(scope="module")
+def slurm3(tmp_path_factory):
+    """Three nodes (h0, h1, h2) of 2 CPUs each."""
+    yield from _slurm(tmp_path_factory, nodes=3, cpus=2)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -68,6 +68,24 @@ def test_srun_mpi_plugin(mpi, flag):
     assert launch(js.render(js.Job(mpi=mpi))).startswith(flag)
 
 
+def test_srun_step_asks_for_its_own_task_count():
+    """Without --ntasks a step inherits the job's task count (the largest node count x K): the
+    smaller steps of a study would ask for more tasks than their nodes hold."""
+    line = launch(js.render(js.Job(nodes=[1, 2, 3], ntasks_per_node=4)))
+    assert '--nodes="$n" --ntasks=$(( n * 4 )) --ntasks-per-node=4 ' in line
+    # The line as bash runs it for the 2-node step, with an srun that prints its arguments.
+    script = f'srun() {{ printf "%s\\n" "$@"; }}; n=2; MPIWRITE=mw; RUN_ARGS=(/x); {line}'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert out.stdout.split("\n")[:4] == ["--mpi=pmi2", "--nodes=2", "--ntasks=8",
+                                           "--ntasks-per-node=4"], out.stdout + out.stderr
+
+
+def test_only_a_study_plots_its_scaling_curve():
+    plot = '"$MPIWRITE" plot scaling "$RESULTS" --x nodes -o "$RESULTS/scaling.png"'
+    assert plot in js.render(js.Job(nodes=[1, 2]))
+    assert "plot scaling" not in js.render(js.Job(nodes=[2]))
+
+
 def test_srun_plugin_per_family():
     assert [js.srun_mpi_for(f) for f in ("openmpi", "mpich", "intelmpi", "mvapich",
                                          "cray-mpich", "unknown")] == \

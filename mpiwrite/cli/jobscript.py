@@ -1,8 +1,9 @@
 """Render sbatch scripts for one run, a scaling study, or repetitions; pure functions.
 
 Everything after `--` on the command line is handed to `mpiwrite run` unchanged.  A scaling
-study is one allocation of the largest node count, with a job step of `-N k` for each k, so the
-records carry the node count and `report --by nodes` / `plot scaling` work on them directly.
+study is one allocation of the largest node count, with a job step of `-N k -n k*K` for each k
+(K tasks per node), so the records carry the node count and `report --by nodes` / `plot
+scaling` work on them directly; a study's script ends with both.
 
 The launch line depends on the site's MPI: `srun --mpi=pmix` for Open MPI, `--mpi=pmi2` for
 the MPICH family; `mpirun` takes `--map-by ppr:K:node --host` under Open MPI and Hydra's
@@ -137,7 +138,11 @@ def launch_line(job: Job) -> str:
     nodes = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n"'
     if job.launcher == "srun":
         mpi = f"--mpi={job.mpi} " if job.mpi else ""
-        return f'srun {mpi}--nodes="$n" --ntasks-per-node={k} --kill-on-bad-exit=1 {mw}'
+        # --ntasks as well: a step inherits the job's SLURM_NTASKS (all nodes x k), and with
+        # fewer nodes than the allocation srun then ignores --ntasks-per-node and asks for
+        # more tasks than the step's nodes hold ("More processors requested than permitted").
+        return (f'srun {mpi}--nodes="$n" --ntasks=$(( n * {k} )) --ntasks-per-node={k} '
+                f"--kill-on-bad-exit=1 {mw}")
     if MPIRUN_FAMILIES[job.family] == "openmpi":
         return (f'"$MPIEXEC" -np $(( n * {k} )) --map-by ppr:{k}:node '
                 f"--host \"$({nodes} | sed 's/$/:{k}/' | paste -sd,)\" {mw}")
@@ -188,6 +193,9 @@ def render(job: Job) -> str:
         "",
         "# One row per node count (and per tag); a failed run above is left out of it.",
         '"$MPIWRITE" report "$RESULTS" --by nodes,ranks_per_node --skip-bad || true',
+        *(["# The scaling curve (needs matplotlib: pip install 'mpiwrite[plot]').",
+           '"$MPIWRITE" plot scaling "$RESULTS" --x nodes -o "$RESULTS/scaling.png" '
+           "--skip-bad || true"] if study else []),
         'exit "$status"',
         "",
     ])

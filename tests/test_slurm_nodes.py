@@ -1,0 +1,155 @@
+"""Slurm on three emulated nodes (conftest's `slurm3`, tests/slurm_nodes.py): the steps of a job
+run inside h0, h1 and h2, each with its own hostname and network, all writing into one folder
+(the machine's /tmp, which every node's mount namespace sees), under both MPIs the project
+supports: the MPICH wheel through srun's PMI-2 plugin, Debian's Open MPI through PMIx."""
+
+import json
+import os
+import subprocess
+import time
+
+import ompi
+import pytest
+from conftest import MPIEXEC, MPIWRITE, _clean_env, only_record, records_in
+
+from mpiwrite.formats import records
+
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
+NODES = ["h0", "h1", "h2"]
+SCALING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "jobscripts", "scaling.sbatch")
+
+
+@pytest.fixture(params=["mpich", "openmpi"])
+def mpi(request, slurm3):
+    """(srun's --mpi plugin, the environment that makes mpi4py load that MPI)."""
+    if request.param == "mpich":
+        if MPIEXEC is None:
+            pytest.skip("no MPICH (pip install mpich)")
+        return "pmi2", _clean_env({"SLURM_CONF": slurm3.conf})
+    if ompi.why_not():
+        pytest.skip(f"Open MPI: {ompi.why_not()}")
+    plugins = slurm3.srun("--mpi=list", timeout=30)
+    if "pmix" not in plugins.stdout + plugins.stderr:
+        pytest.skip("Slurm has no pmix plugin (apt-get install slurm-wlm-basic-plugins)")
+    return "pmix", ompi.env({"SLURM_CONF": slurm3.conf})
+
+
+def jobscript(args, cwd, environ, submit=False):
+    out = subprocess.run([MPIWRITE, "jobscript", *(["--submit"] if submit else []), *args],
+                         cwd=cwd, capture_output=True, text=True, env=environ, timeout=90)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def data_files(folder):
+    return [os.path.join(d, f) for d, _dirs, files in os.walk(folder) for f in files]
+
+
+def check_study(results, job, log, plugin=None):
+    """A study of 1, 2 and 3 nodes x 2 ranks: a complete record per node count naming its
+    nodes (h0, h1, h2 for the largest), report --by nodes rows, the scaling plot."""
+    recs = [records.read(p) for p in records_in(results)]
+    assert sorted(len(r.nodes) for r in recs) == [1, 2, 3], log
+    for rec in recs:
+        n = len(rec.nodes)
+        hosts = [node["host"] for node in rec.nodes]
+        assert rec.status == "complete" and rec.attrs["ranks"] == 2 * n
+        assert len(set(hosts)) == n and set(hosts) <= set(NODES), hosts
+        assert list(rec.ranks["node"]) == [i for i in range(n) for _ in range(2)]
+        assert all(node["slurm"]["job_id"] == job for node in rec.nodes)
+        if plugin:
+            env = rec.attrs["environment"]
+            env = json.loads(env) if isinstance(env, str) else env
+            assert env["SLURM_MPI_TYPE"] == plugin  # the plugin srun started the ranks with
+    assert [node["host"] for node in max(recs, key=lambda r: len(r.nodes)).nodes] == NODES
+
+    out = subprocess.run([MPIWRITE, "report", str(results), "--by", "nodes", "--format",
+                          "json"], capture_output=True, text=True, timeout=60, env=_clean_env())
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["rows"]
+    assert sorted(int(r["keys"]["nodes"]) for r in rows) == [1, 2, 3]
+    assert all(r["runs"] == 1 for r in rows), rows
+
+    plot = results / "scaling.png"
+    assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
+
+
+@pytest.mark.timeout(60)
+def test_srun_names_the_three_nodes(slurm3):
+    out = slurm3.srun("-N", "3", "hostname", timeout=30)
+    assert out.returncode == 0, out.stderr + slurm3.log()
+    assert sorted(out.stdout.split()) == NODES
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_rendered_scaling_study_runs_on_one_two_and_three_nodes(slurm3, mpi, tmp_path):
+    """`mpiwrite jobscript --nodes 1,2,3 --ntasks-per-node 2 --submit`: a step of 2, 4 and 6
+    tasks in one 3-node allocation (without --ntasks per step the 1- and 2-node steps inherit
+    the job's 6 tasks and fail), a record per step naming its nodes, the report by nodes and
+    the scaling plot."""
+    plugin, environ = mpi
+    args = ["--nodes", "1,2,3", "--ntasks-per-node", "2", "--", str(tmp_path / "data"),
+            "-s", "8M", "--progress-interval", "0"]
+    assert f"srun --mpi={plugin} " in jobscript(args, tmp_path, environ)
+    job = jobscript(args, tmp_path, environ, submit=True).strip()
+    state = slurm3.wait(job, timeout=240)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert state == "COMPLETED", log + slurm3.log()
+
+    check_study(tmp_path / "results", job, log, plugin)
+    assert data_files(tmp_path / "data") == []  # each run removed its files
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_shipped_scaling_script_runs_on_one_two_and_three_nodes(slurm3, mpi, tmp_path):
+    """jobscripts/scaling.sbatch with its study from the environment: its steps ask for
+    their own task counts, and MPI_PLUGIN (pmi2 when unset) picks srun's plugin."""
+    plugin, environ = mpi
+    env = dict(environ, TARGET=str(tmp_path / "data"), RESULTS=str(tmp_path / "results"),
+               RUN_ARGS="-s 8M --progress-interval 0", NODE_COUNTS="1 2 3", REPEAT="1",
+               MPIWRITE=MPIWRITE)
+    if plugin != "pmi2":
+        env["MPI_PLUGIN"] = plugin
+    out = subprocess.run(["sbatch", "--parsable", "--nodes=3", "--ntasks-per-node=2",
+                          "--time=5", "--chdir", str(tmp_path), SCALING],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    job = out.stdout.strip().split(";")[0]
+    state = slurm3.wait(job, timeout=240)
+    log = (tmp_path / f"mpiwrite-scaling-{job}.out").read_text()
+    assert state == "COMPLETED", log + slurm3.log()
+    check_study(tmp_path / "results", job, log, plugin)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_scancel_leaves_no_data_and_no_running_record(slurm3, mpi, tmp_path):
+    """A 60 s run of 6 ranks on 3 nodes, cancelled while it writes: Slurm sends SIGTERM to
+    every rank (SIGKILL KillWait = 5 s later); the ranks remove their files and rank 0
+    records what was measured, so no record is left saying `running`."""
+    _plugin, environ = mpi
+    data = tmp_path / "data"
+    job = jobscript(["--nodes", "3", "--ntasks-per-node", "2", "--", str(data), "-t", "60",
+                     "--progress-interval", "0"], tmp_path, environ, submit=True).strip()
+    end = time.monotonic() + 90
+    while not (records_in(tmp_path / "results") and data_files(data)):
+        if time.monotonic() > end or slurm3.state(job) not in ("PENDING", "RUNNING"):
+            slurm3.scancel(job)
+            out = tmp_path / f"slurm-{job}.out"
+            pytest.fail(f"job {job} never started writing ({slurm3.state(job)})\n"
+                        f"{out.read_text() if out.exists() else ''}{slurm3.log()}")
+        time.sleep(0.2)
+    time.sleep(1)  # well inside the write phase
+    assert slurm3.state(job) == "RUNNING"
+    assert slurm3.scancel(job).returncode == 0
+    assert slurm3.wait(job, timeout=60) == "CANCELLED"  # COMPLETING (ranks alive) is waited out
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    rec = only_record(tmp_path / "results")
+    assert rec.status in ("interrupted", "failed"), log
+    assert rec.attrs["ranks"] == 6 and rec.ranks["bytes"].sum() > 0
+    assert sorted(node["host"] for node in rec.nodes) == NODES
+    assert data_files(data) == [], log
