@@ -1,106 +1,57 @@
-"""Helpers for tests that run mpiwrite as a user would: real mpiexec, real files."""
+"""Fixtures and markers of the test suite; the helpers they share are in common.py."""
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import os
-import shutil
-import signal
 import subprocess
-import sys
-from typing import List, Optional
 
 import pytest
+from common import is_root, mounted
 
-BIN = os.path.dirname(sys.executable)
-
-
-def tool(name: str) -> Optional[str]:
-    here = os.path.join(BIN, name)
-    return here if os.path.exists(here) else shutil.which(name)
-
-
-MPIEXEC = tool("mpiexec")
-MPIWRITE = tool("mpiwrite")
+# What starts MPI ranks (directly, through a wrapper such as strace or timeout, or inside a
+# batch job): a test that runs one of these must carry the `mpi` marker, so that
+# `pytest -m "not mpi"` runs exactly the tests that start no MPI job.
+LAUNCHERS = ("mpiexec", "mpirun", "srun", "sbatch", "reframe")
 
 
-def _clean_env(extra=None):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith(("PMI_", "PMIX_", "OMPI_", "SLURM_", "MPIWRITE_")):
-            del env[k]
-    env.update(extra or {})
-    return env
+WRAPPERS = ("strace", "timeout", "bash", "sh", "env", "nsenter", "setsid", "unshare", "time")
 
 
-def bounded(cmd: List[str], timeout: float, **kw) -> subprocess.CompletedProcess:
-    """Run cmd in a session of its own; past `timeout` end exactly that process group
-    (never other people's processes by name) and fail the test as a hang."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True, **kw)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n{out}\n{err}")\
-            from None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+def _launches(args) -> bool:
+    """Whether a command starts ranks: a launcher, or a wrapper whose command is one, or
+    `mpiwrite ... --submit` (sbatch from inside mpiwrite)."""
+    if isinstance(args, (str, bytes, os.PathLike)):
+        words = (os.fsdecode(args) if not isinstance(args, str) else args).split()
+    else:
+        words = [os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in args]
+    if not words:
+        return False
+    first = os.path.basename(words[0])
+    if first in LAUNCHERS or (first == "mpiwrite" and "--submit" in words):
+        return True
+    if first in ("bash", "sh") and "-c" in words:  # the script's own text may define srun()
+        words = words[words.index("-c") + 1:][1:]
+    elif first not in WRAPPERS:
+        return False
+    return any(os.path.basename(part) in LAUNCHERS for w in words[1:] for part in w.split())
 
 
-def kill_group(proc) -> None:
-    """SIGKILL the process group that `proc` leads (started with start_new_session)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+@pytest.fixture(autouse=True)
+def _mpi_marker_tells_the_truth(request, monkeypatch):
+    """A test without the `mpi` marker that starts an MPI job fails, naming the command."""
+    if request.node.get_closest_marker("mpi") is not None:
+        yield
+        return
+    real = subprocess.Popen.__init__
 
+    def init(self, args, *a, **kw):
+        if _launches(args):
+            raise AssertionError(f"{request.node.nodeid} starts an MPI job ({args!r}) but is "
+                                 "not marked `mpi`")
+        real(self, args, *a, **kw)
 
-def mpirun(n: int, args: List[str], cwd: str, timeout: float = 120, env=None,
-           pre: Optional[List[str]] = None) -> subprocess.CompletedProcess:
-    """`mpiexec -n N mpiwrite ARGS` in cwd; output captured; fails the test on a hang."""
-    if MPIEXEC is None:
-        pytest.skip("no mpiexec (pip install mpich)")
-    cmd = (pre or []) + [MPIEXEC, "-n", str(n), MPIWRITE] + list(args)
-    return bounded(cmd, timeout, cwd=cwd, env=_clean_env(env))
-
-
-def cli(args: List[str], cwd: str, timeout: float = 60, env=None, input=None):
-    """`mpiwrite ARGS` without a launcher."""
-    return subprocess.run([MPIWRITE] + list(args), cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=_clean_env(env), input=input)
-
-
-def records_in(folder: str) -> List[str]:
-    return sorted(glob.glob(os.path.join(folder, "*.h5")))
-
-
-def only_record(folder: str):
-    from mpiwrite.formats import records
-
-    found = records_in(folder)
-    assert len(found) == 1, found
-    return records.read(found[0])
-
-
-def is_root() -> bool:
-    return os.geteuid() == 0
-
-
-needs_root = pytest.mark.skipif(not is_root(), reason="needs root (mounts)")
-
-
-@contextlib.contextmanager
-def mounted(path, fstype: str, options: str = ""):
-    """Mount a filesystem of ours at path (created), and unmount it afterwards."""
-    os.makedirs(path, exist_ok=True)
-    cmd = ["mount", "-t", fstype] + (["-o", options] if options else []) + [fstype, str(path)]
-    subprocess.run(cmd, check=True)
-    try:
-        yield str(path)
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    yield
 
 
 @pytest.fixture

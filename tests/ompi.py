@@ -17,7 +17,7 @@ import uuid
 from typing import List, Optional
 
 import hosts as hostlib
-from conftest import MPIWRITE, _clean_env
+from common import MPIWRITE, clean_env
 
 LIBMPI = "libmpi.so.40"  # Open MPI 4.x and 5.x
 
@@ -44,7 +44,7 @@ def why_not() -> str:
 
 def env(extra=None) -> dict:
     """The test environment for Open MPI: its library for mpi4py, and root allowed."""
-    e = _clean_env({"MPI4PY_LIBMPI": LIBMPI, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    e = clean_env({"MPI4PY_LIBMPI": LIBMPI, "OMPI_ALLOW_RUN_AS_ROOT": "1",
                     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                     # No CMA single copy in containers (ptrace is often not allowed).
                     "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})

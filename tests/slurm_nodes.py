@@ -28,7 +28,7 @@ while it runs are removed when it stops.
 
 Every wait is polled and bounded; everything is stopped (by pid), unmounted and removed on
 exit, also when starting failed; `leftovers()` names what is not.  The fixtures `slurm` (one
-node of 16 CPUs) and `slurm3` (three of 2) in conftest.py are this class; docs/testbed.md.
+node of 16 CPUs) and `slurm3` (three of 2) in common.py are this class; docs/testbed.md.
 """
 
 from __future__ import annotations

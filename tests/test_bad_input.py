@@ -4,7 +4,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import MPIWRITE, _clean_env, cli
+from common import MPIWRITE, clean_env, cli
 
 CASES = [
     (["-s", "1Q"], "--size"),
@@ -64,7 +64,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, option):
 
 def test_non_utf8_tag_value(tmp_path):
     out = subprocess.run([MPIWRITE.encode(), b"run", b"--tag", b"k=\xff\xfe"], cwd=tmp_path,
-                         capture_output=True, timeout=60, env=_clean_env())
+                         capture_output=True, timeout=60, env=clean_env())
     assert out.returncode == 2
     assert b"--tag" in out.stderr and b"UTF-8" in out.stderr
     assert os.listdir(tmp_path) == []

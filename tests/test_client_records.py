@@ -118,7 +118,7 @@ def _retag(path, client, drop_key=False):
 
 
 def test_report_by_client_over_new_and_old_records(tmp_path):
-    from conftest import cli
+    from common import cli
 
     study = tmp_path / "study"
     study.mkdir()

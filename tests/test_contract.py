@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 import synth
-from conftest import cli, mpirun
+from common import cli, mpirun
 
 from mpiwrite import stats
 from mpiwrite.formats import contract

@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from conftest import cli, mpirun, only_record
+from common import cli, mpirun, only_record
 
 from mpiwrite.answers import results
 from mpiwrite.formats import records, summary

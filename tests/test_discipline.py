@@ -1,7 +1,7 @@
 """The failure discipline: every failure, on any rank, in any phase, ends the job within
 seconds with one line naming rank, host and phase; bad input on any rank is exit 2 before data.
 
-Each case here hung or crashed mpiwrite 0.1.0 (../shared/reference/adversarial-findings.md).
+Each case here hung or crashed mpiwrite 0.1.0 (found by trying to break it; docs/security.md).
 Every job runs under a hard bound; a hang fails the test and its process group is killed.
 """
 
@@ -12,11 +12,11 @@ import subprocess
 import time
 
 import pytest
-from conftest import (
+from common import (
     MPIEXEC,
     MPIWRITE,
-    _clean_env,
     bounded,
+    clean_env,
     cli,
     kill_group,
     mounted,
@@ -26,8 +26,6 @@ from conftest import (
 )
 
 from mpiwrite.formats import records
-
-pytestmark = pytest.mark.mpi
 
 QUIET = ["--progress-interval", "0"]
 HUGE = "9" * 400
@@ -43,6 +41,7 @@ def no_data_left(folder) -> bool:
 
 
 # ----------------------------------------------------------------------------- before data
+@pytest.mark.mpi
 @pytest.mark.parametrize("n,dest,expect", [
     (2, "out/summary.json", "does not exist"),
     (4, "jdir", "is a directory"),
@@ -59,39 +58,43 @@ def test_json_destination_is_checked_before_any_data(tmp_path, n, dest, expect):
     assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
 
 
+@pytest.mark.mpi
 def test_node_local_tag_file_missing_on_one_rank(tmp_path):
     """Only rank 1's input is bad: it still joins the others to say so (exit 2, named)."""
     (tmp_path / "node.tags").write_text("site=a\n")
     cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "1M", "--tag-file", "node.tags",
            ":", "-n", "1", MPIWRITE, "run", "d", "-s", "1M", "--tag-file", "missing.tags"]
-    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 60, cwd=tmp_path, env=clean_env())
     assert out.returncode == 2, out.stderr
     assert lines_with(out.stderr, "rank 1 on") and "--tag-file" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 def test_settings_that_differ_between_ranks_are_named(tmp_path):
     cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "1M", ":", "-n", "2", MPIWRITE,
            "run", "d", "-s", "2M"]
-    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 60, cwd=tmp_path, env=clean_env())
     assert out.returncode == 2, out.stderr
     assert "settings differ" in out.stderr and "--size" in out.stderr
     assert "rank 1 on" in out.stderr and "1 more rank" in out.stderr
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 def test_one_rank_without_memory_for_its_buffer(tmp_path):
     cmd = [MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-b", "512M", "-s", "512M", "--results",
            "r", ":", "-n", "1", "bash", "-c",
            f"ulimit -v 1000000; exec {MPIWRITE} run d -b 512M -s 512M --results r"]
-    out = bounded(cmd, 90, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 90, cwd=tmp_path, env=clean_env())
     assert out.returncode == 2, out.stderr
     assert "rank 1 on" in out.stderr and "--block-size" in out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("args,option", [
     (["-t", HUGE], "--time"),
     (["--timeout", "9000000000"], "--timeout"),
@@ -112,14 +115,16 @@ def test_numbers_that_overflow_are_bad_input(tmp_path, args, option):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 def test_hostname_that_is_not_utf8(tmp_path):
-    env = _clean_env({"MPIWRITE_HOSTNAME": os.fsdecode(b"node\xff")})
+    env = clean_env({"MPIWRITE_HOSTNAME": os.fsdecode(b"node\xff")})
     out = bounded([MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", "1M"], 60, cwd=tmp_path,
                   env=env)
     assert out.returncode == 2, out.stderr
     assert "MPIWRITE_HOSTNAME" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("memtotal", ["inf", "9" * 20, "-5"])
 def test_sysroot_with_absurd_memtotal_gives_an_unknown_fact(tmp_path, memtotal):
     root = tmp_path / "root"
@@ -141,6 +146,7 @@ PHASES = [
 ]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("rank,phase", PHASES)
 def test_an_unexpected_error_anywhere_ends_the_job(tmp_path, rank, phase):
     t0 = time.monotonic()
@@ -162,6 +168,7 @@ def test_an_unexpected_error_anywhere_ends_the_job(tmp_path, rank, phase):
         assert any(e.get("rank") == rank and e.get("phase") == phase for e in rec.errors)
 
 
+@pytest.mark.mpi
 @needs_root
 def test_a_failed_run_names_the_data_files_it_could_not_remove(tmp_path):
     """Rank 1 fails after the write phase; meanwhile the folder holding the data files became
@@ -172,7 +179,7 @@ def test_a_failed_run_names_the_data_files_it_could_not_remove(tmp_path):
 
     if not shutil.which("chattr"):
         pytest.skip("no chattr (apt-get install e2fsprogs)")
-    env = _clean_env({"MPIWRITE_INJECT": "1:iteration 0: gather:4"})
+    env = clean_env({"MPIWRITE_INJECT": "1:iteration 0: gather:4"})
     proc = subprocess.Popen([MPIEXEC, "-n", "3", MPIWRITE, "run", "d", "-s", "1M",
                              "--results", "r"] + QUIET, cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -212,7 +219,7 @@ def _rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
 def _start(tmp_path, n, args):
     return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_clean_env({"MPIWRITE_GRACE": "3"}), stdin=subprocess.DEVNULL,
+                            env=clean_env({"MPIWRITE_GRACE": "3"}), stdin=subprocess.DEVNULL,
                             start_new_session=True)
 
 
@@ -222,6 +229,7 @@ def _finish(proc, timeout):
     return wait(proc, timeout)
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
     proc = _start(tmp_path, 3, ["run", "d", "-s", "2G", "-b", "1M", "--results", "r"] + QUIET)
@@ -247,6 +255,7 @@ def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
     assert rec.status == "interrupted"
 
 
+@pytest.mark.mpi
 def test_stopped_rank_0_is_named_by_the_others(tmp_path):
     # small blocks keep the data small (the others' fsync must end well within the bound)
     proc = _start(tmp_path, 3, ["run", "d", "-t", "2", "-b", "4k", "--timeout", "6",
@@ -268,6 +277,7 @@ def test_stopped_rank_0_is_named_by_the_others(tmp_path):
     assert files == [], files
 
 
+@pytest.mark.mpi
 def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
     """Not only the write phase: with --timeout, no wait for other ranks is unbounded."""
     proc = _start(tmp_path, 3, ["run", "d", "-t", "1", "--timeout", "2", "-i", "3",
@@ -289,6 +299,7 @@ def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
     assert said and "Traceback" not in err, err
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
 def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
     # a run that cannot finish before the signal (30 s, no I/O)
@@ -305,6 +316,7 @@ def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
 
 
 # ----------------------------------------------------------------------------- record disk
+@pytest.mark.mpi
 @needs_root
 def test_results_disk_without_room_for_the_record(tmp_path):
     with mounted(tmp_path / "full", "tmpfs", "size=64k") as full:
@@ -319,6 +331,7 @@ def test_results_disk_without_room_for_the_record(tmp_path):
     assert no_data_left(tmp_path / "d")
 
 
+@pytest.mark.mpi
 @needs_root
 def test_results_disk_filling_over_iterations_keeps_the_last_good_record(tmp_path):
     # a record is ~21 KB after one iteration and ~69 KB after 30, and a save needs the old and
@@ -349,6 +362,7 @@ def test_errors_are_said_inside_a_job_step(tmp_path, var, args):
     assert out.stderr.startswith("mpiwrite: error:"), out.stderr
 
 
+@pytest.mark.mpi
 def test_null_engine_coordinates_sixteen_ranks_without_storage(tmp_path):
     out = mpirun(16, ["run", "d", "-s", "4G", "--engine", "null", "-i", "2", "--results", "r"]
                  + QUIET, cwd=tmp_path, timeout=120)
@@ -364,7 +378,7 @@ def test_stdout_that_cannot_be_written_ends_the_run_with_one_line(tmp_path):
     with open("/dev/full", "w") as full:
         out = subprocess.run([MPIWRITE, "run", "d", "-s", "1M", "--results", "r"] + QUIET,
                              cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True,
-                             timeout=60, env=_clean_env())
+                             timeout=60, env=clean_env())
     assert out.returncode == 1
     said = lines_with(out.stderr, "run failed:")
     assert len(said) == 1 and "No space left" in said[0] and "Traceback" not in out.stderr
@@ -379,6 +393,7 @@ def test_json_that_cannot_be_created_is_bad_input(tmp_path, dest):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("root", ["/nonexistent-sysroot", "/etc/passwd"])
 def test_sysroot_that_is_not_a_folder_is_bad_input_for_run(tmp_path, root):
     out = mpirun(2, ["run", "d", "-s", "1M", "--no-record"] + QUIET, cwd=tmp_path,
@@ -387,6 +402,7 @@ def test_sysroot_that_is_not_a_folder_is_bad_input_for_run(tmp_path, root):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("n,shift", [(2, 2), (1, 1), (3, 6)])
 def test_verify_shift_that_lands_a_rank_on_itself_is_refused(tmp_path, n, shift):
     out = mpirun(n, ["run", "d", "-s", "1M", "--no-record", "--verify-shift", str(shift)]
@@ -395,10 +411,11 @@ def test_verify_shift_that_lands_a_rank_on_itself_is_refused(tmp_path, n, shift)
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 def test_buffers_that_do_not_fit_the_address_space_are_bad_input(tmp_path):
     cmd = ["bash", "-c", 'ulimit -v 2000000; exec "$@"', "x", MPIEXEC, "-n", "2", MPIWRITE,
            "run", "d", "-b", "1G", "-s", "1G", "--results", "r"] + QUIET
-    out = bounded(cmd, 90, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 90, cwd=tmp_path, env=clean_env())
     assert out.returncode == 2, out.stderr
     assert "--block-size" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
@@ -419,13 +436,14 @@ def test_results_are_checked_before_the_target_sees_a_probe(tmp_path, bad):
     out = subprocess.run(["strace", "-f", "-e", "trace=openat", "-o", str(log), MPIWRITE,
                           "run", "target", "-s", "1M", "--results", bad] + QUIET,
                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                         env=_clean_env())
+                         env=clean_env())
     assert out.returncode == 2 and "--results" in out.stderr, out.stderr
     assert "-probe" not in "".join(ln for ln in log.read_text().splitlines()
                                    if "target/" in ln)
     assert os.listdir(tmp_path / "target") == []
 
 
+@pytest.mark.mpi
 def test_a_shared_file_swapped_for_a_symlink_is_never_written_through(tmp_path):
     """Each iteration rank 0 creates the shared file and the others open it by name: a file
     swapped for a symlink to a victim in that window must not be written through."""
@@ -467,7 +485,7 @@ def test_a_shared_file_swapped_for_a_symlink_is_never_written_through(tmp_path):
         assert "Traceback" not in out.stderr and "rank " in out.stderr
 
 
-
+@pytest.mark.mpi
 def test_sigterm_ends_a_job_whose_other_program_never_starts_mpi(tmp_path):
     """An MPMD launch with a broken second command: rank 0 waits in MPI_Init for a rank that
     exited with a usage error.  A handler that only sets a flag swallowed SIGTERM there (a job
@@ -475,7 +493,7 @@ def test_sigterm_ends_a_job_whose_other_program_never_starts_mpi(tmp_path):
     proc = subprocess.Popen([MPIEXEC, "-n", "1", MPIWRITE, "run", "d", "-s", "4M", "--results",
                              "r", ":", "-n", "1", MPIWRITE, "show"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         time.sleep(3)
         assert proc.poll() is None  # it does hang: nothing to agree with

@@ -8,10 +8,10 @@ import subprocess
 import time
 
 import pytest
-from conftest import (
+from common import (
     MPIEXEC,
     MPIWRITE,
-    _clean_env,
+    clean_env,
     cli,
     is_root,
     kill_group,
@@ -24,8 +24,6 @@ from conftest import (
 
 from mpiwrite.formats import records
 from mpiwrite.formats.status import Status
-
-pytestmark = pytest.mark.mpi
 
 
 def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
@@ -60,7 +58,7 @@ def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
 def start(n, args, cwd):
     return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def wait(proc, timeout=60):
@@ -86,6 +84,7 @@ def wait_for_bytes(path_dir, nbytes=1, timeout=20):
     raise AssertionError("no data written")
 
 
+@pytest.mark.mpi
 @needs_root
 def test_disk_fills_mid_run(tmpfs, tmp_path):
     t0 = time.monotonic()
@@ -125,14 +124,14 @@ def test_permission_denied_for_another_user(tmp_path):
     target = os.path.join(base, "rootonly")
     os.mkdir(target, 0o755)
     out = subprocess.run(setpriv + [MPIWRITE, "run", str(target), "--no-record"],
-                         capture_output=True, text=True, timeout=60, env=_clean_env(),
+                         capture_output=True, text=True, timeout=60, env=clean_env(),
                          cwd="/")
     assert out.returncode == 2, out.stderr
     assert "Permission denied" in out.stderr and str(target) in out.stderr
     assert os.listdir(target) == []
     hidden = os.path.join(str(tmp_path), "inner")  # tmp_path itself is 0700: not traversable
     out = subprocess.run(setpriv + [MPIWRITE, "run", hidden, "--no-record"], cwd="/",
-                         capture_output=True, text=True, timeout=60, env=_clean_env())
+                         capture_output=True, text=True, timeout=60, env=clean_env())
     assert out.returncode == 2 and "Permission denied" in out.stderr, out.stderr
     import shutil
 
@@ -148,6 +147,7 @@ def test_direct_on_a_filesystem_that_refuses_it(tmp_path):
         assert os.listdir(mnt) == []
 
 
+@pytest.mark.mpi
 def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
     res = tmp_path / "r"
     assert mpirun(2, ["run", "good", "-s", "2M", "--results", str(res)],
@@ -168,6 +168,7 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
     assert not [f for f in os.listdir(res) if ".tmp" in f]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
     proc = start(3, ["run", "d", "-t", "30", "--no-fsync", "--results", "r", "--json", "s.json",
@@ -187,6 +188,7 @@ def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
 
 
+@pytest.mark.mpi
 def test_stopped_rank_is_named_by_the_watchdog(tmp_path):
     proc = start(3, ["run", "d", "-t", "2", "--timeout", "4", "--no-fsync", "--results", "r",
                      "--progress-interval", "0"], tmp_path)
@@ -217,6 +219,7 @@ def test_results_folder_not_writable_is_found_before_data(tmp_path):
         assert not os.path.exists(tmp_path / "d")
 
 
+@pytest.mark.mpi
 @needs_root
 def test_results_disk_full_at_the_end_still_reports(tmp_path):
     with mounted(tmp_path / "res", "tmpfs", "size=512k") as res:
@@ -235,6 +238,7 @@ def test_results_disk_full_at_the_end_still_reports(tmp_path):
         assert len(running) == 1 and records.read(running[0]).status == "running"
 
 
+@pytest.mark.mpi
 def test_eight_runs_finishing_at_once(tmp_path):
     procs = [start(1, ["run", f"d{i}", "-s", "4M", "--results", "r", "--progress-interval",
                        "0"], tmp_path) for i in range(8)]
@@ -245,6 +249,7 @@ def test_eight_runs_finishing_at_once(tmp_path):
     assert all(records.read(p).status == "complete" for p in found)
 
 
+@pytest.mark.mpi
 def test_others_files_are_never_touched(tmp_path):
     target = tmp_path / "shared dir ünïcode"
     target.mkdir()
@@ -260,6 +265,7 @@ def test_others_files_are_never_touched(tmp_path):
         assert os.stat(target / name).st_mtime_ns == mtime
 
 
+@pytest.mark.mpi
 def test_kept_files_of_earlier_runs_stay(tmp_path):
     assert mpirun(2, ["run", "d", "-s", "1M", "--keep", "--no-record"],
                   cwd=tmp_path).returncode == 0
@@ -269,6 +275,7 @@ def test_kept_files_of_earlier_runs_stay(tmp_path):
     assert sorted(os.listdir(tmp_path / "d")) == kept
 
 
+@pytest.mark.mpi
 def test_verify_command_finds_one_flipped_byte(tmp_path):
     assert mpirun(2, ["run", "d", "-s", "1M", "-b", "64k", "--keep", "--no-record"],
                   cwd=tmp_path).returncode == 0
@@ -288,6 +295,7 @@ def test_verify_command_finds_one_flipped_byte(tmp_path):
     assert f"offset {5 * 65536 + 4321} (block 5)" in bad[0]
 
 
+@pytest.mark.mpi
 def test_verify_shift_reads_another_ranks_data(tmp_path):
     out = mpirun(4, ["run", "d", "-s", "2M", "--verify-shift", "1", "--results", "r",
                      "--progress-interval", "0"], cwd=tmp_path)

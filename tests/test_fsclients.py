@@ -5,7 +5,7 @@ import os
 
 import pytest
 import sysroots
-from conftest import cli
+from common import cli
 
 from mpiwrite.facts import fs_fuse as fuse
 from mpiwrite.facts import fs_gpfs as gpfs
@@ -208,7 +208,7 @@ def test_client_is_a_reserved_tag_name():
 @pytest.mark.parametrize("fixture,expect", [("nfs", "nfs 4.2"), ("glusterfs", "glusterfs 10.3")])
 def test_run_records_the_client(tmp_path, fixture, expect):
     import h5py
-    from conftest import mpirun, only_record
+    from common import mpirun, only_record
 
     target = tmp_path / "mnt"
     target.mkdir()

@@ -17,11 +17,11 @@ import time
 import gluster as glusterlib
 import hosts as hostlib
 import pytest
-from conftest import (
+from common import (
     MPIEXEC,
     MPIWRITE,
-    _clean_env,
     bounded,
+    clean_env,
     cli,
     kill_group,
     only_record,
@@ -50,7 +50,7 @@ class Bed:
     def run(self, nhosts, args, timeout=120, per_host=PER_HOST):
         """`mpiwrite ARGS --json -` over the first nhosts hosts: (completed, parsed JSON)."""
         out = bounded(self.command(nhosts, list(args) + ["--json", "-"], per_host), timeout,
-                      cwd=self.folder, env=_clean_env())
+                      cwd=self.folder, env=clean_env())
         try:
             doc = json.loads(out.stdout)
         except ValueError:
@@ -105,7 +105,7 @@ def test_script_runs_a_command_on_the_testbed_and_removes_it(tmp_path):
                "$TESTBED_GLUSTER volume get mwvol network.compression && exit 3")
     out = bounded([sys.executable, script, "--hosts", "2", "--rate", "100mbit", "--dir",
                    str(tmp_path), "--option", "network.compression=on", "--", "sh", "-c",
-                   command], 120, cwd=str(tmp_path), env=_clean_env())
+                   command], 120, cwd=str(tmp_path), env=clean_env())
     assert out.returncode == 3, out.stdout + out.stderr
     assert "\nh1\n" in out.stdout and re.search(r"network.compression\s+on", out.stdout)
     assert "left behind" not in out.stderr
@@ -328,7 +328,7 @@ def test_brick_server_killed_mid_run_fails_collectively(bed):
     target = bed.target("kill")
     args = ["run", target, "-t", "30", "--results", os.path.join(bed.folder, "kill"),
             "--progress-interval", "0"]
-    proc = subprocess.Popen(bed.command(HOSTS, args), cwd=bed.folder, env=_clean_env(),
+    proc = subprocess.Popen(bed.command(HOSTS, args), cwd=bed.folder, env=clean_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -8,7 +8,7 @@ import subprocess
 import h5py
 import pytest
 import synth
-from conftest import MPIWRITE, _clean_env, cli, is_root
+from common import MPIWRITE, clean_env, cli, is_root
 
 pytestmark = pytest.mark.timeout(60)
 EVIL = "\x1b]0;owned\x07\x1b[2J\nfake line"
@@ -179,6 +179,7 @@ def test_folder_with_glob_characters_is_taken_literally(tmp_path, capsys):
     assert code == 0, err
 
 
+@pytest.mark.root
 @pytest.mark.skipif(not is_root(), reason="needs root to drop capabilities")
 def test_permission_denied_is_said_as_such(tmp_path):
     d = tmp_path / "r"
@@ -187,7 +188,7 @@ def test_permission_denied_is_said_as_such(tmp_path):
     os.chown(d, 65534, 65534)
     out = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
                           MPIWRITE, "report", "r"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=60, env=_clean_env())
+                         text=True, timeout=60, env=clean_env())
     assert out.returncode == 2 and "permission denied" in out.stderr, out.stderr
 
 

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 import sysroots
-from conftest import cli, is_root, only_record
+from common import cli, is_root, only_record
 
 from mpiwrite.errors import ConfigError
 from mpiwrite.facts import nodeinfo, sysroot

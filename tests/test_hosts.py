@@ -5,7 +5,7 @@ import os
 import hosts as hostlib
 import pytest
 import sysroots
-from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, cli, only_record, records_in
+from common import MPIEXEC, MPIWRITE, bounded, clean_env, cli, only_record, records_in
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -37,7 +37,7 @@ def launch(h, segments, cwd, per_host=2, timeout=180):
         for k, v in env.items():
             cmd += ["-env", k, v]
         cmd += [MPIWRITE] + args
-    return bounded(cmd, timeout, cwd=cwd, env=_clean_env())
+    return bounded(cmd, timeout, cwd=cwd, env=clean_env())
 
 
 def test_three_hosts_two_ranks_each_with_their_own_facts(three_hosts, tmp_path):

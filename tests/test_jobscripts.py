@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MPIWRITE, _clean_env, cli, only_record, records_in
+from common import MPIWRITE, clean_env, cli, only_record, records_in
 
 from mpiwrite.cli import jobscript as js
 from mpiwrite.errors import ConfigError
@@ -147,7 +147,7 @@ def test_jobscript_detects_the_family_mpi4py_loads(tmp_path):
     from mpiwrite.facts import mpiinfo
 
     probe = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
-                           capture_output=True, text=True, timeout=60, env=_clean_env())
+                           capture_output=True, text=True, timeout=60, env=clean_env())
     family = mpiinfo.family(probe.stdout)
     out = cli(["jobscript"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -183,6 +183,7 @@ def submit(slurm, args, cwd):
     return job, state, log
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_srun_job_records_the_batch_context(slurm, tmp_path):
     job, state, log = submit(slurm, ["--ntasks-per-node", "4", "--", "d", "-s", "2M",
@@ -195,6 +196,7 @@ def test_srun_job_records_the_batch_context(slurm, tmp_path):
     assert "ranks_per_node" in log and "MB/s" in log  # the report at the end of the job
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_mpiexec_inside_the_allocation(slurm, tmp_path):
     job, state, log = submit(slurm, ["--ntasks-per-node", "3", "--launcher", "mpirun", "--",
@@ -204,6 +206,7 @@ def test_mpiexec_inside_the_allocation(slurm, tmp_path):
     assert rec.attrs["ranks"] == 3 and rec.nodes[0]["slurm"]["job_id"] == job
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_study_with_repetitions_reports(slurm, tmp_path):
     job, state, log = submit(slurm, ["--nodes", "1", "--ntasks-per-node", "2", "--repeat",
@@ -215,6 +218,7 @@ def test_study_with_repetitions_reports(slurm, tmp_path):
     assert table and table[0].split()[2] == "3"  # nodes=1, ranks_per_node=2, runs=3
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_checksums_ab_without_lctl_skips_clearly(slurm, tmp_path):
     out = subprocess.run(["sbatch", "--parsable", "--chdir", str(tmp_path),
@@ -240,6 +244,7 @@ echo "set osc.*.checksums=$value" >> "$root/lctl.log"
 """
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     import sysroots
@@ -269,6 +274,7 @@ def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     assert sets[-1] == "osc.*.checksums=1"  # restored to what it was before
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
     """What --signal=TERM@60 does before a time limit: Slurm sends SIGTERM to the job's tasks

@@ -4,11 +4,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import mpirun, only_record
+from common import mpirun, only_record
 
 from mpiwrite.run import latency
-
-pytestmark = pytest.mark.mpi
 
 
 def test_buckets_are_log_scale_with_a_known_grain():
@@ -75,6 +73,7 @@ def test_percentiles_never_exceed_the_exact_maximum():
     assert all(p[k] <= 0.029 for k in ("p50", "p90", "p99", "p999"))
 
 
+@pytest.mark.mpi
 def test_a_run_records_every_write_and_fsync_call(tmp_path):
     """2 ranks x 512 blocks, an fsync every 16 blocks: the node histogram holds 1,024 write
     calls and 64 fsync calls, and the figures are ordered p50 <= p99 <= max."""
@@ -94,6 +93,7 @@ def test_a_run_records_every_write_and_fsync_call(tmp_path):
     assert np.isfinite(r["fsync_latency_max_seconds"]).all()
 
 
+@pytest.mark.mpi
 def test_the_benchmark_knob_turns_accounting_off(tmp_path):
     out = mpirun(1, ["run", "d", "-s", "4M", "--results", "r", "--progress-interval", "0"],
                  cwd=tmp_path, env={"MPIWRITE_NO_ACCOUNTING": "1"})
@@ -102,8 +102,9 @@ def test_the_benchmark_knob_turns_accounting_off(tmp_path):
     assert rec.latency == [] and np.isnan(rec.ranks["cpu_user_seconds"]).all()
 
 
+@pytest.mark.mpi
 def test_show_prints_latency_cpu_read_and_ior_figures(tmp_path):
-    from conftest import cli
+    from common import cli
 
     out = mpirun(2, ["run", "d", "-s", "8M", "-b", "64k", "--fsync-every", "8", "--read",
                      "--read-shift", "1", "--results", "r", "--progress-interval", "0"],

@@ -175,7 +175,7 @@ def test_a_record_shows_the_counters_that_grew_during_the_run(tmp_path):
     one 1 MiB RPC every 5 ms; the record's delta must be exactly what grew in between."""
     import threading
 
-    from conftest import mpirun, only_record
+    from common import mpirun, only_record
 
     target = tmp_path / "lus"
     target.mkdir()
@@ -227,7 +227,7 @@ def _lustre_target(tmp_path):
 def test_stripe_options_lay_out_a_run_directory_with_lfs(tmp_path):
     """--stripe-count/--stripe-size/--ost-index: the run's own directory (never the user's
     TARGET) gets the layout before any file is made; the request is recorded."""
-    from conftest import mpirun, only_record
+    from common import mpirun, only_record
 
     target, root = _lustre_target(tmp_path)
     log = tmp_path / "lfs.log"
@@ -253,7 +253,7 @@ def test_stripe_options_lay_out_a_run_directory_with_lfs(tmp_path):
 
 @pytest.mark.mpi
 def test_stripe_options_off_lustre_are_bad_input_and_create_nothing(tmp_path):
-    from conftest import mpirun
+    from common import mpirun
 
     out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r", "--stripe-count", "2",
                      "--progress-interval", "0"], cwd=tmp_path, timeout=60)

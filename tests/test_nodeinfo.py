@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 import sysroots
-from conftest import MPIWRITE, cli, mpirun, only_record
+from common import MPIWRITE, cli, mpirun, only_record
 
 from mpiwrite.facts import lustre, nodeinfo
 

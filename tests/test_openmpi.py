@@ -15,7 +15,7 @@ import time
 import hosts as hostlib
 import ompi
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, mounted, needs_root, only_record, records_in
+from common import MPIEXEC, MPIWRITE, clean_env, mounted, needs_root, only_record, records_in
 
 from mpiwrite.facts import mpiinfo
 
@@ -99,7 +99,7 @@ def test_srun_starts_each_mpi_through_its_plugin(slurm, tmp_path, plugin, family
     else:
         if MPIEXEC is None:
             pytest.skip("no MPICH (pip install mpich)")
-        environ = _clean_env({"SLURM_CONF": slurm.conf})
+        environ = clean_env({"SLURM_CONF": slurm.conf})
     out = ompi.launch(["srun", f"--mpi={plugin}", "-n", "3", "--kill-on-bad-exit=1", MPIWRITE,
                        "run", "d", "-s", "2M", "--results", "r", *ARGS],
                       tmp_path, timeout=120, environ=environ)

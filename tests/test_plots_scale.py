@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 import synth
-from conftest import cli
+from common import cli
 
 pytest.importorskip("matplotlib")
 from PIL import Image  # noqa: E402

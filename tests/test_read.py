@@ -6,11 +6,11 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import (
+from common import (
     MPIEXEC,
     MPIWRITE,
-    _clean_env,
     bounded,
+    clean_env,
     mounted,
     mpirun,
     needs_root,
@@ -21,7 +21,6 @@ from mpiwrite.formats import pattern, summary
 from mpiwrite.formats.status import Status
 from mpiwrite.run.writer import ReadPlan, StreamPlan, read_stream, write_stream
 
-pytestmark = pytest.mark.mpi
 QUIET = ["--progress-interval", "0"]
 
 
@@ -63,6 +62,7 @@ def test_read_stream_fails_on_a_short_or_missing_file(tmp_path):
 
 
 # ----------------------------------------------------------------------------- runs
+@pytest.mark.mpi
 def test_every_rank_reads_the_file_of_the_rank_n_away(tmp_path):
     out = mpirun(3, ["run", "d", "-s", "3M", "-b", "256k", "--results", "r", "--read",
                      "--read-shift", "1", "--verify", "-i", "2", "--json", "-"] + QUIET,
@@ -83,6 +83,7 @@ def test_every_rank_reads_the_file_of_the_rank_n_away(tmp_path):
     assert os.listdir(tmp_path / "d") == [] if (tmp_path / "d").exists() else True
 
 
+@pytest.mark.mpi
 def test_default_shift_on_one_node_warns_that_the_cache_may_serve_the_reads(tmp_path):
     out = mpirun(2, ["run", "d", "-s", "1M", "--no-record", "--read"] + QUIET, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -90,6 +91,7 @@ def test_default_shift_on_one_node_warns_that_the_cache_may_serve_the_reads(tmp_
     assert warned and "read shift 2" in warned[0] and "own file" in warned[0]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("args,option", [
     (["--read-shift", "1"], "--read-shift"), (["--drop-cache"], "--drop-cache"),
     (["--read", "--verify-shift", "1"], "--verify-shift"), (["--read", "--read-shift", "-1"],
@@ -101,6 +103,7 @@ def test_read_options_are_checked(tmp_path, args, option):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.mpi
 @needs_root
 def test_a_file_no_other_rank_can_see_ends_the_read_phase_collectively(tmp_path):
     """Rank 1 writes into a tmpfs of its own (a node-local target): the rank that reads its
@@ -111,7 +114,7 @@ def test_a_file_no_other_rank_can_see_ends_the_read_phase_collectively(tmp_path)
                'mount -t tmpfs -o size=16m tmpfs d && exec "$0" "$@"', MPIWRITE] + args
     cmd = [MPIEXEC, "-n", "1", MPIWRITE] + args + [":", "-n", "1"] + private + \
         [":", "-n", "1", MPIWRITE] + args
-    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 60, cwd=tmp_path, env=clean_env())
     assert out.returncode == 1, out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert "read open" in last and "No such file" in last, out.stderr
@@ -121,6 +124,7 @@ def test_a_file_no_other_rank_can_see_ends_the_read_phase_collectively(tmp_path)
     assert os.listdir(tmp_path / "d") == []
 
 
+@pytest.mark.mpi
 @needs_root
 def test_read_phase_on_a_loop_disk_with_drop_cache(tmp_path):
     img, mnt = tmp_path / "img", tmp_path / "disk"
@@ -144,8 +148,9 @@ def test_read_phase_on_a_loop_disk_with_drop_cache(tmp_path):
     assert sorted(left) == ["lost+found"]
 
 
+@pytest.mark.mpi
 def test_report_and_compare_take_the_read_phase_as_a_metric(tmp_path):
-    from conftest import cli
+    from common import cli
 
     for tag in ("a", "a", "b", "b"):
         out = mpirun(2, ["run", "d", "-s", "2M", "--results", "r", "--read", "--read-shift",
@@ -162,8 +167,9 @@ def test_report_and_compare_take_the_read_phase_as_a_metric(tmp_path):
     assert json.loads(cmp.stdout)["metric"] == "read"
 
 
+@pytest.mark.mpi
 def test_runs_without_reads_are_no_read_samples_and_null_runs_are_never_pooled(tmp_path):
-    from conftest import cli
+    from common import cli
 
     for args in (["--read", "--read-shift", "1"], ["--read", "--read-shift", "1"], []):
         out = mpirun(2, ["run", "d", "-s", "2M", "--results", "r", "--tag", "g=x"] + args
@@ -184,6 +190,7 @@ def test_runs_without_reads_are_no_read_samples_and_null_runs_are_never_pooled(t
     assert cmp.returncode == 2 and "engine=" in cmp.stderr and "--by" not in cmp.stderr
 
 
+@pytest.mark.mpi
 def test_null_engine_has_nothing_to_verify(tmp_path):
     out = mpirun(2, ["run", "d", "-s", "1M", "--engine", "null", "--read", "--verify"] + QUIET,
                  cwd=tmp_path, timeout=60)

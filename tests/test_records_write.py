@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 import pytest
 import synth
-from conftest import cli, is_root, mounted
+from common import cli, is_root, mounted
 
 from mpiwrite.formats import records, summary
 
@@ -69,6 +69,7 @@ def test_symlink_at_the_first_temp_name_is_skipped(tmp_path):
     assert sorted(os.listdir(res)) == sorted([os.path.basename(first), path.name])
 
 
+@pytest.mark.root
 @pytest.mark.skipif(not is_root(), reason="needs root for setpriv")
 def test_symlink_planted_by_another_user_in_a_shared_folder(tmp_path):
     victim = _victim(tmp_path)
@@ -87,6 +88,7 @@ def test_symlink_planted_by_another_user_in_a_shared_folder(tmp_path):
         shutil.rmtree(shared)
 
 
+@pytest.mark.root
 @pytest.mark.skipif(not is_root(), reason="needs root to mount a tmpfs")
 def test_full_disk_is_an_oserror_and_leaves_the_previous_version(tmp_path):
     with mounted(tmp_path / "full", "tmpfs", "size=64k") as mnt:

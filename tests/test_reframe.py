@@ -5,7 +5,7 @@ import json
 import os
 
 import pytest
-from conftest import BIN, MPIEXEC, _clean_env, bounded
+from common import BIN, MPIEXEC, bounded, clean_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECK = os.path.join(ROOT, "reframe", "mpiwrite_check.py")
@@ -18,7 +18,7 @@ def run_reframe(tmp_path, system, extra_env=None, ntasks=2, timeout=240):
         pytest.skip("reframe not installed (pip install reframe-hpc)")
     if MPIEXEC is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    env = _clean_env(extra_env)
+    env = clean_env(extra_env)
     env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["HOME"] = str(tmp_path)  # ReFrame's results database and caches stay in the test

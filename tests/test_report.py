@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from conftest import cli, mpirun
+from common import cli, mpirun
 
 from mpiwrite import stats
 
@@ -217,7 +217,7 @@ def test_runs_with_different_durability_are_never_pooled_silently(tmp_path):
     """fsync'd runs pooled with --no-fsync ones gave 1,251.6 +-1,218 MB/s: refuse, naming the
     setting and --by, unless the setting is a grouping key."""
     import synth
-    from conftest import cli
+    from common import cli
 
     d = tmp_path / "rec"
     d.mkdir()
@@ -238,7 +238,7 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
     """The original question: after checksums, "is there some other parameter to play with?"
     Two groups whose nodes differ in the CPU model and one OSC tunable besides the tag."""
     import synth
-    from conftest import cli
+    from common import cli
 
     d = tmp_path / "rec"
     d.mkdir()

@@ -5,13 +5,12 @@ import os
 
 import numpy as np
 import pytest
-from conftest import mpirun, only_record
+from common import mpirun, only_record
 
 from mpiwrite.formats.status import Status
 
-pytestmark = pytest.mark.mpi
 
-
+@pytest.mark.mpi
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 16])
 def test_bytes_on_disk_equal_bytes_recorded(tmp_path, n):
     out = mpirun(n, ["run", "data", "-s", "3M", "-b", "256k", "--keep", "--results", "res",
@@ -27,6 +26,7 @@ def test_bytes_on_disk_equal_bytes_recorded(tmp_path, n):
     assert (rec.ranks["status"] == Status.OK).all()
 
 
+@pytest.mark.mpi
 def test_aggregate_recomputes_from_per_rank_rows(tmp_path):
     out = mpirun(4, ["run", "d", "-s", "8M", "-i", "2", "--results", "r", "--json", "-",
                      "--progress-interval", "0"], cwd=tmp_path)
@@ -48,6 +48,7 @@ def test_aggregate_recomputes_from_per_rank_rows(tmp_path):
     assert doc["summary"]["aggregate"]["std_MB_per_s"] == pytest.approx(np.std(agg, ddof=1))
 
 
+@pytest.mark.mpi
 def test_screen_shows_header_iterations_summary(tmp_path):
     out = mpirun(3, ["run", "d", "-s", "4M", "-i", "2", "--results", "r", "--tag", "study=x"],
                  cwd=tmp_path)
@@ -60,6 +61,7 @@ def test_screen_shows_header_iterations_summary(tmp_path):
     assert not os.path.exists(tmp_path / "d")  # created by the run, emptied and removed
 
 
+@pytest.mark.mpi
 def test_time_limited_run_stops_within_a_block_of_its_limit(tmp_path):
     out = mpirun(2, ["run", "d", "-t", "1s", "-b", "64k", "--no-fsync", "--results", "r",
                      "--progress-interval", "0"], cwd=tmp_path)
@@ -71,6 +73,7 @@ def test_time_limited_run_stops_within_a_block_of_its_limit(tmp_path):
     assert (rec.ranks["bytes"] % 65536 == 0).all()  # only completed writes count
 
 
+@pytest.mark.mpi
 def test_shared_file_layout_writes_disjoint_segments(tmp_path):
     out = mpirun(4, ["run", "d", "--layout", "shared", "-s", "2M", "-b", "128k", "--keep",
                      "--verify", "--results", "r"], cwd=tmp_path)
@@ -83,6 +86,7 @@ def test_shared_file_layout_writes_disjoint_segments(tmp_path):
     assert (rec.ranks["verify_bytes"] == 2 * 2**20).all()
 
 
+@pytest.mark.mpi
 def test_samples_cover_the_run(tmp_path):
     out = mpirun(2, ["run", "d", "-t", "1.5s", "--no-fsync", "--sample-interval", "0.25",
                      "--results", "r", "--progress-interval", "0"], cwd=tmp_path)
@@ -95,6 +99,7 @@ def test_samples_cover_the_run(tmp_path):
         assert s["bytes"][-1] == rec.ranks["bytes"][r]
 
 
+@pytest.mark.mpi
 def test_progress_lines_are_plain_when_not_a_terminal(tmp_path):
     out = mpirun(2, ["run", "d", "-t", "2s", "--no-fsync", "--progress-interval", "0.5",
                      "--results", "r"], cwd=tmp_path)
@@ -103,6 +108,7 @@ def test_progress_lines_are_plain_when_not_a_terminal(tmp_path):
     assert len(lines) >= 2 and "\r" not in out.stdout
 
 
+@pytest.mark.mpi
 def test_iterations_and_delay(tmp_path):
     out = mpirun(2, ["run", "d", "-s", "1M", "-i", "3", "--delay", "0.3", "--results", "r",
                      "--progress-interval", "0"], cwd=tmp_path)
@@ -113,18 +119,19 @@ def test_iterations_and_delay(tmp_path):
     assert np.all(np.diff(starts) >= 0.3)
 
 
+@pytest.mark.mpi
 def test_failure_on_one_rank_ends_every_rank(tmp_path):
     """Rank 0 alone has a 32 MiB file-size limit (a real EFBIG from the kernel)."""
     mw = os.path.join(os.path.dirname(os.sys.executable), "mpiwrite")
     args = ["run", "d", "-s", "2G", "--results", "r", "--progress-interval", "0"]
     import subprocess
 
-    from conftest import MPIEXEC, _clean_env
+    from common import MPIEXEC, clean_env
 
     cmd = [MPIEXEC, "-n", "1", "bash", "-c", f"ulimit -f 32768; exec {mw} " + " ".join(args),
            ":", "-n", "3", mw] + args
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env=_clean_env())
+                         env=clean_env())
     assert out.returncode == 1
     err = out.stderr.strip().splitlines()[-1]
     assert "rank 0 on" in err and "File too large" in err and "-r000000.dat" in err
@@ -137,6 +144,7 @@ def test_failure_on_one_rank_ends_every_rank(tmp_path):
     assert not os.path.exists(tmp_path / "d") or not os.listdir(tmp_path / "d")
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("extra,per_file", [([], 1), (["--fsync-every", "3"], 3),
                                             (["--no-fsync"], 0)])
 def test_fsync_calls_per_data_file_under_mpiexec(tmp_path, extra, per_file):

@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, mpirun, only_record
+from common import MPIEXEC, MPIWRITE, clean_env, mpirun, only_record
 
-pytestmark = pytest.mark.mpi
 HERE = os.path.dirname(__file__)
 
 
@@ -21,9 +20,10 @@ def _mpmd(groups, script, timeout=120):
             cmd.append(":")
         cmd += ["-n", str(n), "-env", "MPIWRITE_HOSTNAME", host, sys.executable, script]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=_clean_env({"PYTHONPATH": os.path.dirname(HERE)}))
+                          env=clean_env({"PYTHONPATH": os.path.dirname(HERE)}))
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("groups", [
     [(1, "a")], [(2, "a")], [(3, "a"), (1, "b")], [(1, "a"), (4, "b"), (2, "c")],
     [(5, "a"), (5, "b"), (6, "c")],
@@ -34,12 +34,13 @@ def test_typed_reductions_match_pickled_reference(groups):
     assert out.stdout.strip().endswith("ok")
 
 
+@pytest.mark.mpi
 def test_uneven_nodes_in_a_run(tmp_path):
     cmd = [MPIEXEC, "-n", "3", "-env", "MPIWRITE_HOSTNAME", "left", MPIWRITE, "run", "d", "-s",
            "1M", "--results", "r", ":", "-n", "1", "-env", "MPIWRITE_HOSTNAME", "right",
            MPIWRITE, "run", "d", "-s", "1M", "--results", "r"]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env=_clean_env())
+                         env=clean_env())
     assert out.returncode == 0, out.stderr
     rec = only_record(tmp_path / "r")
     assert [n["host"] for n in rec.nodes] == ["left", "right"]
@@ -47,6 +48,7 @@ def test_uneven_nodes_in_a_run(tmp_path):
     assert "ranks 4 on 2 nodes (left, right)" in out.stdout
 
 
+@pytest.mark.mpi
 def test_only_rank_zero_imports_h5py(tmp_path):
     probe = tmp_path / "probe.py"
     # A finished rank leaves through exit() without Python's atexit hooks (cli._leave_run):
@@ -64,7 +66,7 @@ def test_only_rank_zero_imports_h5py(tmp_path):
         "cli.main()\n")
     out = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(probe), "run", "d", "-s",
                           "1M", "--results", "r"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120, env=_clean_env())
+                         text=True, timeout=120, env=clean_env())
     assert out.returncode == 0, out.stderr
     mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(3)}
     assert "h5py" in mods[0]
@@ -73,6 +75,7 @@ def test_only_rank_zero_imports_h5py(tmp_path):
         assert "pandas" not in mods[r]
 
 
+@pytest.mark.mpi
 def test_files_per_dir_spreads_and_cleans_up(tmp_path):
     out = mpirun(5, ["run", "d", "-s", "1M", "--files-per-dir", "2", "--keep", "--results", "r",
                      "--json", "s.json"], cwd=tmp_path)

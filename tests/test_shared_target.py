@@ -5,9 +5,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import MPIWRITE, _clean_env, kill_group, mounted, mpirun, needs_root
-
-pytestmark = pytest.mark.mpi
+from common import MPIWRITE, clean_env, kill_group, mounted, mpirun, needs_root
 
 
 def test_concurrent_runs_share_a_target_that_does_not_exist_yet(tmp_path):
@@ -18,7 +16,7 @@ def test_concurrent_runs_share_a_target_that_does_not_exist_yet(tmp_path):
         procs = [subprocess.Popen([MPIWRITE, "run", "shared", "-s", "256k", "-b", "64k",
                                    "--results", f"r{i}", "--progress-interval", "0"],
                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, env=_clean_env(), start_new_session=True)
+                                  text=True, env=clean_env(), start_new_session=True)
                  for i in range(6)]
         for p in procs:
             try:
@@ -33,6 +31,7 @@ def test_concurrent_runs_share_a_target_that_does_not_exist_yet(tmp_path):
     assert left == []  # every run removed its own files
 
 
+@pytest.mark.mpi
 @needs_root
 def test_exit_2_leaves_no_run_folders_and_no_results_folder(tmp_path):
     with mounted(tmp_path / "few", "tmpfs", "size=8m,nr_inodes=4") as few:
@@ -44,15 +43,16 @@ def test_exit_2_leaves_no_run_folders_and_no_results_folder(tmp_path):
         assert os.listdir(few) == []  # no run subdirectories, no results folder
 
 
+@pytest.mark.mpi
 def test_target_renamed_mid_run_keeps_no_data_and_says_so(tmp_path):
     """Each rank removes its files relative to the folder it opened, wherever it went."""
-    from conftest import MPIEXEC
+    from common import MPIEXEC
     from test_faults import wait_for_bytes
 
     proc = subprocess.Popen([MPIEXEC, "-n", "3", MPIWRITE, "run", "d", "-s", "256M", "-b",
                              "64k", "--results", "r", "--progress-interval", "0"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_clean_env(), start_new_session=True)
+                            text=True, env=clean_env(), start_new_session=True)
     try:
         wait_for_bytes(tmp_path / "d")
         os.rename(tmp_path / "d", tmp_path / "moved")

@@ -10,7 +10,7 @@ import time
 
 import ompi
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, only_record, records_in
+from common import MPIEXEC, MPIWRITE, clean_env, only_record, records_in
 
 from mpiwrite.formats import records
 
@@ -27,7 +27,7 @@ def mpi(request, slurm3):
     if request.param == "mpich":
         if MPIEXEC is None:
             pytest.skip("no MPICH (pip install mpich)")
-        return "pmi2", _clean_env({"SLURM_CONF": slurm3.conf})
+        return "pmi2", clean_env({"SLURM_CONF": slurm3.conf})
     if ompi.why_not():
         pytest.skip(f"Open MPI: {ompi.why_not()}")
     plugins = slurm3.srun("--mpi=list", timeout=30)
@@ -66,7 +66,7 @@ def check_study(results, job, log, plugin=None):
     assert [node["host"] for node in max(recs, key=lambda r: len(r.nodes)).nodes] == NODES
 
     out = subprocess.run([MPIWRITE, "report", str(results), "--by", "nodes", "--format",
-                          "json"], capture_output=True, text=True, timeout=60, env=_clean_env())
+                          "json"], capture_output=True, text=True, timeout=60, env=clean_env())
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["rows"]
     assert sorted(int(r["keys"]["nodes"]) for r in rows) == [1, 2, 3]
@@ -76,6 +76,7 @@ def check_study(results, job, log, plugin=None):
     assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
 
 
+@pytest.mark.mpi
 @pytest.mark.timeout(60)
 def test_srun_names_the_three_nodes(slurm3):
     out = slurm3.srun("-N", "3", "hostname", timeout=30)

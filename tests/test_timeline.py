@@ -9,11 +9,9 @@ import time
 
 import hosts as hostlib
 import pytest
-from conftest import MPIEXEC, MPIWRITE, _clean_env, bounded, mpirun, needs_root, only_record
+from common import MPIEXEC, MPIWRITE, bounded, clean_env, mpirun, needs_root, only_record
 
 from mpiwrite.formats.status import Status
-
-pytestmark = pytest.mark.mpi
 
 QUIET = ["--progress-interval", "0"]
 RATE = 104857600  # bytes/s the loop disk is throttled to: 104.86 MB/s
@@ -64,11 +62,12 @@ def throttled_disk(folder):
 
 def _json_run(prefix, n, args, cwd, timeout=120):
     out = bounded(prefix + [MPIEXEC, "-n", str(n), MPIWRITE, "run"] + args
-                  + ["--json", "-"] + QUIET, timeout, cwd=cwd, env=_clean_env())
+                  + ["--json", "-"] + QUIET, timeout, cwd=cwd, env=clean_env())
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout), out.stderr
 
 
+@pytest.mark.mpi
 @needs_root
 def test_first_done_never_counts_bytes_not_known_durable(tmp_path):
     mb = RATE / 1e6
@@ -91,6 +90,7 @@ def test_first_done_never_counts_bytes_not_known_durable(tmp_path):
             assert doc["first_done_note"] is None
 
 
+@pytest.mark.mpi
 def test_first_done_of_a_single_rank_is_its_own_rate(tmp_path):
     out = mpirun(1, ["run", "d", "-s", "4M", "--results", "r", "--json", "-"] + QUIET,
                  cwd=tmp_path)
@@ -98,6 +98,7 @@ def test_first_done_of_a_single_rank_is_its_own_rate(tmp_path):
     assert it["first_done_MB_per_s"] == pytest.approx(it["aggregate_MB_per_s"])
 
 
+@pytest.mark.mpi
 @needs_root
 def test_a_rank_with_a_clock_of_its_own_is_caught(tmp_path):
     """The node split assumes the ranks of a host share a clock; one that does not (here a time
@@ -105,7 +106,7 @@ def test_a_rank_with_a_clock_of_its_own_is_caught(tmp_path):
     args = ["run", "d", "-s", "8M", "--results", "r", "--json", "out.json"] + QUIET
     cmd = [MPIEXEC, "-n", "2", MPIWRITE] + args + [
         ":", "-n", "1", "unshare", "--time", "--monotonic", "5000", "--fork", MPIWRITE] + args
-    out = bounded(cmd, 60, cwd=tmp_path, env=_clean_env())
+    out = bounded(cmd, 60, cwd=tmp_path, env=clean_env())
     assert out.returncode == 0, out.stderr
     warned = [ln for ln in out.stderr.splitlines() if "clock" in ln]
     assert warned and "rank(s) 2 on" in warned[0] and "excluded" in warned[0]
@@ -116,6 +117,7 @@ def test_a_rank_with_a_clock_of_its_own_is_caught(tmp_path):
     assert doc["summary"]["aggregate"]["n"] == 0  # excluded from statistics
 
 
+@pytest.mark.mpi
 @needs_root
 @pytest.mark.slow
 def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
@@ -136,7 +138,7 @@ def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
                                     MPIWRITE, "run", str(data), "-s", "32M", "-b", "4k",
                                     "--results",
                                     str(tmp_path / "r")] + QUIET
-        out = bounded(cmd, 120, cwd=tmp_path, env=_clean_env())
+        out = bounded(cmd, 120, cwd=tmp_path, env=clean_env())
     assert h.leftovers() == []
     assert out.returncode == 1, out.stderr
     last = out.stderr.strip().splitlines()[-1]

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import MPIWRITE, _clean_env, cli, is_root, mpirun
+from common import MPIWRITE, clean_env, cli, is_root, mpirun
 
 pytestmark = pytest.mark.timeout(120)
 BS = 65536
@@ -154,6 +154,7 @@ def test_file_not_named_like_data_is_an_error(tmp_path):
     assert out.returncode == 1 and "not named like" in out.stdout
 
 
+@pytest.mark.root
 @pytest.mark.skipif(not is_root(), reason="needs root for setpriv")
 def test_permission_denied_is_said_as_such(tmp_path):
     """A 0700 folder of another user (nobody), read by root without its DAC override."""
@@ -170,4 +171,4 @@ def without_dac_override(args, cwd):
     to any user (user nobody cannot run this venv's Python, which lives under /root)."""
     return subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
                            MPIWRITE, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env=_clean_env())
+                          timeout=60, env=clean_env())

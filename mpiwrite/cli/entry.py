@@ -5,24 +5,13 @@ ends the process quietly with 130/143 instead of a KeyboardInterrupt traceback. 
 these handlers with its own before MPI starts (run/process.Signals).
 """
 
-import os
 import signal
 import sys
 
+from mpiwrite.run.process import launcher_size
+
 # A signal that arrived before the run's own handlers, for the run to answer (run/process.Signals).
 pending = {"signum": 0}
-# Variables a launcher sets to say how many ranks it started.
-SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
-
-
-def launcher_size() -> int:
-    """How many ranks the launcher started (1 when not under a launcher, or unknown)."""
-    sizes = [1]
-    for var in SIZE_VARS:
-        value = os.environ.get(var, "")
-        if value.isascii() and value.isdigit():
-            sizes.append(int(value))
-    return max(sizes)
 
 
 def _leave(signum, _frame):

@@ -2,7 +2,7 @@
 
 Parameters moved between /proc/fs/lustre, /sys/fs/lustre and /sys/kernel/debug/lustre over the
 releases, so, like lctl, every location is searched and the first that has a device's parameter
-wins.  Formats: ../shared/reference/node-facts.md (summarised in docs/node-facts.md).
+wins.  Formats: docs/node-facts.md.
 """
 
 from __future__ import annotations

@@ -17,6 +17,19 @@ EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 clock = time.monotonic
 
+# Variables a launcher sets to say how many ranks it started.
+SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "MPI_LOCALNRANKS")
+
+
+def launcher_size() -> int:
+    """How many ranks the launcher started (1 when not under a launcher, or unknown)."""
+    sizes = [1]
+    for var in SIZE_VARS:
+        value = os.environ.get(var, "")
+        if value.isascii() and value.isdigit():
+            sizes.append(int(value))
+    return max(sizes)
+
 
 class Signals:
     """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""

@@ -1,0 +1,109 @@
+"""Helpers for tests that run mpiwrite as a user would: real mpiexec, real files.
+
+Plain functions, imported by the test modules (`from common import mpirun, ...`); conftest.py
+keeps only fixtures and markers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from typing import List, Optional
+
+import pytest
+
+BIN = os.path.dirname(sys.executable)
+
+
+def tool(name: str) -> Optional[str]:
+    here = os.path.join(BIN, name)
+    return here if os.path.exists(here) else shutil.which(name)
+
+
+MPIEXEC = tool("mpiexec")
+MPIWRITE = tool("mpiwrite")
+
+
+def clean_env(extra=None):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("PMI_", "PMIX_", "OMPI_", "SLURM_", "MPIWRITE_")):
+            del env[k]
+    env.update(extra or {})
+    return env
+
+
+def bounded(cmd: List[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    """Run cmd in a session of its own; past `timeout` end exactly that process group
+    (never other people's processes by name) and fail the test as a hang."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True, **kw)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise AssertionError(f"hung: {cmd} did not finish within {timeout}s\n{out}\n{err}")\
+            from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def kill_group(proc) -> None:
+    """SIGKILL the process group that `proc` leads (started with start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def mpirun(n: int, args: List[str], cwd: str, timeout: float = 120, env=None,
+           pre: Optional[List[str]] = None) -> subprocess.CompletedProcess:
+    """`mpiexec -n N mpiwrite ARGS` in cwd; output captured; fails the test on a hang."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    cmd = (pre or []) + [MPIEXEC, "-n", str(n), MPIWRITE] + list(args)
+    return bounded(cmd, timeout, cwd=cwd, env=clean_env(env))
+
+
+def cli(args: List[str], cwd: str, timeout: float = 60, env=None, input=None):
+    """`mpiwrite ARGS` without a launcher."""
+    return subprocess.run([MPIWRITE] + list(args), cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=clean_env(env), input=input)
+
+
+def records_in(folder: str) -> List[str]:
+    return sorted(glob.glob(os.path.join(folder, "*.h5")))
+
+
+def only_record(folder: str):
+    from mpiwrite.formats import records
+
+    found = records_in(folder)
+    assert len(found) == 1, found
+    return records.read(found[0])
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def needs_root(test):
+    """Marks a test `root` (pytest -m root selects them) and skips it without root."""
+    return pytest.mark.root(pytest.mark.skipif(not is_root(), reason="needs root (mounts)")(test))
+
+
+@contextlib.contextmanager
+def mounted(path, fstype: str, options: str = ""):
+    """Mount a filesystem of ours at path (created), and unmount it afterwards."""
+    os.makedirs(path, exist_ok=True)
+    cmd = ["mount", "-t", fstype] + (["-o", options] if options else []) + [fstype, str(path)]
+    subprocess.run(cmd, check=True)
+    try:
+        yield str(path)
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
