@@ -343,3 +343,24 @@ def test_gluster_graph_from_the_clients_log():
     assert g["translators"][:3] == ["protocol/client", "cluster/distribute", "features/cdc"]
     assert g["options"]["cdc.mode"] == "client" and g["options"]["client-0.ping-timeout"] == "42"
     assert parse_graph("no graph here") is None
+
+
+# ---- which process serves a FUSE mount (fs_fuse.daemon) ----
+
+FUSE_ARGV = ["ceph-fuse", "--id", "admin", "-m", "10.0.0.7:6789", "/mnt/cephfs"]
+LAST_PID = "9999999"  # sorts after every real pid: the other candidates are looked at first
+
+
+def _cmdline(argv):
+    return "\0".join(argv) + "\0"
+
+
+def test_fuse_daemon_is_not_mpiwrite_itself(tmp_path):
+    """`mpiwrite env /mnt/cephfs` ends its own command line with the mount point: before, it
+    named itself the daemon (found on the testbed: `daemon python3 pid 10888`)."""
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files[f"proc/{os.getpid()}/cmdline"] = _cmdline(FUSE_ARGV)  # even one that looks right
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(FUSE_ARGV)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+

@@ -41,7 +41,10 @@ def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any
     if not mount_point:
         return None
     pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
+    me = str(os.getpid())  # `mpiwrite env /mnt/x` ends its own command line with the mount
     for rel in pids[:MAX_PROCESSES]:
+        if rel.rsplit("/", 1)[-1] == me:
+            continue
         text, _ = reader.read(f"{rel}/cmdline", keep=False)
         if not text:
             continue
