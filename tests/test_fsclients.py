@@ -364,3 +364,20 @@ def test_fuse_daemon_is_not_mpiwrite_itself(tmp_path):
     files[f"proc/{LAST_PID}/cmdline"] = _cmdline(FUSE_ARGV)
     assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
 
+
+
+@pytest.mark.parametrize("argv", [
+    ["/usr/bin/python3", "/usr/local/bin/mpiwrite", "env", "/mnt/cephfs"],  # another user's
+    ["tail", "-f", "/mnt/cephfs"], ["inotifywait", "-m", "/mnt/cephfs"],
+    ["/usr/sbin/glusterfs", "--volfile-server=x", "/mnt/cephfs"],  # another client's binary
+])
+def test_fuse_daemon_is_the_filesystems_client_binary(tmp_path, argv):
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files["proc/1000/cmdline"] = _cmdline(argv)
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(["/usr/bin/ceph-fuse"] + FUSE_ARGV[1:])
+    c = facts(tmp_path, files, "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == int(LAST_PID) and c["daemon"]["name"] == "ceph-fuse"
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(["/usr/bin/sshfs", "x:/", "/mnt/cephfs"])
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"] is None
+

@@ -3,9 +3,11 @@
 The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` with source
 `server:/volume`).  The daemon is the process whose command line ends with the mount point
 (`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
-found by reading /proc/<pid>/cmdline.  Its version comes from the package database, else (real
-root only, named programs only) from `glusterfs --version` (`glusterfs 10.3`) or
-`ceph-fuse --version` (`ceph version 18.2.1 (<sha>) reef (stable)`).
+found by reading /proc/<pid>/cmdline, and whose program is the filesystem's client binary
+(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself.  Its
+version comes from the package database, else (real root only, named programs only) from
+`glusterfs --version` (`glusterfs 10.3`) or `ceph-fuse --version` (`ceph version 18.2.1
+(<sha>) reef (stable)`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ from mpiwrite.facts.fscommon import client_string, command, options, package_ver
 from mpiwrite.facts.sysroot import Reader
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
-# subtype -> (client name, packages, version command)
+# subtype -> (client name, packages, version command); the command's program is the daemon's
+# binary (argv[0]'s base name), for other subtypes the subtype itself
 KNOWN = {
     "glusterfs": ("glusterfs", ("glusterfs-client", "glusterfs-fuse"), ["glusterfs", "--version"]),
     "ceph-fuse": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
     "ceph": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
 }
+
+
+def binary(sub: str) -> str:
+    """The program a FUSE daemon of this subtype runs: 'ceph' -> 'ceph-fuse', 'sshfs'."""
+    known = KNOWN.get(sub)
+    return known[2][0] if known else sub
 _VERSION = re.compile(r"(?:version\s+|^\S+\s+)v?(\d+(?:\.\d+)+)", re.M)
 
 
@@ -36,8 +45,10 @@ def subtype(fstype: str, source: Optional[str]) -> str:
     return os.path.basename(source or "") or fstype
 
 
-def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
-    """pid, name and argv of the process serving mount_point (argv ends with it)."""
+def daemon(reader: Reader, mount_point: Optional[str],
+           program: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """pid, name and argv of the process serving mount_point: its argv ends with it and, when
+    `program` is given, argv[0]'s base name is that program (not `tail -f MOUNT`)."""
     if not mount_point:
         return None
     pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
@@ -49,10 +60,13 @@ def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any
         if not text:
             continue
         argv = [a for a in text.split("\0") if a]
-        if len(argv) > 1 and argv[-1].rstrip("/") == mount_point.rstrip("/"):
-            reader.raw[f"{rel}/cmdline"] = text
-            return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
-                    "argv": argv[:32]}
+        if len(argv) < 2 or argv[-1].rstrip("/") != mount_point.rstrip("/"):
+            continue
+        if program is not None and os.path.basename(argv[0]) != program:
+            continue
+        reader.raw[f"{rel}/cmdline"] = text
+        return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
+                "argv": argv[:32]}
     return None
 
 
@@ -67,7 +81,7 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     name, packages, cmd = KNOWN.get(sub, (sub, (sub,), None))
     info: Dict[str, Any] = {"name": name, "fuse": True, "subtype": sub,
                             "mount_source": fs.get("mount_source")}
-    proc = daemon(reader, fs.get("mount_point"))
+    proc = daemon(reader, fs.get("mount_point"), binary(sub))
     info["daemon"] = proc
     version, package = package_version(reader, packages)
     info["version_source"] = f"package {package}" if version else None
