@@ -381,3 +381,45 @@ def test_fuse_daemon_is_the_filesystems_client_binary(tmp_path, argv):
     files[f"proc/{LAST_PID}/cmdline"] = _cmdline(["/usr/bin/sshfs", "x:/", "/mnt/cephfs"])
     assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"] is None
 
+
+
+def _two_hosts(ours="mnt:[4026531832]", other="mnt:[4026532540]"):
+    """Two ceph-fuse daemons with the same command line, as on the testbed's emulated hosts:
+    pid 1000 serves the mount in another mount namespace, LAST_PID ours."""
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files["proc/1000/cmdline"] = files[f"proc/{LAST_PID}/cmdline"] = _cmdline(FUSE_ARGV)
+    if ours:
+        files["proc/self/ns/mnt"] = sysroots.Link(ours)
+        files[f"proc/{LAST_PID}/ns/mnt"] = sysroots.Link(ours)
+    if other:
+        files["proc/1000/ns/mnt"] = sysroots.Link(other)
+    return files
+
+
+def test_fuse_daemon_is_in_our_mount_namespace(tmp_path):
+    """Each emulated host runs its own ceph-fuse with the same arguments; before, h2 named
+    h1's daemon (the first in /proc), whose admin socket and counters are another mount's."""
+    c = facts(tmp_path, _two_hosts(), "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == int(LAST_PID)
+
+
+def test_fuse_daemon_namespace_unreadable_is_decided_by_its_mount_device(tmp_path):
+    """A user may not read root's /proc/PID/ns/mnt (ptrace rules), but every
+    /proc/PID/mountinfo: the daemon whose table has our mount point on our device (0:50 in
+    the fixture's mountinfo) is ours; one whose table has another device is not."""
+    files = _two_hosts(other=None)
+    del files[f"proc/{LAST_PID}/ns/mnt"]
+    line = "40 22 0:{} / /mnt/cephfs rw,relatime - fuse.ceph-fuse ceph-fuse rw\n"
+    files["proc/1000/mountinfo"] = line.format(51)
+    files[f"proc/{LAST_PID}/mountinfo"] = line.format(50)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+    del files[f"proc/{LAST_PID}/mountinfo"]  # nothing says it is ours: no daemon
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"] is None
+
+
+def test_fuse_daemon_without_namespaces_to_compare_is_taken(tmp_path):
+    """No /proc/self/ns/mnt (a sysroot of an old kernel, or one made without it): nothing to
+    compare, the first daemon with the right binary and mount point is taken, as before."""
+    c = facts(tmp_path, _two_hosts(ours=None, other=None), "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == 1000

@@ -4,7 +4,10 @@ The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` w
 `server:/volume`).  The daemon is the process whose command line ends with the mount point
 (`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
 found by reading /proc/<pid>/cmdline, and whose program is the filesystem's client binary
-(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself.  Its
+(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself, and in
+our mount namespace (`/proc/PID/ns/mnt` as `/proc/self/ns/mnt`; where the daemon's cannot be
+read, a user's view of root's daemon, its `/proc/PID/mountinfo` must show the mount point on
+our mount's device: another namespace's copy of a FUSE mount is another connection).  Its
 version comes from the package database, else (real root only, named programs only) from
 `glusterfs --version` (`glusterfs 10.3`) or `ceph-fuse --version` (`ceph version 18.2.1
 (<sha>) reef (stable)`).
@@ -16,7 +19,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.fscommon import client_string, command, options, package_version
+from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
@@ -53,6 +56,8 @@ def daemon(reader: Reader, mount_point: Optional[str],
         return None
     pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
     me = str(os.getpid())  # `mpiwrite env /mnt/x` ends its own command line with the mount
+    ours, _ = reader.readlink("proc/self/ns/mnt")  # None: nothing to compare (old kernel)
+    device: List[Optional[str]] = []  # our mount's MAJ:MIN, read when first needed
     for rel in pids[:MAX_PROCESSES]:
         if rel.rsplit("/", 1)[-1] == me:
             continue
@@ -64,10 +69,35 @@ def daemon(reader: Reader, mount_point: Optional[str],
             continue
         if program is not None and os.path.basename(argv[0]) != program:
             continue
+        if ours is not None and not _same_mount(reader, rel, ours, mount_point, device):
+            continue  # another emulated host's (or container's) daemon with the same argv
         reader.raw[f"{rel}/cmdline"] = text
         return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
                 "argv": argv[:32]}
     return None
+
+
+def _same_mount(reader: Reader, rel: str, ours: str, mount_point: str,
+                device: List[Optional[str]]) -> bool:
+    """Whether process `rel` (/proc/PID) serves the mount we see: same mount namespace, or,
+    when its namespace cannot be read, the same device at mount_point in its mount table."""
+    theirs, _ = reader.readlink(f"{rel}/ns/mnt")
+    if theirs is not None:
+        return theirs == ours
+    if not device:
+        device.append(mount_device(reader, "proc/self", mount_point))
+    return device[0] is not None and mount_device(reader, rel, mount_point) == device[0]
+
+
+def mount_device(reader: Reader, rel: str, mount_point: str) -> Optional[str]:
+    """MAJ:MIN of mount_point in /proc/PID/mountinfo (rel: proc/PID), the topmost mount."""
+    text, _ = reader.read(f"{rel}/mountinfo", keep=False)
+    found = None
+    for line in (text or "").splitlines():
+        f = line.split()
+        if len(f) > 4 and unescape(f[4]).rstrip("/") == mount_point.rstrip("/"):
+            found = f[2]
+    return found
 
 
 def parse_version(text: Optional[str]) -> Optional[str]:

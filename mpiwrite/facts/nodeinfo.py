@@ -14,6 +14,7 @@ from mpiwrite import __version__
 from mpiwrite.errors import ConfigError
 from mpiwrite.facts import fsclients, lustre
 from mpiwrite.facts.fscommon import scrub
+from mpiwrite.facts.fscommon import unescape as _unescape
 from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.facts.sysroot import check as check_sysroot
 from mpiwrite.text import printable
@@ -51,12 +52,6 @@ def statfs_magic(path: str) -> Optional[int]:
         return buf.f_type & 0xFFFFFFFF
     except (OSError, AttributeError):
         return None
-
-
-def _unescape(field: str) -> str:
-    """Mount tables escape space, tab, newline and backslash as octal."""
-    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-            .replace("\\134", "\\"))
 
 
 def _merge_options(mount: str, superblock: str) -> str:
