@@ -423,3 +423,24 @@ def test_fuse_daemon_without_namespaces_to_compare_is_taken(tmp_path):
     compare, the first daemon with the right binary and mount point is taken, as before."""
     c = facts(tmp_path, _two_hosts(ours=None, other=None), "/mnt/cephfs")["client"]
     assert c["daemon"]["pid"] == 1000
+
+
+def test_fuse_daemon_seen_from_a_copy_of_its_mount_namespace(tmp_path):
+    """A rank launched into a copy of the host's mount namespace (the testbed's MPI wrapper
+    runs `unshare --mount`; containers do the same) sees the daemon in another namespace,
+    serving the same FUSE connection: our mount's device (0:50) at the mount point in its
+    table.  Another host's daemon (pid 1000, device 0:51) is still not ours; one in our own
+    namespace is preferred to one found by device."""
+    files = _two_hosts(other="mnt:[4026532540]")
+    files[f"proc/{LAST_PID}/ns/mnt"] = sysroots.Link("mnt:[4026532541]")  # the host's
+    line = "40 22 0:{} / /mnt/cephfs rw,relatime - fuse.ceph-fuse ceph-fuse rw\n"
+    files["proc/1000/mountinfo"] = line.format(51)
+    files[f"proc/{LAST_PID}/mountinfo"] = line.format(50)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+    files["proc/1000/mountinfo"] = line.format(50)  # both serve it: the namespace decides
+    files["proc/1000/ns/mnt"] = sysroots.Link("mnt:[4026531832]")
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 1000
+    files["proc/1000/ns/mnt"] = sysroots.Link("mnt:[4026532540]")
+    files["proc/99/cmdline"] = _cmdline(FUSE_ARGV)  # ours, found later than a device match
+    files["proc/99/ns/mnt"] = sysroots.Link("mnt:[4026531832]")
+    assert facts(tmp_path / "3", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 99

@@ -4,10 +4,11 @@ The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` w
 `server:/volume`).  The daemon is the process whose command line ends with the mount point
 (`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
 found by reading /proc/<pid>/cmdline, and whose program is the filesystem's client binary
-(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself, and in
-our mount namespace (`/proc/PID/ns/mnt` as `/proc/self/ns/mnt`; where the daemon's cannot be
-read, a user's view of root's daemon, its `/proc/PID/mountinfo` must show the mount point on
-our mount's device: another namespace's copy of a FUSE mount is another connection).  Its
+(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself, and that
+serves our mount: in our mount namespace (`/proc/PID/ns/mnt` as `/proc/self/ns/mnt`), else
+with our mount's device (MAJ:MIN, one per FUSE connection) at the mount point in its
+`/proc/PID/mountinfo` (a copy of its namespace: a container, `unshare -m`; or a namespace a
+user may not read).  Emulated hosts run identical daemons, each with its own device.  Its
 version comes from the package database, else (real root only, named programs only) from
 `glusterfs --version` (`glusterfs 10.3`) or `ceph-fuse --version` (`ceph version 18.2.1
 (<sha>) reef (stable)`).
@@ -51,13 +52,17 @@ def subtype(fstype: str, source: Optional[str]) -> str:
 def daemon(reader: Reader, mount_point: Optional[str],
            program: Optional[str] = None) -> Optional[Dict[str, Any]]:
     """pid, name and argv of the process serving mount_point: its argv ends with it and, when
-    `program` is given, argv[0]'s base name is that program (not `tail -f MOUNT`)."""
+    `program` is given, argv[0]'s base name is that program (not `tail -f MOUNT`); of those,
+    the first in our mount namespace, else the first whose mount table has our mount's
+    device at mount_point (ours seen from a copy of its namespace, or a namespace we may not
+    read).  Without our own namespace link (a sysroot without it) the first is taken."""
     if not mount_point:
         return None
     pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
     me = str(os.getpid())  # `mpiwrite env /mnt/x` ends its own command line with the mount
-    ours, _ = reader.readlink("proc/self/ns/mnt")  # None: nothing to compare (old kernel)
-    device: List[Optional[str]] = []  # our mount's MAJ:MIN, read when first needed
+    ours, _ = reader.readlink("proc/self/ns/mnt")
+    device = mount_device(reader, "proc/self", mount_point) if ours is not None else None
+    by_device = None
     for rel in pids[:MAX_PROCESSES]:
         if rel.rsplit("/", 1)[-1] == me:
             continue
@@ -69,24 +74,18 @@ def daemon(reader: Reader, mount_point: Optional[str],
             continue
         if program is not None and os.path.basename(argv[0]) != program:
             continue
-        if ours is not None and not _same_mount(reader, rel, ours, mount_point, device):
-            continue  # another emulated host's (or container's) daemon with the same argv
-        reader.raw[f"{rel}/cmdline"] = text
-        return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
-                "argv": argv[:32]}
-    return None
-
-
-def _same_mount(reader: Reader, rel: str, ours: str, mount_point: str,
-                device: List[Optional[str]]) -> bool:
-    """Whether process `rel` (/proc/PID) serves the mount we see: same mount namespace, or,
-    when its namespace cannot be read, the same device at mount_point in its mount table."""
-    theirs, _ = reader.readlink(f"{rel}/ns/mnt")
-    if theirs is not None:
-        return theirs == ours
-    if not device:
-        device.append(mount_device(reader, "proc/self", mount_point))
-    return device[0] is not None and mount_device(reader, rel, mount_point) == device[0]
+        found = {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
+                 "argv": argv[:32]}
+        if ours is None or reader.readlink(f"{rel}/ns/mnt")[0] == ours:
+            reader.raw[f"{rel}/cmdline"] = text
+            return found
+        if by_device is None and device is not None \
+                and mount_device(reader, rel, mount_point) == device:
+            by_device = (found, text)  # unless one in our own namespace comes later
+    if by_device is None:
+        return None  # e.g. only other emulated hosts' daemons with the same command line
+    reader.raw[f"/proc/{by_device[0]['pid']}/cmdline"] = by_device[1]
+    return by_device[0]
 
 
 def mount_device(reader: Reader, rel: str, mount_point: str) -> Optional[str]:
