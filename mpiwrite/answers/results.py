@@ -99,7 +99,8 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
 
 # Node facts that name the node or the run, not a setting: never grouping keys.
 NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
-                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic")
+                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic",
+                 "admin_socket", "global_id")  # ceph-fuse: its socket's path, its session id
 MAX_FACT_DEPTH = 5
 
 

@@ -20,6 +20,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
+from mpiwrite.facts import fs_ceph as ceph
 from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
 
@@ -114,6 +115,12 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     info["daemon"] = proc
     version, package = package_version(reader, packages)
     info["version_source"] = f"package {package}" if version else None
+    if name == "ceph":  # the running client's own answers, through its admin socket
+        info.update(ceph.fuse_client(reader, proc))
+        if info.get("version"):
+            info["package_version"] = version
+            version = info["version"]
+            info["version_source"] = "admin socket (the running ceph-fuse)"
     if version is None and cmd is not None:
         version = parse_version(command(reader, cmd, f"{name}.version"))
         info["version_source"] = " ".join(cmd) if version else None

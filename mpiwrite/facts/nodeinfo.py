@@ -280,6 +280,13 @@ def describe_client(client: Dict[str, Any]) -> List[str]:
         detail = [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
                   f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
                   f"version from {client.get('version_source')}"]
+        if client.get("admin_socket"):  # ceph-fuse: what its admin socket said
+            lines.append(f"  {client.get('entity') or 'client ?'} (global id "
+                         f"{client.get('global_id')}) of fs {client.get('fs_name')}, admin "
+                         f"socket {client['admin_socket']} ({client.get('admin_socket_source')})")
+            config = client.get("config") or {}
+            if config:
+                lines.append("  config " + ", ".join(f"{k}={v}" for k, v in config.items()))
     elif name == "beegfs":
         detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
     elif name == "gpfs":
@@ -288,7 +295,7 @@ def describe_client(client: Dict[str, Any]) -> List[str]:
     elif name == "ceph":
         detail = [f"{k}={v}" for k, v in (client.get("options") or {}).items()]
     if detail:
-        lines.append("  " + ", ".join(detail))
+        lines.insert(1, "  " + ", ".join(detail))
     return lines
 
 
