@@ -1,4 +1,4 @@
-"""A ceph-fuse client's facts through its admin socket, without a Ceph: a fake
+"""A ceph-fuse client's facts and counters through its admin socket, without a Ceph: a fake
 socket in this process speaks the protocol (the real one: tests/test_ceph.py), and sysroots
 model where the socket is found."""
 
@@ -10,9 +10,12 @@ import threading
 import time
 
 import pytest
+import synth
 import sysroots
+from conftest import cli
 
 from mpiwrite.facts import fs_ceph as ceph
+from mpiwrite.facts import fsclients
 from mpiwrite.facts.sysroot import Reader
 
 pytestmark = pytest.mark.timeout(60)
@@ -35,6 +38,15 @@ CONFIG_DIFF = {"diff": {
     "ms_crc_data": {"default": True, "final": False},
 }}
 
+
+def perf(op_w=10, sent=33554432, blocked=0, wrlat=(256, 0.1)):
+    return {"objecter": {"op": op_w, "op_w": op_w, "op_send_bytes": sent},
+            "objectcacher-libcephfs": {"data_written": sent, "data_flushed": sent,
+                                       "write_ops_blocked": blocked,
+                                       "write_bytes_blocked": blocked * 131072,
+                                       "write_time_blocked": 0.5 * blocked},
+            "client": {"wrlat": {"avgcount": wrlat[0], "sum": wrlat[1], "avgtime": 0.0},
+                       "fsync": {"avgcount": 1, "sum": 0.06, "avgtime": 0.06}}}
 
 
 class FakeDaemon:
@@ -298,3 +310,101 @@ def nodeinfo_facts(tmp_path, files):
     from mpiwrite.facts import nodeinfo
 
     return nodeinfo.collect("/mnt/cephfs", _fuse_root(tmp_path, files))
+
+
+# ---- counters around the timed phase ----
+
+def test_snapshot_and_delta_of_a_ceph_fuse_client(daemon):
+    answers = {"perf dump": perf()}
+    d = daemon(answers)
+    fs = {"fstype": "fuse.ceph-fuse", "mount_source": "ceph-fuse", "mount_point": "/mnt"}
+    client = {"admin_socket": d.path, "daemon": {"pid": os.getpid()}}
+    before = fsclients.snapshot("/", fs, client)
+    answers["perf dump"] = perf(op_w=266, sent=2 * 33554432, blocked=3, wrlat=(512, 2.5))
+    delta = fsclients.delta(before, fsclients.snapshot("/", fs, client))
+    assert delta["kind"] == "ceph" and delta["seconds"] >= 0
+    assert delta["write_bytes"] == 33554432 and delta["write_rpcs"] == 256
+    assert delta["objecter"] == {"op_w": 256, "op_send_bytes": 33554432}
+    assert delta["objectcacher"]["write_ops_blocked"] == 3
+    assert delta["objectcacher"]["write_bytes_blocked"] == 3 * 131072
+    assert delta["client"]["wrlat"] == {"avgcount": 256, "sum": pytest.approx(2.4)}
+    assert delta["client"]["fsync"] == {"avgcount": 0, "sum": 0.0}
+    answers["perf dump"] = perf(op_w=5)  # a remounted client: counters went backwards
+    later = fsclients.delta(before, fsclients.snapshot("/", fs, client))
+    assert later["write_rpcs"] is None and later["objecter"]["op_send_bytes"] == 0
+
+
+def test_counters_that_cannot_be_read_say_why(daemon, tmp_path):
+    fs = {"fstype": "fuse.ceph-fuse", "mount_source": "ceph-fuse"}
+    gone = {"admin_socket": str(tmp_path / "gone.asok"), "daemon": {"pid": os.getpid()}}
+    snap = fsclients.snapshot("/", fs, gone)
+    delta = fsclients.delta(snap, snap)
+    assert delta["kind"] == "ceph" and delta["write_bytes"] is None
+    assert delta["why"].endswith("gone.asok: absent")
+    d = daemon({"perf dump": {"objecter": {"op_w": "12", "op_send_bytes": -1}}})
+    ours = {"admin_socket": d.path, "daemon": {"pid": os.getpid()}}
+    snap = fsclients.snapshot("/", fs, ours)
+    assert snap["data"]["objecter"] == {"op_w": None, "op_send_bytes": None}
+    assert fsclients.snapshot(str(tmp_path), fs, ours)["data"] == {}  # never in a sysroot
+    assert not any(b"perf" not in r for r in d.requests) and len(d.requests) == 1
+
+
+# ---- what the records, show and compare make of them ----
+
+def _ceph_records(folder, side, max_dirty, op_size, wrlat_ms):
+    from mpiwrite.formats import records
+
+    paths = []
+    for i in range(2):
+        path = folder / f"{side}{i}.h5"
+        synth.make(path, [300.0 + i, 310.0 + i] if side == "a" else [40.0 + i, 42.0 + i],
+                   f"run-{side}{i}", tags={"oc": side}, nodes=2, ranks_per_node=1)
+        rec = records.read(str(path))
+        sent = 64 * 2**20
+        delta = {"kind": "ceph", "objecter": {"op_w": sent // op_size, "op_send_bytes": sent},
+                 "objectcacher": {"data_written": sent, "data_flushed": sent,
+                                  "write_ops_blocked": 0, "write_bytes_blocked": 0,
+                                  "write_time_blocked": 0.0},
+                 "client": {"wrlat": {"avgcount": 512, "sum": 512 * wrlat_ms / 1e3},
+                            "fsync": {"avgcount": 2, "sum": 0.4}},
+                 "write_bytes": sent, "write_rpcs": sent // op_size, "seconds": 1.5}
+        rec.client_counters = [{"iteration": it, "node": n, "delta": delta}
+                               for it in (0, 1) for n in (0, 1)]
+        for n in rec.nodes:
+            n["client"] = {"name": "ceph", "client": "ceph 16.2.15", "version": "16.2.15",
+                           "fuse": True, "config": {"client_oc_max_dirty": max_dirty,
+                                                    "client_oc_size": "209715200"},
+                           "admin_socket": f"/run/ceph/{n['host']}.asok", "global_id": 4100}
+        path.unlink()
+        records.write(rec, str(path))
+        paths.append(str(path))
+    return paths
+
+
+def test_show_prints_each_nodes_ceph_counters(tmp_path):
+    path = _ceph_records(tmp_path, "a", "104857600", 4 * 2**20, 0.5)[0]
+    out = cli(["show", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if "ceph: sent" in ln]
+    assert len(lines) == 2, out.stdout
+    assert "ceph: sent 64MiB in 16 OSD write ops (4MiB per op); cache: 64MiB written, " \
+           "64MiB flushed, 0 writes blocked on the dirty limit (0B, 0.000 s); write() 512 x " \
+           "0.5 ms, fsync 2 x 200 ms" in lines[0]
+
+
+def test_compare_names_the_ceph_option_and_what_the_client_did_differently(tmp_path):
+    from mpiwrite.answers import report
+
+    _ceph_records(tmp_path, "a", "104857600", 4 * 2**20, 0.5)
+    _ceph_records(tmp_path, "b", "0", 128 * 1024, 9.0)
+    out = cli(["compare", "oc=a", "oc=b", "--in", str(tmp_path), "--json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    diff = json.loads(out.stdout)["differing_facts"]
+    assert diff["client.config.client_oc_max_dirty"] == {"a": ["104857600"], "b": ["0"]}
+    assert diff[report.CEPH_OP_SIZE] == {"a": ["4194304"], "b": ["131072"]}
+    assert diff[report.CEPH_WRLAT] == {"a": ["0.5 ms"], "b": ["9 ms"]}
+    assert report.CEPH_BLOCKED not in diff  # the same on both sides (none)
+    assert not any("admin_socket" in k or "global_id" in k for k in diff)  # names, not settings
+    assert "client write RPC size (bytes per RPC, from its counters)" not in diff
+    text = cli(["compare", "oc=a", "oc=b", "--in", str(tmp_path)], cwd=tmp_path).stdout
+    assert "client.config.client_oc_max_dirty: 104857600 -> 0" in text

@@ -25,7 +25,7 @@ value taken from an answer is type-checked, bounded and escaped.
 Facts (`version` from `version`; `entity`, `global_id`, `fs_name` from `status`; `config`
 from `config show` and `config diff`): WRITE_OPTIONS always, and every option `config diff`
 shows as changed from its default whose name is a client-side one (CLIENT_PREFIXES), never
-secrets.
+secrets.  Counters for deltas around the timed phase come from `perf dump` (COUNTERS).
 """
 
 from __future__ import annotations
@@ -61,6 +61,15 @@ WRITE_OPTIONS = ("client_oc", "client_oc_size", "client_oc_max_dirty", "client_o
 # changed options kept: those a client uses (not the mon's, OSD's or MDS's own)
 CLIENT_PREFIXES = ("client_", "fuse_", "objecter_", "objectcacher_", "ms_", "rados_", "debug_")
 NOT_KEPT = ("key", "secret", "password", "admin_socket")  # substrings of names never kept
+# perf dump: section -> counters taken (numbers, or {avgcount, sum} for latencies)
+COUNTERS = {
+    "objecter": ("op_w", "op_send_bytes"),
+    "objectcacher-libcephfs": ("data_written", "data_flushed", "write_ops_blocked",
+                               "write_bytes_blocked", "write_time_blocked"),
+    "client": ("wrlat", "fsync"),
+}
+SECTION_NAMES = {"objecter": "objecter", "objectcacher-libcephfs": "objectcacher",
+                 "client": "client"}
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
 _WORD = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _VERSION = re.compile(r"^\d+(?:\.\d+){1,3}$")
@@ -342,3 +351,64 @@ def fuse_client(reader: Reader, proc: Optional[Dict[str, Any]]) -> Dict[str, Any
     if show is not None or diff is not None:
         info["config"] = dict(sorted(config.items()))
     return info
+
+
+# ---- ceph-fuse: counters for deltas around the timed phase -----------------------------------
+
+def counters(sysroot: str, client: Dict[str, Any]) -> Dict[str, Any]:
+    """The client's write counters now (`perf dump`, COUNTERS) with the time `t`, or {} (with
+    `why`) when its admin socket cannot be asked."""
+    path = client.get("admin_socket")
+    pid = (client.get("daemon") or {}).get("pid")
+    if (sysroot or "/") != "/" or os.environ.get("MPIWRITE_NO_COMMANDS") or not path \
+            or not isinstance(pid, int):
+        return {}
+    t = time.time()
+    dump, why = ask(str(path), {"prefix": "perf dump"}, pid)
+    if not isinstance(dump, dict):
+        return {"why": why or "perf dump is not an object"}
+    out: Dict[str, Any] = {"t": t}
+    for section, names in COUNTERS.items():
+        row = dump.get(section)
+        row = row if isinstance(row, dict) else {}
+        out[SECTION_NAMES[section]] = {n: _counter(row.get(n)) for n in names}
+    return out
+
+
+def _number(v: Any) -> Optional[float]:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return v if v == v and 0 <= v <= MAX_NUMBER else None
+
+
+def _counter(v: Any):
+    if isinstance(v, dict):
+        return {"avgcount": _number(v.get("avgcount")), "sum": _number(v.get("sum"))}
+    return _number(v)
+
+
+def _diff(a: Any, b: Any):
+    """b - a for numbers and {avgcount, sum}; None when unknown or gone backwards (a remount)."""
+    if isinstance(b, dict):
+        a = a if isinstance(a, dict) else {}
+        return {k: _diff(a.get(k), b.get(k)) for k in ("avgcount", "sum")}
+    if a is None or b is None or b < a:
+        return None
+    return b - a
+
+
+def counter_delta(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
+    """What the client did between two `counters`: each counter's growth, and the totals
+    every kind has: `write_bytes` (objecter op_send_bytes: what it sent to the OSDs),
+    `write_rpcs` (op_w: OSD write ops), `seconds`."""
+    if not before.get("t") or not after.get("t"):
+        return {"write_bytes": None, "write_rpcs": None,
+                "why": after.get("why") or before.get("why") or "no counters"}
+    out: Dict[str, Any] = {}
+    for section in SECTION_NAMES.values():
+        b0, b1 = before.get(section) or {}, after.get(section) or {}
+        out[section] = {k: _diff(b0.get(k), v) for k, v in b1.items()}
+    out["write_bytes"] = out["objecter"].get("op_send_bytes")
+    out["write_rpcs"] = out["objecter"].get("op_w")
+    out["seconds"] = after["t"] - before["t"]
+    return out

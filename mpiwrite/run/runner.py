@@ -104,6 +104,7 @@ class Run:
         self.rbuf = None
         self.target_fd: Optional[int] = None  # TARGET, opened once it exists
         self.node_fs: Dict = {}  # leaders: the target's filesystem facts
+        self.node_client: Dict = {}  # leaders: its client's facts (ceph-fuse: admin socket)
         self.on_lustre = False
         self.finished_writing = False
         self.iteration_now = -1
@@ -164,6 +165,7 @@ class Run:
 
             facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
             self.node_fs = facts.get("fs") or {}
+            self.node_client = facts.get("client") or {}
             facts_text = json.dumps(facts)
         raise_agreed(team.agree(problem), team.size)
         nodes = None
@@ -322,19 +324,21 @@ class Run:
 
     # ------------------------------------------------------------------ what the client did
     def _client_snapshot(self):
-        """Node leaders: the filesystem client's counters (Lustre osc/llite, NFS mountstats)."""
+        """Node leaders: the filesystem client's counters (Lustre osc/llite, NFS mountstats,
+        ceph-fuse perf dump)."""
         if not self.team.is_leader:
             return None
         from mpiwrite.facts import fsclients
 
-        return fsclients.snapshot(self.cfg.sysroot, self.node_fs)
+        return fsclients.snapshot(self.cfg.sysroot, self.node_fs, self.node_client)
 
     def _client_delta(self, before):
         if not self.team.is_leader:
             return None
         from mpiwrite.facts import fsclients
 
-        return fsclients.delta(before, fsclients.snapshot(self.cfg.sysroot, self.node_fs))
+        return fsclients.delta(before, fsclients.snapshot(self.cfg.sysroot, self.node_fs,
+                                                          self.node_client))
 
     def _gather_client_facts(self, it: int, delta, path: str) -> None:
         """Counter deltas of every node to rank 0; on Lustre, each rank's file layout
