@@ -120,10 +120,19 @@ def infiniband(files, rates=("40 Gb/sec (4X QDR)",), hca="mlx4_0"):
     return files
 
 
+class Link(str):
+    """A symbolic link's target, not a file's content (`/proc/PID/ns/mnt` -> `mnt:[4026531840]`)."""
+
+
 def make(root, files):
     for rel, text in files.items():
         path = os.path.join(str(root), rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(text, Link):
+            if os.path.lexists(path):
+                os.remove(path)
+            os.symlink(str(text), path)
+            continue
         with open(path, "w") as fh:
             fh.write(text)
     return str(root)

@@ -343,3 +343,104 @@ def test_gluster_graph_from_the_clients_log():
     assert g["translators"][:3] == ["protocol/client", "cluster/distribute", "features/cdc"]
     assert g["options"]["cdc.mode"] == "client" and g["options"]["client-0.ping-timeout"] == "42"
     assert parse_graph("no graph here") is None
+
+
+# ---- which process serves a FUSE mount (fs_fuse.daemon) ----
+
+FUSE_ARGV = ["ceph-fuse", "--id", "admin", "-m", "10.0.0.7:6789", "/mnt/cephfs"]
+LAST_PID = "9999999"  # sorts after every real pid: the other candidates are looked at first
+
+
+def _cmdline(argv):
+    return "\0".join(argv) + "\0"
+
+
+def test_fuse_daemon_is_not_mpiwrite_itself(tmp_path):
+    """`mpiwrite env /mnt/cephfs` ends its own command line with the mount point: before, it
+    named itself the daemon (found on the testbed: `daemon python3 pid 10888`)."""
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files[f"proc/{os.getpid()}/cmdline"] = _cmdline(FUSE_ARGV)  # even one that looks right
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(FUSE_ARGV)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+
+
+
+@pytest.mark.parametrize("argv", [
+    ["/usr/bin/python3", "/usr/local/bin/mpiwrite", "env", "/mnt/cephfs"],  # another user's
+    ["tail", "-f", "/mnt/cephfs"], ["inotifywait", "-m", "/mnt/cephfs"],
+    ["/usr/sbin/glusterfs", "--volfile-server=x", "/mnt/cephfs"],  # another client's binary
+])
+def test_fuse_daemon_is_the_filesystems_client_binary(tmp_path, argv):
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files["proc/1000/cmdline"] = _cmdline(argv)
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(["/usr/bin/ceph-fuse"] + FUSE_ARGV[1:])
+    c = facts(tmp_path, files, "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == int(LAST_PID) and c["daemon"]["name"] == "ceph-fuse"
+    files[f"proc/{LAST_PID}/cmdline"] = _cmdline(["/usr/bin/sshfs", "x:/", "/mnt/cephfs"])
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"] is None
+
+
+
+def _two_hosts(ours="mnt:[4026531832]", other="mnt:[4026532540]"):
+    """Two ceph-fuse daemons with the same command line, as on the testbed's emulated hosts:
+    pid 1000 serves the mount in another mount namespace, LAST_PID ours."""
+    files = sysroots.ceph_fuse()
+    del files["proc/4711/cmdline"]
+    files["proc/1000/cmdline"] = files[f"proc/{LAST_PID}/cmdline"] = _cmdline(FUSE_ARGV)
+    if ours:
+        files["proc/self/ns/mnt"] = sysroots.Link(ours)
+        files[f"proc/{LAST_PID}/ns/mnt"] = sysroots.Link(ours)
+    if other:
+        files["proc/1000/ns/mnt"] = sysroots.Link(other)
+    return files
+
+
+def test_fuse_daemon_is_in_our_mount_namespace(tmp_path):
+    """Each emulated host runs its own ceph-fuse with the same arguments; before, h2 named
+    h1's daemon (the first in /proc), whose admin socket and counters are another mount's."""
+    c = facts(tmp_path, _two_hosts(), "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == int(LAST_PID)
+
+
+def test_fuse_daemon_namespace_unreadable_is_decided_by_its_mount_device(tmp_path):
+    """A user may not read root's /proc/PID/ns/mnt (ptrace rules), but every
+    /proc/PID/mountinfo: the daemon whose table has our mount point on our device (0:50 in
+    the fixture's mountinfo) is ours; one whose table has another device is not."""
+    files = _two_hosts(other=None)
+    del files[f"proc/{LAST_PID}/ns/mnt"]
+    line = "40 22 0:{} / /mnt/cephfs rw,relatime - fuse.ceph-fuse ceph-fuse rw\n"
+    files["proc/1000/mountinfo"] = line.format(51)
+    files[f"proc/{LAST_PID}/mountinfo"] = line.format(50)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+    del files[f"proc/{LAST_PID}/mountinfo"]  # nothing says it is ours: no daemon
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"] is None
+
+
+def test_fuse_daemon_without_namespaces_to_compare_is_taken(tmp_path):
+    """No /proc/self/ns/mnt (a sysroot of an old kernel, or one made without it): nothing to
+    compare, the first daemon with the right binary and mount point is taken, as before."""
+    c = facts(tmp_path, _two_hosts(ours=None, other=None), "/mnt/cephfs")["client"]
+    assert c["daemon"]["pid"] == 1000
+
+
+def test_fuse_daemon_seen_from_a_copy_of_its_mount_namespace(tmp_path):
+    """A rank launched into a copy of the host's mount namespace (the testbed's MPI wrapper
+    runs `unshare --mount`; containers do the same) sees the daemon in another namespace,
+    serving the same FUSE connection: our mount's device (0:50) at the mount point in its
+    table.  Another host's daemon (pid 1000, device 0:51) is still not ours; one in our own
+    namespace is preferred to one found by device."""
+    files = _two_hosts(other="mnt:[4026532540]")
+    files[f"proc/{LAST_PID}/ns/mnt"] = sysroots.Link("mnt:[4026532541]")  # the host's
+    line = "40 22 0:{} / /mnt/cephfs rw,relatime - fuse.ceph-fuse ceph-fuse rw\n"
+    files["proc/1000/mountinfo"] = line.format(51)
+    files[f"proc/{LAST_PID}/mountinfo"] = line.format(50)
+    assert facts(tmp_path, files, "/mnt/cephfs")["client"]["daemon"]["pid"] == int(LAST_PID)
+    files["proc/1000/mountinfo"] = line.format(50)  # both serve it: the namespace decides
+    files["proc/1000/ns/mnt"] = sysroots.Link("mnt:[4026531832]")
+    assert facts(tmp_path / "2", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 1000
+    files["proc/1000/ns/mnt"] = sysroots.Link("mnt:[4026532540]")
+    files["proc/99/cmdline"] = _cmdline(FUSE_ARGV)  # ours, found later than a device match
+    files["proc/99/ns/mnt"] = sysroots.Link("mnt:[4026531832]")
+    assert facts(tmp_path / "3", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 99

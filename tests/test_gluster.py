@@ -1,8 +1,9 @@
 """mpiwrite on a real network filesystem: GlusterFS under three emulated hosts.
 
-One testbed for the module (tests/gluster.py): a 2-brick distributed volume, each host with
-its own FUSE client and a 160 Mbit/s link both ways, so the wire, not the disk, decides the
-figures and a lone `dd conv=fsync` on the same link is the ground truth.
+One testbed for the module (tests/testbed.py's "gluster": tests/gluster.py): a 2-brick
+distributed volume, each host with its own FUSE client and a 160 Mbit/s link both ways, so
+the wire, not the disk, decides the figures and a lone `dd conv=fsync` on the same link is
+the ground truth.
 """
 
 import glob
@@ -17,63 +18,17 @@ import time
 import gluster as glusterlib
 import hosts as hostlib
 import pytest
-from common import (
-    MPIEXEC,
-    MPIWRITE,
-    bounded,
-    clean_env,
-    cli,
-    kill_group,
-    only_record,
-    records_in,
-)
+import testbed
+from common import MPIWRITE, bounded, clean_env, cli, kill_group, only_record, records_in
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 RATE = "160mbit"
 HOSTS = 3
-PER_HOST = 2
+PER_HOST = testbed.PER_HOST
 
-
-class Bed:
-    def __init__(self, h, g, folder):
-        self.h, self.g, self.folder = h, g, folder
-
-    def target(self, name):
-        return os.path.join(self.g.mount, name)
-
-    def command(self, nhosts, args, per_host=PER_HOST):
-        hosts = ",".join(self.h.ips[:nhosts])
-        return (self.h.mpiexec(MPIEXEC) + ["-hosts", hosts, "-ppn", str(per_host), "-n",
-                                           str(nhosts * per_host), MPIWRITE] + list(args))
-
-    def run(self, nhosts, args, timeout=120, per_host=PER_HOST):
-        """`mpiwrite ARGS --json -` over the first nhosts hosts: (completed, parsed JSON)."""
-        out = bounded(self.command(nhosts, list(args) + ["--json", "-"], per_host), timeout,
-                      cwd=self.folder, env=clean_env())
-        try:
-            doc = json.loads(out.stdout)
-        except ValueError:
-            doc = None
-        return out, doc
-
-    def rx_bytes(self, i):
-        out = self.h.run(i, "cat /sys/class/net/eth0/statistics/rx_bytes", timeout=10)
-        return int(out.stdout)
-
-
-@pytest.fixture(scope="module")
-def bed(tmp_path_factory):
-    reason = glusterlib.why_not()
-    if reason or MPIEXEC is None:
-        pytest.skip(f"GlusterFS testbed: {reason or 'no mpiexec'}")
-    folder = tmp_path_factory.mktemp("gluster")
-    h = hostlib.Hosts(HOSTS, folder, persistent=True, rates={i: RATE for i in range(HOSTS)})
-    g = glusterlib.Gluster(h, folder)
-    with h, g:
-        yield Bed(h, g, str(folder))
-    assert g.leftovers() == []
-    assert h.leftovers() == []
+# the module's testbed: GlusterFS, hosts at RATE both ways
+bed = testbed.fixture("gluster", hosts=HOSTS, rates=RATE)
 
 
 def test_testbed_removes_itself_when_it_cannot_start(tmp_path):
@@ -182,7 +137,7 @@ def test_verify_from_another_host(bed):
     ok = bed.h.run(2, verify, timeout=60)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert bed.rx_bytes(2) - before >= 2 * 8 * 2**20  # read over the wire, not from a cache
-    on_brick = [os.path.join(b, "keep", f) for b in bed.g.bricks
+    on_brick = [os.path.join(b, "keep", f) for b in bed.fs.bricks
                 for f in sorted(os.listdir(os.path.join(b, "keep")))]
     assert len(on_brick) == 2, on_brick
     with open(on_brick[0], "r+b") as fh:
@@ -227,7 +182,7 @@ def _client_logs(bed) -> list:
     texts = []
     for n in bed.h.names:
         try:
-            with open(os.path.join(bed.g.top, "log", f"client-{n}.log"), errors="replace") as fh:
+            with open(os.path.join(bed.fs.top, "log", f"client-{n}.log"), errors="replace") as fh:
                 texts.append(fh.read())
         except OSError:
             texts.append("")
@@ -246,10 +201,10 @@ def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
     from mpiwrite.facts.fs_fuse import parse_graph
 
     before = [t.count("Final graph:") for t in _client_logs(bed)]
-    if bed.g.get("network.compression") == compression:
+    if bed.fs.get("network.compression") == compression:
         before = [n - 1 for n in before]  # the graph each client has is the one wanted
     else:
-        bed.g.set("network.compression", compression)
+        bed.fs.set("network.compression", compression)
     end = time.monotonic() + timeout
     state = []
     while time.monotonic() < end:
@@ -260,7 +215,7 @@ def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
             switched = "switched to graph" in text[text.rfind("Final graph:"):]
             state.append((graph, switched))
             if graph == compression and not switched:
-                probe = os.path.join(bed.g.mount, f".graph-probe-{bed.h.names[i]}")
+                probe = os.path.join(bed.fs.mount, f".graph-probe-{bed.h.names[i]}")
                 bed.h.run(i, f"touch {probe} && rm -f {probe}", timeout=30)
         if all(s == (compression, True) for s in state):
             time.sleep(1)  # the old graph's connections close just after the switch
@@ -334,14 +289,14 @@ def test_brick_server_killed_mid_run_fails_collectively(bed):
     try:
         # Every rank's file exists (the hash of its name chose its brick), then 2 s of writing.
         deadline = time.monotonic() + 60
-        on = [os.path.join(b, "kill") for b in bed.g.bricks]
+        on = [os.path.join(b, "kill") for b in bed.fs.bricks]
         while sum(len(_data_files(d)) for d in on) < HOSTS * PER_HOST:
             assert time.monotonic() < deadline and proc.poll() is None, "files not created"
             time.sleep(0.2)
         time.sleep(2)
         victim = 0 if _data_files(on[0]) else 1  # all six on brick 1 happens (1 in 64)
         doomed = _data_files(on[victim])
-        bed.g.kill_brick(victim)
+        bed.fs.kill_brick(victim)
         killed = time.monotonic()
         out, err = proc.communicate(timeout=60)
         ended = time.monotonic() - killed
@@ -350,7 +305,7 @@ def test_brick_server_killed_mid_run_fails_collectively(bed):
         proc.communicate()
         raise
     finally:
-        bed.g.restart_bricks()
+        bed.fs.restart_bricks()
     print(f"ended {ended:.1f} s after the kill: {err.strip().splitlines()[-1]}")
     assert proc.returncode == 1, out + err
     assert ended < 20, ended  # not the 30 s of -t, nor a 42 s ping timeout

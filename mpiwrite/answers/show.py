@@ -101,6 +101,14 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
                          f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s"
                          f"{cpu}")
+        counted = [c for c in rec.client_counters if c.get("iteration") == it]
+        if counted:
+            lines.append(f"client counters, iteration {it} (what each node's client did in "
+                         "the timed phase):")
+            for c in sorted(counted, key=lambda c: c.get("node", 0)):
+                node = c.get("node")
+                host = hosts[node] if isinstance(node, int) and 0 <= node < len(hosts) else "?"
+                lines.append(f"  {host:<16} {counter_text(c.get('delta') or {})}")
         lines.append(f"per rank, slowest first, iteration {it}:")
         lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
                      f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'cpu s':>6} "
@@ -123,3 +131,57 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
         lines.append(f"error: iteration {e.get('iteration')} rank {e.get('rank')} on "
                      f"{e.get('host')}: {e.get('phase')} {e.get('path')}: {e.get('message')}")
     return "\n".join(printable(ln) for ln in lines)
+
+
+def _n(x) -> Optional[float]:
+    """A counter from a record (someone else's JSON): a finite number, else None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or abs(x) == math.inf:
+        return None
+    return x
+
+
+def _size(x) -> str:
+    v = _n(x)
+    return format_size(v) if v is not None and v >= 0 else "?"
+
+
+def _per(total, count, unit: str) -> str:
+    t, c = _n(total), _n(count)
+    return f" ({format_size(t / c)} per {unit})" if t is not None and c else ""
+
+
+def _latency(row, what: str) -> str:
+    """'512 x 2.35 ms' from a ceph {avgcount, sum} delta."""
+    row = row if isinstance(row, dict) else {}
+    count, total = _n(row.get("avgcount")), _n(row.get("sum"))
+    if not count or total is None:
+        return f"{what} -"
+    return f"{what} {int(count)} x {_ms(total / count)}"
+
+
+def counter_text(d: Dict[str, Any]) -> str:
+    """One node's client counter delta in words: what it sent, in how many write RPCs or OSD
+    write ops, and for ceph-fuse its cache (blocked writes) and its write/fsync latency."""
+    kind = d.get("kind")
+    if kind is None:
+        return "no counters for this client"
+    if _n(d.get("write_bytes")) is None:
+        return f"{kind}: no counters ({d.get('why') or 'unknown'})"
+    if kind == "ceph":
+        obj = d.get("objecter") if isinstance(d.get("objecter"), dict) else {}
+        oc = d.get("objectcacher") if isinstance(d.get("objectcacher"), dict) else {}
+        cl = d.get("client") if isinstance(d.get("client"), dict) else {}
+        blocked = _n(oc.get("write_ops_blocked"))
+        ops = _n(obj.get("op_w"))
+        return (f"ceph: sent {_size(d['write_bytes'])} in {'?' if ops is None else int(ops)} "
+                "OSD write ops"
+                f"{_per(d['write_bytes'], obj.get('op_w'), 'op')}; cache: "
+                f"{_size(oc.get('data_written'))} written, {_size(oc.get('data_flushed'))} "
+                f"flushed, {'?' if blocked is None else int(blocked)} writes blocked on the "
+                f"dirty limit ({_size(oc.get('write_bytes_blocked'))}, "
+                f"{_num(_n(oc.get('write_time_blocked')) or 0.0, 3)} s); "
+                f"{_latency(cl.get('wrlat'), 'write()')}, {_latency(cl.get('fsync'), 'fsync')}")
+    rpcs = _n(d.get("write_rpcs"))
+    return (f"{kind}: sent {_size(d['write_bytes'])}"
+            + (f" in {int(rpcs)} write RPCs{_per(d['write_bytes'], rpcs, 'RPC')}"
+               if rpcs is not None else ""))

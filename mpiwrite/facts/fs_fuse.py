@@ -3,9 +3,15 @@
 The mount table gives `fuse.<subtype>` (glusterfs mounts show `fuse.glusterfs` with source
 `server:/volume`).  The daemon is the process whose command line ends with the mount point
 (`/usr/sbin/glusterfs --process-name fuse --volfile-server=srv --volfile-id=/gv0 /mnt/gv0`),
-found by reading /proc/<pid>/cmdline.  Its version comes from the package database, else (real
-root only, named programs only) from `glusterfs --version` (`glusterfs 10.3`) or
-`ceph-fuse --version` (`ceph version 18.2.1 (<sha>) reef (stable)`).
+found by reading /proc/<pid>/cmdline, and whose program is the filesystem's client binary
+(`glusterfs`, `ceph-fuse`; the subtype for others: `sshfs`), never mpiwrite itself, and that
+serves our mount: in our mount namespace (`/proc/PID/ns/mnt` as `/proc/self/ns/mnt`), else
+with our mount's device (MAJ:MIN, one per FUSE connection) at the mount point in its
+`/proc/PID/mountinfo` (a copy of its namespace: a container, `unshare -m`; or a namespace a
+user may not read).  Emulated hosts run identical daemons, each with its own device.  Its
+version comes from the package database, else (real root only, named programs only) from
+`glusterfs --version` (`glusterfs 10.3`) or `ceph-fuse --version` (`ceph version 18.2.1
+(<sha>) reef (stable)`).
 """
 
 from __future__ import annotations
@@ -14,16 +20,24 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.fscommon import client_string, command, options, package_version
+from mpiwrite.facts import fs_ceph as ceph
+from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
-# subtype -> (client name, packages, version command)
+# subtype -> (client name, packages, version command); the command's program is the daemon's
+# binary (argv[0]'s base name), for other subtypes the subtype itself
 KNOWN = {
     "glusterfs": ("glusterfs", ("glusterfs-client", "glusterfs-fuse"), ["glusterfs", "--version"]),
     "ceph-fuse": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
     "ceph": ("ceph", ("ceph-fuse",), ["ceph-fuse", "--version"]),
 }
+
+
+def binary(sub: str) -> str:
+    """The program a FUSE daemon of this subtype runs: 'ceph' -> 'ceph-fuse', 'sshfs'."""
+    known = KNOWN.get(sub)
+    return known[2][0] if known else sub
 _VERSION = re.compile(r"(?:version\s+|^\S+\s+)v?(\d+(?:\.\d+)+)", re.M)
 
 
@@ -36,21 +50,54 @@ def subtype(fstype: str, source: Optional[str]) -> str:
     return os.path.basename(source or "") or fstype
 
 
-def daemon(reader: Reader, mount_point: Optional[str]) -> Optional[Dict[str, Any]]:
-    """pid, name and argv of the process serving mount_point (argv ends with it)."""
+def daemon(reader: Reader, mount_point: Optional[str],
+           program: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """pid, name and argv of the process serving mount_point: its argv ends with it and, when
+    `program` is given, argv[0]'s base name is that program (not `tail -f MOUNT`); of those,
+    the first in our mount namespace, else the first whose mount table has our mount's
+    device at mount_point (ours seen from a copy of its namespace, or a namespace we may not
+    read).  Without our own namespace link (a sysroot without it) the first is taken."""
     if not mount_point:
         return None
     pids = [p for p in reader.glob("proc/[0-9]*") if p.rsplit("/", 1)[-1].isdigit()]
+    me = str(os.getpid())  # `mpiwrite env /mnt/x` ends its own command line with the mount
+    ours, _ = reader.readlink("proc/self/ns/mnt")
+    device = mount_device(reader, "proc/self", mount_point) if ours is not None else None
+    by_device = None
     for rel in pids[:MAX_PROCESSES]:
+        if rel.rsplit("/", 1)[-1] == me:
+            continue
         text, _ = reader.read(f"{rel}/cmdline", keep=False)
         if not text:
             continue
         argv = [a for a in text.split("\0") if a]
-        if len(argv) > 1 and argv[-1].rstrip("/") == mount_point.rstrip("/"):
+        if len(argv) < 2 or argv[-1].rstrip("/") != mount_point.rstrip("/"):
+            continue
+        if program is not None and os.path.basename(argv[0]) != program:
+            continue
+        found = {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
+                 "argv": argv[:32]}
+        if ours is None or reader.readlink(f"{rel}/ns/mnt")[0] == ours:
             reader.raw[f"{rel}/cmdline"] = text
-            return {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
-                    "argv": argv[:32]}
-    return None
+            return found
+        if by_device is None and device is not None \
+                and mount_device(reader, rel, mount_point) == device:
+            by_device = (found, text)  # unless one in our own namespace comes later
+    if by_device is None:
+        return None  # e.g. only other emulated hosts' daemons with the same command line
+    reader.raw[f"/proc/{by_device[0]['pid']}/cmdline"] = by_device[1]
+    return by_device[0]
+
+
+def mount_device(reader: Reader, rel: str, mount_point: str) -> Optional[str]:
+    """MAJ:MIN of mount_point in /proc/PID/mountinfo (rel: proc/PID), the topmost mount."""
+    text, _ = reader.read(f"{rel}/mountinfo", keep=False)
+    found = None
+    for line in (text or "").splitlines():
+        f = line.split()
+        if len(f) > 4 and unescape(f[4]).rstrip("/") == mount_point.rstrip("/"):
+            found = f[2]
+    return found
 
 
 def parse_version(text: Optional[str]) -> Optional[str]:
@@ -64,10 +111,16 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     name, packages, cmd = KNOWN.get(sub, (sub, (sub,), None))
     info: Dict[str, Any] = {"name": name, "fuse": True, "subtype": sub,
                             "mount_source": fs.get("mount_source")}
-    proc = daemon(reader, fs.get("mount_point"))
+    proc = daemon(reader, fs.get("mount_point"), binary(sub))
     info["daemon"] = proc
     version, package = package_version(reader, packages)
     info["version_source"] = f"package {package}" if version else None
+    if name == "ceph":  # the running client's own answers, through its admin socket
+        info.update(ceph.fuse_client(reader, proc))
+        if info.get("version"):
+            info["package_version"] = version
+            version = info["version"]
+            info["version_source"] = "admin socket (the running ceph-fuse)"
     if version is None and cmd is not None:
         version = parse_version(command(reader, cmd, f"{name}.version"))
         info["version_source"] = " ".join(cmd) if version else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mpiwrite.facts.fscommon import client_string, options
+from mpiwrite.facts.fscommon import unescape as _unescape
 from mpiwrite.facts.sysroot import Reader, to_int
 
 MOUNTSTATS = "proc/self/mountstats"
@@ -28,11 +29,6 @@ OP_FIELDS = ("ops", "transmissions", "major_timeouts", "bytes_sent", "bytes_rece
              "queue_ms", "rtt_ms", "execute_ms", "errors")
 OPTION_KEYS = ("vers", "rsize", "wsize", "proto", "nconnect", "sec", "timeo", "retrans",
                "port", "local_lock", "max_connect", "lookupcache", "clientaddr", "addr")
-
-
-def _unescape(field: str) -> str:
-    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-            .replace("\\134", "\\"))
 
 
 def blocks(text: str) -> Dict[str, str]:

@@ -1,14 +1,15 @@
 """The filesystem client that serves the target, and its version: the `client` node fact.
 
 `collect(reader, fs, kernel, lustre_facts)` dispatches on the mount's type: Lustre (lustre.py
-has read it already), NFS, FUSE (GlusterFS, ceph-fuse, ...), BeeGFS, GPFS, the CephFS kernel
-client; a local filesystem is `none`.  Every value is a `name version` string ('nfs 4.2',
-'glusterfs 10.3', 'none'), a grouping key for reports.  Nothing here fails a run.
+has read it already), NFS, FUSE (GlusterFS, ceph-fuse with its admin socket's answers, ...),
+BeeGFS, GPFS, the CephFS kernel client; a local filesystem is `none`.  Every value is a
+`name version` string ('nfs 4.2', 'glusterfs 10.3', 'none'), a grouping key for reports.
+Nothing here fails a run.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from mpiwrite.facts import fs_beegfs as beegfs
 from mpiwrite.facts import fs_ceph as ceph
@@ -44,10 +45,13 @@ def collect(reader: Reader, fs: Dict[str, Any], kernel: str,
     return {"name": fstype, "version": None, "client": client_string(fstype, None)}
 
 
-def snapshot(sysroot: str, fs: Dict[str, Any]) -> Dict[str, Any]:
+def snapshot(sysroot: str, fs: Dict[str, Any],
+             client: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The target's client counters now, for `delta` around the timed phase (node leaders,
-    outside the hot loop): Lustre OSC/llite counters, or the NFS mount's byte and WRITE
-    counters; {'kind': None} for the others.  fs is facts['fs'] of this node."""
+    outside the hot loop): Lustre OSC/llite counters, the NFS mount's byte and WRITE
+    counters, or a ceph-fuse client's `perf dump` counters through its admin socket;
+    {'kind': None} for the others.  fs and client are facts['fs'] and facts['client'] of
+    this node (the client's facts say where its admin socket is)."""
     from mpiwrite.facts import lustre_counters
 
     reader = Reader(sysroot or "/")
@@ -56,6 +60,9 @@ def snapshot(sysroot: str, fs: Dict[str, Any]) -> Dict[str, Any]:
         return {"kind": "lustre", "data": lustre_counters.counters(reader)}
     if fstype in ("nfs", "nfs4"):
         return {"kind": "nfs", "data": nfs.counters(reader, str(fs.get("mount_point") or ""))}
+    if fstype.startswith("fuse") and fuse.binary(fuse.subtype(
+            fstype, fs.get("mount_source"))) == "ceph-fuse":
+        return {"kind": "ceph", "data": ceph.counters(sysroot, client or {})}
     return {"kind": None, "data": {}}
 
 
@@ -69,6 +76,8 @@ def delta(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
         return {"kind": kind, "write_bytes": None}
     if kind == "lustre":
         return {"kind": kind, **lustre_counters.counter_delta(before["data"], after["data"])}
+    if kind == "ceph":
+        return {"kind": kind, **ceph.counter_delta(before["data"], after["data"])}
     out: Dict[str, Any] = {"kind": kind, "bytes": {}, "ops": {}}
     b0, b1 = before["data"].get("bytes") or {}, after["data"].get("bytes") or {}
     for k, v in b1.items():

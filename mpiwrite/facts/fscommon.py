@@ -38,6 +38,13 @@ def options(text: Optional[str]) -> Dict[str, str]:
     return out
 
 
+def unescape(field: str) -> str:
+    """A mount table field (mountinfo, mounts, mountstats) with its octal escapes of space,
+    tab, newline and backslash undone."""
+    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+            .replace("\\134", "\\"))
+
+
 def scrub(text: Optional[str]) -> Optional[str]:
     """Mount options with secrets (ceph `secret=`, cifs `password=`) replaced by <hidden>."""
     if text is None:

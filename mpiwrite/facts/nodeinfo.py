@@ -14,6 +14,7 @@ from mpiwrite import __version__
 from mpiwrite.errors import ConfigError
 from mpiwrite.facts import fsclients, lustre
 from mpiwrite.facts.fscommon import scrub
+from mpiwrite.facts.fscommon import unescape as _unescape
 from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.facts.sysroot import check as check_sysroot
 from mpiwrite.text import printable
@@ -51,12 +52,6 @@ def statfs_magic(path: str) -> Optional[int]:
         return buf.f_type & 0xFFFFFFFF
     except (OSError, AttributeError):
         return None
-
-
-def _unescape(field: str) -> str:
-    """Mount tables escape space, tab, newline and backslash as octal."""
-    return (field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-            .replace("\\134", "\\"))
 
 
 def _merge_options(mount: str, superblock: str) -> str:
@@ -270,7 +265,8 @@ def common_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
 
 # Node facts that name the node or the run, not a setting: never grouping keys.
 NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
-                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic")
+                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic",
+                 "admin_socket", "global_id")  # ceph-fuse: its socket's path, its session id
 MAX_FACT_DEPTH = 5
 
 
@@ -336,6 +332,13 @@ def describe_client(client: Dict[str, Any]) -> List[str]:
         detail = [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
                   f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
                   f"version from {client.get('version_source')}"]
+        if client.get("admin_socket"):  # ceph-fuse: what its admin socket said
+            lines.append(f"  {client.get('entity') or 'client ?'} (global id "
+                         f"{client.get('global_id')}) of fs {client.get('fs_name')}, admin "
+                         f"socket {client['admin_socket']} ({client.get('admin_socket_source')})")
+            config = client.get("config") or {}
+            if config:
+                lines.append("  config " + ", ".join(f"{k}={v}" for k, v in config.items()))
     elif name == "beegfs":
         detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
     elif name == "gpfs":
@@ -344,7 +347,7 @@ def describe_client(client: Dict[str, Any]) -> List[str]:
     elif name == "ceph":
         detail = [f"{k}={v}" for k, v in (client.get("options") or {}).items()]
     if detail:
-        lines.append("  " + ", ".join(detail))
+        lines.insert(1, "  " + ", ".join(detail))
     return lines
 
 

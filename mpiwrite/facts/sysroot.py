@@ -83,6 +83,22 @@ class Reader:
             self.raw["/" + rel.lstrip("/")] = text
         return text, ""
 
+    def readlink(self, rel: str) -> Tuple[Optional[str], str]:
+        """(target, "") of a symbolic link under the root, not followed (`/proc/PID/ns/mnt`
+        reads `mnt:[4026531840]`), or (None, reason); its folder must not leave the root."""
+        folder, why = self.resolve(os.path.dirname("/" + rel.strip("/")))
+        if folder is None:
+            return None, why
+        try:
+            target = os.readlink(os.path.join(folder, os.path.basename(rel.rstrip("/"))))
+        except FileNotFoundError:
+            return None, "absent"
+        except PermissionError:
+            return None, "permission denied"
+        except OSError as exc:
+            return None, exc.strerror or str(exc)  # EINVAL: not a link
+        return target[:4096], ""
+
     def fact(self, key: str, rel: str) -> Optional[str]:
         """Read a file; on failure note `key` as unknown with the reason."""
         text, why = self.read(rel)

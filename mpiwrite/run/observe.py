@@ -19,15 +19,18 @@ class NodeWatch:
     def __init__(self, team, cfg):
         self.team, self.cfg = team, cfg
         self.node_fs: Dict = {}  # leaders: the target's filesystem facts
+        self.node_client: Dict = {}  # leaders: its client's facts (ceph-fuse: admin socket)
         self.on_lustre = False  # the same answer on every rank (rank 0's), for the layout gather
 
     def before(self):
-        """Node leaders: (CPU counters, client counters) before the phase; else None."""
+        """Node leaders: (CPU counters, client counters: Lustre osc/llite, NFS mountstats,
+        ceph-fuse perf dump) before the phase; else None."""
         if not self.team.is_leader:
             return None
         from mpiwrite.facts import fsclients, nodeinfo  # leaders import them at set-up
 
-        return nodeinfo.cpu_line(), fsclients.snapshot(self.cfg.sysroot, self.node_fs)
+        return nodeinfo.cpu_line(), fsclients.snapshot(self.cfg.sysroot, self.node_fs,
+                                                       self.node_client)
 
     def after(self, before):
         """((busy, iowait) fractions of the node's CPUs, client counter delta) once every rank
@@ -38,7 +41,8 @@ class NodeWatch:
 
         cpu, client = before
         return (rows.cpu_fractions(cpu, nodeinfo.cpu_line()),
-                fsclients.delta(client, fsclients.snapshot(self.cfg.sysroot, self.node_fs)))
+                fsclients.delta(client, fsclients.snapshot(self.cfg.sysroot, self.node_fs,
+                                                           self.node_client)))
 
     def gather(self, it: int, delta, path: str, created: bool, res, ledger) -> None:
         """Counter deltas of every node; on Lustre, each rank's file layout (iteration 0: one

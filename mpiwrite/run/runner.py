@@ -117,6 +117,7 @@ class Run:
 
             facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
             self.watch.node_fs = facts.get("fs") or {}
+            self.watch.node_client = facts.get("client") or {}
             facts_text = json.dumps(facts)
         raise_agreed(team.agree(problem), team.size)
         nodes = None
