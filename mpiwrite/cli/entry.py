@@ -1,14 +1,15 @@
 """The `mpiwrite` console script: signals first, then everything else.
 
-A SIGINT or SIGTERM that arrives while Python is still importing (a job cancelled at once)
-ends the process quietly with 130/143 instead of a KeyboardInterrupt traceback.  A run replaces
+A SIGINT, SIGTERM or another signal a run answers (run/process.EXIT_FOR_SIGNAL) that arrives
+while Python is still importing (a job cancelled at once) ends the process quietly with 128+N
+instead of a KeyboardInterrupt traceback.  A run replaces
 these handlers with its own before MPI starts (run/process.Signals).
 """
 
 import signal
 import sys
 
-from mpiwrite.run.process import launcher_size
+from mpiwrite.run.process import EXIT_FOR_SIGNAL, launcher_size
 
 # A signal that arrived before the run's own handlers, for the run to answer (run/process.Signals).
 pending = {"signum": 0}
@@ -31,7 +32,7 @@ def _is_parallel_run(args) -> bool:
 
 def main() -> None:
     handler = _defer if _is_parallel_run(sys.argv[1:]) else _leave
-    for s in (signal.SIGINT, signal.SIGTERM):
+    for s in EXIT_FOR_SIGNAL:
         signal.signal(s, handler)
     try:
         from mpiwrite.cli.main import main as cli_main

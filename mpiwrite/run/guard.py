@@ -15,10 +15,11 @@ import time
 from typing import List, Optional
 
 from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry, raise_agreed
+from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import Signals, host_name
+from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
@@ -92,15 +93,18 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
     """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
     (the other ranks still learn of it, so that no rank waits for one that left)."""
     early = sys.modules.get("mpiwrite.cli.entry")
-    if early is not None and early.pending["signum"] == signal.SIGTERM:
-        sys.exit(143)  # the batch system's signal while Python was importing
+    pending = early.pending["signum"] if early is not None else 0
+    if pending and pending != signal.SIGINT:
+        sys.exit(128 + pending)  # the batch system's signal while Python was importing
     # MPI_Init and the communicator set-up are C code that holds the GIL: no Python handler
     # (nor thread) can run there, so a handler that only sets a flag would swallow SIGTERM
     # while a rank waits for one that never starts (an MPMD launch with a broken command).
     # In that window SIGTERM, what batch systems and `timeout` send, takes its default action:
     # it ends the rank and the launcher the job (hydra exits with 15, not 143).  SIGINT stays
     # answered in order (130): an interactive user's second Ctrl-C makes hydra force the end.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for s in EXIT_FOR_SIGNAL:
+        if s != signal.SIGINT:
+            signal.signal(s, signal.SIG_DFL)
     from mpi4py import MPI
 
     try:

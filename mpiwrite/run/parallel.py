@@ -22,7 +22,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mpiwrite.errors import Interrupted, PeerFailed, Stalled
-from mpiwrite.run.process import clock, host_name
+from mpiwrite.facts.host import host_name
+from mpiwrite.run.process import clock
 from mpiwrite.text import printable
 
 TAG_ABORT = 101

@@ -11,9 +11,17 @@ import threading
 import time
 from typing import Callable, Optional
 
+from mpiwrite.facts.host import boot_id, start_ticks
 from mpiwrite.text import printable
 
-EXIT_FOR_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+# The signals a run answers in order (stop writing, remove its files, record `interrupted`),
+# each with the shell's exit code for it: Ctrl-C, the batch system's SIGTERM, a hang-up (a
+# closed terminal or ssh session), Ctrl-\, an alarm, and the user signals that batch systems
+# send before a time limit (sbatch --signal).  Anything else ends the rank at once (SIGKILL
+# cannot be caught); `show` then calls such a run abandoned once its processes are gone.
+EXIT_FOR_SIGNAL = {s: 128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                                        signal.SIGQUIT, signal.SIGALRM, signal.SIGUSR1,
+                                        signal.SIGUSR2)}
 
 clock = time.monotonic
 
@@ -54,20 +62,6 @@ class Signals:
     @staticmethod
     def exit_code_of(signum: int) -> int:
         return EXIT_FOR_SIGNAL.get(signum, 1)
-
-
-def host_name() -> str:
-    """This node's name: MPIWRITE_HOSTNAME (containers that share a hostname; tests that model
-    uneven nodes on one machine) or the hostname.  Raises ValueError for a name that is not
-    UTF-8."""
-    name = os.environ.get("MPIWRITE_HOSTNAME") or os.uname().nodename
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("MPIWRITE_HOSTNAME is not valid UTF-8") from None
-    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise ValueError("MPIWRITE_HOSTNAME is empty or holds control characters")
-    return name
 
 
 class Watchdog:
@@ -114,3 +108,16 @@ def parse_inject(text: str):
     if head and tail.replace(".", "", 1).isdigit():
         phase, seconds = head, min(float(tail), 60.0)
     return (int(rank), phase, seconds) if rank.isdigit() and phase else None
+
+
+def this_process() -> dict:
+    """What identifies this process later, on this node: its pid, its start time (so that a
+    reused pid is not mistaken for it), the node's boot id (a node that rebooted runs
+    nothing of it any more), and the batch job it belongs to."""
+    out = {"pid": os.getpid(), "start_ticks": start_ticks(os.getpid()), "boot_id": boot_id()}
+    for var, scheduler in (("SLURM_JOB_ID", "slurm"), ("PBS_JOBID", "pbs"),
+                           ("LSB_JOBID", "lsf"), ("FLUX_JOB_ID", "flux")):
+        if os.environ.get(var):
+            out["job"] = {"scheduler": scheduler, "id": os.environ[var][:64]}
+            break
+    return out
