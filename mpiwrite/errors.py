@@ -1,5 +1,7 @@
 """The exception tree; the CLI maps these to exit codes."""
 
+import errno
+
 
 class MpiwriteError(Exception):
     """Base of every error mpiwrite raises on purpose."""
@@ -85,4 +87,6 @@ def why(exc: OSError) -> str:
         return "permission denied"
     if isinstance(exc, FileNotFoundError):
         return "does not exist"
+    if getattr(exc, "errno", None) == errno.EDQUOT:
+        return "disk quota exceeded (the user's or group's limit on this filesystem)"
     return exc.strerror or str(exc)

@@ -157,6 +157,18 @@ class Store:
             out.append(r)
         return out
 
+    def not_complete(self) -> Dict[str, int]:
+        """How many runs did not complete, by state (`abandoned` for a `running` record whose
+        run is gone: answers/state.py)."""
+        from mpiwrite.answers.state import run_state
+
+        out: Dict[str, int] = {}
+        for r in self.runs:
+            if r.status != RunStatus.COMPLETE:
+                state = run_state(r)
+                out[state] = out.get(state, 0) + 1
+        return out
+
     def find_run(self, ident: str) -> records.RunRecord:
         hits = [r for r in self.runs if r.run_id == ident or r.run_id.startswith(ident)
                 or r.run_id.endswith("-" + ident)

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from mpiwrite.answers.state import ABANDONED, run_state
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats.status import Status
 from mpiwrite.formats.summary import node_totals
@@ -38,7 +39,8 @@ def _options(text) -> str:
 def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
     p = rec.params()
     hosts = [printable(n.get("host")) for n in rec.nodes]
-    lines = [f"run {rec.run_id}  status {rec.status}  started {rec.attrs.get('start_time')}",
+    state = run_state(rec)
+    lines = [f"run {rec.run_id}  status {state}  started {rec.attrs.get('start_time')}",
              f"command: {rec.attrs.get('command_line')}",
              f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
              f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
@@ -49,6 +51,11 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
              "keys: " + ", ".join(f"{k}={store_keys.get(k)}" for k in
                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")),
              ]
+    if state == ABANDONED:
+        lines.append(f"abandoned: the record says running, but its processes are gone (killed "
+                     f"for good: SIGKILL, out of memory, a crashed node or launcher); "
+                     f"`mpiwrite clean {printable(p.get('target'))} --results DIR` removes the "
+                     "data files it left")
     if rec.tags():
         lines.append("tags: " + ", ".join(f"{k}={v}" for k, v in rec.tags().items()))
     lines.append("nodes:")

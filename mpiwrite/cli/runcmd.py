@@ -120,6 +120,9 @@ def _stripe_options(f):
 @click.option("--engine", type=click.Choice(config.ENGINES), default=D.engine,
               help="posix: real writes; null: no I/O at all (tests of the coordination).")
 @_stripe_options
+@click.option("--allow-fill", is_flag=True,
+              help="Write even when the planned bytes exceed the target filesystem's free "
+                   "space (checked before any data is written).")
 @click.option("--units", type=click.Choice(list(RATE_UNITS)), default="MB",
               help="Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); "
                    "records and JSON stay in MB/s.")
@@ -157,7 +160,8 @@ def config_from(p: dict):
         timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
         verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
         read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
-        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"])
+        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
+        allow_fill=p["allow_fill"])
 
 
 def agree_on_usage_error(message: str) -> int:

@@ -37,9 +37,25 @@ def parse_data_file(name: str) -> Optional[DataName]:
     return DataName(m["run"], int(m["it"]), int(m["rank"]) if m["rank"] else None)
 
 
+SUBDIR_NAME = re.compile(r"^mpiwrite-(?P<run>.+)-d(?P<index>\d{5,9})$")
+PROBE_NAME = re.compile(r"^\.mpiwrite-(?P<run>.+)-probe$")
+
+
 def subdir(run_id: str, index: int) -> str:
     return f"mpiwrite-{run_id}-d{index:05d}"
 
 
+def parse_subdir(name: str) -> Optional[str]:
+    """The run id of a run subdirectory's name, or None."""
+    m = SUBDIR_NAME.match(name)
+    return m["run"] if m else None
+
+
 def probe(run_id: str) -> str:
     return f".mpiwrite-{run_id}-probe"
+
+
+def parse_probe(name: str) -> Optional[str]:
+    """The run id of a probe file's name, or None."""
+    m = PROBE_NAME.match(name)
+    return m["run"] if m else None

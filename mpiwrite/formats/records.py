@@ -83,6 +83,27 @@ class RunRecord:
     def tags(self) -> Dict[str, str]:
         return self._json("tags", {})
 
+    def processes(self) -> List[Dict[str, Any]]:
+        """Per node, the process that identifies the run there: {host, pid, start_ticks,
+        boot_id, job?}; entries of the wrong shape are left out (records from before the
+        attribute have none)."""
+        out = []
+        for p in self._json("processes", []) or []:
+            if not isinstance(p, dict):
+                continue
+            host, pid, start = p.get("host"), p.get("pid"), p.get("start_ticks")
+            if not (isinstance(host, str) and type(pid) is int and type(start) is int
+                    and 0 < pid < 2**31 and isinstance(p.get("boot_id", ""), str)):
+                continue
+            one = {"host": host[:256], "pid": pid, "start_ticks": start,
+                   "boot_id": str(p.get("boot_id", ""))[:64]}
+            job = p.get("job")
+            if isinstance(job, dict) and isinstance(job.get("id"), str) \
+                    and isinstance(job.get("scheduler"), str):
+                one["job"] = {"scheduler": job["scheduler"][:16], "id": job["id"][:64]}
+            out.append(one)
+        return out
+
     def keys(self) -> Dict[str, Any]:
         """The run keys; `client`, absent from records written before it, is derived from
         the nodes' facts (their Lustre version and fstype): docs/record-schema.md."""
@@ -266,7 +287,7 @@ def _text(v) -> Any:
 
 
 ATTR_JSON = {"params": dict, "tags": dict, "keys": dict, "warnings": list, "stripe": object,
-             "environment": object}
+             "environment": object, "processes": list}
 ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host", "error",
              "mpi_library", "mpiwrite_version")
 

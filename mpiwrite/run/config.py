@@ -69,6 +69,7 @@ class RunConfig:
     stripe_count: Optional[int] = None  # Lustre layout of the run directory (stripeopts.py)
     stripe_size: Optional[str] = None
     ost_index: Optional[int] = None
+    allow_fill: bool = False  # write even when the planned bytes exceed the free space
 
     @property
     def striped(self) -> bool:

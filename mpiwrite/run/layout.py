@@ -17,10 +17,61 @@ from mpiwrite.formats import names
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.writer import StreamPlan, open_data_file
 from mpiwrite.text import printable
+from mpiwrite.units import format_size
 
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + os.urandom(3).hex()
+
+
+def free_space(target: str) -> dict:
+    """statvfs of TARGET (or, before it exists, of its nearest existing parent): the bytes an
+    unprivileged writer may still use, and what tells one filesystem from another
+    ({} when nothing can be asked)."""
+    path = os.path.abspath(target)
+    while True:
+        try:
+            st = os.statvfs(path)
+            break
+        except FileNotFoundError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return {}
+            path = parent
+        except OSError:
+            return {}
+    return {"free": st.f_bavail * st.f_frsize, "fs": [st.f_fsid, st.f_blocks, st.f_frsize]}
+
+
+def check_space(cfg: RunConfig, node_of, spaces) -> None:
+    """Refuse (ConfigError) a run whose planned bytes exceed its filesystem's free space.
+
+    `spaces`: free_space() of every node's leader.  Nodes that report the same filesystem
+    (the same fsid, size and fragment size: a shared filesystem seen from every client) are
+    one filesystem, checked once for all their ranks; every other node is checked for its
+    own ranks.  --time runs plan no size and are not checked; --keep keeps every iteration."""
+    if cfg.allow_fill or cfg.size is None or cfg.engine != "posix":
+        return
+    per_rank = cfg.size * (cfg.iterations if cfg.keep else 1)
+    groups: dict = {}
+    counts = {}
+    for node in node_of:
+        counts[int(node)] = counts.get(int(node), 0) + 1
+    for node, space in enumerate(spaces):
+        if not space:
+            continue
+        key = tuple(space["fs"])
+        ranks, free = groups.get(key, (0, float("inf")))
+        groups[key] = (ranks + counts.get(node, 0), min(free, space["free"]))
+    for ranks, free in groups.values():
+        planned = ranks * per_rank
+        if planned > free:
+            each = f"{ranks} rank{'s' * (ranks != 1)} x {format_size(per_rank)}"
+            raise ConfigError(
+                f"TARGET: the run would write {format_size(planned)} ({each}"
+                f"{', every iteration kept' if cfg.keep and cfg.iterations > 1 else ''}) into "
+                f"{cfg.target}, whose filesystem has {format_size(free)} free; give a smaller "
+                "--size, or --allow-fill to write anyway (nothing was created)")
 
 
 def subdir_count(cfg: RunConfig, nranks: int) -> int:

@@ -71,6 +71,7 @@ class Ledger:
         self.errors: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
         self.notes: List[str] = []
+        self.processes: List[Dict[str, Any]] = []  # per node: what identifies the run there
         self.client_counters: List[Dict[str, Any]] = []  # per node and iteration
         self.latency: List[Dict[str, Any]] = []  # per node and iteration: histograms
         self._pending_latency: Dict[int, Any] = {}
@@ -281,6 +282,7 @@ class Ledger:
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "notes": json.dumps(self.notes),
+            "processes": json.dumps(self.processes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
         }

@@ -25,7 +25,14 @@ from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch
 from mpiwrite.run.parallel import Team
-from mpiwrite.run.process import Signals, Watchdog, clock, parse_inject, seconds_since_exec
+from mpiwrite.run.process import (
+    Signals,
+    Watchdog,
+    clock,
+    parse_inject,
+    seconds_since_exec,
+    this_process,
+)
 from mpiwrite.run.progress import Progress
 from mpiwrite.run.writer import (
     ReadPlan,
@@ -120,11 +127,17 @@ class Run:
             self.watch.node_client = facts.get("client") or {}
             facts_text = json.dumps(facts)
         raise_agreed(team.agree(problem), team.size)
-        nodes = None
+        nodes = spaces = None
         if team.is_leader:
             texts = team.gather_texts(facts_text, team.leaders)
             if texts is not None:
                 nodes = [json.loads(t) for t in texts]
+            # each node's free space on TARGET, and the process that identifies the node's
+            # part of the run (so that a run killed for good is later known as abandoned)
+            texts = team.gather_texts(json.dumps({"space": layout.free_space(cfg.target),
+                                                  "process": this_process()}), team.leaders)
+            if texts is not None:
+                spaces = [json.loads(t) for t in texts]
         node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
         problem = ""
         if self.rank == 0:
@@ -136,7 +149,9 @@ class Run:
             ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
                                           node_of, nodeinfo.common_keys(nodes), mpi_library,
                                           Console(cfg))
-            problem = self._prepare_target(ledger)
+            ledger.processes = [dict(s["process"], host=ledger.hosts[i])
+                                for i, s in enumerate(spaces)]
+            problem = self._prepare_target(ledger, [s["space"] for s in spaces])
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: one answer from rank 0
         self.watch.on_lustre = team.bcast_text(
@@ -171,7 +186,7 @@ class Run:
                              f"rank(s) read {what}: the client's page cache may serve those "
                              f"reads (use more nodes, --read-shift, or --drop-cache)")
 
-    def _prepare_target(self, ledger) -> str:
+    def _prepare_target(self, ledger, spaces) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
 
         Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
@@ -180,6 +195,7 @@ class Run:
         target_existed = os.path.isdir(cfg.target)
         try:
             ledger.check_destinations()
+            layout.check_space(cfg, ledger.node_of, spaces)
             from mpiwrite.run import stripeopts
 
             stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,

@@ -55,6 +55,8 @@ class StreamResult:
         self.error_phase = phase
         self.error_errno = exc.errno or 0
         text = exc.strerror or str(exc)
+        if exc.errno == errno.EDQUOT and not hint:
+            hint = "a quota: the user's or group's limit on this filesystem is reached"
         self.error_text = f"{text}{' (' + hint + ')' if hint else ''}"
 
 

@@ -1,0 +1,207 @@
+"""Every way a run can end: a signal to a rank, a launcher that dies (a hang-up or a closed
+pipe kills it, and with it every rank), a filesystem too small for what is planned, a quota.
+
+A run answers every catchable signal in order (no data left, record `interrupted`).  What kills
+the ranks for good leaves files and a `running` record behind: `show` and `report` then call
+the run abandoned, and `mpiwrite clean` removes exactly its files and nothing else.
+"""
+
+import errno
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mounted, needs_root, records_in
+from test_faults import rank_pids, start, wait, wait_for_bytes
+
+from mpiwrite.formats import records
+
+QUIET = ["--progress-interval", "0"]
+
+
+def data_files(folder):
+    return sorted(f for f in os.listdir(folder) if f.endswith(".dat")) \
+        if os.path.isdir(folder) else []
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT, signal.SIGALRM, signal.SIGUSR1],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_catchable_signal_to_a_rank_ends_the_run_in_order(tmp_path, sig):
+    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--fsync-every", "16", "--results",
+                     "r"] + QUIET, tmp_path)
+    try:
+        pids = rank_pids(tmp_path, 2)
+        wait_for_bytes(tmp_path / "d", 2**20)
+        os.kill(pids[1], sig)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        kill_group(proc)
+    assert rc == 128 + sig, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert data_files(tmp_path / "d") == []
+    assert records.read(records_in(tmp_path / "r")[0]).status == "interrupted"
+
+
+def _hang_up(tmp_path):
+    """SIGHUP to mpiexec mid-write (what a closed terminal or ssh session does): MPICH's hydra
+    dies of it, and its proxies kill every rank with SIGKILL; nothing can clean up."""
+    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--results", "r"] + QUIET, tmp_path)
+    try:
+        rank_pids(tmp_path, 2)
+        wait_for_bytes(tmp_path / "d", 2**20)
+        os.kill(proc.pid, signal.SIGHUP)
+        wait(proc, 60)
+    finally:
+        kill_group(proc)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:  # until every rank is gone
+        if not _ranks_in(tmp_path):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the ranks outlived their launcher")
+
+
+def _ranks_in(cwd):
+    cwd = os.path.realpath(str(cwd))
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/cwd") == cwd:
+                with open(f"/proc/{pid}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        alive.append(int(pid))
+        except OSError:
+            continue
+    return alive
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_a_run_killed_for_good_is_abandoned_and_clean_removes_only_its_files(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    _hang_up(tmp_path)
+    left = data_files(tmp_path / "d")
+    assert len(left) == 2, left  # nothing could remove them
+    path = records_in(tmp_path / "r")[0]
+    rec = records.read(path)
+    assert rec.status == "running"
+    assert [p["host"] for p in rec.processes()] and all(p["pid"] > 0 for p in rec.processes())
+    shown = cli(["show", path], cwd=tmp_path)
+    assert shown.returncode == 0 and "status abandoned" in shown.stdout, shown.stdout
+    assert "mpiwrite clean" in shown.stdout
+    # another run's file, a file of no recorded run and a link named like this run's file
+    run_id = rec.run_id
+    d = tmp_path / "d"
+    (d / "mpiwrite-20990101T000000Z-abcdef-i0-r000000.dat").write_text("not ours")
+    (d / "notes.txt").write_text("the user's")
+    (d / f"mpiwrite-{run_id}-i7-r000000.dat").symlink_to(victim)
+    dry = cli(["clean", "d", "--results", "r"], cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert f"run {run_id} (abandoned): 2 files" in dry.stdout and "dry run" in dry.stdout
+    assert len(data_files(d)) == 4  # nothing removed yet
+    done = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "removed" in done.stdout and "runs without a record" in done.stdout
+    assert sorted(os.listdir(d)) == sorted(["mpiwrite-20990101T000000Z-abcdef-i0-r000000.dat",
+                                            "notes.txt", f"mpiwrite-{run_id}-i7-r000000.dat"])
+    assert victim.read_text() == "keep me"
+    rep = cli(["report", "r"], cwd=tmp_path)
+    assert "abandoned" in rep.stdout + rep.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_closed_output_pipe_leaves_an_abandoned_record_not_a_running_one(tmp_path):
+    cmd = [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", "64M", "-b", "64k", "-i", "3",
+           "--results", "r", "--progress-interval", "0.2"]
+    out = subprocess.run(["bash", "-c", '"$@" | head -2; exit "${PIPESTATUS[0]}"', "x"] + cmd,
+                         cwd=tmp_path, capture_output=True, text=True, env=clean_env(),
+                         timeout=90)
+    rec_path = records_in(tmp_path / "r")[0]
+    rec = records.read(rec_path)
+    if out.returncode == 0:  # the run finished before its output was cut: nothing to show
+        assert rec.status == "complete"
+        return
+    assert out.returncode == 141, out.stderr  # mpiexec dies of SIGPIPE, its ranks with it
+    time.sleep(1)
+    shown = cli(["show", rec_path], cwd=tmp_path)
+    assert "status abandoned" in shown.stdout or "status interrupted" in shown.stdout, \
+        shown.stdout
+    if os.path.isdir(tmp_path / "d"):
+        assert cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path).returncode == 0
+        assert data_files(tmp_path / "d") == []
+
+
+def test_clean_refuses_a_target_that_is_a_link_or_missing(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    for target in ("link", "missing"):
+        out = cli(["clean", target, "--results", "r"], cwd=tmp_path)
+        assert out.returncode == 2 and "TARGET" in out.stderr, out.stderr
+    out = cli(["clean", "real", "--results", "nope"], cwd=tmp_path)
+    assert out.returncode == 2 and "--results" in out.stderr
+
+
+@needs_root
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ranks,size,refused", [(1, "1TB", True), (2, "40M", True),
+                                                (2, "16M", False)])
+def test_a_run_that_does_not_fit_its_filesystem_is_refused_before_data(tmp_path, ranks, size,
+                                                                       refused):
+    """64 MiB of tmpfs: 1 TB is refused, so are two ranks of 40 MiB (each fits, both do not);
+    two of 16 MiB run."""
+    with mounted(tmp_path / "small", "tmpfs", "size=64m") as mnt:
+        out = subprocess.run([MPIEXEC, "-n", str(ranks), MPIWRITE, "run", f"{mnt}/d", "-s", size,
+                              "--results", "r"] + QUIET, cwd=tmp_path, capture_output=True,
+                             text=True, timeout=90, env=clean_env())
+        if refused:
+            assert out.returncode == 2, out.stderr
+            said = [ln for ln in out.stderr.splitlines() if "error" in ln]
+            assert len(said) == 1 and "free" in said[0] and "--allow-fill" in said[0]
+            assert not os.path.exists(f"{mnt}/d") and not (tmp_path / "r").exists()
+        else:
+            assert out.returncode == 0, out.stderr
+            assert records.read(records_in(tmp_path / "r")[0]).status == "complete"
+
+
+@needs_root
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_allow_fill_writes_anyway_and_a_full_disk_is_then_named(tmp_path):
+    with mounted(tmp_path / "small", "tmpfs", "size=16m") as mnt:
+        out = subprocess.run([MPIEXEC, "-n", "1", MPIWRITE, "run", f"{mnt}/d", "-s", "64M",
+                              "--allow-fill", "--results", "r"] + QUIET, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=90, env=clean_env())
+        assert out.returncode == 1 and "No space left" in out.stderr, out.stderr
+        assert data_files(f"{mnt}/d") == []
+
+
+def test_a_quota_is_named_as_a_quota():
+    from mpiwrite.errors import why
+    from mpiwrite.run.writer import StreamResult
+
+    assert "quota" in why(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)))
+    res = StreamResult(path="x")
+    res.fail("write", OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)))
+    assert "quota" in res.error_text and res.error_errno == errno.EDQUOT
+
+
+def test_a_time_limited_run_is_not_refused_for_space():
+    from mpiwrite.run import layout
+    from mpiwrite.run.config import build
+
+    cfg = build(target="x", time_limit=5.0)
+    layout.check_space(cfg, [0, 0], [{"free": 1, "fs": [1, 2, 3]}])  # no size: no check
+    sized = build(target="x", size=2**20)
+    with pytest.raises(Exception, match="allow-fill"):
+        layout.check_space(sized, [0, 1], [{"free": 2**20, "fs": [1, 2, 3]},
+                                           {"free": 2**20, "fs": [1, 2, 3]}])  # one shared fs
+    layout.check_space(sized, [0, 1], [{"free": 2**20, "fs": [1, 2, 3]},
+                                       {"free": 2**20, "fs": [9, 2, 3]}])  # a disk each
