@@ -79,6 +79,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             extra.append(f"open included (IOR) {_num(it['aggregate_with_open_MB_per_s'])} MB/s")
         if np.isfinite(it["read_aggregate_MB_per_s"]):
             extra.append(f"read {_num(it['read_aggregate_MB_per_s'])} MB/s")
+        if np.isfinite(it["verify_MB_per_s"]):
+            bad = int(it["verify_mismatches"])
+            extra.append(f"verified at {_num(it['verify_MB_per_s'])} MB/s, "
+                         + (f"{bad} mismatched" if bad else "none mismatched"))
         if np.isfinite(it["write_latency_p50_seconds"]):
             extra.append("write() p50/p99/max "
                          + "/".join(_ms(it[f"write_latency_{q}_seconds"])

@@ -26,9 +26,11 @@ from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
 from mpiwrite.text import world_ranks_of
+from mpiwrite.units import format_size
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 
 
@@ -162,7 +164,7 @@ class Ledger:
                                         first_done="durable" if durable else "unknown")
         summary.read_summary(ranks, srows, row)
         self._latency_figures(it, row, ranks)
-        self.figure_notes(it, row, ranks)
+        self.figure_notes(it, row, ranks, code)
         if not np.isfinite(row["first_done_MB_per_s"]) and code == Status.OK \
                 and "first_done_note" not in self.extra:
             self.extra["first_done_note"] = summary.FIRST_DONE_COARSE if durable \
@@ -180,6 +182,12 @@ class Ledger:
                 f"{row['read_rank_min_MB_per_s']:.1f} mean {row['read_rank_mean_MB_per_s']:.1f}"
                 f" max {row['read_rank_max_MB_per_s']:.1f} MB/s, tail "
                 f"{row['read_tail_seconds']:.2f}s (shift {self.extra.get('read_shift')})")
+        checked = int(ranks["verify_bytes"].sum())
+        if self.cfg.verify and checked and not row["verify_mismatches"]:
+            blocks = int(np.sum(-(-ranks["verify_bytes"] // self.cfg.block_size)))
+            self.console.line(f"  verify: {blocks} block{'s' * (blocks != 1)} "
+                              f"({format_size(checked)}) checked at "
+                              f"{row['verify_MB_per_s']:.1f} MB/s, none mismatched")
         self.save(RunStatus.RUNNING)
         return iteration_run_status(code)
 
@@ -213,14 +221,18 @@ class Ledger:
             if k in row.dtype.names:
                 row[k] = v
 
-    def figure_notes(self, it: int, row, ranks: np.ndarray) -> None:
-        """IOR's figure where it differs from ours by more than 1%; saturated client CPUs."""
+    def figure_notes(self, it: int, row, ranks: np.ndarray, code: Status = Status.OK) -> None:
+        """IOR's figure where it differs from ours by more than 1%; saturated client CPUs
+        (not for an iteration that failed, nor on a memory filesystem, where writing is the
+        CPU's work and a busy CPU says nothing about the client)."""
         ours, ior = float(row["aggregate_MB_per_s"]), float(row["aggregate_with_open_MB_per_s"])
         if np.isfinite(ours) and np.isfinite(ior) and ours > 0 and abs(ior / ours - 1) > 0.01:
             self.note(f"iteration {it}: with the open time included (IOR's figure) the "
                       f"aggregate is {ior:.1f} MB/s ({(ior / ours - 1) * 100:+.1f}%)")
         busy = ranks["node_cpu_busy"]
-        if np.isfinite(busy).any() and np.nanmax(busy) > CPU_SATURATED:
+        in_memory = self.keys.get("fstype") in MEMORY_FILESYSTEMS
+        if code == Status.OK and not in_memory and np.isfinite(busy).any() \
+                and np.nanmax(busy) > CPU_SATURATED:
             hot = sorted({self.host_of(int(r)) for r in ranks["rank"][busy > CPU_SATURATED]})
             self.note(f"iteration {it}: client CPU {np.nanmax(busy) * 100:.0f}% busy on "
                       f"{', '.join(hot[:4])}{' and more' if len(hot) > 4 else ''}: the figure "

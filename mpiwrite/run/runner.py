@@ -179,12 +179,14 @@ class Run:
         source = (np.arange(n) + self.read_shift) % n
         same = np.flatnonzero(node_of[source] == node_of)
         self.ledger.extra["read_shift"] = self.read_shift
-        if len(same):
+        cfg = self.cfg
+        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
             own = np.flatnonzero(source == np.arange(n))
             what = "its own file" if len(own) == n else "a file written on its own node"
             self.ledger.warn(f"--read: with read shift {self.read_shift}, {len(same)} of {n} "
                              f"rank(s) read {what}: the client's page cache may serve those "
-                             f"reads (use more nodes, --read-shift, or --drop-cache)")
+                             f"reads (use more nodes, --read-shift"
+                             f"{'' if cfg.drop_cache else ', or --drop-cache'})")
 
     def _prepare_target(self, ledger, spaces) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
