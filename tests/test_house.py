@@ -16,11 +16,12 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "run", "facts", "formats", "answers")
+FOLDERS = ("cli", "study", "run", "facts", "formats", "answers")
 SHARED = {"errors", "files", "text", "units", "stats"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"run", "facts", "formats", "answers"},
+    "cli": {"study", "run", "facts", "formats", "answers"},
+    "study": {"run", "facts", "formats"},
     "run": {"facts", "formats"},
     "answers": {"facts", "formats"},
     "formats": {"facts"},

@@ -45,7 +45,8 @@ class LazyGroup(click.Group):
 LAZY = {"run": "mpiwrite.cli.runcmd:run", "verify": "mpiwrite.cli.commands:verify",
         "report": "mpiwrite.cli.commands:report", "compare": "mpiwrite.cli.commands:compare",
         "show": "mpiwrite.cli.commands:show", "plot": "mpiwrite.cli.commands:plot",
-        "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.commands:clean"}
+        "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.commands:clean",
+        "study": "mpiwrite.cli.study:study"}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,181 @@
+"""`mpiwrite study`: a matrix of runs declared in one file (docs/study.md).
+
+`study plan FILE` reads the file, checks every option of every point with `mpiwrite run`'s
+own rules (so a point is refused exactly as the same `run` would be), and prints the runs in
+the order they will run with their key values, how many, and an estimated duration.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Tuple
+
+import click
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.study.plan import ALLOCATION_AXES, Problem, Study, StudyError, load
+from mpiwrite.text import printable
+from mpiwrite.units import format_seconds, format_size
+
+OVERHEAD_SECONDS = 2.0  # a run inside a study: settings, barriers, the record (no start-up)
+
+
+def _options() -> Dict[str, click.Option]:
+    """`run`'s options by study key: the long name with `_` for `-` (`time`, `block_size`)."""
+    from mpiwrite.cli import runcmd
+
+    out = {}
+    for p in runcmd.run.params:
+        if isinstance(p, click.Option):
+            longs = [o for o in p.opts if o.startswith("--")]
+            if longs:
+                out[longs[0][2:].replace("-", "_")] = p
+    return out
+
+
+def _argv(key: str, value: Any, opts: Dict[str, click.Option]) -> List[str]:
+    """The command-line words that give option `key` the value `value`; ValueError if the
+    value cannot be one of that option's."""
+    p = opts[key]
+    flag = p.opts[0] if p.opts[0].startswith("--") else [o for o in p.opts if o[:2] == "--"][0]
+    if p.is_flag:
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        if value:
+            return [flag]
+        return [p.secondary_opts[0]] if p.secondary_opts else []
+    if isinstance(value, bool):
+        raise ValueError("must be a value, not true or false")
+    return [flag, str(value)]
+
+
+def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[Any]]:
+    """Every option's value, then every point's combination, checked as `run` checks them:
+    (problems, the RunConfig of each point)."""
+    from mpiwrite.cli import runcmd
+
+    opts = _options()
+    problems: List[Problem] = []
+
+    def line(table: str, key: str) -> int:
+        return study.lines.get((table, key), study.lines.get((table, ""), 0))
+
+    def parse(words: List[str]):
+        ctx = runcmd.run.make_context("run", [study.target] + words)
+        params = dict(ctx.params, results=study.results, json_path=None, no_record=False)
+        return runcmd.config_from(params)
+
+    for table, items in (("run", study.fixed.items()),
+                         ("axes", [(k, v) for k, vs in study.axes.items() for v in vs])):
+        for key, value in items:
+            if key in ALLOCATION_AXES or key.startswith("setting."):
+                continue
+            if key not in opts:
+                problems.append(Problem(line(table, key), f"[{table}] {key}",
+                                        "not an option of `mpiwrite run`"))
+                continue
+            try:
+                parse(_argv(key, value, opts))
+            except (ValueError, click.ClickException, ConfigError) as exc:
+                text = exc.format_message() if isinstance(exc, click.ClickException) else exc
+                problems.append(Problem(line(table, key), f"[{table}] {key} = {value!r}",
+                                        str(text)))
+    if problems or values_only:
+        return _unique(problems), []
+    configs = []
+    fixed = [w for k, v in study.fixed.items() for w in _argv(k, v, opts)]
+    for i, point in enumerate(study.points()):
+        words = fixed + [w for k, v in point.items()
+                         if k not in ALLOCATION_AXES and not k.startswith("setting.")
+                         for w in _argv(k, v, opts)]
+        try:
+            configs.append(parse(words))
+        except (click.ClickException, ConfigError) as exc:
+            text = exc.format_message() if isinstance(exc, click.ClickException) else exc
+            problems.append(Problem(line("axes", ""), f"point {i} ({_point_text(point)})",
+                                    str(text)))
+    return _unique(problems), configs
+
+
+def _unique(problems: List[Problem]) -> List[Problem]:
+    seen, out = set(), []
+    for p in problems:
+        if (p.where, p.message) not in seen:
+            seen.add((p.where, p.message))
+            out.append(p)
+    return out
+
+
+def _value(v: Any) -> str:
+    """A value as the study file writes it (true/false, not Python's True/False)."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def _point_text(point: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_value(v)}" for k, v in point.items())
+
+
+def run_seconds(cfg, rate_MB_per_s: float) -> Tuple[float, str]:
+    """One run's estimated duration, and what the estimate rests on."""
+    gaps = cfg.delay * (cfg.iterations - 1)
+    if cfg.time_limit:
+        return cfg.time_limit * cfg.iterations + gaps, "the time limits"
+    return (cfg.size / (rate_MB_per_s * 1e6)) * cfg.iterations + gaps, \
+        f"sizes at an assumed {rate_MB_per_s:g} MB/s per rank (--rate)"
+
+
+def fail(path: str, problems: List[Problem]) -> None:
+    """One line for every problem, in the file's order; exit 2."""
+    for p in sorted(problems, key=lambda p: p.line):
+        where = f"{path}:{p.line}" if p.line else path
+        sys.stderr.write(printable(f"mpiwrite: error: {where}: {p.where}: {p.message}") + "\n")
+    raise SystemExit(2)
+
+
+@click.group()
+def study():
+    """A matrix of runs declared in one TOML file: plan it (see docs/study.md)."""
+
+
+@study.command()
+@click.argument("file")
+@click.option("--rate", type=float, default=100.0, show_default=True,
+              help="MB/s per rank assumed for size-bound runs in the estimate.")
+def plan(file, rate):
+    """The runs of a study in the order they will run, how many, and how long they take.
+
+    Every problem in the file is one line naming its key and line (exit 2)."""
+    if not rate > 0:
+        raise ConfigError("--rate: must be a positive rate in MB/s")
+    try:
+        st = load(file)
+    except StudyError as exc:  # the file's shape is wrong: its option values are said too
+        more = check(exc.study, values_only=True)[0] if exc.study is not None else []
+        fail(file, exc.problems + more)
+    problems, configs = check(st)
+    if problems:
+        fail(file, problems)
+    points = st.points()
+    runs = st.runs()
+    keys = list(st.axes)
+    click.echo(printable(f"study {st.name}: {len(points)} point{'s' * (len(points) != 1)} x "
+                         f"{st.repeat} repetition{'s' * (st.repeat != 1)} = {len(runs)} runs, "
+                         f"order {st.order}{f' (seed {st.seed})' if st.seed is not None else ''}"
+                         f"; target {st.target}, results {st.results}"))
+    widths = [max(len(k), *(len(_value(p[k])) for p in points)) for k in keys]
+    click.echo(printable(("  run  point  rep  " + "  ".join(k.ljust(w) for k, w in
+                                                           zip(keys, widths))).rstrip()))
+    total, basis = 0.0, ""
+    for n, (i, r) in enumerate(runs):
+        seconds, basis = run_seconds(configs[i], rate)
+        total += seconds + OVERHEAD_SECONDS
+        cells = "  ".join(_value(points[i][k]).ljust(w) for k, w in zip(keys, widths))
+        click.echo(printable(f"  {n:>3}  {i:>5}  {r:>3}  {cells}".rstrip()))
+    sizes = {c.size for c in configs if c.size}
+    size_text = f"; {format_size(max(sizes))} per rank at most" if sizes else ""
+    click.echo(f"estimated duration: {format_seconds(total)} (from {basis}, plus "
+               f"{OVERHEAD_SECONDS:g} s a run for settings and barriers){size_text}")
+    for s in st.settings:
+        click.echo(printable(f"setting {s.name}: {', '.join(s.values)}; set: {s.set}"
+                             f"{'; get: ' + s.get if s.get else ''}"))
+    return 0

@@ -1,0 +1,260 @@
+"""A study file: one TOML file declares a matrix of runs (docs/study.md).
+
+    [study]   name, target, repeat, order (interleaved | random | sequential), seed, results
+    [run]     fixed `mpiwrite run` options, long names with `_` for `-` (time = "200s")
+    [axes]    option = [values...]: every combination is a point (and `nodes`,
+              `ranks_per_node`: subsets of the allocation)
+    [[setting]] name, values, set = "command {value}", get = "command": a client setting
+              applied on every node before each point, read before the study, restored after
+
+This module reads and checks the file's shape and expands it into the runs in the order they
+will run; what each option's value means is checked by the command line (cli/study.py) with
+`mpiwrite run`'s own rules, so a point is refused exactly as the same `run` would be.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import sys
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.9/3.10
+    import tomli as tomllib
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+ORDERS = ("interleaved", "random", "sequential")
+STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description"}
+SETTING_KEYS = {"name", "values", "set", "get"}
+ALLOCATION_AXES = ("nodes", "ranks_per_node")  # not `run` options: parts of the allocation
+# `run` options a study sets itself, not the file: where it writes and what it records
+NOT_IN_RUN = {"target", "results", "no_record", "json", "tag", "tag_file"}
+MAX_POINTS = 100_000
+MAX_REPEAT = 10_000
+
+
+class Problem(NamedTuple):
+    line: int
+    where: str  # "[run] time", "[[setting]] 2 values"
+    message: str
+
+
+class Setting(NamedTuple):
+    name: str
+    values: List[str]
+    set: str
+    get: str
+
+
+class Study(NamedTuple):
+    name: str
+    target: str
+    results: str
+    repeat: int
+    order: str
+    seed: Optional[int]
+    fixed: Dict[str, Any]  # [run]
+    axes: Dict[str, List[Any]]  # [axes], then one axis per setting as setting.NAME
+    settings: List[Setting]
+    lines: Dict[Tuple[str, str], int]  # (table, key) -> line, for messages
+    path: str
+
+    def points(self) -> List[Dict[str, Any]]:
+        """Every combination of the axes, in the file's order (the last axis varies fastest)."""
+        names = list(self.axes)
+        return [dict(zip(names, values))
+                for values in itertools.product(*(self.axes[n] for n in names))]
+
+    def runs(self) -> List[Tuple[int, int]]:
+        """(point index, repetition) in the order they run: interleaved (every point once,
+        then again: drift spreads over all points alike), sequential (each point's
+        repetitions together), or random (shuffled with `seed`)."""
+        n = len(self.points())
+        if self.order == "sequential":
+            return [(p, r) for p in range(n) for r in range(self.repeat)]
+        runs = [(p, r) for r in range(self.repeat) for p in range(n)]
+        if self.order == "random":
+            random.Random(self.seed).shuffle(runs)
+        return runs
+
+
+class StudyError(Exception):
+    """The file cannot be used; `problems` holds one entry per thing wrong with it."""
+
+    def __init__(self, path: str, problems: List[Problem], study: Optional[Study] = None):
+        self.path, self.problems = path, problems
+        self.study = study  # what could be read, so that its options are checked too
+        super().__init__(f"{path}: {len(problems)} problem(s)")
+
+
+def _lines(text: str) -> Dict[Tuple[str, str], int]:
+    """(table, key) -> the line a key is written on ([[setting]] tables as setting.N)."""
+    found: Dict[Tuple[str, str], int] = {}
+    table, settings = "", 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        m = re.match(r"^\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]", line)
+        if m:
+            settings += m.group(1) == "setting"
+            table = f"setting.{settings}" if m.group(1) == "setting" else m.group(1)
+            found.setdefault((table, ""), no)
+            continue
+        m = re.match(r"^\[\s*([A-Za-z0-9_.-]+)\s*\]", line)
+        if m:
+            table = m.group(1)
+            found.setdefault((table, ""), no)
+            continue
+        m = re.match(r"^([A-Za-z0-9_-]+)\s*=", line)
+        if m:
+            found.setdefault((table, m.group(1)), no)
+    return found
+
+
+def load(path: str) -> Study:
+    """Read and check a study file; StudyError listing every problem otherwise."""
+    from mpiwrite import files
+
+    try:
+        fd = files.open_regular(path)
+        with open(fd, "rb", closefd=True) as fh:
+            raw = fh.read((1 << 20) + 1)
+    except OSError as exc:
+        raise StudyError(path, [Problem(0, "", f"cannot read it: {exc.strerror or exc}")]) \
+            from None
+    if len(raw) > 1 << 20:
+        raise StudyError(path, [Problem(0, "", "larger than 1 MiB: not a study file")])
+    try:
+        text = raw.decode("utf-8")
+        doc = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise StudyError(path, [Problem(int(m.group(1)) if m else 0, "",
+                                        f"not valid TOML: {exc}")]) from None
+    return parse(doc, text, path)
+
+
+def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
+    lines = _lines(text)
+    problems: List[Problem] = []
+
+    def bad(table: str, key: str, message: str) -> None:
+        where = f"[{table}] {key}".strip() if not table.startswith("setting.") else \
+            f"[[setting]] {table.split('.')[1]} {key}".strip()
+        problems.append(Problem(lines.get((table, key), lines.get((table, ""), 0)), where,
+                                message))
+
+    for table in sorted(set(doc) - {"study", "run", "axes", "setting"}):
+        bad(table, "", "unknown table (expected [study], [run], [axes], [[setting]])")
+    study = doc.get("study")
+    if not isinstance(study, dict):
+        bad("study", "", "missing: a [study] table with name and target")
+        study = {}
+    for key in sorted(set(study) - STUDY_KEYS):
+        bad("study", key, f"unknown key (expected {', '.join(sorted(STUDY_KEYS))})")
+    name = study.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        bad("study", "name", "must be 1 to 64 of A-Z a-z 0-9 _ . - (it names the records)")
+    target = study.get("target")
+    if not isinstance(target, str) or not target.strip():
+        bad("study", "target", "must be the folder to write in")
+    results = study.get("results", "results")
+    if not isinstance(results, str) or not results.strip():
+        bad("study", "results", "must be a folder for the records")
+    repeat = study.get("repeat", 1)
+    if type(repeat) is not int or not 1 <= repeat <= MAX_REPEAT:
+        bad("study", "repeat", f"must be a whole number from 1 to {MAX_REPEAT}")
+        repeat = 1
+    order = study.get("order", "interleaved")
+    if order not in ORDERS:
+        bad("study", "order", f"must be one of {', '.join(ORDERS)}")
+    seed = study.get("seed")
+    if seed is not None and type(seed) is not int:
+        bad("study", "seed", "must be a whole number")
+        seed = None
+    if order == "random" and seed is None:
+        bad("study", "seed", "order = \"random\" needs a seed (so that a resumed study "
+                             "keeps its order)")
+    fixed = doc.get("run", {})
+    if not isinstance(fixed, dict):
+        bad("run", "", "must be a table of run options")
+        fixed = {}
+    for key, value in fixed.items():
+        if key in NOT_IN_RUN:
+            bad("run", key, "is set by the study itself ([study] target and results)")
+        elif key in ALLOCATION_AXES:
+            bad("run", key, "is part of the allocation: give it under [axes]")
+        elif isinstance(value, (list, dict)):
+            bad("run", key, "must be one value (several values are an axis: [axes])")
+    axes_doc = doc.get("axes", {})
+    if not isinstance(axes_doc, dict):
+        bad("axes", "", "must be a table of option = [values]")
+        axes_doc = {}
+    axes: Dict[str, List[Any]] = {}
+    for key, values in axes_doc.items():
+        if key in NOT_IN_RUN:
+            bad("axes", key, "is set by the study itself, not an axis")
+        elif not isinstance(values, list) or not values:
+            bad("axes", key, "must be a non-empty list of values")
+        elif any(isinstance(v, (list, dict)) for v in values):
+            bad("axes", key, "values must be single values")
+        elif len(set(map(repr, values))) != len(values):
+            bad("axes", key, "lists a value twice")
+        elif key in fixed:
+            bad("axes", key, "is also fixed in [run]: one or the other")
+        elif key in ALLOCATION_AXES and not all(type(v) is int and v >= 1 for v in values):
+            bad("axes", key, "must be whole numbers of at least 1")
+        else:
+            axes[key] = values
+    settings: List[Setting] = []
+    raw_settings = doc.get("setting", [])
+    if not isinstance(raw_settings, list):
+        bad("setting", "", "must be [[setting]] tables")
+        raw_settings = []
+    for i, s in enumerate(raw_settings, 1):
+        table = f"setting.{i}"
+        if not isinstance(s, dict):
+            bad(table, "", "must be a table")
+            continue
+        for key in sorted(set(s) - SETTING_KEYS):
+            bad(table, key, f"unknown key (expected {', '.join(sorted(SETTING_KEYS))})")
+        sname, values, set_cmd = s.get("name"), s.get("values"), s.get("set")
+        ok = True
+        if not isinstance(sname, str) or not NAME.match(sname):
+            bad(table, "name", "must be 1 to 64 of A-Z a-z 0-9 _ . - (records: setting.NAME)")
+            ok = False
+        elif any(x.name == sname for x in settings):
+            bad(table, "name", f"{sname!r} is given twice")
+            ok = False
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+            bad(table, "values", "must be a non-empty list of strings or numbers")
+            ok = False
+        if not isinstance(set_cmd, str) or "{value}" not in set_cmd:
+            bad(table, "set", "must be a command with {value} where the value goes")
+            ok = False
+        get_cmd = s.get("get", "")
+        if not isinstance(get_cmd, str):
+            bad(table, "get", "must be a command that prints the value now in force")
+            ok = False
+        if ok:
+            settings.append(Setting(sname, [str(v) for v in values], set_cmd, get_cmd))
+            axes[f"setting.{sname}"] = [str(v) for v in values]
+    count = 1
+    for values in axes.values():
+        count *= len(values)
+    if count > MAX_POINTS:
+        bad("axes", "", f"{count} points: more than {MAX_POINTS}")
+    found = Study(str(name), str(target or "."), str(results), repeat, str(order), seed,
+                  {k: v for k, v in fixed.items() if k not in NOT_IN_RUN | set(ALLOCATION_AXES)
+                   and not isinstance(v, (list, dict))}, axes, settings, lines, path)
+    if problems:
+        raise StudyError(path, problems, found)
+    return found
+
+
+def estimate_seconds(run_seconds: List[float], overhead: float) -> float:
+    """The study's duration: each run's own time plus `overhead` (settings, barriers)."""
+    return sum(run_seconds) + overhead * len(run_seconds)

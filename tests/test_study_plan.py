@@ -1,0 +1,152 @@
+"""`mpiwrite study plan FILE`: the matrix a study file declares, in the order it will run, and
+one line for every problem in the file, naming its key and line."""
+
+import pathlib
+
+import pytest
+from common import cli
+
+from mpiwrite.study.plan import StudyError, load
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+pytestmark = pytest.mark.timeout(60)
+
+GOOD = """\
+[study]
+name = "blocks"
+target = "/lustre/scratch/me/mpiwrite"
+repeat = 3
+order = "interleaved"
+
+[run]
+time = "200s"
+fsync = true
+
+[axes]
+block_size = ["64KiB", "1MiB", "4MiB"]
+ranks_per_node = [1, 4]
+
+[[setting]]
+name = "checksums"
+values = ["1", "0"]
+set = "lctl set_param osc.*.checksums={value}"
+get = "lctl get_param -n osc.*.checksums"
+"""
+
+
+def write(tmp_path, text, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_plan_lists_every_point_and_repetition_in_order(tmp_path):
+    out = cli(["study", "plan", write(tmp_path, GOOD)], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("study blocks: 12 points x 3 repetitions = 36 runs, order "
+                               "interleaved")
+    rows = [ln.split() for ln in lines[2:38]]
+    assert [int(r[1]) for r in rows[:12]] == list(range(12))  # every point once, then again
+    assert {int(r[2]) for r in rows[:12]} == {0} and {int(r[2]) for r in rows[24:]} == {2}
+    assert rows[0][3:] == ["64KiB", "1", "1"] and rows[1][3:] == ["64KiB", "1", "0"]
+    # 36 runs of 200 s and 2 s for settings and barriers each
+    assert "estimated duration: 2h01m" in out.stdout and "time limits" in out.stdout
+
+
+def test_sequential_and_random_orders(tmp_path):
+    st = load(write(tmp_path, GOOD.replace('"interleaved"', '"sequential"')))
+    assert st.runs()[:3] == [(0, 0), (0, 1), (0, 2)]
+    a = load(write(tmp_path, GOOD.replace('"interleaved"', '"random"\nseed = 7'))).runs()
+    b = load(write(tmp_path, GOOD.replace('"interleaved"', '"random"\nseed = 7'), "b.toml"))
+    assert a == b.runs() and sorted(a) == sorted(st.runs()) and a != st.runs()
+
+
+def test_a_size_bound_study_is_estimated_at_a_stated_rate(tmp_path):
+    text = GOOD.replace('time = "200s"', 'size = "1GB"').replace("[[setting]]", "[x]")
+    text = text.split("[x]")[0]
+    out = cli(["study", "plan", write(tmp_path, text), "--rate", "1000"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "assumed 1000 MB/s per rank" in out.stdout
+    assert "estimated duration: 54.0s" in out.stdout  # 18 runs of 1 GB at 1000 MB/s, + 2 s
+
+
+BAD = """\
+[study]
+name = "x y"
+target = "d"
+repeat = 0
+colour = "red"
+
+[run]
+time = "5m"
+block_size = "big"
+frobnicate = 1
+
+[axes]
+size = []
+fsync_every = [2, -1]
+
+[[setting]]
+name = "checksums"
+values = []
+set = "lctl set_param osc.*.checksums=1"
+
+[extra]
+"""
+
+
+def test_every_problem_is_one_line_naming_its_key_and_line(tmp_path):
+    path = write(tmp_path, BAD)
+    out = cli(["study", "plan", path], cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    said = out.stderr.splitlines()
+    expect = {2: "[study] name", 4: "[study] repeat", 5: "[study] colour", 8: "[run] time",
+              9: "[run] block_size", 10: "[run] frobnicate", 13: "[axes] size",
+              14: "[axes] fsync_every", 18: "[[setting]] 1 values", 19: "[[setting]] 1 set",
+              21: "[extra]"}
+    assert len(said) == len(expect), out.stderr
+    for line, (no, where) in zip(said, sorted(expect.items())):
+        assert line.startswith(f"mpiwrite: error: {path}:{no}: {where}"), line
+    assert "Traceback" not in out.stderr
+
+
+def test_a_combination_that_run_refuses_is_refused_for_its_point(tmp_path):
+    text = GOOD.replace("fsync = true", "fsync = false").replace(
+        'ranks_per_node = [1, 4]', "fsync_every = [0, 4]")
+    out = cli(["study", "plan", write(tmp_path, text)], cwd=tmp_path)
+    assert out.returncode == 2
+    said = out.stderr.splitlines()
+    assert said and all("--fsync-every: conflicts with --no-fsync" in ln for ln in said)
+    assert all("fsync_every=4" in ln for ln in said) and len(said) == 6
+
+
+@pytest.mark.parametrize("text,why", [
+    ("not toml [", "not valid TOML"),
+    ("[run]\ntime = '1s'\n", "missing: a [study] table"),
+    ("[study]\nname='a'\ntarget='d'\norder='random'\n", "needs a seed"),
+    ("[study]\nname='a'\ntarget='d'\n[axes]\nblock_size=['1M','1M']\n", "lists a value twice"),
+    ("[study]\nname='a'\ntarget='d'\n[run]\ntarget='x'\n", "set by the study itself"),
+    ("[study]\nname='a'\ntarget='d'\n[run]\nnodes=2\n", "part of the allocation"),
+    ("[study]\nname='a'\ntarget='d'\n[run]\ndirect='yes'\n", "true or false"),
+])
+def test_malformed_files_are_refused_with_a_reason(tmp_path, text, why):
+    out = cli(["study", "plan", write(tmp_path, text)], cwd=tmp_path)
+    assert out.returncode == 2 and why in out.stderr, out.stderr
+
+
+def test_a_file_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "fifo.toml")
+    out = cli(["study", "plan", str(tmp_path / "fifo.toml")], cwd=tmp_path, timeout=20)
+    assert out.returncode == 2 and "cannot read it" in out.stderr
+    with pytest.raises(StudyError):
+        load(str(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("name", ["checksums", "scaling", "blocks"])
+def test_the_examples_plan(tmp_path, name):
+    out = cli(["study", "plan", str(EXAMPLES / f"{name}.toml")], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"study {name}:")
