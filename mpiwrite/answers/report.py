@@ -172,6 +172,13 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
                     f"{' and '.join(seen)}, which measure different things; {advice}")
 
 
+def lacking_keys(store: Store, by: Sequence[str]) -> Dict[str, int]:
+    """How many complete runs lack each --by key (they are grouped under '-')."""
+    runs = store.select()
+    return {key: n for key in by
+            if (n := sum(1 for r in runs if key not in store.keys(r)))}
+
+
 def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
                 baseline: Optional[str] = None):
     """(rows, unit used): one row per group of complete runs, with the contract's names."""
@@ -179,11 +186,11 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
     unit = resolve_unit(runs, sampling.unit, sampling.warmup)
     conf, warm = sampling.confidence, sampling.warmup
     groups: Dict[tuple, list] = {}
-    for r in runs:
+    nowhere = [key for key in by if runs and not any(key in store.keys(r) for r in runs)]
+    if nowhere:
+        raise ConfigError(f"--by: no run has the key(s) {', '.join(nowhere)}")
+    for r in runs:  # a run without a key is grouped under '-' (lacking_keys says how many)
         k = store.keys(r)
-        missing = [key for key in by if key not in k]
-        if missing and len(missing) == len(by):
-            raise ConfigError(f"--by: no run has the key(s) {', '.join(missing)}")
         groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
     check_pooling({",".join(f"{b}={v}" for b, v in zip(by, key)) or "all runs": m
                    for key, m in groups.items()}, store.keys, by, "--by")
@@ -393,13 +400,16 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                   (), "compare")
     unit = resolve_unit(list(a_runs) + list(b_runs), sampling.unit, sampling.warmup)
     differing = differing_facts(a_runs, b_runs, run_keys)
-    for name in (a_name, b_name):  # the keys that select the sides differ by design
-        if "=" in name:
-            try:
-                for k in parse_filter(name, "compare"):
-                    differing.pop(k, None)
-            except ConfigError:
-                pass
+    # a key both sides select on differs by design (config=A against config=B); a key only
+    # one side names (config=A,block_size=1MiB against config=B) is a difference to show
+    chosen = []
+    for name in (a_name, b_name):
+        try:
+            chosen.append(set(parse_filter(name, "compare")) if "=" in name else set())
+        except ConfigError:
+            chosen.append(set())
+    for k in chosen[0] & chosen[1]:
+        differing.pop(k, None)
     va = sample_values(a_runs, metric, unit, sampling.warmup)
     vb = sample_values(b_runs, metric, unit, sampling.warmup)
     if not va or not vb:

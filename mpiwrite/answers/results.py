@@ -152,7 +152,7 @@ class Store:
             if complete_only and r.status != RunStatus.COMPLETE:
                 continue
             k = self.keys(r)
-            if flt and any(str(k.get(key)) != val for key, val in flt.items()):
+            if flt and not all(matches(r, k, key, val) for key, val in flt.items()):
                 continue
             out.append(r)
         return out
@@ -177,6 +177,36 @@ class Store:
             raise ConfigError(f"RUN: {printable(ident)!r} matches {len(hits)} records in --in "
                               "(give a path, a longer run id or its random suffix)")
         return hits[0]
+
+
+# Keys whose filter values are read as what they mean, not as text: sizes in bytes (1MB,
+# 1MiB, 1M, 4k, 1000000), durations in seconds (200s, 5min), counts, and on/off switches.
+SIZE_KEYS = ("block_size", "size")
+DURATION_KEYS = ("time_limit",)
+COUNT_KEYS = ("nodes", "ranks", "ranks_per_node", "iterations")
+ON, OFF = {"on", "true", "yes", "1"}, {"off", "false", "no", "0"}
+
+
+def matches(rec: records.RunRecord, keys: Dict[str, Any], key: str, wanted: str) -> bool:
+    """Whether a run's `key` is the filter value `wanted`, read as the key's type."""
+    from mpiwrite.units import parse_size, parse_time
+
+    have = keys.get(key)
+    if str(have) == wanted:
+        return True
+    try:
+        if key in SIZE_KEYS:
+            stored = rec.params().get(key)
+            return stored is not None and int(stored) == parse_size(wanted)
+        if key in DURATION_KEYS:
+            stored = rec.params().get(key)
+            return stored is not None and abs(float(stored) - parse_time(wanted)) < 1e-9
+        if key in COUNT_KEYS:
+            return int(have) == int(wanted)
+    except (TypeError, ValueError, ConfigError):
+        return False
+    low, have_low = wanted.strip().lower(), str(have).strip().lower()
+    return (low in ON and have_low in ON) or (low in OFF and have_low in OFF)
 
 
 def parse_filter(text: str, option: str = "filter") -> Dict[str, str]:

@@ -160,7 +160,7 @@ class _RecordFinder:
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad):
     """One row per configuration over the records under PATHS (files, folders, globs)."""
-    from mpiwrite.answers.report import format_rows, report_rows
+    from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
 
     store, code = _store(paths, skip_bad)
     keys = _keys(by)
@@ -172,6 +172,9 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad)
             raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
         raise ConfigError(text)
     click.echo(format_rows(rows, keys, fmt, sampling, used, len(store.duplicates)))
+    for key, n in lacking_keys(store, keys).items():
+        sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
+                                   f"'-'") + "\n")
     _note_runs_without(store, metric, warmup)
     skipped = store.not_complete()
     if skipped:

@@ -1,0 +1,56 @@
+"""Grouping that never misleads (issue 20): a key some runs lack, filters read as the key's
+type, and what else differs between two sides of a compare."""
+
+import json
+
+import pytest
+import synth
+from common import cli
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    r = tmp_path / "r"
+    r.mkdir()
+    for i in range(5):
+        synth.make(r / f"a{i}.h5", [800 + i, 802 + i], f"a{i}", tags={"config": "A"})
+        synth.make(r / f"b{i}.h5", [600 + i, 602 + i], f"b{i}", tags={"config": "B"},
+                   params={"block_size": 10**6})
+    synth.make(r / "plain.h5", [700, 701], "plain")  # no config tag
+    return r
+
+
+def test_a_run_without_a_by_key_is_grouped_under_a_dash_and_counted(folder, tmp_path):
+    out = cli(["report", str(folder), "--by", "config", "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = {r["keys"]["config"]: r["runs"] for r in json.loads(out.stdout)["rows"]}
+    assert rows == {"A": 5, "B": 5, "-": 1}
+    assert "1 run(s) without 'config'" in out.stderr
+    out = cli(["report", str(folder), "--by", "nothere"], cwd=tmp_path)
+    assert out.returncode == 2 and "no run has the key(s) nothere" in out.stderr
+
+
+@pytest.mark.parametrize("value", ["1MB", "1000000", "976.5625KiB"])
+def test_size_filters_are_read_as_sizes(folder, tmp_path, value):
+    out = cli(["compare", f"block_size={value}", "block_size=1MiB", "--in", str(folder)],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "A=block_size" in out.stdout and "5 runs" in out.stdout
+
+
+@pytest.mark.parametrize("value", ["1M", "1MiB", "1024k", "1048576"])
+def test_binary_size_filters_match_the_binary_size(folder, tmp_path, value):
+    out = cli(["compare", f"block_size={value}", "config=B", "--in", str(folder)],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "6 runs" in out.stdout  # the 5 A runs and the untagged one have 1 MiB blocks
+
+
+def test_a_key_only_one_side_selects_on_is_shown_as_different(folder, tmp_path):
+    out = cli(["compare", "config=A,block_size=1MiB", "config=B", "--in", str(folder)],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    diff = out.stdout.split("also different between A and B:")[1]
+    assert "block_size: 1MiB -> 976.56KiB" in diff and "config:" not in diff
