@@ -88,7 +88,7 @@ def wait_for_bytes(path_dir, nbytes=1, timeout=20):
 @needs_root
 def test_disk_fills_mid_run(tmpfs, tmp_path):
     t0 = time.monotonic()
-    out = mpirun(3, ["run", tmpfs, "-s", "40M", "--results", str(tmp_path / "r"),
+    out = mpirun(3, ["run", tmpfs, "-s", "40M", "--allow-fill", "--results", str(tmp_path / "r"),
                      "--progress-interval", "0"], cwd=tmp_path)
     assert time.monotonic() - t0 < 30
     assert out.returncode == 1

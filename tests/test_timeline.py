@@ -136,7 +136,7 @@ def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
     with h:
         cmd = h.mpiexec(MPIEXEC) + ["-hosts", ",".join(h.ips), "-ppn", "2", "-n", "4",
                                     MPIWRITE, "run", str(data), "-s", "32M", "-b", "4k",
-                                    "--results",
+                                    "--allow-fill", "--results",
                                     str(tmp_path / "r")] + QUIET
         out = bounded(cmd, 120, cwd=tmp_path, env=clean_env())
     assert h.leftovers() == []

@@ -26,8 +26,9 @@ def new_run_id() -> str:
 
 def free_space(target: str) -> dict:
     """statvfs of TARGET (or, before it exists, of its nearest existing parent): the bytes an
-    unprivileged writer may still use, and what tells one filesystem from another
-    ({} when nothing can be asked)."""
+    unprivileged writer may still use, and what tells one filesystem from another ({} when
+    nothing can be asked, when the filesystem states no size, as ramfs and some FUSE
+    filesystems do, or when it is read-only: the preflight's probe then says why)."""
     path = os.path.abspath(target)
     while True:
         try:
@@ -40,6 +41,8 @@ def free_space(target: str) -> dict:
             path = parent
         except OSError:
             return {}
+    if st.f_blocks == 0 or st.f_flag & os.ST_RDONLY:
+        return {}
     return {"free": st.f_bavail * st.f_frsize, "fs": [st.f_fsid, st.f_blocks, st.f_frsize]}
 
 
