@@ -54,3 +54,24 @@ def test_a_key_only_one_side_selects_on_is_shown_as_different(folder, tmp_path):
     assert out.returncode == 0, out.stderr
     diff = out.stdout.split("also different between A and B:")[1]
     assert "block_size: 1MiB -> 976.56KiB" in diff and "config:" not in diff
+
+
+def test_tags_never_shadow_measured_columns_or_built_in_keys(tmp_path):
+    pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    r = tmp_path / "r"
+    r.mkdir()
+    crafted = {"bytes": "lots", "rank": "x", "status": "fake", "fstype": "evil",
+               "MB_per_s": "n/a", "iteration": "warm", "site": "a"}
+    synth.make(r / "x.h5", [800, 801], "x", tags=crafted)
+    frames = load(str(r))
+    ranks = frames["ranks"]
+    assert ranks["bytes"].dtype.kind == "i" and (ranks["bytes"] == 2**30).all()
+    assert (ranks["tag.bytes"] == "lots").all() and (ranks["rank"] == [0, 1, 0, 1]).all()
+    assert frames["iterations"]["iteration"].tolist() == [0, 1]
+    runs = frames["runs"]
+    assert runs["status"][0] == "complete" and runs["fstype"][0] != "evil"
+    assert runs["tag.status"][0] == "fake" and runs["site"][0] == "a"
+    out = cli(["report", str(r), "--by", "fstype", "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0 and "evil" not in out.stdout, out.stdout

@@ -92,7 +92,8 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     )
     for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
         keys.setdefault(k, v)
-    keys.update(rec.tags())
+    for k, v in rec.tags().items():  # a tag never shadows what was measured: tag.NAME then
+        keys[k if k not in keys else f"tag.{k}"] = v
     return keys
 
 
@@ -397,8 +398,8 @@ def load(paths, skip_bad: bool = True):
             df.insert(0, "run_id", rec.run_id)
             if name == "ranks" and len(df):
                 df["host"] = [hosts[int(i)] for i in df["node"]]
-            for k, v in tags.items():
-                df[k] = v
+            for k, v in tags.items():  # never over a measured column (a crafted record's tags)
+                df[k if k not in df.columns else f"tag.{k}"] = v
             into.append(df)
         for i, n in enumerate(rec.nodes):
             lus = n.get("lustre") or {}
