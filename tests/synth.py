@@ -51,3 +51,28 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
         samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[])
     records.write(rec, str(path))
     return str(path)
+
+
+# The original study: three client configurations (Lustre 1.6.4.3; 1.6.5 with checksums off
+# and on), with the MB/s that lmdd measured.  `python tests/synth.py DIR` writes five runs of
+# two iterations each, with 1% noise, as test_report.py's fixture does and the README shows.
+ORIGINAL = {"1.6.4.3": (832.0, "1.6.4.3", "off"), "1.6.5-off": (681.0, "1.6.5", "off"),
+            "1.6.5-on": (326.0, "1.6.5", "on")}
+
+
+def original_study(folder, runs: int = 5, seed: int = 7):
+    import os
+
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    for name, (mbps, lustre, checksums) in ORIGINAL.items():
+        for rep in range(runs):
+            vals = mbps * (1 + 0.01 * rng.standard_normal(2))
+            make(os.path.join(folder, f"{name}-{rep}.h5"), vals, f"{name}-{rep}",
+                 tags={"build": name, "rep": str(rep)}, lustre=lustre, checksums=checksums)
+
+
+if __name__ == "__main__":
+    import sys
+
+    original_study(sys.argv[1] if len(sys.argv) > 1 else "original-study")

@@ -4,6 +4,7 @@ import csv
 import io
 import json
 import os
+import pathlib
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -14,20 +15,15 @@ from common import cli, mpirun
 
 from mpiwrite import stats
 
-STUDY = {"1.6.4.3": 832.0, "1.6.5-off": 681.0, "1.6.5-on": 326.0}
+STUDY = {name: mbps for name, (mbps, _lustre, _checksums) in synth.ORIGINAL.items()}
 
 
 @pytest.fixture
 def study(tmp_path):
-    """Three client configurations, five runs of two iterations each, ~1% noise."""
-    rng = np.random.default_rng(7)
+    """Three client configurations, five runs of two iterations each, ~1% noise (the
+    original study, as `python tests/synth.py DIR` writes it for the README)."""
     folder = tmp_path / "study"
-    folder.mkdir()
-    for name, mbps in STUDY.items():
-        for rep in range(5):
-            vals = mbps * (1 + 0.01 * rng.standard_normal(2))
-            synth.make(folder / f"{name}-{rep}.h5", vals, f"{name}-{rep}",
-                       tags={"client": name, "rep": str(rep)})
+    synth.original_study(folder)
     return folder
 
 
@@ -39,11 +35,11 @@ def test_t_distribution_matches_tables():
 
 
 def test_report_finds_the_original_losses(study, tmp_path):
-    out = cli(["report", str(study), "--by", "client", "--baseline", "client=1.6.4.3",
+    out = cli(["report", str(study), "--by", "build", "--baseline", "build=1.6.4.3",
                "--format", "json"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    rows = {r["keys"]["client"]: r for r in doc["rows"]}
+    rows = {r["keys"]["build"]: r for r in doc["rows"]}
     # two iterations per run: by default one sample per run (its mean), and it says so
     assert doc["unit"] == "run" and doc["unit_requested"] == "auto"
     assert rows["1.6.4.3"]["runs"] == 5 and rows["1.6.4.3"]["n"] == 5
@@ -60,15 +56,15 @@ def test_report_finds_the_original_losses(study, tmp_path):
 
 
 def test_report_table_fits_100_columns_and_other_formats(study, tmp_path):
-    base = ["report", str(study), "--by", "client,checksums", "--baseline",
-            "client=1.6.4.3"]
+    base = ["report", str(study), "--by", "build,checksums", "--baseline",
+            "build=1.6.4.3"]
     table = cli(base, cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     assert max(len(ln) for ln in table.stdout.splitlines()) <= 100, table.stdout
     assert "1.6.5-on" in table.stdout and "base" in table.stdout
     assert "samples: one per run (its mean)" in table.stdout
     md = cli(base + ["--format", "markdown"], cwd=tmp_path).stdout
-    assert md.startswith("| client | checksums |")
+    assert md.startswith("| build | checksums |")
     assert len([ln for ln in md.splitlines() if ln.startswith("|")]) == 5
     rows = list(csv.DictReader(io.StringIO(cli(base + ["--format", "csv"], cwd=tmp_path).stdout)))
     assert len(rows) == 3 and float(rows[0]["mean_MB_per_s"]) > 0
@@ -92,7 +88,7 @@ def test_compare_same_distribution_is_within_noise(tmp_path):
 
 
 def test_compare_checksums_on_against_off(study, tmp_path):
-    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study)],
+    out = cli(["compare", "build=1.6.5-off", "build=1.6.5-on", "--in", str(study)],
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "a real difference" in out.stdout and "-52." in out.stdout
@@ -107,12 +103,12 @@ def test_bad_records_are_named_and_skipped(study, tmp_path):
     synth.make(study / "future.h5", [800.0], "future")
     with h5py.File(study / "future.h5", "a") as h5:
         h5.attrs["schema_version"] = 99
-    out = cli(["report", str(study), "--by", "client"], cwd=tmp_path)
+    out = cli(["report", str(study), "--by", "build"], cwd=tmp_path)
     assert out.returncode == 1
     for name in ("truncated.h5", "foreign.h5", "future.h5"):
         assert name in out.stderr
     assert "newer" in out.stderr and "1.6.5-on" in out.stdout
-    assert cli(["report", str(study), "--by", "client", "--skip-bad"],
+    assert cli(["report", str(study), "--by", "build", "--skip-bad"],
                cwd=tmp_path).returncode == 0
 
 
@@ -133,7 +129,7 @@ def test_python_api_tables_join_on_run_id(study):
     assert set(t) == {"runs", "iterations", "ranks", "nodes", "samples"}
     assert len(t["runs"]) == 15 and len(t["iterations"]) == 30
     joined = t["iterations"].merge(t["runs"][["run_id", "checksums"]], on="run_id")
-    assert len(joined) == 30 and set(joined["client"]) == set(STUDY)
+    assert len(joined) == 30 and set(joined["build"]) == set(STUDY)
     assert isinstance(t["ranks"], pd.DataFrame) and "host" in t["ranks"]
 
 
@@ -191,10 +187,10 @@ def test_plot_refuses_an_unknown_suffix(tmp_path):
 
 @pytest.mark.parametrize("metric", ["aggregate", "first-done", "rank-mean", "per-node"])
 def test_every_metric_reports(study, tmp_path, metric):
-    out = cli(["report", str(study), "--by", "client", "--metric", metric, "--format", "json"],
+    out = cli(["report", str(study), "--by", "build", "--metric", metric, "--format", "json"],
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["keys"]["client"]: r for r in json.loads(out.stdout)["rows"]}
+    rows = {r["keys"]["build"]: r for r in json.loads(out.stdout)["rows"]}
     assert rows["1.6.4.3"]["mean_MB_per_s"] > rows["1.6.5-on"]["mean_MB_per_s"] > 0
 
 
@@ -205,10 +201,10 @@ def test_unknown_metric_is_bad_input(study, tmp_path):
 
 def test_compare_exits_1_when_a_record_was_unreadable(study, tmp_path):
     (study / "broken.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 100)
-    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study)],
+    out = cli(["compare", "build=1.6.5-off", "build=1.6.5-on", "--in", str(study)],
               cwd=tmp_path)
     assert out.returncode == 1 and "broken.h5" in out.stderr and "verdict" in out.stdout
-    out = cli(["compare", "client=1.6.5-off", "client=1.6.5-on", "--in", str(study),
+    out = cli(["compare", "build=1.6.5-off", "build=1.6.5-on", "--in", str(study),
                "--skip-bad"], cwd=tmp_path)
     assert out.returncode == 0
 
@@ -277,3 +273,13 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
     text = cli(["compare", "ver=old", "ver=new", "--in", str(d)], cwd=tmp_path).stdout
     assert "also different between A and B:" in text and "cpu_model: AMD 2354 -> Intel X5450" \
         in text
+
+
+def test_the_readme_example_is_what_report_prints(study, tmp_path):
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("mpiwrite report original-study --by lustre,checksums --baseline "
+                         "lustre=1.6.4.3\n```\n```\n", 1)[1].split("```", 1)[0]
+    out = cli(["report", str(study), "--by", "lustre,checksums", "--baseline",
+               "lustre=1.6.4.3"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == block
