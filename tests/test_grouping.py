@@ -75,3 +75,22 @@ def test_tags_never_shadow_measured_columns_or_built_in_keys(tmp_path):
     assert runs["tag.status"][0] == "fake" and runs["site"][0] == "a"
     out = cli(["report", str(r), "--by", "fstype", "--format", "json"], cwd=tmp_path)
     assert out.returncode == 0 and "evil" not in out.stdout, out.stdout
+
+
+def test_plot_scaling_samples_as_report_does_and_refuses_to_pool_ranks(tmp_path):
+    pytest.importorskip("matplotlib")
+    r = tmp_path / "r"
+    r.mkdir()
+    for i, (nodes, rpn) in enumerate([(1, 1), (1, 4), (2, 1), (2, 4)] * 2):
+        synth.make(r / f"s{i}.h5", [100.0 * nodes * rpn, 101.0 * nodes * rpn], f"s{i}",
+                   nodes=nodes, ranks_per_node=rpn)
+    out = cli(["plot", "scaling", str(r), "-o", "p.png", "--x", "nodes"], cwd=tmp_path)
+    assert out.returncode == 2 and "ranks_per_node" in out.stderr, out.stderr
+    assert not (tmp_path / "p.png").exists()
+    out = cli(["plot", "scaling", str(r), "-o", "p.png", "--x", "nodes", "--by",
+               "ranks_per_node", "--warmup", "1", "--unit", "iteration"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    out = cli(["plot", "scaling", str(r), "-o", "q.png", "--x", "nodes", "--by",
+               "ranks_per_node", "--warmup", "2"], cwd=tmp_path)
+    assert out.returncode == 2 and "no complete runs" in out.stderr

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 import numpy as np
 
 from mpiwrite import stats
-from mpiwrite.answers.results import Store, metric_info, metric_values
+from mpiwrite.answers.results import (
+    Store,
+    metric_info,
+    metric_values,
+    resolve_unit,
+    sample_values,
+)
 from mpiwrite.errors import ConfigError
 from mpiwrite.units import MB
 
@@ -31,23 +37,47 @@ def check_output(path: str) -> None:
         raise ConfigError(f"-o: {path!r} must end in {', '.join(SUFFIXES)}")
 
 
+# What a scaling point must not pool: runs at one node count with different ranks per node
+# (or at one rank count on different node counts) are different experiments.
+POOLING = {"nodes": "ranks_per_node", "ranks": "nodes"}
+
+
 def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
-            metric: str = "aggregate", confidence: float = 0.95) -> None:
+            sampling=None) -> None:
     """Mean per x with its confidence interval (clipped at zero: no negative bandwidth) on a
     log2 x axis with the x values as integer ticks, and each bandwidth line's ideal (linear
     from its first point) dashed in the same colour; client CPU has no linear ideal.  A run
     without the metric's figure (a record from before it) is left out, not drawn as a gap."""
+    from mpiwrite.answers.report import DEFAULT_SAMPLING, check_pooling
+
+    sampling = sampling or DEFAULT_SAMPLING
+    metric, confidence, warm = sampling.metric, sampling.confidence, sampling.warmup
     plt = _pyplot()
     info = metric_info(metric)
-    groups: Dict[tuple, Dict[int, List[float]]] = {}
+    members: Dict[tuple, Dict[int, list]] = {}
     for r in store.select():
+        if not metric_values(r, metric, warm):
+            continue
         k = store.keys(r)
         g = tuple(str(k.get(b, "-")) for b in by)
-        vals = metric_values(r, metric)
-        if vals:
-            groups.setdefault(g, {}).setdefault(int(k[x]), []).extend(vals)
-    if not groups:
+        members.setdefault(g, {}).setdefault(int(k[x]), []).append(r)
+    if not members:
         raise ConfigError(f"no complete runs with {metric} figures to plot")
+    point_runs = {",".join(f"{b}={v}" for b, v in zip(by, g)) + f" {x}={xv}": runs
+                  for g, pts in members.items() for xv, runs in pts.items()}
+    check_pooling(point_runs, store.keys, by, "--by")
+    other = POOLING[x]
+    for label, runs in point_runs.items():
+        seen = sorted({str(store.keys(r).get(other)) for r in runs})
+        if other not in by and len(seen) > 1:
+            raise ConfigError(f"--x {x}: the point {label.strip()} would pool runs with "
+                              f"{other} {' and '.join(seen)}; add {other} to --by (a line "
+                              "each) or select one value")
+    # one sample per run (its mean) or per iteration, as report decides (resolve_unit)
+    unit = resolve_unit([r for pts in members.values() for rs in pts.values() for r in rs],
+                        sampling.unit, warm)
+    groups = {g: {xv: sample_values(rs, metric, unit, warm) for xv, rs in pts.items()}
+              for g, pts in members.items()}
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     ticks = set()
     ci = f"{confidence * 100:g}% CI"

@@ -304,11 +304,11 @@ def show(run, where, iteration, skip_bad):
 @click.option("--by", default="", help="Group runs into lines by these keys (scaling).")
 @click.option("--x", "xkey", type=click.Choice(["nodes", "ranks"]), default="nodes",
               show_default=True)
-@click.option("--metric", type=METRICS, default="aggregate", show_default=True,
-              help=METRIC_HELP)
+@sampling_options
 @click.option("--iteration", type=int, default=None, help="Iteration (ranks, timeline).")
 @click.option("--skip-bad", is_flag=True)
-def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
+def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iteration,
+         skip_bad):
     """Draw a scaling curve, per-rank figures of one run, or a throughput timeline."""
     from mpiwrite import files
     from mpiwrite.answers import plot as plots
@@ -318,7 +318,8 @@ def plot(kind, paths, output, by, xkey, metric, iteration, skip_bad):
     store, code = _store(paths, skip_bad)
     try:
         if kind == "scaling":
-            plots.scaling(store, output, _keys(by), xkey, metric)
+            plots.scaling(store, output, _keys(by), xkey,
+                          _sampling(metric, unit, warmup, confidence))
         else:
             runs = store.runs
             if len(runs) != 1:
