@@ -94,3 +94,17 @@ def test_plot_scaling_samples_as_report_does_and_refuses_to_pool_ranks(tmp_path)
     out = cli(["plot", "scaling", str(r), "-o", "q.png", "--x", "nodes", "--by",
                "ranks_per_node", "--warmup", "2"], cwd=tmp_path)
     assert out.returncode == 2 and "no complete runs" in out.stderr
+
+
+def test_warmup_that_leaves_nothing_says_so(tmp_path):
+    r = tmp_path / "r"
+    r.mkdir()
+    for i in range(3):
+        synth.make(r / f"one{i}.h5", [500.0 + i], f"one{i}", tags={"k": "v"})
+    synth.make(r / "two.h5", [500.0, 510.0], "two", tags={"k": "v"})
+    out = cli(["report", str(r), "--by", "k", "--warmup", "1"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "3 complete run(s) left out: --warmup 1 leaves out every iteration" in out.stderr
+    assert "without an aggregate" not in out.stderr
+    out = cli(["report", str(r / "one0.h5"), "--warmup", "1"], cwd=tmp_path)
+    assert out.returncode == 2 and "leaves out every iteration they have" in out.stderr

@@ -414,7 +414,8 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     vb = sample_values(b_runs, metric, unit, sampling.warmup)
     if not va or not vb:
         side, runs = (a_name, a_runs) if not va else (b_name, b_runs)
-        raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup))
+        raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup,
+                                         within_warmup(runs, metric, sampling.warmup)))
     c = stats.compare(va, vb, confidence)
     pct, d = f"{confidence * 100:g}%", info.digits
     lines = [f"{_metric_words(metric)}; test: Welch's t-test, {pct} confidence",
@@ -458,13 +459,26 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
 
 
-def no_figure_text(what: str, runs: int, metric: str, warmup: int = 0) -> str:
-    """Why a side or a report has no sample: no run at all, or runs without the figure (a
-    record from before client CPU was measured must say so, not look like a missing run)."""
+def within_warmup(runs, metric: str, warmup: int) -> int:
+    """How many runs have the metric's figure but no iteration after the first `warmup`."""
+    from mpiwrite.answers.results import metric_values
+
+    return sum(1 for r in runs if warmup and metric_values(r, metric, 0)
+               and not metric_values(r, metric, warmup))
+
+
+def no_figure_text(what: str, runs: int, metric: str, warmup: int = 0,
+                   short: int = 0) -> str:
+    """Why a side or a report has no sample: no run at all, runs whose iterations are all
+    within --warmup (`short` of them), or runs without the figure (a record from before
+    client CPU was measured must say so, not look like a missing run)."""
     from mpiwrite.answers.results import CPU_METRICS, CPU_MISSING, a_figure
 
     if not runs:
         return f"{what}: no complete runs match"
+    if short == runs:
+        return (f"{what}: {_count(runs, 'complete run')}, but --warmup {warmup} leaves out "
+                f"every iteration they have (give more iterations, -i, or a smaller --warmup)")
     after = f" after --warmup {warmup}" if warmup else ""
     why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
     return f"{what}: {_count(runs, 'complete run')}, but none has {a_figure(metric)}{after}{why}"

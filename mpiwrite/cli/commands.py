@@ -190,11 +190,12 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad)
 def _no_rows_text(store, metric: str, warmup: int) -> str:
     """Why a report is empty: no complete run, or complete runs without the metric's figure
     (e.g. client CPU in records from before it was measured)."""
-    from mpiwrite.answers.report import no_figure_text
+    from mpiwrite.answers.report import no_figure_text, within_warmup
 
     complete = len(store.select())
     if complete:
-        return no_figure_text("PATHS", complete, metric, warmup)
+        return no_figure_text("PATHS", complete, metric, warmup,
+                              within_warmup(store.select(), metric, warmup))
     others = store.not_complete()
     said = ", ".join(f"{n} {state}" for state, n in sorted(others.items()))
     return "PATHS: no complete runs found" + (
@@ -204,9 +205,14 @@ def _no_rows_text(store, metric: str, warmup: int) -> str:
 def _note_runs_without(store, metric: str, warmup: int) -> None:
     """Name on stderr the complete runs left out for lack of the figure, so a report over old
     and new records does not silently stand for fewer runs than were given."""
+    from mpiwrite.answers.report import within_warmup
     from mpiwrite.answers.results import CPU_METRICS, CPU_MISSING, a_figure, metric_values
 
-    left = sum(1 for r in store.select() if not metric_values(r, metric, warmup))
+    short = within_warmup(store.select(), metric, warmup)
+    if short:
+        sys.stderr.write(f"mpiwrite: {short} complete run(s) left out: --warmup {warmup} "
+                         f"leaves out every iteration they have\n")
+    left = sum(1 for r in store.select() if not metric_values(r, metric, warmup)) - short
     if left:
         why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
         sys.stderr.write(f"mpiwrite: {left} complete run(s) without {a_figure(metric)} were "
