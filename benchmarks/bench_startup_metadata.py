@@ -190,16 +190,22 @@ def folder_key(path: str, depth: int) -> str:
 
 def detail(label: str, mine: List[Tuple[str, str]], bare: List[Tuple[str, str]], top: int,
            roots: Dict[str, str]) -> None:
-    """The folders (and calls) whose counts differ most between one rank and a bare start."""
+    """The folders (and calls) whose counts differ most between one rank and a bare start: a
+    call on a file counts for its folder, a call on a folder (one that holds another path
+    named in either trace) for that folder."""
+    folders = {os.path.dirname(p) for _, p in mine + bare if p}
+    folders |= {os.path.dirname(f) for f in list(folders)}
+
     def key(call):
         name, path = call
-        path = re.sub(r"^/proc/\d+/", "/proc/PID/", path)
+        if path and path not in folders:
+            path = os.path.dirname(path)
+        path = re.sub(r"^/proc/\d+(?=/|$)", "/proc/PID", path)
         for root, short in roots.items():
             if path == root or path.startswith(root + os.sep):
                 path = short + path[len(root):]
                 break
-        return folder_key(os.path.dirname(path) if "." in os.path.basename(path) else path,
-                          5), name
+        return folder_key(path, 5), name
 
     a, b = Counter(map(key, mine)), Counter(map(key, bare))
     diff = Counter({k: a[k] - b[k] for k in set(a) | set(b) if a[k] != b[k]})
