@@ -32,7 +32,7 @@ mpiwrite runs, at every rank count.  Bytecode: as bench_startup.py, compiled fir
 of a rank make no file calls).
 
     python benchmarks/bench_startup_metadata.py [--ranks 1,4,16] [--repeat 1]
-        [--posix-ranks 4] [--detail 12] [--keep DIR]
+        [--posix-ranks 4] [--nodes 1] [--detail 12] [--keep DIR]
 
 Exits 2 with one line on stderr when strace is missing or cannot trace here.
 """
@@ -143,9 +143,26 @@ def folders_of_python(python: str) -> Tuple[List[str], List[str]]:
     return [p for p in (prefix, pkg) if p], [base]
 
 
-def launch(n: int, prefix: str, cmd: List[str], cwd: str, env: Dict[str, str]) -> None:
-    mpiexec = os.path.join(BIN, "mpiexec")
-    full = [mpiexec, "-n", str(n), "sh", "-c", WRAP, prefix] + TRACE + cmd
+def nodes_of(n: int, nodes: int) -> int:
+    """How many pretended nodes n ranks make (as many as asked that divide them evenly)."""
+    k = max(1, min(nodes, n))
+    while n % k:
+        k -= 1
+    return k
+
+
+def launch(n: int, nodes: int, prefix: str, cmd: List[str], cwd: str,
+           env: Dict[str, str]) -> None:
+    """n ranks, each under its own strace; with nodes > 1, an MPMD launch whose groups name
+    their node (MPIWRITE_HOSTNAME: mpiwrite splits its node communicators by it, so each
+    group has a node leader that reads the node's facts; the bare start ignores it)."""
+    full = [os.path.join(BIN, "mpiexec")]
+    per = n // nodes
+    for i in range(nodes):
+        full += ([":"] if i else []) + ["-n", str(per)]
+        if nodes > 1:
+            full += ["-env", "MPIWRITE_HOSTNAME", f"node{i}"]
+        full += ["sh", "-c", WRAP, prefix] + TRACE + cmd
     out = subprocess.run(full, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise SystemExit(f"bench_startup_metadata: {' '.join(cmd[:3])}... at {n} ranks exited "
@@ -221,6 +238,9 @@ def main() -> int:
     ap.add_argument("--posix-ranks", type=int, default=4,
                     help="rank count of the one posix run (0: none)")
     ap.add_argument("--size", default="64k", help="bytes per rank of the runs")
+    ap.add_argument("--nodes", type=int, default=1,
+                    help="pretend the ranks are on this many nodes (MPIWRITE_HOSTNAME), so "
+                    "that node leaders other than rank 0 are counted apart")
     ap.add_argument("--detail", type=int, default=0, metavar="N",
                     help="also print the N folders whose counts differ most from the bare "
                     "start (a non-root rank at the largest rank count)")
@@ -262,11 +282,11 @@ def main() -> int:
                     cmd = [mpiwrite, "run", target, "-s", args.size, "-b", args.size,
                            "--engine", engine, "--results", res, "--progress-interval", "0"]
                 prefix = os.path.join(folder, "trace")
-                launch(n, prefix, cmd, folder, env)
+                launch(n, nodes_of(n, args.nodes), prefix, cmd, folder, env)
                 places = Places(install, interp, [target], [res])
                 for r, got in enumerate(rank_counts(prefix, n, folder, places)):
                     results.setdefault((n, kind, r), []).append(got)
-        print_table(results, sorted({n for n, _ in runs}), args.repeat)
+        print_table(results, sorted({n for n, _ in runs}), args.repeat, args.nodes)
         if args.detail:
             n = max(ranks)
             r = 1 if n > 1 else 0
@@ -285,7 +305,8 @@ def main() -> int:
     return 0
 
 
-def median_counts(results, n: int, kind: str, ranks: range, repeat: int) -> Optional[Counter]:
+def median_counts(results, n: int, kind: str, ranks: List[int],
+                  repeat: int) -> Optional[Counter]:
     """Per class: the median over rounds of the median over the given ranks."""
     if not ranks or (n, kind, ranks[0]) not in results:
         return None
@@ -297,20 +318,24 @@ def median_counts(results, n: int, kind: str, ranks: range, repeat: int) -> Opti
     return out
 
 
-def print_table(results, ranks: List[int], repeat: int) -> None:
-    print(f"medians over {repeat} round(s); 'others' = median of ranks 1..N-1; "
-          "'vs bare' = total minus the bare start's at the same rank count and rank")
-    head = f"{'ranks':>5} {'run':<6} {'rank':<7} {'total':>7}"
+def print_table(results, ranks: List[int], repeat: int, nodes: int) -> None:
+    print(f"medians over {repeat} round(s); 'others' = median of ranks 1..N-1 (with --nodes: "
+          "less the other nodes' leaders, shown as 'leaders'); 'vs bare' = total minus the "
+          "bare start's at the same rank count and ranks")
+    head = f"{'ranks':>5} {'run':<6} {'rank':<8} {'total':>7}"
     head += "".join(f" {c:>11}" for c in CLASSES) + f" {'vs bare':>8}"
     print(head)
     for n in ranks:
-        for who, rs in (("0", range(0, 1)), ("others", range(1, n))):
+        per = n // nodes_of(n, nodes)
+        leaders = list(range(per, n, per))
+        for who, rs in (("0", [0]), ("leaders", leaders),
+                        ("others", [r for r in range(1, n) if r not in leaders])):
             bare = median_counts(results, n, "bare", rs, repeat)
             for kind in tuple(BARE) + ("null", "posix"):
                 c = median_counts(results, n, kind, rs, repeat)
                 if c is None:
                     continue
-                line = f"{n:>5} {kind:<6} {who:<7} {c['total']:>7g}"
+                line = f"{n:>5} {kind:<6} {who:<8} {c['total']:>7g}"
                 line += "".join(f" {c[k] + (c['results'] if k == 'target' else 0):>11g}"
                                 for k in CLASSES)
                 line += f" {c['total'] - bare['total']:>+8g}" if kind != "bare" and bare \
