@@ -30,23 +30,42 @@ import time
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 
 
+def fresh_bytecode(source: str) -> bool:
+    """Whether the source's cached bytecode is there and matches it (a stale .pyc is as good
+    as none: the interpreter compiles the source again and, under PYTHONDONTWRITEBYTECODE,
+    on every start)."""
+    try:
+        with open(importlib.util.cache_from_source(source), "rb") as f:
+            head = f.read(16)
+        st = os.stat(source)
+    except OSError:
+        return False
+    if len(head) < 16 or head[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    flags = int.from_bytes(head[4:8], "little")
+    if flags & 1:  # hash-based: checked against the source's hash, or never
+        return True
+    return (int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(head[12:16], "little") == st.st_size & 0xFFFFFFFF)
+
+
 def bytecode(compile_it: bool) -> str:
-    """Whether the mpiwrite that the ranks import has its bytecode cached (compiling it when
-    asked and missing), as one line for the output."""
+    """Whether the mpiwrite that the ranks import has its bytecode cached and current
+    (compiling it when asked and missing or stale), as one line for the output."""
     out = subprocess.run([os.path.join(BIN, "python"), "-c",
                           "import mpiwrite, os; print(os.path.dirname(mpiwrite.__file__))"],
                          capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     pkg = out.stdout.strip()
     sources = sorted(os.path.join(d, n) for d, _, names in os.walk(pkg) for n in names
                      if n.endswith(".py"))  # the layer folders too
-    missing = [p for p in sources if not os.path.exists(importlib.util.cache_from_source(p))]
+    missing = [p for p in sources if not fresh_bytecode(p)]
     if missing and compile_it:
         subprocess.run([os.path.join(BIN, "python"), "-m", "compileall", "-q", pkg],
                        check=True)
         return f"bytecode: compiled {len(missing)} of {len(sources)} modules in {pkg} first"
     if missing:
-        return (f"bytecode: {len(missing)} of {len(sources)} modules in {pkg} have none: every "
-                "rank compiles them (--as-is)")
+        return (f"bytecode: {len(missing)} of {len(sources)} modules in {pkg} have none or a stale "
+                "one: every rank compiles them (--as-is)")
     return f"bytecode: cached for all {len(sources)} modules in {pkg}"
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 import sysroots
@@ -228,3 +229,48 @@ def test_mount_options_are_not_repeated(tmp_path):
         "29 1 253:0 / / rw,relatime shared:1 - xfs /dev/vda1 rw,seclabel,attr2,inode64\n")
     (m,) = mounts(Reader(str(tmp_path)))
     assert m["options"] == "rw,relatime,seclabel,attr2,inode64"
+
+
+def _importlib_versions(names, path=None):
+    from importlib import metadata
+
+    out, where = {}, {} if path is None else {"path": path}
+    for n in names:
+        dist = next(iter(metadata.distributions(name=n, **where)), None)
+        out[n] = dist.version if dist is not None else None
+    return out
+
+
+def test_versions_are_importlib_metadatas_without_importing_it():
+    """software() reads dist-info folders itself (a node leader's start-up skips importing
+    importlib.metadata): its answers are importlib.metadata's, here and in a fresh process."""
+    names = nodeinfo.DISTS + ("pytest", "no-such-dist")
+    assert nodeinfo.dist_versions(names) == _importlib_versions(names)
+    probe = ("import sys; from mpiwrite.facts import nodeinfo; v = nodeinfo.software(); "
+             "print(v['numpy'] is not None, 'importlib.metadata' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_versions_of_odd_installs_are_left_to_importlib_metadata(tmp_path):
+    def dist(folder, child, text):
+        (folder / child).mkdir(parents=True)
+        if text is not None:
+            (folder / child / ("METADATA" if child.endswith("dist-info") else "PKG-INFO"))\
+                .write_text(text)
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    dist(a, "Foo.Bar-1.2.post3.dist-info", "Metadata-Version: 2.1\nName: Foo.Bar\n"
+         "version: 1.2.post3\n\nVersion: 9\n")
+    dist(a, "eggy-0.5.egg-info", "Metadata-Version: 1.1\nName: eggy\nVersion: 0.5\n")
+    dist(a, "twice-1.0.dist-info", "Name: twice\nVersion: 1.0\n")
+    dist(a, "twice-2.0.dist-info", "Name: twice\nVersion: 2.0\n")
+    dist(a, "bare-3.0.dist-info", None)  # no METADATA at all
+    dist(b, "foo_bar-7.0.dist-info", "Name: foo_bar\nVersion: 7.0\n")  # later on the path
+    dist(b, "later-4.0.dist-info", "Name: later\nVersion: 4.0\n")
+    path = [str(tmp_path / "missing"), str(a), "a path hook's name", str(b)]
+    names = ("foo-bar", "eggy", "twice", "bare", "later", "none")
+    got = nodeinfo.dist_versions(names, path=path)
+    assert got == _importlib_versions(names, path)
+    assert got["foo-bar"] == "1.2.post3" and got["later"] == "4.0" and got["none"] is None

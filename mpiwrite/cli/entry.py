@@ -7,6 +7,7 @@ MPI starts (run/process.Signals).  This module imports nothing of its own before
 handlers are in place: the window in which a signal meets Python's default is start-up only.
 """
 
+import os
 import signal
 import sys
 
@@ -31,9 +32,27 @@ def _is_parallel_run(args) -> bool:
     return bool(words) and words[0] == "run" and launcher_size() > 1
 
 
+def _off_the_script_folder() -> None:
+    """Take the console script's own folder (a virtualenv's bin/) off the front of sys.path.
+
+    Python puts a script's folder first on sys.path, and every import of a top-level module
+    not yet loaded (numpy, click, mpi4py, each stdlib module) then stats that folder first:
+    about 65 file-system calls on each rank's start-up, 100 on rank 0, against the filesystem
+    that holds the install (benchmarks/bench_startup_metadata.py).  No module of mpiwrite or
+    of its dependencies lives there.  Only the folder of the script that is running is taken
+    off, and only when Python put it there (not under -P / PYTHONSAFEPATH, nor for
+    `python -m mpiwrite`, whose sys.path[0] is the working folder)."""
+    script = sys.argv[0] if sys.argv else ""
+    if getattr(sys.flags, "safe_path", False) or not sys.path or not os.path.isabs(script):
+        return
+    if sys.path[0] == os.path.dirname(script) and not script.endswith(".py"):
+        del sys.path[0]
+
+
 def main() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):  # at once: kept until we know which to use
         signal.signal(s, _defer)
+    _off_the_script_folder()  # before the imports below, which would stat it
     from mpiwrite.run.process import EXIT_FOR_SIGNAL
 
     handler = _defer if _is_parallel_run(sys.argv[1:]) else _leave

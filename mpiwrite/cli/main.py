@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 from typing import Optional
 
 import click
@@ -17,6 +16,13 @@ import click
 from mpiwrite import __version__
 from mpiwrite.errors import ConfigError, MpiwriteError
 from mpiwrite.text import printable
+
+
+def _show_traceback() -> None:
+    """--debug's traceback; traceback is imported only then (every rank would load it)."""
+    import traceback
+
+    traceback.print_exc()
 
 
 def _say_error(text: str) -> None:
@@ -98,7 +104,7 @@ def main(argv: Optional[list] = None) -> None:
         code = 130
     except click.ClickException as exc:
         if debug:
-            traceback.print_exc()
+            _show_traceback()
         message = exc.format_message().replace("\n", " ")
         from mpiwrite.cli.runcmd import agree_on_usage_error, launcher_size
 
@@ -109,7 +115,7 @@ def main(argv: Optional[list] = None) -> None:
             code = exc.exit_code
     except MpiwriteError as exc:
         if debug:
-            traceback.print_exc()
+            _show_traceback()
         _say_error(str(exc).replace("\n", " "))
         code = exc.exit_code
     except BrokenPipeError:

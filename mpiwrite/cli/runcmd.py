@@ -132,11 +132,12 @@ def _stripe_options(f):
 @click.pass_context
 def run(ctx, **_params):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
-    from mpiwrite.run import console, guard
+    from mpiwrite.run import guard
 
     argv = ["mpiwrite"] + sys.argv[1:]
-    console.configure(units=ctx.params.get("units", "MB"),
-                      ior_summary=bool(ctx.params.get("ior_summary")))
+    # for rank 0's console only: the other ranks never load it (start-up imports)
+    screen = {"units": ctx.params.get("units", "MB"),
+              "ior_summary": bool(ctx.params.get("ior_summary"))}
     try:
         cfg = config_from(ctx.params)
     except ConfigError as exc:
@@ -144,8 +145,8 @@ def run(ctx, **_params):
             raise
         # Under a launcher, a rank with bad input still joins the others to say so: a rank
         # that leaves alone leaves the rest waiting (a node-local --tag-file missing on one).
-        return guard.main(None, argv, str(exc))
-    return guard.main(cfg, argv)
+        return guard.main(None, argv, str(exc), screen=screen)
+    return guard.main(cfg, argv, screen=screen)
 
 
 def config_from(p: dict):

@@ -8,6 +8,8 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import re
+import sys
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__
@@ -30,6 +32,8 @@ VM_KEYS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_backgr
 SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURM_NNODES",
               "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME", "SLURM_JOB_NAME",
               "SLURM_JOB_PARTITION")
+# the distributions whose versions each node reports (software())
+DISTS = ("mpi4py", "numpy", "h5py", "click", "mpich")
 SUMMARY_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client")
 
 
@@ -171,15 +175,77 @@ def host_facts(reader: Reader) -> Dict[str, Any]:
 
 
 def software(mpi_library: Optional[str] = None) -> Dict[str, Optional[str]]:
-    from importlib import metadata
-
     out: Dict[str, Optional[str]] = {"python": platform.python_version(), "mpiwrite": __version__,
                                      "mpi_library": mpi_library}
-    for dist in ("mpi4py", "numpy", "h5py", "click", "mpich"):
+    out.update(dist_versions(DISTS))
+    return out
+
+
+def _normal(name: str) -> str:
+    """A distribution name as importlib.metadata compares them (PEP 503, '_' for '-')."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _metadata_version(folder: str) -> Optional[str]:
+    """The Version header of a .dist-info folder's METADATA, or None."""
+    try:
+        with open(os.path.join(folder, "METADATA"), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    return None  # the end of the headers
+                key, sep, value = line.partition(":")
+                if sep and key.strip().lower() == "version":
+                    return value.strip() or None
+    except OSError:
+        return None
+    return None
+
+
+def dist_versions(names, path: Optional[List[str]] = None) -> Dict[str, Optional[str]]:
+    """{name: version or None} of installed distributions, as importlib.metadata.version
+    answers: the first NAME-VERSION.dist-info along sys.path (or `path`), its METADATA's
+    Version.  Read here from one listing per path entry and one METADATA per name: importing
+    importlib.metadata (email, zipfile, csv, importlib.resources: some 30 modules) and its
+    look-ups cost each node leader about 400 file-system calls at start-up
+    (benchmarks/bench_startup_metadata.py).  Whatever this does not read plainly (an
+    .egg-info, two candidates in one folder, a METADATA without a Version, a zip on the
+    path) is left to importlib.metadata itself."""
+    entries = list(sys.path if path is None else path)
+    want = {_normal(n): n for n in names}
+    out: Dict[str, Optional[str]] = {n: None for n in names}
+    hard = []
+    for entry in entries:
+        if not want:
+            break
         try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
+            children = os.listdir(entry or ".")
+        except NotADirectoryError:  # a zip archive: importlib.metadata looks inside
+            hard += want.values()
+            break
+        except (OSError, TypeError, ValueError):
+            continue  # missing, unreadable, a path hook's name: importlib finds nothing there
+        found: Dict[str, List[str]] = {}
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                key = _normal(low.rpartition(".")[0].partition("-")[0])
+                if key in want:
+                    found.setdefault(key, []).append(child)
+        for key, hits in found.items():
+            name = want.pop(key)
+            version = None
+            if len(hits) == 1 and hits[0].lower().endswith(".dist-info"):
+                version = _metadata_version(os.path.join(entry or ".", hits[0]))
+            if version is None:
+                hard.append(name)
+            else:
+                out[name] = version
+    if hard:
+        from importlib import metadata
+
+        for name in hard:
+            dist = next(iter(metadata.distributions(name=name, path=entries)), None)
+            out[name] = dist.version if dist is not None else None
     return out
 
 

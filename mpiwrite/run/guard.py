@@ -89,9 +89,11 @@ def leftover_text(problems: List[str], shown: int = 3) -> str:
             + "; ".join(problems[:shown]) + more)
 
 
-def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
+def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
+         screen: Optional[dict] = None) -> int:
     """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
-    (the other ranks still learn of it, so that no rank waits for one that left)."""
+    (the other ranks still learn of it, so that no rank waits for one that left).  `screen`:
+    the screen options for rank 0's console (console.configure)."""
     early = sys.modules.get("mpiwrite.cli.entry")
     pending = early.pending["signum"] if early is not None else 0
     if pending and pending != signal.SIGINT:
@@ -117,7 +119,7 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "") -> int:
         abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
     signals = team.signals = Signals()  # from here on, every wait answers signals in order
-    run = Run(cfg, argv, team, signals)
+    run = Run(cfg, argv, team, signals, screen)
     try:
         if cfg is None:
             raise_agreed(team.agree(problem or "bad input"), team.size)

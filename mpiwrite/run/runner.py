@@ -49,8 +49,10 @@ from mpiwrite.units import format_size
 class Run:
     """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
 
-    def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals):
+    def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals,
+                 screen: Optional[dict] = None):
         self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
+        self.screen = dict(screen or {})  # console.configure's options, for rank 0
         self.rank = team.rank
         # MPIWRITE_INJECT=RANK:PHASE[:SECONDS] raises an unexpected error on RANK when it
         # enters a phase starting with PHASE, SECONDS after (tests of the guard at every
@@ -142,13 +144,14 @@ class Run:
         problem = ""
         if self.rank == 0:
             from mpiwrite.facts import nodeinfo
-            from mpiwrite.run.console import Console
+            from mpiwrite.run import console
             from mpiwrite.run.ledger import Ledger  # rank 0 only
 
+            console.configure(**self.screen)
             node_of = node_rows[:, 0].astype(np.int64)
             ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
                                           node_of, nodeinfo.common_keys(nodes), mpi_library,
-                                          Console(cfg))
+                                          console.Console(cfg))
             ledger.processes = [dict(s["process"], host=ledger.hosts[i])
                                 for i, s in enumerate(spaces)]
             problem = self._prepare_target(ledger, [s["space"] for s in spaces])
