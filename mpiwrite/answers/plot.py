@@ -7,7 +7,7 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from mpiwrite import stats
+from mpiwrite import files, stats
 from mpiwrite.answers.results import (
     Store,
     metric_info,
@@ -116,8 +116,12 @@ def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
     if legend:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(out)
+    import io
+
+    buf = io.BytesIO()  # drawn in memory, then a new file renamed over `out` (never through a
+    fig.savefig(buf, format=os.path.splitext(out)[1][1:].lower())  # link planted at the name)
     plt.close(fig)
+    files.replace_file(out, buf.getvalue())
 
 
 def _iteration(rec, iteration):

@@ -397,10 +397,8 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
                  mpiexec=mpiexec_path or _mpirun_of(family, here))
     text = js.render(job)
     if out_file:
-        try:
-            with open(out_file, "w") as fh:
-                fh.write(text)
-            os.chmod(out_file, 0o755)
+        try:  # a new file renamed over the name: never written through a planted link
+            files.replace_file(out_file, text.encode(), mode=0o755)
         except OSError as exc:
             raise RunError(f"-o: cannot write {out_file!r}: {exc.strerror or exc}") from None
     if submit:

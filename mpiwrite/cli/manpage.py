@@ -10,6 +10,9 @@ from typing import List
 
 import click
 
+from mpiwrite.errors import ConfigError
+from mpiwrite.text import printable
+
 
 def _roff(text: str) -> str:
     lines = []
@@ -46,20 +49,31 @@ def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> 
 
 
 def write_pages(folder: str) -> List[str]:
-    from mpiwrite import __version__
+    """Write every page into folder (made if missing).  Each page is a new file renamed over
+    its name, and only where the name is free or holds a regular file of this user: a planted
+    symlink, FIFO or someone else's file is refused before any page is written (ConfigError)."""
+    from mpiwrite import __version__, files
     from mpiwrite.cli.main import cli as group
 
     os.makedirs(folder, exist_ok=True)
     root = click.Context(group, info_name="mpiwrite")
-    written = []
     pages = [("mpiwrite", group, None)] + [
         (f"mpiwrite-{n}", group.get_command(root, n), root) for n in group.list_commands(root)]
-    for name, cmd, parent in pages:
-        path = os.path.join(folder, f"{name}.1")
-        with open(path, "w") as fh:
-            fh.write(page(name, cmd, parent, __version__))
-        written.append(path)
-    return written
+    paths = [os.path.join(folder, f"{name}.1") for name, _cmd, _parent in pages]
+    for path in paths:
+        files.check_output("DIR", path)
+    held = files.Folder.open(folder)
+    try:
+        for path, (name, cmd, parent) in zip(paths, pages):
+            try:
+                files.replace_file(os.path.basename(path), page(name, cmd, parent,
+                                                                __version__).encode(),
+                                   dir_fd=held.fd)
+            except OSError as exc:
+                raise ConfigError(f"DIR: {files.about(repr(path), exc)}") from None
+    finally:
+        held.close()
+    return paths
 
 
 def main(argv=None) -> int:
@@ -67,7 +81,16 @@ def main(argv=None) -> int:
     if len(args) != 1 or args[0].startswith("-"):
         sys.stderr.write("usage: mpiwrite-man DIR  (writes mpiwrite.1 and mpiwrite-COMMAND.1)\n")
         return 2
-    for path in write_pages(args[0]):
+    try:
+        written = write_pages(args[0])
+    except ConfigError as exc:
+        sys.stderr.write(printable(f"mpiwrite-man: error: {exc}") + "\n")
+        return 2
+    except OSError as exc:
+        sys.stderr.write(printable(f"mpiwrite-man: error: DIR: {args[0]!r}: "
+                                   f"{exc.strerror or exc}") + "\n")
+        return 2
+    for path in written:
         print(path)
     return 0
 

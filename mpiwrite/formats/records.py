@@ -199,17 +199,9 @@ def _layout_table(rows: List[Dict[str, Any]]) -> np.ndarray:
     return out
 
 
-TMP_TRIES = 4  # temporary names tried before giving up (a name taken is never reused)
-
-
 def temp_names(path: str) -> List[str]:
-    """The temporary names write() may use for path, in order.
-
-    `.<name>.tmp-<pid>`, then `-1`, `-2`, ...: each is created with O_EXCL|O_NOFOLLOW, so a file
-    or symlink someone planted there is skipped, never followed or overwritten."""
-    folder, base = os.path.split(os.path.abspath(path))
-    first = os.path.join(folder, f".{base}.tmp-{os.getpid()}")
-    return [first] + [f"{first}-{i}" for i in range(1, TMP_TRIES)]
+    """The temporary names write() may use for path, in order (files.temp_names)."""
+    return files.temp_names(os.path.abspath(path))
 
 
 def image(rec: RunRecord) -> bytes:
@@ -241,37 +233,24 @@ def image(rec: RunRecord) -> bytes:
         return h5.id.get_file_image()
 
 
-def write(rec: RunRecord, path: str) -> None:
+def write(rec: RunRecord, path: str, folder: Optional[files.Folder] = None) -> None:
     """Write the whole record to path atomically; OSError (errno set) on any failure.
 
     The file is built in memory, written to a temporary name in the same folder created with
     O_EXCL|O_NOFOLLOW (never through a planted symlink), fsync'd, renamed over path, and the
-    folder fsync'd.  On failure no temporary file is left and a previous path is untouched."""
+    folder fsync'd.  On failure no temporary file is left and a previous path is untouched.
+    With `folder` (the results folder opened at the start of a run), the record goes into
+    that folder by descriptor, under path's file name, wherever its path now leads."""
     try:
         data = image(rec)
     except MemoryError:
         raise OSError(errno.ENOMEM, "not enough memory to build the record", path) from None
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
         raise OSError(errno.EIO, f"cannot build the record: {exc}", path) from None
-    last: Optional[OSError] = None
-    for tmp in temp_names(path):
-        try:
-            files.write_new(tmp, data)
-        except FileExistsError as exc:
-            last = exc
-            continue
-        try:
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        files.fsync_dir(os.path.dirname(os.path.abspath(path)))
-        return
-    raise OSError(errno.EEXIST, "every temporary name is taken (planted files or symlinks?): "
-                  f"{last.filename if last else path}", path)
+    if folder is None:
+        files.write_replacing(os.path.abspath(path), data)
+    else:
+        files.write_replacing(os.path.basename(path), data, folder.fd)
 
 
 def leftovers(folder: str, names: List[str]) -> List[str]:
@@ -403,14 +382,16 @@ def _read(h5, path: str) -> RunRecord:
                      layouts=layouts, latency=lat)
 
 
-def probe_writable(folder: str) -> None:
-    """Raise OSError unless a record can be created in folder (creates and removes a file)."""
+def open_results(folder: str) -> files.Folder:
+    """The results folder (made if missing), opened once; OSError unless a record can be
+    created in it (a probe file is written, fsync'd and removed, by descriptor)."""
     os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".mpiwrite-probe-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    held = files.Folder.open(folder)
+    tmp = f".mpiwrite-probe-{os.getpid()}"
     try:
-        os.write(fd, b"x" * 4096)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-        os.unlink(tmp)
+        files.write_new(tmp, b"x" * 4096, dir_fd=held.fd)  # removes what it made on failure
+        os.unlink(tmp, dir_fd=held.fd)
+    except BaseException:
+        held.close()
+        raise
+    return held

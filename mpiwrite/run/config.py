@@ -105,49 +105,83 @@ def _fail(option: str, message: str) -> ConfigError:
     return ConfigError(f"{option}: {message}")
 
 
-def parse_tag(text: str) -> tuple:
+def _tag_problem(text: str):
+    """(key, value, None) for a good KEY=VALUE, else (key, None, (what is wrong with the key
+    shown, what is wrong without showing anything of the text))."""
     if "=" not in text:
-        raise _fail("--tag", f"{text!r} is not KEY=VALUE")
+        return None, None, (f"{text!r} is not KEY=VALUE", "not KEY=VALUE")
     key, value = text.split("=", 1)
     key = key.strip()
     if not _TAG_KEY.match(key):
-        raise _fail("--tag", f"key {key!r} must start with a letter and use [A-Za-z0-9_.-]")
+        return key, None, (f"key {key!r} must start with a letter and use [A-Za-z0-9_.-]",
+                           "the key must start with a letter and use [A-Za-z0-9_.-]")
     if key in RUN_KEYS:
-        raise _fail("--tag", f"key {key!r} is a built-in run key; choose another name")
+        return key, None, (f"key {key!r} is a built-in run key; choose another name",
+                           "the key is a built-in run key; choose another name")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise _fail("--tag", f"value of {key!r} is not valid UTF-8") from None
+        return key, None, (f"value of {key!r} is not valid UTF-8", "the value is not valid UTF-8")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise _fail("--tag", f"value of {key!r} contains a newline or control character")
+        return key, None, (f"value of {key!r} contains a newline or control character",
+                           "the value contains a control character")
     if len(value) > 1024:
-        raise _fail("--tag", f"value of {key!r} is longer than 1024 characters")
+        return key, None, (f"value of {key!r} is longer than 1024 characters",
+                           "the value is longer than 1024 characters")
+    return key, value, None
+
+
+def parse_tag(text: str) -> tuple:
+    key, value, problem = _tag_problem(text)
+    if problem:
+        raise _fail("--tag", problem[0])
     return key, value
 
 
 TAG_FILE_LIMIT = 2**20
 
 
-def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
-    """Tags from repeated --tag and a --tag-file (one KEY=VALUE per line, # comments)."""
-    texts = list(items or ())
-    if tag_file:
-        from mpiwrite.files import read_regular
+def _tag_file_lines(tag_file: str):
+    """(line number, text) of a --tag-file's KEY=VALUE lines.  A regular file only, not
+    followed if it is a symlink (someone else's link to a root-only file would turn its
+    lines into tags of a world-readable record), never blocking (a FIFO), at most 1 MiB."""
+    from mpiwrite.files import read_regular
 
-        try:  # a regular file only: a FIFO or /dev/zero must not hang us or fill memory
-            lines = read_regular(tag_file, TAG_FILE_LIMIT).decode("utf-8").splitlines()
-        except OSError as exc:
-            raise _fail("--tag-file", f"cannot read {tag_file!r}: "
-                        f"{exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise _fail("--tag-file", f"{tag_file!r} is not UTF-8 text") from None
-        texts += [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    try:
+        data = read_regular(tag_file, TAG_FILE_LIMIT, follow=False)
+    except OSError as exc:
+        raise _fail("--tag-file", f"cannot read {tag_file!r}: "
+                    f"{exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail("--tag-file", f"{tag_file!r} is not UTF-8 text") from None
+    # lines as an editor counts them: "\n" only (splitlines() would also split at \f, \x1c,
+    # U+2028, ... and the line numbers in messages would not match)
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r").strip(" \t")
+        if line and not line.startswith("#"):
+            yield number, line
+
+
+def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
+    """Tags from repeated --tag and a --tag-file (one KEY=VALUE per line, # comments).
+
+    A bad --tag-file line is named by file and line number only: it may hold a secret."""
     tags: Dict[str, str] = {}
-    for text in texts:
+    for text in items or ():
         key, value = parse_tag(text)
         if key in tags:
             raise _fail("--tag", f"key {key!r} given twice")
         tags[key] = value
+    if tag_file:
+        for number, text in _tag_file_lines(tag_file):
+            key, value, problem = _tag_problem(text)
+            if problem is None and key in tags:
+                problem = (None, "the key is given twice")
+            if problem:
+                raise _fail("--tag-file", f"{tag_file!r} line {number}: {problem[1]}")
+            tags[key] = value
     return tags
 
 

@@ -119,8 +119,11 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
         abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
     signals = team.signals = Signals()  # from here on, every wait answers signals in order
-    run = Run(cfg, argv, team, signals, screen)
+    run = None
     try:
+        # inside the try: an error while the run is made (a bad MPIWRITE_INJECT on one rank)
+        # must end the job like any other, not leave a traceback here and a peer waiting
+        run = Run(cfg, argv, team, signals, screen)
         if cfg is None:
             raise_agreed(team.agree(problem or "bad input"), team.size)
         run.agree_on_input(problem)
@@ -130,5 +133,17 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
             sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
         return exc.exit_code
     except BaseException as exc:
-        end_job(run, exc)
+        end_job(run if run is not None else Unmade(team), exc)
         return 1
+
+
+class Unmade:
+    """What end_job needs of a Run whose making failed: nothing created, no ledger."""
+
+    phase = "start-up"
+    files = None
+    ledger = None
+    iteration_now = -1
+
+    def __init__(self, team: Team):
+        self.team = team

@@ -10,8 +10,9 @@ import errno
 import os
 import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from mpiwrite import files
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import names
 from mpiwrite.run.config import RunConfig
@@ -118,8 +119,9 @@ def plan(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) ->
     )
 
 
-def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
-    """Refuse a target we cannot or must not write, before any rank writes data.
+def preflight(cfg: RunConfig, run_id: str, fstype: str) -> files.Folder:
+    """Refuse a target we cannot or must not write, before any rank writes data; returns
+    TARGET opened (rank 0 uses it by descriptor from here on).
 
     Creates TARGET if only its last component is missing; writes, fsyncs and removes one probe
     block (with O_DIRECT under --direct) so permissions, read-only mounts, a full disk and a
@@ -143,7 +145,15 @@ def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
         except OSError as exc:
             raise ConfigError(f"TARGET: cannot create {target!r}: {exc.strerror}") from None
     try:
-        _probe(cfg, run_id, fstype)
+        try:  # the user's TARGET may be a symlink; the folder this run made is not followed
+            folder = files.Folder.open(target, follow=not created)
+        except OSError as exc:
+            raise ConfigError(f"TARGET: cannot open {target!r}: {exc.strerror}") from None
+        try:
+            _probe(cfg, run_id, fstype, folder)
+        except ConfigError:
+            folder.close()
+            raise
     except ConfigError:
         if created:
             try:
@@ -151,6 +161,7 @@ def preflight(cfg: RunConfig, run_id: str, fstype: str) -> None:
             except OSError:
                 pass
         raise
+    return folder
 
 
 def _kind(path: str) -> str:
@@ -166,9 +177,9 @@ def _kind(path: str) -> str:
     return "dir" if stat.S_ISDIR(st.st_mode) else "exists and is not a directory"
 
 
-def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
+def _probe(cfg: RunConfig, run_id: str, fstype: str, folder: files.Folder) -> None:
     target = cfg.target
-    probe = os.path.join(target, names.probe(run_id))
+    probe = names.probe(run_id)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     if cfg.direct:
         flags |= os.O_DIRECT
@@ -177,7 +188,7 @@ def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
     buf = mmap.mmap(-1, max(cfg.block_size if cfg.direct else 4096, 4096))
     fd = -1
     try:
-        fd = open_data_file(probe, flags)
+        fd = open_data_file(probe, flags, folder.fd)
         os.write(fd, memoryview(buf)[: (cfg.block_size if cfg.direct else 4096)])
         os.fsync(fd)
     except OSError as exc:
@@ -191,17 +202,22 @@ def _probe(cfg: RunConfig, run_id: str, fstype: str) -> None:
             os.close(fd)
         # The kernel may create the file and then refuse O_DIRECT: the name is ours either way.
         try:
-            os.unlink(probe)
+            os.unlink(probe, dir_fd=folder.fd)
         except OSError:
             pass
 
 
-def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None) -> float:
-    """Create the run's subdirectories before the timed phase, with the Lustre layout
-    `stripe` ({'count', 'size', 'ost'}) when given; returns the seconds it took."""
+def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None,
+                 target: Optional[files.Folder] = None) -> float:
+    """Create the run's subdirectories (in the TARGET folder opened by the preflight) before
+    the timed phase, with the Lustre layout `stripe` ({'count', 'size', 'ost'}) when given;
+    returns the seconds it took."""
     t0 = time.monotonic()
     for i in range(subdir_count(cfg, nranks)):
-        os.mkdir(subdir(cfg, run_id, i))
+        if target is not None:
+            os.mkdir(names.subdir(run_id, i), 0o777, dir_fd=target.fd)
+        else:
+            os.mkdir(subdir(cfg, run_id, i))
         if stripe is not None:
             from mpiwrite.facts.lustre_layout import apply_stripe
 
@@ -210,12 +226,17 @@ def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None) -> float
     return time.monotonic() - t0
 
 
-def remove_subdirs(cfg: RunConfig, run_id: str, nranks: int) -> List[str]:
-    """Remove the run's (now empty) subdirectories; returns those that could not be removed."""
+def remove_subdirs(cfg: RunConfig, run_id: str, nranks: int,
+                   target: Optional[files.Folder] = None) -> List[str]:
+    """Remove the run's (now empty) subdirectories, from the TARGET folder opened at the start
+    when given; returns those that could not be removed."""
     left = []
     for i in range(subdir_count(cfg, nranks)):
         try:
-            os.rmdir(subdir(cfg, run_id, i))
+            if target is not None:
+                os.rmdir(names.subdir(run_id, i), dir_fd=target.fd)
+            else:
+                os.rmdir(subdir(cfg, run_id, i))
         except FileNotFoundError:
             pass
         except OSError:
@@ -234,10 +255,10 @@ def remove_dir_if_empty(path: Optional[str]) -> None:
         pass
 
 
-def remove_at(dir_fd: int, relpath: str, shown: str) -> Optional[str]:
-    """Unlink `relpath` (a name this run created) relative to an open folder."""
+def remove_at(dir_fd: int, name: str, shown: str) -> Optional[str]:
+    """Unlink `name` (a name this run created) in an open folder; 'path: reason' or None."""
     try:
-        os.unlink(relpath, dir_fd=dir_fd)
+        os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -245,49 +266,146 @@ def remove_at(dir_fd: int, relpath: str, shown: str) -> Optional[str]:
     return None
 
 
-def remove(path: str) -> Optional[str]:
-    """Unlink one file this run created; returns an error text or None."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"{path}: {exc.strerror}"
-    return None
+REPLACED = ("no longer leads to the folder this run opened at the start (renamed, or replaced "
+            "by a symbolic link?); refusing to write through it")
 
 
 class RankFiles:
-    """The data files and folders one rank has created, and their removal.
+    """The folders and data files of one rank: where files go, what it created, their removal.
 
-    Files are removed relative to the TARGET folder opened at set-up (if someone renames the
-    folder mid-run, the files still go, from wherever it went) and by name (a later
-    iteration may have made the folder again).  Only names of this run, created with O_EXCL,
-    are ever removed."""
+    TARGET is opened once (rank 0's preflight, or set-up) and every run subdirectory in it
+    once, without following a symlink; files are created, read and removed relative to those
+    descriptors, never by a path that someone may have re-pointed.  Before each use
+    (`folder_for`) the names are checked again by device and inode: a folder renamed or
+    swapped for a symlink is refused; one removed by a concurrent run that shared TARGET is
+    made again (TARGET and the run subdirectory only, nothing above).  Only names of this
+    run, created with O_EXCL, are ever removed."""
 
     def __init__(self, cfg: RunConfig, run_id: str, rank: int, nranks: int):
         self.cfg, self.run_id, self.rank, self.nranks = cfg, run_id, rank, nranks
         self.created: List[str] = []  # data files this rank created and has not removed
+        self._made_in: Dict[str, files.Folder] = {}  # ... and the folder each was made in
         self.created_target = False  # rank 0: TARGET did not exist before the run
-        self.target_fd: Optional[int] = None  # TARGET, opened once it exists
+        self.target: Optional[files.Folder] = None  # TARGET, opened once it exists
+        self.subdirs: Dict[str, files.Folder] = {}  # run subdirectories used here, by name
+        self._retired: List[files.Folder] = []  # replaced by a newer one; files made there
+        # are still removed through them
+
+    @property
+    def target_fd(self) -> Optional[int]:
+        return self.target.fd if self.target is not None else None
 
     def open_target(self) -> None:
+        """TARGET as the user named it (a symlink to a folder is followed, once)."""
+        if self.target is not None:
+            return
         try:
-            self.target_fd = os.open(self.cfg.target, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.target = files.Folder.open(self.cfg.target)
         except OSError:
-            self.target_fd = None  # not visible here yet (a node-local target): by name
+            self.target = None  # not visible here yet (a node-local target): made at first use
+
+    def _split(self, path: str) -> Tuple[str, str]:
+        """(run subdirectory name or '', file name) of a data file's path."""
+        sub, _, name = os.path.relpath(path, self.cfg.target).rpartition(os.sep)
+        return sub, name
+
+    def _check_target(self) -> str:
+        t = self.target
+        if t is not None and t.leads_here():
+            return ""
+        if t is not None and not t.gone():
+            return f"TARGET {self.cfg.target} {REPLACED}"
+        # never seen on this node (node-local), or removed by another run sharing it
+        try:
+            os.mkdir(self.cfg.target, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            return f"TARGET {self.cfg.target}: cannot make it again: {exc.strerror}"
+        try:
+            new = files.Folder.open(self.cfg.target, follow=t is None)
+        except OSError as exc:
+            return f"TARGET {self.cfg.target}: {exc.strerror}"
+        if t is not None:
+            self._retired += [t] + list(self.subdirs.values())
+            self.subdirs = {}
+        self.target = new
+        return ""
+
+    def folder_for(self, path: str, make: bool = True) -> Tuple[Optional[files.Folder], str]:
+        """(the open folder that holds `path`, '') before the path is created or opened, or
+        (None, why not): TARGET or the run subdirectory renamed or replaced meanwhile."""
+        problem = self._check_target()
+        if problem:
+            return None, problem
+        sub, _name = self._split(path)
+        if not sub:
+            return self.target, ""
+        shown = os.path.join(self.cfg.target, sub)
+        held = self.subdirs.get(sub)
+        try:
+            st = os.stat(sub, dir_fd=self.target.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            return None, f"run subdirectory {shown}: {exc.strerror}"
+        if held is not None and st is not None and held.matches(st):
+            return held, ""
+        if held is not None and not held.gone():
+            return None, f"run subdirectory {shown} {REPLACED}"
+        if st is None and make:  # removed by someone, or never made on this node
+            try:
+                os.mkdir(sub, 0o755, dir_fd=self.target.fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                return None, f"run subdirectory {shown}: cannot make it: {exc.strerror}"
+        try:
+            new = files.Folder.open(shown, dir_fd=self.target.fd, follow=False, name=sub)
+        except OSError as exc:
+            return None, f"run subdirectory {shown}: {exc.strerror}"
+        if held is not None:
+            self._retired.append(held)
+        self.subdirs[sub] = new
+        return new, ""
+
+    def add_created(self, path: str, folder: Optional[files.Folder]) -> None:
+        self.created.append(path)
+        if folder is not None:
+            self._made_in[path] = folder
 
     def unlink(self, path: str) -> Optional[str]:
-        """Remove one file of this run; 'path: reason' when it could not be removed."""
-        problem = None
-        if self.target_fd is not None:
-            problem = remove_at(self.target_fd, os.path.relpath(path, self.cfg.target), path)
-        return remove(path) or problem
+        """Remove one file of this run, through the folder it was made in (this rank's) or
+        the run's folders as opened here (another rank's); 'path: reason' or None."""
+        sub, name = self._split(path)
+        folder = self._made_in.pop(path, None)
+        if folder is not None:
+            return remove_at(folder.fd, name, path)
+        if self.target is None:
+            return None  # never saw TARGET here: made nothing in it
+        if not sub:
+            return remove_at(self.target.fd, name, path)
+        held = self.subdirs.get(sub)
+        if held is not None:
+            return remove_at(held.fd, name, path)
+        try:  # another rank's subdirectory: opened just for this, never through a symlink
+            fd = files.open_path(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+                                 | os.O_CLOEXEC, self.target.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"{path}: {exc.strerror}"
+        try:
+            return remove_at(fd, name, path)
+        finally:
+            os.close(fd)
 
     def after_iteration(self, path: str, barrier) -> None:
         """The iteration's file is done with: remove it (a shared file once every rank is
         past it: `barrier()`), unless --keep."""
         if self.cfg.keep:
             self.created.clear()
+            self._made_in.clear()
             return
         problem = None
         if path in self.created and self.cfg.layout != "shared":
@@ -323,19 +441,25 @@ class RankFiles:
         self.created.clear()
         return problems
 
+    def remove_subdirs(self) -> List[str]:
+        return remove_subdirs(self.cfg, self.run_id, self.nranks, self.target)
+
     def remove_run_folders(self, warn) -> None:
         """Rank 0 at the end: the run's subdirectories, and TARGET if the run made it and it is
-        empty; `warn(text)` when TARGET was renamed or removed meanwhile."""
-        if self.target_fd is not None:
-            try:
-                moved = os.fstat(self.target_fd).st_ino != os.stat(self.cfg.target).st_ino
-            except OSError:
-                moved = True
-            if moved:
-                warn(f"TARGET {self.cfg.target} was renamed or removed during the run; the "
-                     f"run's files were removed from the folder it wrote in")
+        empty; `warn(text)` when TARGET was renamed, removed or replaced meanwhile."""
+        t = self.target
+        moved = t is not None and not t.leads_here()
+        if moved:
+            where = t.now_at()
+            if self.cfg.keep:
+                warn(f"TARGET {self.cfg.target} was renamed or removed during the run, or "
+                     f"replaced; the kept files are in the folder it opened at the start"
+                     f"{', now ' + where if where else ' (no longer reachable by name)'}")
+            else:
+                warn(f"TARGET {self.cfg.target} was renamed or removed during the run, or "
+                     f"replaced; the run's files were removed from the folder it wrote in")
         if self.cfg.keep:
             return
-        remove_subdirs(self.cfg, self.run_id, self.nranks)
-        if self.created_target:
-            remove_dir_if_empty(self.cfg.target)
+        self.remove_subdirs()
+        if self.created_target and not moved:
+            remove_dir_if_empty(self.cfg.target)  # rmdir never follows a symlink at the name

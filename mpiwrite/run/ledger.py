@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite import __version__
+from mpiwrite import __version__, files
 from mpiwrite.errors import ConfigError, error_entry
 from mpiwrite.facts import mpiinfo
 from mpiwrite.formats import summary
@@ -34,30 +33,38 @@ MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by desi
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 
 
-def check_json_destination(path: Optional[str]) -> None:
-    """--json PATH must be writable as a file before any data is written (ConfigError)."""
+def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
+    """--json PATH must be writable as a file before any data is written (ConfigError).
+
+    Its folder must exist and take a new file (a probe is created and removed: access() says
+    yes to root in /proc, creating does not); PATH must be free or a regular file of this user,
+    never a symlink (check_replaceable).  Returns the folder, opened once: the summary is
+    written there at the end, by descriptor (files.replace_file)."""
     if not path or path == "-":
-        return
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
     try:
-        st = os.stat(path)
+        folder = files.Folder.open(parent)
     except FileNotFoundError:
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise ConfigError(f"--json: folder {parent!r} does not exist") from None
-        try:  # create and remove it: access() says yes to root in /proc, creating does not
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
-            os.unlink(path)
+        raise ConfigError(f"--json: folder {parent!r} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"--json: cannot reach folder {parent!r}: {exc.strerror}") from None
+    name = os.path.basename(path)
+    try:
+        try:
+            files.check_replaceable(name, folder.fd)
+        except OSError as exc:
+            raise ConfigError(f"--json: {files.about(repr(path), exc)}") from None
+        probe = files.temp_names(name)[0]
+        try:
+            files.write_new(probe, b"", dir_fd=folder.fd)
+            os.unlink(probe, dir_fd=folder.fd)
         except OSError as exc:
             raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
-        return
-    except OSError as exc:
-        raise ConfigError(f"--json: cannot reach {path!r}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"--json: {path!r} is a directory; expected a file name")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"--json: {path!r} is not a regular file")
-    if not os.access(path, os.W_OK):
-        raise ConfigError(f"--json: {path!r} is not writable (permission denied)")
+    except BaseException:
+        folder.close()
+        raise
+    return folder
 
 
 class Ledger:
@@ -84,6 +91,8 @@ class Ledger:
         self.node_clock: Optional[np.ndarray] = None
         self.extra: Dict[str, Any] = {}  # startup_seconds, mkdir_seconds, stripe, bytes_to_ram
         self.record_file: Optional[str] = None
+        self.results: Optional[files.Folder] = None  # --results, opened once
+        self.json_folder: Optional[files.Folder] = None  # --json's folder, opened once
         self.record_error = ""
         self.finished = False
 
@@ -93,17 +102,31 @@ class Ledger:
     # ------------------------------------------------------------------ before data
     def check_destinations(self) -> None:
         """--json and --results, checked before TARGET sees a single byte (ConfigError)."""
-        check_json_destination(self.cfg.json_path)
+        self.json_folder = check_json_destination(self.cfg.json_path)
         if self.cfg.results is None:
             return
-        from mpiwrite.formats.records import probe_writable, record_path
+        from mpiwrite.formats.records import open_results, record_path
 
         try:
-            probe_writable(self.cfg.results)
+            self.results = open_results(self.cfg.results)
         except OSError as exc:
             raise ConfigError(f"--results: cannot write records in {self.cfg.results!r}: "
                               f"{exc.strerror or exc}") from None
         self.record_file = os.path.abspath(record_path(self.cfg.results, self.run_id))
+
+    def _results_moved(self) -> None:
+        """The results folder's path no longer leads to the folder opened at the start
+        (renamed, or swapped for a symlink by someone who may rename in its parent): the
+        record stays in the folder opened at the start; say so once, and where it is now."""
+        if self.results is None or self.results.leads_here() or self.results.gone():
+            return
+        where = self.results.now_at()
+        if where:
+            self.record_file = os.path.join(where, os.path.basename(self.record_file))
+        self.warn(f"--results {self.cfg.results} was renamed or replaced during the run; the "
+                  f"record stays in the folder opened at the start"
+                  f"{', now ' + where if where else ''}, written there by descriptor, never "
+                  f"through the new path")
 
     # ------------------------------------------------------------------ during the run
     def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
@@ -319,8 +342,9 @@ class Ledger:
             return
         from mpiwrite.formats import records
 
+        self._results_moved()
         try:
-            records.write(self.build(status, error), self.record_file)
+            records.write(self.build(status, error), self.record_file, self.results)
         except (OSError, RuntimeError, ValueError) as exc:
             # h5py reports a full disk as RuntimeError; whatever it is, the run goes on and
             # the end says the record is missing.
@@ -366,13 +390,14 @@ class Ledger:
                 sys.stdout.write(text + "\n")
                 sys.stdout.flush()
             else:
-                try:
-                    with open(self.cfg.json_path, "w") as fh:
-                        fh.write(text + "\n")
+                try:  # into the folder checked at the start; never through a planted name
+                    files.replace_file(os.path.basename(self.cfg.json_path),
+                                       (text + "\n").encode(), dir_fd=self.json_folder.fd)
                 except OSError as exc:
                     self.record_error = (self.record_error + "; " if self.record_error
-                                         else "") + (f"--json not written: "
-                                                     f"{self.cfg.json_path}: {exc.strerror}")
+                                         else "") + (f"--json not written by rank 0 on "
+                                                     f"{self.hosts[0]}: "
+                                                     + files.about(self.cfg.json_path, exc))
         return out
 
     def failure_message(self, final: RunStatus) -> str:

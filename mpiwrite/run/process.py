@@ -101,13 +101,19 @@ def seconds_since_exec() -> float:
 
 
 def parse_inject(text: str):
-    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first)."""
+    """MPIWRITE_INJECT=RANK:PHASE[:SECONDS] -> (rank, phase, seconds to wait first); None
+    when unset.  A value that is not of that form is a ValueError naming the variable (the
+    guard ends the job with it), never a silently different fault."""
+    if not text:
+        return None
     rank, _, phase = text.partition(":")
     head, _, tail = phase.rpartition(":")
     seconds = 0.0
-    if head and tail.replace(".", "", 1).isdigit():
+    if head and tail.isascii() and tail.replace(".", "", 1).isdigit():
         phase, seconds = head, min(float(tail), 60.0)
-    return (int(rank), phase, seconds) if rank.isdigit() and phase else None
+    if not (rank.isascii() and rank.isdigit() and phase):
+        raise ValueError(f"MPIWRITE_INJECT: {text!r} is not RANK:PHASE[:SECONDS]")
+    return int(rank), phase, seconds
 
 
 def this_process() -> dict:

@@ -10,6 +10,7 @@ docs/architecture.md.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import sys
@@ -205,10 +206,11 @@ class Run:
 
             stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
                                       ledger.keys["fstype"])
-            layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
+            self.files.target = layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
             self.files.created_target = not target_existed
             ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
-                                                                ledger.nranks, stripe)
+                                                                ledger.nranks, stripe,
+                                                                self.files.target)
             if stripe is not None:
                 ledger.extra["stripe_request"] = stripe
             ledger.save(RunStatus.RUNNING)
@@ -219,7 +221,7 @@ class Run:
             message = str(exc)
         except OSError as exc:
             message = f"TARGET: cannot create run directories: {exc.strerror}"
-        layout.remove_subdirs(cfg, self.run_id, ledger.nranks)
+        self.files.remove_subdirs()
         if self.files.created_target:
             layout.remove_dir_if_empty(cfg.target)
         if not results_existed:
@@ -234,18 +236,35 @@ class Run:
         self.phase = f"iteration {it}: clock offsets"
         offsets = team.clock_offsets()
         plan = layout.plan(cfg, self.run_id, team.size, self.rank, it)
+        # the folder the file goes in, checked again (device, inode) before every iteration:
+        # renamed or swapped for a symlink since the start, it is refused, never written
+        # through (nobody may rename in TARGET's parent, or own TARGET)
+        folder, refused = self._folder(plan.path)
+        plan = dataclasses.replace(plan, dir_fd=folder.fd if folder is not None else None)
         shared_failed = False
-        if cfg.layout == "shared":
-            plan, shared_failed = self._create_shared(plan, it)
+        if cfg.layout == "shared":  # collective: every rank, refused or not
+            plan, shared_failed = self._create_shared(plan, it, folder, refused)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
         before = self.watch.before()
 
         def write(poll):
+            nonlocal folder
+            if refused:
+                res = StreamResult(path=plan.path)
+                res.fail("open", OSError(errno.ESTALE, refused))
+                return res
             if shared_failed:
                 return StreamResult(path=plan.path, stopped_by="abort")
             res = engine(cfg.engine)(plan, self.buf, poll)
+            if (res.error_phase == "open" and res.error_errno == errno.ENOENT and plan.create
+                    and folder is not None):
+                # a concurrent run sharing TARGET removed it (empty) just now: make it again
+                folder, problem = self.files.folder_for(plan.path)
+                if folder is not None:
+                    res = engine(cfg.engine)(dataclasses.replace(plan, dir_fd=folder.fd),
+                                             self.buf, poll)
             if res.created:
-                self.files.created.append(plan.path)
+                self.files.add_created(plan.path, folder)
             return res
 
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
@@ -348,31 +367,45 @@ class Run:
         if cfg.drop_cache and cfg.engine == "posix":
             from mpiwrite.run.writer import drop_cache
 
-            why = drop_cache(plan.path, plan.offset, res.bytes) if res.bytes else ""
+            why = drop_cache(plan.path, plan.offset, res.bytes, plan.dir_fd) if res.bytes \
+                else ""
             if why and self.rank == 0:
                 self.ledger.warn(f"--drop-cache: {plan.path}: {why}")
-        counts = team.allgather_texts(str(res.bytes))
+        written = team.allgather_texts(f"{res.bytes} {res.ino}")
         source = (self.rank + self.read_shift) % team.size
-        rplan = ReadPlan(path=layout.data_path(cfg, self.run_id, team.size, source, it),
-                         offset=source * cfg.size if cfg.layout == "shared" else 0,
-                         nbytes=int(counts[source]), block_size=cfg.block_size,
+        nbytes, ino = (int(x) for x in written[source].split())
+        path = layout.data_path(cfg, self.run_id, team.size, source, it)
+        folder, refused = self._folder(path, make=False)
+        rplan = ReadPlan(path=path, offset=source * cfg.size if cfg.layout == "shared" else 0,
+                         nbytes=nbytes, block_size=cfg.block_size,
                          sample_interval=cfg.sample_interval, direct=cfg.direct,
-                         check=(self.key, source, it) if cfg.verify else None)
+                         check=(self.key, source, it) if cfg.verify else None,
+                         dir_fd=folder.fd if folder is not None else None, expect_ino=ino,
+                         refuse=refused)
         read, failed, signalled, _ = self._timed_phase(
             it, "read", lambda poll: read_engine(cfg.engine)(rplan, self.rbuf, poll),
             rplan.path)
         return read, source, failed, signalled
 
-    def _create_shared(self, plan, it: int):
+    def _folder(self, path: str, make: bool = True):
+        """(open folder of a data file, '') or (None, why it is refused); (None, '') for the
+        null engine, which touches no file."""
+        if self.cfg.engine == "null":
+            return None, ""
+        return self.files.folder_for(path, make)
+
+    def _create_shared(self, plan, it: int, folder, refused: str = ""):
         """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
         so a file swapped for a symlink or another file between create and open is refused."""
         team = self.team
         ident, err = "", ""
-        if self.rank == 0:
+        if self.rank == 0 and refused:
+            err = refused
+        elif self.rank == 0:
             try:
                 fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                    | os.O_NOFOLLOW | os.O_CLOEXEC)
-                self.files.created.append(plan.path)
+                                    | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
+                self.files.add_created(plan.path, folder)
                 st = os.fstat(fd)
                 os.close(fd)
                 ident = f"{st.st_dev}:{st.st_ino}"
@@ -407,7 +440,7 @@ class Run:
         if not self.cfg.keep:
             for r in range(self.team.size):
                 self.files.unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
-            layout.remove_subdirs(self.cfg, self.run_id, self.team.size)
+            self.files.remove_subdirs()
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
         self.team.abort(1)
@@ -415,13 +448,16 @@ class Run:
     def verify(self, it: int, res: StreamResult):
         """Read back (own data, or the rank --verify-shift away) after a barrier."""
         team, cfg = self.team, self.cfg
-        counts = team.allgather_texts(str(res.bytes))
+        written = team.allgather_texts(f"{res.bytes} {res.ino}")
         source = (self.rank + cfg.verify_shift) % team.size
+        nbytes, ino = (int(x) for x in written[source].split())
         path = layout.data_path(cfg, self.run_id, team.size, source, it)
         offset = source * cfg.size if cfg.layout == "shared" else 0
+        folder, refused = self._folder(path, make=False)
         team.barrier()
-        return verify_segment(path, offset, int(counts[source]), cfg.block_size, self.key,
-                              source, it)
+        return verify_segment(path, offset, nbytes, cfg.block_size, self.key, source, it,
+                              dir_fd=folder.fd if folder is not None else None,
+                              expect_ino=ino, refuse=refused)
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:

@@ -15,6 +15,7 @@ import resource
 import time
 from typing import Callable, List, Optional, Tuple
 
+from mpiwrite import files
 from mpiwrite.formats import pattern
 from mpiwrite.run import latency
 
@@ -38,6 +39,7 @@ class StreamResult:
     blocks: int = 0
     fsyncs: int = 0
     created: bool = False
+    ino: int = 0  # inode of the file written (0: none): a reader checks it is the same file
     stopped_by: str = ""  # "", "time", "abort"
     error_phase: str = ""
     error_errno: int = 0
@@ -74,6 +76,7 @@ class StreamPlan:
     sample_interval: float = 1.0
     expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
+    dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
 
 
 Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
@@ -89,12 +92,15 @@ def _open_flags(plan: StreamPlan) -> int:
     return flags
 
 
-def open_data_file(path: str, flags: int) -> int:
-    """Open (and with O_CREAT, create) a data file; if its folder has vanished, make it again
-    and retry once.  Concurrent runs share a target (the default ./mpiwrite-data): the run
-    that created it removes it when it is empty, which can be just before another run's ranks
-    create their files in it.  Only the file's folder and that folder's parent are made: the
-    run's TARGET and run subdirectory, never anything above."""
+def open_data_file(path: str, flags: int, dir_fd: Optional[int] = None) -> int:
+    """Open (and with O_CREAT, create) a data file.
+
+    With dir_fd, the file name is opened in that folder (opened and checked by
+    layout.RankFiles): nothing on the way is a path someone could re-point.  Without it
+    (tests, benchmarks), if its folder has vanished, make it again and retry once: only the
+    file's folder and that folder's parent, never anything above."""
+    if dir_fd is not None:
+        return files.open_path(os.path.basename(path), flags, dir_fd)
     try:
         return os.open(path, flags, 0o644)
     except FileNotFoundError:
@@ -137,15 +143,16 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     fd = -1
     res.t_open_start = clock()
     try:
-        fd = open_data_file(plan.path, _open_flags(plan))
+        fd = open_data_file(plan.path, _open_flags(plan), plan.dir_fd)
     except OSError as exc:
         hint = "the filesystem refuses O_DIRECT (--direct)" if (
             plan.direct and exc.errno == errno.EINVAL) else ""
         res.fail("open", exc, hint)
         return res
     res.created = plan.create
+    st = os.fstat(fd)
+    res.ino = st.st_ino
     if plan.expect_inode is not None:
-        st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != plan.expect_inode:
             os.close(fd)
             res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
@@ -323,6 +330,9 @@ class ReadPlan:
     sample_interval: float = 1.0
     direct: bool = False
     check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
+    dir_fd: Optional[int] = None  # the open folder of `path`
+    expect_ino: int = 0  # the inode the writer wrote (0: not known)
+    refuse: str = ""  # why this file must not be opened (its folder was replaced): a failure
 
 
 @dataclasses.dataclass
@@ -341,10 +351,13 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     bs = plan.block_size
     view = memoryview(buf)
     expect = pattern.body(bs, plan.check[0], plan.check[1]) if plan.check else None
-    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECT if plan.direct else 0)
     res.t_open_start = clock()
-    try:
-        fd = os.open(plan.path, flags)
+    if plan.refuse:
+        res.fail("open", OSError(errno.ESTALE, plan.refuse))
+        return res
+    try:  # a regular file only, not followed, never blocking (a FIFO planted at the name)
+        fd = open_written(plan.path, plan.dir_fd, plan.expect_ino, plan.check,
+                          os.O_DIRECT if plan.direct else 0)
     except OSError as exc:
         res.fail("open", exc)
         return res
@@ -411,12 +424,28 @@ def read_engine(name: str):
     return READ_ENGINES[name]
 
 
-def drop_cache(path: str, offset: int = 0, length: int = 0) -> str:
+def open_written(path: str, dir_fd: Optional[int], expect_ino: int = 0, check=None,
+                 flags: int = 0) -> int:
+    """Open a data file written in this run for reading back: a regular file only, a symlink
+    not followed, a FIFO refused without blocking (files.open_regular), and, when the
+    writer's inode is known, the very file it wrote (else ESTALE: replaced after writing)."""
+    name = os.path.basename(path) if dir_fd is not None else path
+    fd = files.open_regular(name, follow=False, dir_fd=dir_fd, flags=flags)
+    if expect_ino and os.fstat(fd).st_ino != expect_ino:
+        os.close(fd)
+        who = f"rank {check[1]}" if check else "its writer"
+        raise OSError(errno.ESTALE, f"not the file {who} wrote (replaced after it was "
+                                    "written); refusing to read it", path)
+    return fd
+
+
+def drop_cache(path: str, offset: int = 0, length: int = 0,
+               dir_fd: Optional[int] = None) -> str:
     """Ask the kernel to drop this file's cached pages (after its fsync), so a later read
     comes from the storage: posix_fadvise(POSIX_FADV_DONTNEED).  Returns '' or why not.
     It cannot drop another node's cache, a server's cache, or dirty pages."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = open_written(path, dir_fd)
     except OSError as exc:
         return exc.strerror or str(exc)
     try:
@@ -439,15 +468,21 @@ class VerifyResult:
 
 
 def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: int, rank: int,
-                   iteration: int) -> VerifyResult:
-    """Read a segment back and check every block's header and body."""
+                   iteration: int, dir_fd: Optional[int] = None, expect_ino: int = 0,
+                   refuse: str = "") -> VerifyResult:
+    """Read a segment back and check every block's header and body (open_written: the file
+    rank `rank` wrote, a regular file, never a FIFO or a symlink someone put in its place)."""
     res = VerifyResult(path=path)
+    if refuse:
+        res.error_text = refuse
+        return res
     expect = pattern.body(block_size, key, rank)
     buf = bytearray(block_size)
     view = memoryview(buf)
     t0 = clock()
     try:
-        with open(path, "rb", buffering=0) as fh:
+        with os.fdopen(open_written(path, dir_fd, expect_ino, (key, rank, iteration)), "rb",
+                       buffering=0) as fh:
             for off, n in pattern.blocks(offset, nbytes, block_size):
                 got = os.preadv(fh.fileno(), [view[:n]], off)
                 if got < n:
