@@ -34,6 +34,8 @@ class PyMpiwrite(PythonPackage):  # noqa: F405
     depends_on("py-numpy@1.21:", type=("build", "run"))  # noqa: F405
     depends_on("py-h5py@3.6:", type=("build", "run"))  # noqa: F405
     depends_on("py-click@8.0:", type=("build", "run"))  # noqa: F405
+    # study files: the standard library's tomllib from Python 3.11, tomli before
+    depends_on("py-tomli@1.1:", type=("build", "run"), when="^python@:3.10")  # noqa: F405
     depends_on("py-matplotlib@3.5:", type=("build", "run"), when="+plot")  # noqa: F405
     depends_on("py-pandas@1.3:", type=("build", "run"), when="+pandas")  # noqa: F405
 
