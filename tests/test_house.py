@@ -183,3 +183,9 @@ def test_the_wheel_holds_every_subpackage_and_its_commands_run(tmp_path):
                              capture_output=True, text=True, timeout=120, env=env)
         assert out.returncode == 0, (cmd, out.stderr)
     assert (tmp_path / "man" / "mpiwrite-run.1").is_file()
+
+
+def test_no_module_is_over_500_lines():
+    """A module that grows past this holds more than one concept: split it by concept."""
+    long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
+    assert not {n: k for n, k in long.items() if k > 500}, long

@@ -51,7 +51,7 @@ class LazyGroup(click.Group):
 LAZY = {"run": "mpiwrite.cli.runcmd:run", "verify": "mpiwrite.cli.commands:verify",
         "report": "mpiwrite.cli.commands:report", "compare": "mpiwrite.cli.commands:compare",
         "show": "mpiwrite.cli.commands:show", "plot": "mpiwrite.cli.commands:plot",
-        "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.commands:clean",
+        "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.clean:clean",
         "study": "mpiwrite.cli.study:study"}
 
 
