@@ -271,3 +271,17 @@ def test_unexpected_error_on_one_rank_ends_the_job(tmp_path):
     assert out.returncode != 0, out.stdout + out.stderr
     assert "injected bug on this rank" in out.stderr
     assert took < 20, f"the job took {took:.1f}s"
+
+
+@pytest.mark.timeout(120)
+def test_a_launcher_and_a_library_of_different_families_are_refused(tmp_path):
+    """MPICH's mpiexec starting ranks that load Open MPI's library: every rank is a singleton,
+    and n one-rank runs must not be recorded as complete.  The job refuses with one line per
+    rank, exit 2, and nothing is created.  (The other way round, MPICH's library refuses
+    Open MPI's PMIx in MPI_Init by itself.)"""
+    out = ompi.launch([MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", "1M", "--results", "r",
+                       "--progress-interval", "0"], tmp_path, 60, ompi.env())
+    assert out.returncode == 2, out.stderr
+    said = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite: error:")]
+    assert said and all("the launcher started 2 ranks but MPI sees 1" in ln for ln in said)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "d").exists()

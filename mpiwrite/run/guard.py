@@ -19,7 +19,7 @@ from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals
+from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals, launcher_size
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
@@ -118,6 +118,17 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
     except BaseException as exc:
         abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
+    started = launcher_size()
+    if team.size == 1 and started > 1:
+        # MPICH's mpiexec with Open MPI's library (or the other way round): every rank is a
+        # singleton, and N one-rank runs would be recorded as complete
+        lib = MPI.Get_library_version().replace("\x00", "").strip().splitlines()
+        sys.stderr.write(printable(
+            f"mpiwrite: error: the launcher started {started} ranks but MPI sees 1 on {host}: "
+            f"the launcher and the MPI library mpi4py loaded ({lib[0] if lib else 'unknown'}) "
+            "are of different families; launch with that library's own mpiexec, or load the "
+            "launcher's library (MPI4PY_LIBMPI)") + "\n")
+        return 2
     signals = team.signals = Signals()  # from here on, every wait answers signals in order
     run = None
     try:
