@@ -1,5 +1,6 @@
 """Man pages: generated from the click help, shipped in man/, installed to share/man/man1."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -36,3 +37,18 @@ def test_a_wheel_installs_the_man_pages(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith("data/share/man/man1/mpiwrite-run.1") for n in names), names[-10:]
     assert any(n.endswith("schemas/run-json.schema.json") for n in names)
+
+
+def test_every_page_has_examples_and_an_exit_status(tmp_path):
+    from mpiwrite.cli import manpage
+
+    paths = manpage.write_pages(str(tmp_path))
+    for path in paths:
+        with open(path) as fh:
+            text = fh.read()
+        name = os.path.basename(path)[:-2]
+        assert ".SH EXIT STATUS" in text and "\\fB2\\fR" in text, name
+        assert ".SH EXAMPLES" in text, name
+    with open(os.path.join(tmp_path, "mpiwrite-run.1")) as fh:
+        run = fh.read()
+    assert "128+N" in run and "mpiexec \\-n 4 mpiwrite run" in run

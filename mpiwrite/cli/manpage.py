@@ -22,6 +22,41 @@ def _roff(text: str) -> str:
     return "\n".join(lines)
 
 
+# What each command's page shows under EXAMPLES (the group's page: the commands in use).
+EXAMPLES = {
+    "mpiwrite": ["mpiexec -n 16 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3",
+                 "mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3"],
+    "run": ["mpiexec -n 4 mpiwrite run",
+            "mpiexec -n 64 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3 "
+            "--tag build=1.6.5",
+            "srun --mpi=pmix mpiwrite run $SCRATCH/mpiwrite -s 4GiB --fsync-every 64 --json -"],
+    "report": ["mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3",
+               "mpiwrite report results/ --by nodes --metric first-done --format csv"],
+    "compare": ["mpiwrite compare checksums=on checksums=off --in results/",
+                "mpiwrite compare build=main build=$GIT_SHA --in results/ --fail-if-slower 5"],
+    "show": ["mpiwrite show results/mpiwrite-20261129T220833Z-524bd3.h5"],
+    "plot": ["mpiwrite plot scaling results/ --x nodes --by lustre -o scaling.png",
+             "mpiwrite plot ranks results/mpiwrite-RUN.h5 -o ranks.png"],
+    "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],
+    "env": ["mpiwrite env /lustre/scratch/$USER"],
+    "jobscript": ["mpiwrite jobscript --nodes 1,2,4,8 --ntasks-per-node 16 -- "
+                  "/lustre/scratch/$USER/mpiwrite -t 200"],
+    "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
+              "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
+    "study": ["mpiwrite study plan examples/checksums.toml"],
+}
+
+EXIT_STATUS = {
+    "run": [("0", "the run completed"), ("1", "the run failed (a rank, host, path and error "
+                                             "are named) or its record could not be saved"),
+            ("2", "bad input, found before any data was written (nothing was created)"),
+            ("128+N", "ended by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP), answered in "
+                      "order: the record says interrupted")],
+}
+DEFAULT_EXIT = [("0", "success"), ("1", "a failure, or unreadable records without --skip-bad"),
+                ("2", "bad input (one line says which)")]
+
+
 def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> str:
     ctx = click.Context(cmd, info_name=name.split("-", 1)[-1] if parent else name,
                         parent=parent)
@@ -44,6 +79,14 @@ def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> 
             out += [".TP", f"\\fB{sub}\\fR",
                     _roff(cmd.get_command(ctx, sub).get_short_help_str(200)),
                     f"See \\fBmpiwrite\\-{sub}\\fR(1)."]
+    short = name.split("-", 1)[-1] if parent else name
+    if EXAMPLES.get(short):
+        out.append(".SH EXAMPLES")
+        for ex in EXAMPLES[short]:
+            out += [".PP", ".nf", _roff(ex), ".fi"]
+    out.append(".SH EXIT STATUS")
+    for code, what in EXIT_STATUS.get(short, DEFAULT_EXIT):
+        out += [".TP", f"\\fB{code}\\fR", _roff(what)]
     out += [".SH SEE ALSO", "README.md, docs/output.md, docs/measurement.md"]
     return "\n".join(out) + "\n"
 
