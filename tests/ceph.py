@@ -374,7 +374,8 @@ class Ceph:
                 pass
         self.mounted = []
         # only processes that are ours: their command line names our ceph.conf
-        _stop([p for p in self.fuse_pids.values() if self.conf in _cmdline(p)], self.stop_grace)
+        _stop([p for p in self.fuse_pids.values() if self.conf in hostlib.cmdline(p)],
+              self.stop_grace)
         self.fuse_pids = {}
         self.times["unmounted"] = time.monotonic() - t0
         if self.server is not None and self.server.poll() is None:
@@ -392,7 +393,7 @@ class Ceph:
         self.times["daemons stopped"] = time.monotonic() - t0
         if self.server is not None:
             for pid in self._pids():  # anything left in the server namespace is ours
-                _kill(pid)
+                hostlib.kill(pid)
             if self.server.poll() is None:
                 self.server.kill()
             self.server.wait(timeout=15)
@@ -402,7 +403,7 @@ class Ceph:
         for kind, name in reversed(self.made):
             if kind == "netns":
                 for pid in self._pids():
-                    _kill(pid)
+                    hostlib.kill(pid)
                 hostlib._ip("netns", "del", name, check=False)
             else:
                 hostlib._ip("link", "del", name, check=False)
@@ -425,8 +426,8 @@ class Ceph:
                  if now.get(p) != self.machine.get(p)]  # also made or removed
         left += [f"stray (in the server's tmpfs): {p}" for p in self.strays]
         for pid in os.listdir("/proc"):
-            if pid.isdigit() and self.top in _cmdline(pid):
-                left.append(f"pid {pid}: {_cmdline(pid)}")
+            if pid.isdigit() and self.top in hostlib.cmdline(pid):
+                left.append(f"pid {pid}: {hostlib.cmdline(pid)}")
         return left
 
     # -- operations ------------------------------------------------------------------------
@@ -562,18 +563,3 @@ def _state() -> dict:
                 except OSError:
                     pass
     return out
-
-
-def _cmdline(pid) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -151,7 +151,7 @@ class Gluster:
         for kind, name in reversed(self.made):
             if kind == "netns":
                 for pid in self._pids():  # bricks left by a failed stop: ours
-                    _kill(pid)
+                    hostlib.kill(pid)
                 hostlib._ip("netns", "del", name, check=False)
             else:
                 hostlib._ip("link", "del", name, check=False)
@@ -165,8 +165,8 @@ class Gluster:
         now = _state()
         left += [f"changed: {p}" for p in sorted(now) if now[p] != self.machine.get(p)]
         for pid in os.listdir("/proc"):
-            if pid.isdigit() and self.top in _cmdline(pid):
-                left.append(f"pid {pid}: {_cmdline(pid)}")
+            if pid.isdigit() and self.top in hostlib.cmdline(pid):
+                left.append(f"pid {pid}: {hostlib.cmdline(pid)}")
         return left
 
     # -- operations ------------------------------------------------------------------------
@@ -192,7 +192,7 @@ class Gluster:
     def brick_pid(self, i: int) -> int:
         """The glusterfsd serving brick i."""
         for pid in self._pids():
-            if re.search(rf"--brick-name {re.escape(self.bricks[i])}( |$)", _cmdline(pid)):
+            if re.search(rf"--brick-name {re.escape(self.bricks[i])}( |$)", hostlib.cmdline(pid)):
                 return pid
         raise LookupError(f"no process serves {self.bricks[i]}")
 
@@ -225,18 +225,3 @@ def _state() -> dict:
                 except OSError:
                     pass
     return out
-
-
-def _cmdline(pid) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -186,3 +186,20 @@ class Hosts:
     def leftovers(self):
         names = _ip("netns", "list").stdout + _ip("link", "show").stdout
         return [n for n in self.ns + [self.bridge] + self.veth if n in names]
+
+
+def cmdline(pid) -> str:
+    """A process's command line as one string ('' once it is gone); for leftover checks."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def kill(pid: int) -> None:
+    """SIGKILL one process of ours, by pid (never by name); gone already is fine."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -318,7 +318,7 @@ class SlurmNodes:
         self.slurmd = {}
         self.slurmctld = None
         for pid in self._strays():  # slurmstepd or ranks a failed stop left: ours
-            _kill(pid)
+            hostlib.kill(pid)
         end = time.monotonic() + 10
         while self._strays() and time.monotonic() < end:
             time.sleep(0.1)
@@ -337,7 +337,7 @@ class SlurmNodes:
         for kind, name in reversed(self.made):
             if kind == "netns":
                 for pid in _netns_pids(name):
-                    _kill(pid)
+                    hostlib.kill(pid)
                 hostlib._ip("netns", "del", name, check=False)
             else:
                 hostlib._ip("link", "del", name, check=False)
@@ -377,7 +377,7 @@ class SlurmNodes:
         for pid in _pids():
             if pid in keep:
                 continue
-            if self.dir in _cmdline(pid):
+            if self.dir in hostlib.cmdline(pid):
                 found.add(pid)
             elif ours and _ns_inode(f"/proc/{pid}/ns/net") in ours:
                 if _comm(pid).startswith("slurm") or mark in _environ(pid).split(b"\0"):
@@ -389,7 +389,7 @@ class SlurmNodes:
         _strays), the slurm cgroups it made, mounts it made in the nodes."""
         names = hostlib._ip("netns", "list").stdout + hostlib._ip("link", "show").stdout
         left = [n for n in (self.ctl_ns, self.ctl_veth) if n in names]
-        left += [f"pid {p}: {_cmdline(p) or _comm(p)}" for p in self._strays()]
+        left += [f"pid {p}: {hostlib.cmdline(p) or _comm(p)}" for p in self._strays()]
         if self.munged is not None and _alive(self.munged.pid):
             left.append(f"munged {self.munged.pid}")
         if self.munge_dir and os.path.exists(self.munge_dir):
@@ -503,13 +503,6 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def _pids() -> List[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
@@ -532,10 +525,6 @@ def _read(path: str) -> bytes:
             return fh.read()
     except OSError:
         return b""
-
-
-def _cmdline(pid) -> str:
-    return _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
 
 
 def _comm(pid) -> str:

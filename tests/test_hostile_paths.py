@@ -18,6 +18,7 @@ import time
 import pytest
 import synth
 from common import MPIEXEC, MPIWRITE, bounded, clean_env, is_root, kill_group, records_in, tool
+from test_faults import wait as finish  # bounded; kills the group on a hang
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(180),
               pytest.mark.skipif(not is_root(), reason="needs root: nobody attacks root's run")]
@@ -74,16 +75,6 @@ def start(cmd, cwd):
     return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL, env=clean_env(),
                             start_new_session=True)
-
-
-def finish(proc, timeout=60):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        raise AssertionError(f"hung: {proc.args}\n{out}\n{err}") from None
-    return proc.returncode, out, err
 
 
 def wait_for(find, proc, what, timeout=30.0):
