@@ -68,6 +68,23 @@ def test_srun_mpi_plugin(mpi, flag):
     assert launch(js.render(js.Job(mpi=mpi))).startswith(flag)
 
 
+@pytest.mark.parametrize("environ,netmod", [
+    ({"SLURM_MPI_TYPE": "pmi2", "PMI_FD": "7"}, "ofi"),
+    ({"SLURM_MPI_TYPE": "pmi2", "PMI_FD": "7", "MPIR_CVAR_CH4_NETMOD": "ucx"}, "ucx"),
+    ({"SLURM_MPI_TYPE": "pmix", "PMI_FD": "7"}, None),
+    ({"SLURM_MPI_TYPE": "pmi2"}, None),  # not started by the plugin (srun's own env leaked)
+    ({"PMI_FD": "7"}, None),  # Hydra's mpiexec: its PMI server reads whole lines
+])
+def test_mpich_under_slurm_pmi2_defaults_to_ofi(environ, netmod):
+    """Slurm's pmi2 plugin cuts PMI-1 lines over 1024 bytes (tests/test_slurm_nodes.py shows
+    the lines); the netmod default is set only under that plugin and never over a site's."""
+    from mpiwrite.run.process import slurm_pmi2_netmod
+
+    env = dict(environ)
+    assert slurm_pmi2_netmod(env) is (netmod == "ofi" and "MPIR_CVAR_CH4_NETMOD" not in environ)
+    assert env.get("MPIR_CVAR_CH4_NETMOD") == netmod
+
+
 def test_srun_step_asks_for_its_own_task_count():
     """Without --ntasks a step inherits the job's task count (the largest node count x K): the
     smaller steps of a study would ask for more tasks than their nodes hold."""

@@ -19,7 +19,7 @@ from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals, launcher_size
+from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals, launcher_size, slurm_pmi2_netmod
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
@@ -107,6 +107,7 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
     for s in EXIT_FOR_SIGNAL:
         if s != signal.SIGINT:
             signal.signal(s, signal.SIG_DFL)
+    slurm_pmi2_netmod()
     from mpi4py import MPI
 
     try:

@@ -127,3 +127,16 @@ def this_process() -> dict:
             out["job"] = {"scheduler": scheduler, "id": os.environ[var][:64]}
             break
     return out
+
+
+def slurm_pmi2_netmod(environ=os.environ) -> bool:
+    """Before MPI_Init: under srun --mpi=pmi2 (PMI_FD from Slurm's plugin), MPICH's netmod
+    defaults to OFI unless the site chose one.  Slurm 22.05 reads a PMI-1 request with one
+    read() of at most 1024 bytes, and MPICH's default UCX netmod puts its 4 KiB address in
+    lines of up to ~1,080 bytes: a cut line fails the step now and then (docs/testbed.md).
+    Other MPIs ignore the variable; the record's environment shows it.  True if it was set."""
+    if (environ.get("SLURM_MPI_TYPE") != "pmi2" or "PMI_FD" not in environ
+            or "MPIR_CVAR_CH4_NETMOD" in environ):
+        return False
+    environ["MPIR_CVAR_CH4_NETMOD"] = "ofi"
+    return True
