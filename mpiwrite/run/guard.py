@@ -94,6 +94,15 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
     """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
     (the other ranks still learn of it, so that no rank waits for one that left).  `screen`:
     the screen options for rank 0's console (console.configure)."""
+    team = start()
+    if isinstance(team, int):
+        return team
+    return run_one(team, cfg, argv, problem, screen)
+
+
+def start():
+    """MPI started with the signal rules start-up needs, and the world's Team, with Signals
+    answered from here on; or the exit code when the launch cannot be used."""
     early = sys.modules.get("mpiwrite.cli.entry")
     pending = early.pending["signum"] if early is not None else 0
     if pending and pending != signal.SIGINT:
@@ -110,15 +119,17 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
     slurm_pmi2_netmod()
     from mpi4py import MPI
 
+    problem = ""
     try:
         host = host_name()
     except ValueError as exc:
-        host, problem = os.uname().nodename, problem or str(exc)
+        host, problem = os.uname().nodename, str(exc)
     try:
         team = Team(MPI, None, host=host)
     except BaseException as exc:
         abort_world(MPI, f"on {host} in start-up: {type(exc).__name__}: {exc}")
         raise
+    team.start_problem = problem
     started = launcher_size()
     if team.size == 1 and started > 1:
         # MPICH's mpiexec with Open MPI's library (or the other way round): every rank is a
@@ -130,12 +141,20 @@ def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
             "are of different families; launch with that library's own mpiexec, or load the "
             "launcher's library (MPI4PY_LIBMPI)") + "\n")
         return 2
-    signals = team.signals = Signals()  # from here on, every wait answers signals in order
+    team.signals = Signals()  # from here on, every wait answers signals in order
+    return team
+
+
+def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str = "",
+            screen: Optional[dict] = None, notes: Optional[List[str]] = None) -> int:
+    """One run on `team` (the world's, or a study point's sub-team), inside the guard: any
+    failure ends the whole job (end_job).  `notes` go into the record (a study's settings)."""
+    problem = problem or getattr(team, "start_problem", "")
     run = None
     try:
         # inside the try: an error while the run is made (a bad MPIWRITE_INJECT on one rank)
         # must end the job like any other, not leave a traceback here and a peer waiting
-        run = Run(cfg, argv, team, signals, screen)
+        run = Run(cfg, argv, team, team.signals, screen, notes or ())
         if cfg is None:
             raise_agreed(team.agree(problem or "bad input"), team.size)
         run.agree_on_input(problem)

@@ -91,6 +91,12 @@ class Team:
     def is_leader(self) -> bool:
         return self.local_rank == 0
 
+    def free(self) -> None:
+        """Free the communicators this Team made (a study makes one Team per point)."""
+        for comm in (self.leaders, self.node_comm, self.fcomm, self.comm):
+            if comm != self.MPI.COMM_NULL:
+                comm.Free()
+
     # ---------------------------------------------------------------- failures
     def check(self) -> None:
         """Raise PeerFailed when another rank has reported a failure, Interrupted when a

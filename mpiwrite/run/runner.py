@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import time
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -51,8 +51,9 @@ class Run:
     """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
 
     def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals,
-                 screen: Optional[dict] = None):
+                 screen: Optional[dict] = None, notes: Sequence[str] = ()):
         self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
+        self.given_notes = list(notes)  # rank 0's record gets them (a study's settings)
         self.screen = dict(screen or {})  # console.configure's options, for rank 0
         self.rank = team.rank
         # MPIWRITE_INJECT=RANK:PHASE[:SECONDS] raises an unexpected error on RANK when it
@@ -155,6 +156,8 @@ class Run:
                                           console.Console(cfg))
             ledger.processes = [dict(s["process"], host=ledger.hosts[i])
                                 for i, s in enumerate(spaces)]
+            for text in self.given_notes:
+                ledger.note(text)
             problem = self._prepare_target(ledger, [s["space"] for s in spaces])
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: one answer from rank 0
