@@ -134,7 +134,7 @@ def fail(path: str, problems: List[Problem]) -> None:
 
 @click.group()
 def study():
-    """A matrix of runs declared in one TOML file: plan it (see docs/study.md)."""
+    """A matrix of runs declared in one TOML file: plan it, run it (see docs/study.md)."""
 
 
 @study.command()
@@ -179,3 +179,42 @@ def plan(file, rate):
         click.echo(printable(f"setting {s.name}: {', '.join(s.values)}; set: {s.set}"
                              f"{'; get: ' + s.get if s.get else ''}"))
     return 0
+
+
+@study.command(name="run")
+@click.argument("file")
+@click.option("--results", default=None,
+              help="Folder for the records (default: the file's [study] results).")
+@click.option("--new", is_flag=True,
+              help="Start the study again: run every point even where complete records of "
+                   "it exist, and accept a changed file under the same study name.")
+def run_study(file, results, new):
+    """Run every point of a study inside this one MPI launch, resuming where it stopped.
+
+    Launch it like `run`: `mpiexec -n 8 mpiwrite study run study.toml`.  Points with fewer
+    nodes or ranks per node than the launch run on the first ones; settings are applied by
+    one rank per node before each point and restored at the end.  Runs already complete in
+    the results folder are skipped (run it again after an interruption)."""
+    from mpiwrite.run.process import launcher_size
+    from mpiwrite.study import execute
+
+    argv = ["mpiwrite"] + sys.argv[1:]
+    lines: List[str] = []
+    st, configs = None, []
+    try:
+        st = load(file)
+        if results is not None:
+            if not results.strip():
+                raise StudyError(file, [Problem(0, "--results", "must be a folder")])
+            st = st._replace(results=results)
+        problems, configs = check(st)
+    except StudyError as exc:
+        more = check(exc.study, values_only=True)[0] if exc.study is not None else []
+        problems = exc.problems + more
+    for p in sorted(problems, key=lambda p: p.line):
+        where = f"{file}:{p.line}" if p.line else file
+        lines.append(f"{where}: {p.where}: {p.message}")
+    if lines and launcher_size() <= 1:
+        fail(file, problems)
+    # under a launcher every rank joins the others to say so (one may read another file)
+    return execute.main(st, configs, argv, " | ".join(lines), new)

@@ -1,0 +1,337 @@
+"""`study run`: every point of a study inside one MPI launch (docs/study.md).
+
+Rank 0 decides what runs: the (point, repetition) pairs of the file not already complete in
+the results folder, and every rank gets the same list.  Before each point one rank per node
+applies the study's settings (`set` with the point's value, only where it changes; `get` read
+once before the first point and restored after the last, also when the study stops early).
+A point runs on a sub-communicator of the allocation's first k nodes x r ranks per node
+through `guard.run_one`, so every rule of `run` holds per point (one guard, checks before
+data, nothing left behind, one line on failure); the other ranks wait on a barrier, napping.
+Everything a rank must decide the same way (membership, stop, problems) is agreed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
+from mpiwrite.run import guard
+from mpiwrite.run.config import RUN_KEYS, parse_tags
+from mpiwrite.run.parallel import Team
+from mpiwrite.run.process import Signals
+from mpiwrite.study.plan import Setting, Study
+from mpiwrite.text import printable
+
+SETTING_TIMEOUT = 120.0  # seconds a `set` or `get` command may take on a node
+IDLE_NAP = 0.05  # seconds between looks of a rank that waits out a point it is not part of
+OUTPUT_CHARS = 300  # of a setting command's output, kept in the record and in messages
+
+
+def fingerprint(st: Study) -> str:
+    """What makes two files the same study, 16 hex digits: comments and layout do not, nor
+    `repeat` (raising it adds repetitions to what is there) or the order."""
+    doc = {"name": st.name, "target": st.target, "fixed": st.fixed, "axes": st.axes,
+           "settings": [list(s) for s in st.settings]}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def point_tags(st: Study, index: int, point: Dict[str, Any]) -> Dict[str, str]:
+    """The keys a point's record carries (its repetition is added per run), checked by
+    `run`'s tag rules (ConfigError): the study, the point, and every axis by its name, as a
+    tag where the record has no built-in key of that name (`block_size` and `nodes` are)."""
+    words = [f"study={st.name}", f"study_point={index}", f"study_hash={fingerprint(st)}"]
+    words += [f"{k}={_word(v)}" for k, v in point.items() if k not in RUN_KEYS]
+    return parse_tags(words)
+
+
+def _word(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
+    """(point, repetition) pairs complete in `results` for this study, and the fingerprints of
+    other files recorded under the same study name (a changed file) when none is this one's."""
+    from mpiwrite.formats import records
+
+    done, others, mine = set(), set(), False
+    try:
+        names = sorted(os.listdir(results))
+    except FileNotFoundError:
+        return done, []
+    for name in names:
+        if not (name.startswith("mpiwrite-") and name.endswith(".h5")):
+            continue
+        try:
+            rec = records.read(os.path.join(results, name))
+            tags = rec.tags()
+        except Exception:  # a damaged record is not this study's to judge; report reads it
+            continue
+        if tags.get("study") != st.name:
+            continue
+        if tags.get("study_hash") != fingerprint(st):
+            others.add(str(tags.get("study_hash")))
+            continue
+        mine = True
+        if rec.status == "complete" and not new:
+            try:
+                done.add((int(tags["study_point"]), int(tags["study_repeat"])))
+            except (KeyError, ValueError):
+                continue
+    # once this file has a record there (after --new), it resumes: the older ones stay
+    # apart under their own study_hash
+    return done, [] if mine else sorted(others)
+
+
+class Settings:
+    """The study's client settings on this node (node leaders only run commands)."""
+
+    def __init__(self, settings: Sequence[Setting], leader: bool):
+        self.settings = list(settings)
+        self.leader = leader
+        self.original: Dict[str, str] = {}
+        self.now: Dict[str, str] = {}
+
+    @staticmethod
+    def command(template: str, value: str = "") -> List[str]:
+        # no shell: `lctl set_param osc.*.checksums={value}` keeps its * for lctl
+        return [w.replace("{value}", value) for w in shlex.split(template)]
+
+    def _run(self, words: List[str], lines: bool = False) -> Tuple[int, str]:
+        try:
+            out = subprocess.run(words, capture_output=True, text=True, errors="replace",
+                                 timeout=SETTING_TIMEOUT, stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            return 127, "command not found"
+        except subprocess.TimeoutExpired:
+            return 124, f"no answer within {SETTING_TIMEOUT:.0f} s"
+        except OSError as exc:
+            return 126, exc.strerror or str(exc)
+        if lines and not out.returncode:  # `get`: its lines, each stripped
+            return 0, "\n".join(ln.strip() for ln in out.stdout.splitlines())[:1 << 16]
+        text = " ".join((out.stdout + " " + out.stderr).split())
+        return out.returncode, text[:OUTPUT_CHARS]
+
+    def read(self) -> str:
+        """`get` of every setting: '' or the problem."""
+        if not self.leader:
+            return ""
+        for s in self.settings:
+            if not s.get:
+                continue
+            words = self.command(s.get)
+            code, text = self._run(words, lines=True)
+            if code:
+                return f"setting {s.name}: `{shlex.join(words)}` exit {code}: {text}"
+            values = sorted(set(text.split("\n")) - {""})
+            if len(values) != 1:
+                # `lctl get_param -n osc.*.checksums` prints one line per OST: one value to
+                # restore, or the study cannot put things back as they were
+                return (f"setting {s.name}: `{shlex.join(words)}` printed "
+                        f"{len(values)} different values ({', '.join(values)[:OUTPUT_CHARS]}): "
+                        "cannot restore one value at the end")
+            self.original[s.name] = self.now[s.name] = values[0]
+        return ""
+
+    def apply(self, point: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
+        """`set` of every setting whose value this point changes: ('' or the problem, what
+        was run: name, value, command, exit, output)."""
+        done: List[Dict[str, Any]] = []
+        if not self.leader:
+            return "", done
+        for s in self.settings:
+            value = str(point[f"setting.{s.name}"])
+            if self.now.get(s.name) == value:
+                continue
+            words = self.command(s.set, value)
+            code, text = self._run(words)
+            done.append({"name": s.name, "value": value, "command": shlex.join(words),
+                         "exit": code, "output": text})
+            if code:
+                self.now.pop(s.name, None)
+                return (f"setting {s.name}={value}: `{shlex.join(words)}` exit {code}: "
+                        f"{text}"), done
+            self.now[s.name] = value
+        return "", done
+
+    def restore(self) -> str:
+        """`set` of what `get` read, where a point changed it: '' or the problems."""
+        problems = []
+        for s in self.settings if self.leader else ():
+            value = self.original.get(s.name)
+            if value is None or self.now.get(s.name) == value:
+                continue
+            words = self.command(s.set, value)
+            code, text = self._run(words)
+            if code:
+                problems.append(f"restoring {s.name}={value}: `{shlex.join(words)}` exit "
+                                f"{code}: {text}")
+            else:
+                self.now[s.name] = value
+        return "; ".join(problems)
+
+
+def _say(team: Team, text: str) -> None:
+    if team.rank == 0:
+        sys.stdout.write(printable(text) + "\n")
+        sys.stdout.flush()
+
+
+def _fail(team: Team, problems: List[Dict[str, Any]], what: str) -> None:
+    if team.rank == 0:
+        for p in problems:
+            sys.stderr.write(printable(f"mpiwrite: error: study {what} on {p['host']} "
+                                       f"(rank {p['rank']}): {p['message']}") + "\n")
+        sys.stderr.flush()
+
+
+def _idle(team: Team) -> None:
+    """Wait for the point's ranks at the world's barrier without spinning."""
+    req = team.comm.Ibarrier()
+    while not req.Test():
+        time.sleep(IDLE_NAP)
+
+
+def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: str = "",
+         new: bool = False, screen: Optional[dict] = None) -> int:
+    """Every rank of the launch runs this: the study's points in order, each on its ranks."""
+    world = guard.start()
+    if isinstance(world, int):
+        return world
+    try:
+        return Execution(world, st, configs, argv, new, screen).execute(problem)
+    except AgreedError as exc:
+        if world.rank == 0:
+            sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
+        return exc.exit_code
+
+
+class Execution:
+    def __init__(self, world: Team, st: Optional[Study], configs: Sequence[Any],
+                 argv: List[str], new: bool, screen: Optional[dict]):
+        self.world, self.st, self.configs, self.argv = world, st, list(configs), argv
+        self.new, self.screen = new, screen
+        self.settings = Settings(st.settings if st else [], world.is_leader)
+
+    def _check(self, problem: str) -> Tuple[List[Tuple[int, int]], List[Dict[str, str]]]:
+        """Before any point: the input on every rank, the allocation each point needs, the
+        tags, and the runs left to do (decided by rank 0)."""
+        world, st = self.world, self.st
+        tags: List[Dict[str, str]] = []
+        if not problem:
+            try:
+                tags = [point_tags(st, i, p) for i, p in enumerate(st.points())]
+            except ConfigError as exc:
+                problem = str(exc)
+        raise_agreed(world.agree(problem), world.size)
+        fewest = -int(world.allreduce_max(-world.local_size))
+        need_nodes = max([p.get("nodes", 1) for p in st.points()])
+        need_ranks = max([p.get("ranks_per_node", 1) for p in st.points()])
+        if need_nodes > world.nnodes or need_ranks > fewest:
+            raise_agreed(world.agree(
+                f"the study needs {need_nodes} node(s) x {need_ranks} rank(s) per node; this "
+                f"launch has {world.nnodes} node(s) with {fewest} rank(s) on the fewest"
+                if world.rank == 0 else ""), world.size)
+        plan = ""
+        if world.rank == 0:
+            done, others = done_in(st.results, st, self.new)
+            if others and not self.new:
+                plan = "!" + (f"results {st.results} hold study {st.name!r} from a different "
+                              f"file ({', '.join(others)}; this one is {fingerprint(st)}): "
+                              "give the study a new name, or --new to start it again")
+            else:
+                todo = [run for run in st.runs() if run not in done]
+                plan = json.dumps({"todo": todo, "skipped": len(st.runs()) - len(todo)})
+        plan = world.bcast_text(plan if world.rank == 0 else None)
+        if plan.startswith("!"):
+            raise AgreedError(plan[1:])
+        got = json.loads(plan)
+        if got["skipped"]:
+            _say(world, f"study {st.name}: {got['skipped']} of {len(st.runs())} runs already "
+                        f"complete in {st.results}; running the {len(got['todo'])} left")
+        return [tuple(r) for r in got["todo"]], tags
+
+    def execute(self, problem: str) -> int:
+        world, st = self.world, self.st
+        todo, tags = self._check(problem)
+        failed = world.agree(self.settings.read())
+        if failed:
+            _fail(world, failed, "get")
+            self._restore()
+            return 1
+        code = 0
+        points = st.points()
+        for n, (index, repeat) in enumerate(todo):
+            if world.allreduce_max(world.signals.received):
+                code = Signals.exit_code_of(int(world.allreduce_max(world.signals.received)))
+                break
+            point = points[index]
+            problem, ran = self.settings.apply(point)
+            failed = world.agree(problem)
+            notes = self._setting_notes(ran)
+            if failed:
+                _fail(world, failed, f"{st.name} point {index}: set")
+                code = 1
+                break
+            _say(world, f"== study {st.name}: run {n + 1} of {len(todo)}, point {index} "
+                        f"({', '.join(f'{k}={_word(v)}' for k, v in point.items())}), "
+                        f"repetition {repeat}")
+            code = self._point(index, repeat, point, tags[index], notes)
+            if code:
+                break
+        restore = self._restore()
+        if code == 0 and restore:
+            code = 1
+        if code == 0:
+            _say(world, f"study {st.name}: {len(todo)} run(s) done; records in {st.results}")
+        return code
+
+    def _setting_notes(self, ran: List[Dict[str, Any]]) -> List[str]:
+        """What the node leaders ran for this point, as the record's notes (on rank 0)."""
+        texts = self.world.allgather_texts(json.dumps({"host": self.world.host, "ran": ran})
+                                           if self.world.is_leader else "")
+        notes = []
+        for t in texts:
+            if not t:
+                continue
+            got = json.loads(t)
+            for r in got["ran"]:
+                notes.append(f"setting {r['name']}={r['value']} on {got['host']}: "
+                             f"`{r['command']}` exit {r['exit']}"
+                             f"{': ' + r['output'] if r['output'] else ''}")
+        return notes
+
+    def _restore(self) -> str:
+        failed = self.world.agree(self.settings.restore())
+        if failed:
+            _fail(self.world, failed, f"{self.st.name if self.st else ''} restore")
+        return "; ".join(p["message"] for p in failed)
+
+    def _point(self, index: int, repeat: int, point: Dict[str, Any], tags: Dict[str, str],
+               notes: List[str]) -> int:
+        """One run of one point on its ranks; the others wait.  The exit code, agreed."""
+        world = self.world
+        k = int(point.get("nodes", world.nnodes))
+        r = int(point.get("ranks_per_node", world.local_size))
+        member = world.node < k and world.local_rank < r
+        sub = world.comm.Split(0 if member else world.MPI.UNDEFINED, world.rank)
+        code = 0
+        if member:
+            team = Team(world.MPI, world.signals, world=sub, host=world.host)
+            team.start_problem = ""
+            cfg = self.configs[index]
+            cfg = dataclasses.replace(cfg, tags=dict(cfg.tags, **tags, study_repeat=str(repeat)))
+            try:
+                code = guard.run_one(team, cfg, self.argv, "", self.screen, notes)
+            finally:
+                team.free()
+                sub.Free()
+        _idle(world)
+        return int(world.allreduce_max(code))

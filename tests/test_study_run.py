@@ -1,0 +1,256 @@
+"""`mpiwrite study run`: every point of a study inside one MPI launch, on sub-communicators,
+with client settings applied per node and restored, resumable (docs/study.md)."""
+
+import collections
+import glob
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from common import MPIEXEC, MPIWRITE, cli, clean_env, kill_group, mpirun, records_in
+
+from mpiwrite.formats import records
+
+pytestmark = pytest.mark.mpi
+
+# Stands in for lctl: reads and sets osc.*.checksums in the sysroot mpiwrite reads its node
+# facts from (one line per OST, as `lctl get_param -n` prints); refuses the value 9.
+FAKE_LCTL = """#!/bin/bash
+root=${MPIWRITE_SYSROOT:?}
+if [ "$1" = get_param ]; then cat "$root"/proc/fs/lustre/osc/*/checksums; exit 0; fi
+[ "$1" = set_param ] || exit 2
+value=${2##*=}
+if [ "$value" = 9 ]; then echo "error: set_param: osc.*.checksums=9: Invalid argument" >&2; exit 22; fi
+for f in "$root"/proc/fs/lustre/osc/*/checksums; do echo "$value" > "$f"; done
+echo "$value" >> "$root/lctl.log"
+"""
+
+
+def study_file(tmp_path, body, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(body.format(data=tmp_path / "data", results=tmp_path / "results"))
+    return str(path)
+
+
+def complete(folder):
+    recs = [records.read(p) for p in records_in(folder)]
+    return [r for r in recs if r.status == "complete"]
+
+
+TWO_AXES = """
+[study]
+name = "grid"
+target = "{data}"
+results = "{results}"
+repeat = 2
+
+[run]
+size = "1MiB"
+progress_interval = 0
+
+[axes]
+block_size = ["64KiB", "128KiB", "256KiB", "1MiB"]
+ranks_per_node = [1, 2]
+"""
+
+
+@pytest.mark.timeout(240)
+def test_eight_points_twice_in_one_launch(tmp_path):
+    """4 block sizes x 2 ranks-per-node = 8 points, 2 repetitions, one mpiexec: 16 complete
+    records, each with its point's keys, the ranks its point asked for, and nothing left."""
+    path = study_file(tmp_path, TWO_AXES)
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=200)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    recs = complete(tmp_path / "results")
+    assert len(recs) == 16
+    seen = collections.Counter()
+    sizes = {"64KiB": 65536, "128KiB": 131072, "256KiB": 262144, "1MiB": 1 << 20}
+    for rec in recs:
+        tags = rec.tags()
+        assert tags["study"] == "grid"
+        point, rep = int(tags["study_point"]), int(tags["study_repeat"])
+        seen[(point, rep)] += 1
+        block = ["64KiB", "128KiB", "256KiB", "1MiB"][point // 2]
+        assert rec.params()["block_size"] == sizes[block]
+        assert rec.attrs["ranks"] == [1, 2][point % 2]
+        assert "block_size" not in tags  # a built-in key already: not shadowed by a tag
+    assert sorted(seen) == [(p, r) for p in range(8) for r in range(2)]
+    assert set(seen.values()) == {1}
+    assert out.stdout.count("== study grid: run") == 16
+    assert glob.glob(str(tmp_path / "data" / "*")) == []
+    # interleaved: every point once, then every point again
+    order = [ln.split("point ")[1].split(" ")[0] for ln in out.stdout.splitlines()
+             if ln.startswith("== study grid")]
+    assert order == [str(p) for p in range(8)] * 2
+    rep = cli(["report", str(tmp_path / "results"), "--by", "block_size,ranks_per_node"],
+              cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert len([ln for ln in rep.stdout.splitlines() if "KiB" in ln or "MiB" in ln]) == 8
+
+
+SETTING = """
+[study]
+name = "checksums"
+target = "{data}"
+results = "{results}"
+repeat = 1
+
+[run]
+size = "1MiB"
+progress_interval = 0
+sysroot = "{root}"
+
+[[setting]]
+name = "checksums"
+values = [{values}]
+set = "{lctl} set_param osc.*.checksums={{value}}"
+get = "{lctl} get_param -n osc.*.checksums"
+"""
+
+
+def setting_study(tmp_path, values):
+    import sysroots
+
+    root = sysroots.make(tmp_path / "root", sysroots.lustre_165(1))
+    lctl = tmp_path / "lctl"
+    lctl.write_text(FAKE_LCTL)
+    lctl.chmod(0o755)
+    body = SETTING.replace("{root}", str(root)).replace("{lctl}", str(lctl)).replace(
+        "{values}", values)
+    return study_file(tmp_path, body), root
+
+
+def checksums_now(root):
+    found = set()
+    for f in glob.glob(os.path.join(root, "proc/fs/lustre/osc/*/checksums")):
+        with open(f) as fh:
+            found.add(fh.read().strip())
+    return found
+
+
+@pytest.mark.timeout(180)
+def test_a_setting_axis_changes_the_node_fact_and_is_restored(tmp_path):
+    """checksums 0 then 1 set by one rank per node before each point: each record's node
+    fact is the point's value, the command and its exit are in the record's notes, and the
+    value `get` read (1) is back at the end."""
+    path, root = setting_study(tmp_path, '"0", "1"')
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150,
+                 env={"MPIWRITE_SYSROOT": root})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    recs = sorted(complete(tmp_path / "results"), key=lambda r: int(r.tags()["study_point"]))
+    assert [r.tags()["setting.checksums"] for r in recs] == ["0", "1"]
+    assert [r.keys()["checksums"] for r in recs] == ["off", "on"]
+    notes = " ".join(recs[0].attrs["notes"]) if isinstance(recs[0].attrs["notes"], list) \
+        else str(recs[0].attrs["notes"])
+    assert "setting checksums=0 on" in notes and "exit 0" in notes
+    assert checksums_now(root) == {"1"}
+    # one node: set 0, set 1 (unchanged by the restore, which has nothing to do)
+    with open(os.path.join(root, "lctl.log")) as fh:
+        assert fh.read().split() == ["0", "1"]
+    rep = cli(["report", str(tmp_path / "results"), "--by", "setting.checksums"], cwd=tmp_path)
+    assert rep.returncode == 0 and "setting.checksums" in rep.stdout, rep.stderr
+
+
+@pytest.mark.timeout(180)
+def test_a_failed_set_ends_the_study_and_restores(tmp_path):
+    """The second point's `set` fails: one line names the node, the command and its output,
+    exit 1, no record of that point, and the original value is restored."""
+    path, root = setting_study(tmp_path, '"0", "9"')
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150,
+                 env={"MPIWRITE_SYSROOT": root})
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "error" in ln]
+    assert len(lines) == 1, out.stderr
+    assert "set_param 'osc.*.checksums=9'" in lines[0] and "exit 22" in lines[0]
+    assert "Invalid argument" in lines[0] and "point 1" in lines[0]
+    assert [r.tags()["setting.checksums"] for r in complete(tmp_path / "results")] == ["0"]
+    assert checksums_now(root) == {"1"}
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_then_resume_runs_only_what_is_missing(tmp_path):
+    """A study of 6 one-second runs cut by SIGTERM after two records: run again, it says how
+    many were complete, runs only the others, and no point is recorded complete twice."""
+    path = study_file(tmp_path, """
+[study]
+name = "cut"
+target = "{data}"
+results = "{results}"
+repeat = 3
+
+[run]
+time = "1s"
+progress_interval = 0
+
+[axes]
+block_size = ["64KiB", "1MiB"]
+""")
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", MPIWRITE, "study", "run", path],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=clean_env(), start_new_session=True)
+    try:
+        end = time.monotonic() + 90
+        while len(complete(tmp_path / "results")) < 2:
+            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        kill_group(proc)
+    assert proc.returncode in (143, 15, -15), err
+    first = {(r.tags()["study_point"], r.tags()["study_repeat"])
+             for r in complete(tmp_path / "results")}
+    assert 2 <= len(first) < 6
+    assert not [r for r in (records.read(p) for p in records_in(tmp_path / "results"))
+                if r.status == "running"]
+    again = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(first)} of 6 runs already complete" in again.stdout
+    assert again.stdout.count("== study cut: run") == 6 - len(first)
+    done = collections.Counter((r.tags()["study_point"], r.tags()["study_repeat"])
+                               for r in complete(tmp_path / "results"))
+    assert len(done) == 6 and set(done.values()) == {1}
+
+
+@pytest.mark.timeout(120)
+def test_a_changed_file_is_refused_unless_new(tmp_path):
+    path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 1")
+                      .replace('"64KiB", "128KiB", "256KiB", "1MiB"', '"64KiB"'))
+    assert mpirun(2, ["study", "run", path], cwd=tmp_path).returncode == 0
+    with open(path) as fh:
+        changed = fh.read().replace('size = "1MiB"', 'size = "2MiB"')
+    with open(path, "w") as fh:
+        fh.write(changed)
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 2
+    assert "from a different file" in out.stderr and "--new" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert mpirun(2, ["study", "run", path, "--new"], cwd=tmp_path).returncode == 0
+    again = mpirun(2, ["study", "run", path], cwd=tmp_path)  # resumes the new file's records
+    assert again.returncode == 0 and "2 of 2 runs already complete" in again.stdout
+    assert len(complete(tmp_path / "results")) == 4
+
+
+@pytest.mark.timeout(120)
+def test_a_point_larger_than_the_launch_is_refused_before_data(tmp_path):
+    path = study_file(tmp_path, TWO_AXES.replace("ranks_per_node = [1, 2]",
+                                                 "ranks_per_node = [1, 4]"))
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "needs 1 node(s) x 4 rank(s) per node" in out.stderr
+    assert not records_in(tmp_path / "results") and not glob.glob(str(tmp_path / "data/*"))
+
+
+@pytest.mark.timeout(60)
+def test_a_bad_file_is_one_line_per_problem_under_a_launcher_too(tmp_path):
+    path = study_file(tmp_path, TWO_AXES.replace('size = "1MiB"', 'size = "lots"'))
+    alone = cli(["study", "run", path], cwd=tmp_path)
+    assert alone.returncode == 2 and "[run] size" in alone.stderr
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 2 and "[run] size" in out.stderr
+    assert len([ln for ln in out.stderr.splitlines() if ln.strip()]) == 1, out.stderr
+    assert not records_in(tmp_path / "results")
