@@ -88,6 +88,17 @@ def test_eight_points_twice_in_one_launch(tmp_path):
               cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
     assert len([ln for ln in rep.stdout.splitlines() if "KiB" in ln or "MiB" in ln]) == 8
+    # study report: the same rows as report --by the axes, and a verdict per level
+    got = cli(["study", "report", path], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    table, verdicts = got.stdout.split("each axis's levels against its first")
+    assert table.splitlines()[1:-1] == rep.stdout.splitlines()[1:-1]
+    lines = [ln.strip() for ln in verdicts.splitlines()[1:]]
+    # block_size: 3 levels against 64KiB at 2 ranks_per_node values; ranks_per_node: 1 level
+    # against 1 at 4 block sizes
+    assert len([ln for ln in lines if ln.startswith("block_size ")]) == 6
+    assert len([ln for ln in lines if ln.startswith("ranks_per_node 2 vs 1 at ")]) == 4
+    assert all(ln.endswith(("real", "within noise")) for ln in lines), lines
 
 
 SETTING = """

@@ -7,6 +7,7 @@ the order they will run with their key values, how many, and an estimated durati
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Dict, List, Tuple
 
@@ -218,3 +219,36 @@ def run_study(file, results, new):
         fail(file, problems)
     # under a launcher every rank joins the others to say so (one may read another file)
     return execute.main(st, configs, argv, " | ".join(lines), new)
+
+
+def _report_options(f):
+    from mpiwrite.cli.commands import sampling_options
+
+    return sampling_options(f)
+
+
+@study.command(name="report")
+@click.argument("file")
+@click.option("--results", default=None,
+              help="Folder of the records (default: the file's [study] results).")
+@_report_options
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
+              show_default=True)
+def report_study(file, results, metric, unit, warmup, confidence, fmt):
+    """One table over the study's axes, and each axis's levels against its first."""
+    from mpiwrite.answers.results import Store
+    from mpiwrite.answers.study_report import study_report
+    from mpiwrite.cli.commands import _sampling
+    from mpiwrite.study.execute import fingerprint
+
+    try:
+        st = load(file)
+    except StudyError as exc:
+        fail(file, exc.problems)
+    folder = results if results is not None else st.results
+    if not os.path.isdir(folder):
+        raise ConfigError(f"--results: {folder!r} is not a folder of records")
+    store = Store([folder])
+    click.echo(study_report(store, st.name, fingerprint(st), st.axes, st.points(),
+                            _sampling(metric, unit, warmup, confidence), fmt))
+    return 1 if store.bad else 0
