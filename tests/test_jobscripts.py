@@ -85,6 +85,67 @@ def test_mpich_under_slurm_pmi2_defaults_to_ofi(environ, netmod):
     assert env.get("MPIR_CVAR_CH4_NETMOD") == netmod
 
 
+STUDY = """
+[study]
+name = "sweep"
+target = "data"
+repeat = 2
+
+[run]
+time = "30s"
+
+[axes]
+nodes = [1, 2, 4]
+ranks_per_node = [1, 3]
+"""
+
+
+def test_jobscript_for_a_study_asks_for_its_largest_point_and_its_time(tmp_path):
+    """4 nodes x 3 tasks (the largest point), one `study run` step over them, and --time from
+    12 runs of 30 s plus overhead, start-up and a margin; then `study report`."""
+    (tmp_path / "s.toml").write_text(STUDY)
+    out = cli(["jobscript", "--study", "s.toml"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "#SBATCH --nodes=4" in text and "#SBATCH --ntasks-per-node=3" in text
+    limit = next(ln for ln in text.splitlines() if ln.startswith("#SBATCH --time="))
+    seconds = js.slurm_seconds(limit.split("=")[1])
+    assert (12 * 32 + 120) * 1.2 <= seconds < (12 * 32 + 120) * 1.2 + 60
+    assert f"STUDY={tmp_path / 's.toml'}" in text
+    step = [ln for ln in text.splitlines() if ln.startswith("srun ")]
+    assert len(step) == 1 and '"$MPIWRITE" study run "$STUDY"' in step[0]
+    assert "--ntasks=$(( n * 3 ))" in step[0] and "n=4" in text
+    assert '"$MPIWRITE" study report "$STUDY"' in text
+    assert subprocess.run(["bash", "-n"], input=text, text=True, timeout=30).returncode == 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--time-limit", "5"], "is shorter than the study's estimate of"),
+    (["--nodes", "2"], "--nodes: 2 is fewer than the study's 4"),
+    (["--nodes", "1,4"], "give one count"),
+    (["--ntasks-per-node", "2"], "fewer than the study's 3 ranks per node"),
+    (["--repeat", "2"], "--study: the study file holds"),
+    (["--", "data", "-s", "1M"], "--study: the study file holds"),
+])
+def test_jobscript_for_a_study_refuses_what_cannot_hold_it(tmp_path, args, message):
+    (tmp_path / "s.toml").write_text(STUDY)
+    out = cli(["jobscript", "--study", "s.toml", *args], cwd=tmp_path)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not out.stdout
+
+
+def test_a_time_limit_shorter_than_the_runs_is_warned(tmp_path):
+    """The issue's example: 2 node counts x 3 repetitions x 3 iterations of 200 s."""
+    out = cli(["jobscript", "--nodes", "1,2", "--repeat", "3", "--time-limit", "5", "--",
+               "/lustre/x", "-t", "200", "-i", "3"], cwd=tmp_path)
+    assert out.returncode == 0 and "#SBATCH --time=5" in out.stdout
+    assert "warning: --time-limit 5 (300 s) is shorter than the 6 run(s)" in out.stderr
+    assert "at least 3600 s" in out.stderr
+    fits = cli(["jobscript", "--time-limit", "10", "--", "/lustre/x", "-t", "200"],
+               cwd=tmp_path)
+    assert fits.returncode == 0 and "warning" not in fits.stderr
+
+
 def test_srun_step_asks_for_its_own_task_count():
     """Without --ntasks a step inherits the job's task count (the largest node count x K): the
     smaller steps of a study would ask for more tasks than their nodes hold."""

@@ -189,3 +189,46 @@ def test_scancel_leaves_no_data_and_no_running_record(slurm3, mpi, tmp_path):
     assert rec.attrs["ranks"] == 6 and rec.ranks["bytes"].sum() > 0
     assert sorted(node["host"] for node in rec.nodes) == NODES
     assert data_files(data) == [], log
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_a_study_rendered_by_jobscript_runs_its_points_on_subsets_of_three_nodes(
+        slurm3, mpi, tmp_path):
+    """`jobscript --study FILE --submit`: one step over 3 nodes x 2 tasks runs every point
+    (1, 2, 3 nodes x 1, 2 ranks per node) on the first k nodes, each record naming its own
+    nodes and ranks; then `study report` prints the table."""
+    _plugin, environ = mpi
+    (tmp_path / "s.toml").write_text(f"""
+[study]
+name = "nodes"
+target = "{tmp_path / 'data'}"
+results = "{tmp_path / 'results'}"
+
+[run]
+size = "2MiB"
+progress_interval = 0
+
+[axes]
+nodes = [1, 2, 3]
+ranks_per_node = [1, 2]
+""")
+    text = jobscript(["--study", "s.toml"], tmp_path, environ)
+    assert "#SBATCH --nodes=3" in text and "#SBATCH --ntasks-per-node=2" in text
+    job = jobscript(["--study", "s.toml"], tmp_path, environ, submit=True).strip()
+    state = slurm3.wait(job, timeout=240)
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert state == "COMPLETED", log + slurm3.log()
+    recs = [records.read(p) for p in records_in(tmp_path / "results")]
+    assert len(recs) == 6 and all(r.status == "complete" for r in recs), log
+    shapes = set()
+    for rec in recs:
+        hosts = sorted({node["host"] for node in rec.nodes})
+        k = rec.attrs["nodes"]
+        assert hosts == NODES[:k]  # the first k nodes of the allocation
+        shapes.add((k, rec.attrs["ranks"] // k))
+        assert all(node["slurm"]["job_id"] == job for node in rec.nodes)
+    assert shapes == {(k, r) for k in (1, 2, 3) for r in (1, 2)}
+    assert log.count("== study nodes: run") == 6
+    assert "each axis's levels against its first" in log
+    assert data_files(tmp_path / "data") == []

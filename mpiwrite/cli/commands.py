@@ -358,10 +358,13 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
               "after `--`, once).")
 @click.option("-o", "--output", "out_file", default=None, help="Write the script here.")
 @click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id.")
+@click.option("--study", "study_file", default=None, help="Render one `study run` step for "
+              "this study file: the allocation and --time come from the study.")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, srun_mpi,
-              mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, run_args):
+              mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, study_file,
+              run_args):
     """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
     import shutil
     import subprocess
@@ -371,7 +374,25 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
 
     if out_file:
         files.check_output("-o", out_file)
-    _check_run_args(ctx, list(run_args))
+    shape = {"nodes": js.parse_nodes(nodes), "ntasks_per_node": ntasks_per_node,
+             "time_limit": time_limit,
+             "results": None if _defaulted(ctx, "results") else results}
+    if study_file:
+        from mpiwrite.cli.study import study_job
+
+        if run_args or repeat != 1:
+            raise ConfigError("--study: the study file holds the run options and repetitions;"
+                              " give no --repeat and nothing after `--`")
+        given = shape["results"]
+        shape = study_job(study_file, None if _defaulted(ctx, "nodes") else shape["nodes"],
+                          None if _defaulted(ctx, "ntasks_per_node") else ntasks_per_node,
+                          time_limit)
+        shape["results"] = given or shape["results"]
+    else:
+        cfg = _check_run_args(ctx, list(run_args))
+        warning = js.time_warning(time_limit, cfg, len(shape["nodes"]) * repeat)
+        if warning:
+            sys.stderr.write(printable(f"mpiwrite: warning: {warning}") + "\n")
     if launcher == "mpirun" and srun_mpi != "auto":
         raise ConfigError("--mpi: chooses srun's PMI plugin; it has no meaning with "
                           "--launcher mpirun")
@@ -387,12 +408,10 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         raise ConfigError(f"--mpi-family: mpi4py here loads {family!r} MPI, which has no "
                           "mpirun syntax here; give --mpi-family or use --launcher srun")
     here = shutil.which("mpiwrite") or os.path.join(os.path.dirname(sys.executable), "mpiwrite")
-    job = js.Job(nodes=js.parse_nodes(nodes), ntasks_per_node=ntasks_per_node,
-                 partition=partition, account=account, time_limit=time_limit,
+    job = js.Job(**shape, partition=partition, account=account,
                  launcher=launcher, mpi=srun_mpi if launcher == "srun" else "pmi2",
                  family=family if launcher == "mpirun" else "mpich",
                  repeat=repeat, job_name=job_name, mpiwrite=os.path.abspath(here),
-                 results=None if _defaulted(ctx, "results") else results,
                  libmpi=os.environ.get("MPI4PY_LIBMPI") or None, run_args=list(run_args),
                  mpiexec=mpiexec_path or _mpirun_of(family, here))
     text = js.render(job)
@@ -469,4 +488,4 @@ def _check_run_args(ctx, args) -> None:
             raise ConfigError(f"RUN_ARGS: {arg} after `--` would ask `mpiwrite run` for its "
                               "help instead of a job; see `mpiwrite run --help`")
     sub = runcmd.run.make_context("run", list(args), parent=ctx)
-    runcmd.config_from(sub.params)
+    return runcmd.config_from(sub.params)

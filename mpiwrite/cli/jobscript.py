@@ -49,6 +49,8 @@ class Job:
     results: Optional[str] = None
     libmpi: Optional[str] = None  # MPI4PY_LIBMPI when rendered, kept for the job
     run_args: Sequence[str] = ()
+    study: Optional[str] = None  # a study file: one `study run` step over the allocation
+    estimate: str = ""  # what the study's --time rests on, for the script's comment
 
 
 def parse_nodes(text: str) -> List[int]:
@@ -132,8 +134,49 @@ def directives(job: Job) -> List[str]:
     return lines
 
 
-def launch_line(job: Job) -> str:
-    mw = '"$MPIWRITE" run "${RUN_ARGS[@]}"'
+def slurm_seconds(text: str) -> int:
+    """Seconds of a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)."""
+    if not _TIME.match(text):
+        raise ConfigError(f"--time-limit: {text!r} is not a Slurm time")
+    days, rest = (text.split("-", 1) if "-" in text else ("0", text))
+    parts = [int(x) for x in rest.split(":")]
+    if "-" in text:  # after a day count: hours first
+        h, m, sec = (parts + [0, 0])[:3]
+    elif len(parts) == 1:  # minutes
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:  # minutes:seconds
+        h, m, sec = 0, parts[0], parts[1]
+    else:
+        h, m, sec = parts
+    return ((int(days) * 24 + h) * 60 + m) * 60 + sec
+
+
+def slurm_time(seconds: float) -> str:
+    """A Slurm time for `seconds`, rounded up to the minute: H:MM:00 or D-HH:MM:00."""
+    minutes = max(1, -(-int(seconds) // 60))
+    days, minutes = divmod(minutes, 24 * 60)
+    text = f"{minutes // 60}:{minutes % 60:02d}:00"
+    return f"{days}-{minutes // 60:02d}:{minutes % 60:02d}:00" if days else text
+
+
+def time_warning(time_limit: Optional[str], cfg, runs: int, rate_MB_per_s: float = 100.0) -> str:
+    """A warning when --time-limit is shorter than the runs' own time limits add up to (or
+    their sizes at an assumed rate per rank): '' when it fits or cannot be told."""
+    if not time_limit or cfg is None:
+        return ""
+    each = (cfg.time_limit if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6))
+    need = (each * cfg.iterations + cfg.delay * (cfg.iterations - 1)) * runs
+    given = slurm_seconds(time_limit)
+    if given >= need:
+        return ""
+    basis = "their time limits" if cfg.time_limit else \
+        f"their sizes at an assumed {rate_MB_per_s:g} MB/s per rank"
+    return (f"--time-limit {time_limit} ({given} s) is shorter than the {runs} run(s) take "
+            f"from {basis} (at least {need:.0f} s, without start-up): Slurm will end the job "
+            f"before they finish; give at least {slurm_time(need * 1.2 + 120)}")
+
+
+def launch_line(job: Job, mw: str = '"$MPIWRITE" run "${RUN_ARGS[@]}"') -> str:
     k = job.ntasks_per_node
     nodes = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n"'
     if job.launcher == "srun":
@@ -157,6 +200,8 @@ def _launch_comment(job: Job) -> str:
 
 def render(job: Job) -> str:
     job = check(job)
+    if job.study:
+        return render_study(job)
     results = agreed_results(job)
     run_args = list(job.run_args)
     if results_in(run_args) is None:
@@ -196,6 +241,36 @@ def render(job: Job) -> str:
         *(["# The scaling curve (needs matplotlib: pip install 'mpiwrite[plot]').",
            '"$MPIWRITE" plot scaling "$RESULTS" --x nodes -o "$RESULTS/scaling.png" '
            "--skip-bad || true"] if study else []),
+        'exit "$status"',
+        "",
+    ])
+
+
+def render_study(job: Job) -> str:
+    """One `study run` step over the whole allocation (its points run on sub-communicators),
+    then `study report`; submitted again after the time limit, it resumes."""
+    results = job.results or "results"
+    return "\n".join([
+        "#!/bin/bash",
+        *directives(job),
+        f"# Rendered by `mpiwrite jobscript --study`: {job.estimate}; launched with "
+        f"{_launch_comment(job)}.",
+        "# Cut by the time limit? Submit it again: `study run` skips the runs already "
+        "complete. Edit freely.",
+        "set -uo pipefail",
+        "",
+        f"MPIWRITE=${{MPIWRITE:-{shlex.quote(job.mpiwrite)}}}",
+        *([f"MPIEXEC=${{MPIEXEC:-{shlex.quote(job.mpiexec)}}}"] if job.launcher == "mpirun"
+          else []),
+        *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
+          if job.libmpi else []),
+        f"STUDY={shlex.quote(job.study)}",
+        f"RESULTS={shlex.quote(results)}",
+        "",
+        "status=0",
+        f"n={max(job.nodes)}",
+        launch_line(job, '"$MPIWRITE" study run "$STUDY" --results "$RESULTS"') + " || status=$?",
+        '"$MPIWRITE" study report "$STUDY" --results "$RESULTS" || true',
         'exit "$status"',
         "",
     ])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -125,6 +125,66 @@ def run_seconds(cfg, rate_MB_per_s: float) -> Tuple[float, str]:
         f"sizes at an assumed {rate_MB_per_s:g} MB/s per rank (--rate)"
 
 
+def estimate(st: Study, configs: List[Any], rate: float) -> Tuple[float, str]:
+    """The study's duration in seconds (every run, plus the overhead between runs), and what
+    it rests on."""
+    total, basis = 0.0, ""
+    for i, _r in st.runs():
+        seconds, basis = run_seconds(configs[i], rate)
+        total += seconds + OVERHEAD_SECONDS
+    return total, basis
+
+
+STARTUP_SECONDS = 120.0  # of the job: Python and MPI on every node, settings read
+MARGIN = 1.2  # on the estimate, for the job's --time
+
+
+def study_job(file: str, nodes: Optional[List[int]], ntasks_per_node: Optional[int],
+              time_limit: Optional[str], rate: float = 100.0) -> Dict[str, Any]:
+    """What `jobscript --study FILE` renders: the allocation the study needs (its largest
+    node count and ranks per node, unless given larger), and --time from the estimate with
+    start-up and a margin; a given --time-limit shorter than the estimate is refused."""
+    from mpiwrite.cli.jobscript import slurm_seconds, slurm_time
+
+    try:
+        st = load(file)
+    except StudyError as exc:
+        more = check(exc.study, values_only=True)[0] if exc.study is not None else []
+        fail(file, exc.problems + more)
+    problems, configs = check(st)
+    if problems:
+        fail(file, problems)
+    need_nodes = max(st.axes.get("nodes", [1]))
+    need_ranks = max(st.axes.get("ranks_per_node", [1]))
+    nodes_n = max(nodes or [need_nodes])
+    if nodes and len(nodes) > 1:
+        raise ConfigError("--nodes: a study's node counts are its `nodes` axis; give one "
+                          "count (the allocation) or none")
+    if nodes_n < need_nodes:
+        raise ConfigError(f"--nodes: {nodes_n} is fewer than the study's {need_nodes}")
+    tasks = ntasks_per_node or need_ranks
+    if tasks < need_ranks:
+        raise ConfigError(f"--ntasks-per-node: {tasks} is fewer than the study's "
+                          f"{need_ranks} ranks per node")
+    seconds, basis = estimate(st, configs, rate)
+    runs = len(st.runs())
+    need = seconds + STARTUP_SECONDS
+    if time_limit:
+        given = slurm_seconds(time_limit)
+        if given < need:
+            raise ConfigError(
+                f"--time-limit: {time_limit} ({format_seconds(given)}) is shorter than the "
+                f"study's estimate of {format_seconds(need)} ({runs} runs from {basis}, plus "
+                f"{STARTUP_SECONDS:g} s of start-up); give at least {slurm_time(need)}, or "
+                "submit it again after the limit (it resumes)")
+    else:
+        time_limit = slurm_time(need * MARGIN)
+    return {"nodes": [nodes_n], "ntasks_per_node": tasks, "time_limit": time_limit,
+            "study": os.path.abspath(file), "results": st.results,
+            "estimate": (f"study {st.name}, {runs} runs, estimated {format_seconds(seconds)} "
+                         f"from {basis}")}
+
+
 def fail(path: str, problems: List[Problem]) -> None:
     """One line for every problem, in the file's order; exit 2."""
     for p in sorted(problems, key=lambda p: p.line):
@@ -166,10 +226,8 @@ def plan(file, rate):
     widths = [max(len(k), *(len(_value(p[k])) for p in points)) for k in keys]
     click.echo(printable(("  run  point  rep  " + "  ".join(k.ljust(w) for k, w in
                                                            zip(keys, widths))).rstrip()))
-    total, basis = 0.0, ""
+    total, basis = estimate(st, configs, rate)
     for n, (i, r) in enumerate(runs):
-        seconds, basis = run_seconds(configs[i], rate)
-        total += seconds + OVERHEAD_SECONDS
         cells = "  ".join(_value(points[i][k]).ljust(w) for k, w in zip(keys, widths))
         click.echo(printable(f"  {n:>3}  {i:>5}  {r:>3}  {cells}".rstrip()))
     sizes = {c.size for c in configs if c.size}
