@@ -280,7 +280,7 @@ def run_study(file, results, new):
 
 
 def _report_options(f):
-    from mpiwrite.cli.commands import sampling_options
+    from mpiwrite.cli.options import sampling_options
 
     return sampling_options(f)
 
@@ -296,7 +296,7 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt):
     """One table over the study's axes, and each axis's levels against its first."""
     from mpiwrite.answers.results import Store
     from mpiwrite.answers.study_report import study_report
-    from mpiwrite.cli.commands import _sampling
+    from mpiwrite.cli.options import _sampling
     from mpiwrite.study.execute import fingerprint
 
     try:
