@@ -40,10 +40,13 @@ EXAMPLES = {
     "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],
     "env": ["mpiwrite env /lustre/scratch/$USER"],
     "jobscript": ["mpiwrite jobscript --nodes 1,2,4,8 --ntasks-per-node 16 -- "
-                  "/lustre/scratch/$USER/mpiwrite -t 200"],
+                  "/lustre/scratch/$USER/mpiwrite -t 200",
+                  "mpiwrite jobscript --study examples/checksums.toml --submit"],
     "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
               "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
-    "study": ["mpiwrite study plan examples/checksums.toml"],
+    "study": ["mpiwrite study plan examples/checksums.toml",
+              "mpiexec -n 8 mpiwrite study run examples/blocks.toml",
+              "mpiwrite study report examples/blocks.toml"],
 }
 
 EXIT_STATUS = {
