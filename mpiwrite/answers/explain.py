@@ -178,11 +178,13 @@ def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
         idx = [i for i, x in enumerate(lb) if x == level]
         vals, labs = [s.values[i] for i in idx], [la[i] for i in idx]
         present = _levels(labs)
+        nruns = len({s.run_of[i] for i in idx})
+        # as over all runs: a key with a value for every run of the level explains nothing
         sh = stats.variance_share(vals, labs, None, permutations, seed) \
-            if len(present) > 1 else None
+            if 1 < len(present) < nruns else None
         means = {x: sum(v for v, lab in zip(vals, labs) if lab == x)
                  / labs.count(x) for x in present}
-        levels.append({"level": level, "runs": len({s.run_of[i] for i in idx}),
+        levels.append({"level": level, "runs": nruns,
                        "values": present, "means": means,
                        "variance_share": sh.share if sh else None,
                        "p_value": sh.p_value if sh else None})
@@ -209,7 +211,11 @@ def _given(s: Samples, key: str, others: List[str], permutations: int,
     cols = [s.per_sample(k) for k in others]
     strata = ["\x1f".join(c[i] for c in cols) for i in range(len(s.values))]
     labels = s.per_sample(key)
-    varied = {st for st in strata if len({lab for lab, x in zip(labels, strata) if x == st}) > 1}
+    varied = set()
+    for st in set(strata):
+        idx = [i for i, x in enumerate(strata) if x == st]
+        if 1 < len({labels[i] for i in idx}) < len({s.run_of[i] for i in idx}):
+            varied.add(st)
     if not varied:
         return {"keys": others, "varied": False, "variance_share": None, "p_value": None,
                 "strata": 0}
@@ -275,8 +281,10 @@ def _group_cells(g: Dict[str, Any], suffix: str, digits: int) -> List[str]:
 def _within_line(w: Dict[str, Any]) -> str:
     parts = []
     for lv in w["levels"]:
-        if lv["variance_share"] is None:
-            parts.append(f"{lv['level']}: one value ({', '.join(lv['values'])})")
+        if lv["variance_share"] is None and len(lv["values"]) == 1:
+            parts.append(f"{lv['level']}: one value ({lv['values'][0]})")
+        elif lv["variance_share"] is None:
+            parts.append(f"{lv['level']}: a value per run")
         else:
             means = ", ".join(f"{k} {_num(v)}" for k, v in lv["means"].items())
             parts.append(f"{lv['level']}: {_pct(lv['variance_share'])} "
