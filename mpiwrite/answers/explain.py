@@ -29,6 +29,7 @@ TOP = 5  # factors taken within each other's levels (every ordered pair of them)
 ALPHA = 0.05  # a factor with p below this is "clear": the others are taken given it
 MISSING_SHOWN = 12  # in the text; the JSON keeps up to MISSING_KEPT
 MISSING_KEPT = 64
+SAME_SHOWN = 30  # keys listed as the same everywhere in the text
 LEVELS_SHOWN = 4  # a within line names each level's share when there are this few
 
 
@@ -303,6 +304,9 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
     lines = _head(doc)
     lines += ["", "## factors, by the share they explain" if md else
               "factors, by the share they explain:"]
+    if not doc["factors"]:
+        lines.append("no factor: no key has two values or more over these runs without having "
+                     "one for every run")
     for i, f in enumerate(doc["factors"], 1):
         given = f.get("given_others")
         extra = ""
@@ -336,7 +340,12 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
                 miss = "; ".join(_combo(c) for c in w["missing_combinations"][:MISSING_SHOWN])
                 lines.append(("  " if md else "     ") + f"no run has: {miss}")
     if doc["same_everywhere"]:
-        same = ", ".join(f"{k}={v}" for k, v in doc["same_everywhere"].items())
+        same_map = doc["same_everywhere"]  # a node fact that restates a run key: said once
+        items = [(k, v) for k, v in same_map.items()
+                 if not ("." in k and same_map.get(k.rsplit(".", 1)[1]) == v)]
+        same = ", ".join(f"{k}={v}" for k, v in items[:SAME_SHOWN])
+        if len(items) > SAME_SHOWN:
+            same += f", ... {len(items) - SAME_SHOWN} more in --format json"
         lines += ["", f"the same everywhere (cannot explain anything): {same}"]
     if doc["unique_per_run"]:
         lines += ["", "unique per run (a value for every run: cannot be told from run-to-run "

@@ -8,8 +8,8 @@ import click
 
 from mpiwrite.cli.commands import (
     FILTER_HELP,
-    _note_runs_without,
     _no_rows_text,
+    _note_runs_without,
     _sampling,
     _store,
     sampling_options,

@@ -44,6 +44,9 @@ EXAMPLES = {
     "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
               "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
     "study": ["mpiwrite study plan examples/checksums.toml"],
+    "explain": ["mpiwrite explain results/",
+                "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
+                "--format json"],
 }
 
 EXIT_STATUS = {

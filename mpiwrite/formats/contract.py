@@ -1,5 +1,6 @@
 """The machine-output contract: one vocabulary for `run --json`, `report --format json|csv`,
-`compare --json` and `explain --format json`, its version, and the JSON Schemas shipped in mpiwrite/formats/schemas/.
+`compare --json` and `explain --format json`, its version, and the JSON Schemas shipped in
+mpiwrite/formats/schemas/.
 
 Every figure over repetitions is a *stat block* with the same keys everywhere:
 `n`, `mean_MB_per_s`, `std_MB_per_s`, `ci_lo_MB_per_s`, `ci_hi_MB_per_s`, `min_MB_per_s`,
