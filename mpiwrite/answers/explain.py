@@ -124,8 +124,11 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     within = [_within(s, a, b, permutations, seed) for a, b in ordered_pairs(top, 2)]
     clear = [f for f in factors if f["p_value"] is not None and f["p_value"] < ALPHA][:TOP]
     for f in top:
-        others = [g["keys"][0] for g in clear if g is not f]
-        f["given_others"] = _given(s, f["keys"][0], others, permutations, seed)
+        others = [g["key"] for g in clear if g is not f]
+        f["given_others"] = _given(s, f["key"], others, permutations, seed)
+        g = f["given_others"]
+        f["hidden"] = bool(g and g["varied"] and (f["p_value"] is None or f["p_value"] >= ALPHA)
+                           and g["p_value"] is not None and g["p_value"] < ALPHA)
     doc = contract.header("explain")
     doc.update(metric=sampling.metric, metric_unit=metric_info(sampling.metric).unit,
                higher_is_better=metric_info(sampling.metric).higher_is_better, unit=unit,
@@ -148,7 +151,8 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
         else:
             aliases.setdefault(of, []).append(k)
     keys = facts + [k for f in facts for k in aliases.get(f, [])]
-    main = facts[0]
+    # the fact whose values name the groups (the shortest: 1.6.5 rather than a kernel's name)
+    main = min(facts, key=lambda k: sum(map(len, s.keys[k])))
     labels = s.per_sample(main)
     share = stats.variance_share(s.values, labels, None, permutations, seed)
     groups = []
@@ -159,11 +163,11 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
                            runs=s.keys[main].count(level),
                            **contract.stat_block(vals, conf, suffix)))
     missing = []
-    for other in facts[1:]:  # what would separate the first fact from each other one
+    for other in [k for k in facts if k != main]:  # what would separate main from each
         pairs = set(zip(s.keys[main], s.keys[other]))
         missing += [{main: a, other: b} for a in _levels(s.keys[main])
                     for b in _levels(s.keys[other]) if (a, b) not in pairs]
-    return dict(keys=keys, facts=facts, aliases=aliases, confounded=len(facts) > 1,
+    return dict(keys=keys, key=main, facts=facts, aliases=aliases, confounded=len(facts) > 1,
                 levels=len(groups), variance_share=share.share, p_value=share.p_value,
                 groups=groups, missing_combinations=missing[:MISSING_KEPT])
 
@@ -172,7 +176,7 @@ def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
             seed: int) -> Dict[str, Any]:
     """Factor a within each level of factor b: per level, a's share and p, and its means;
     then pooled over the levels (the partial share, values permuted within b's levels)."""
-    ka, kb = a["keys"][0], b["keys"][0]
+    ka, kb = a["key"], b["key"]
     la, lb = s.per_sample(ka), s.per_sample(kb)
     levels = []
     for level in _levels(s.keys[kb]):
@@ -239,7 +243,7 @@ def _pct(x) -> str:
 
 
 def _p(x) -> str:
-    return "p -" if x is None else (f"p {x:.2g}" if x >= 0.001 else f"p {x:.1e}")
+    return "p -" if x is None else f"p {x:.2g}"
 
 
 def _names(keys: Sequence[str]) -> str:
@@ -318,6 +322,10 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         head = (f"{i}. {name}: {_pct(f['variance_share'])} {_p(f['p_value'])}{extra}"
                 + (f"  [also recorded as {', '.join(also)}]" if also else ""))
         lines += ["", f"### {head}"] if md else [head]
+        if f.get("hidden"):
+            lines.append(("" if md else "     ") + "hidden by bigger effects: small over all "
+                         f"runs, clear once {', '.join(f['given_others']['keys'])} are "
+                         "taken out")
         if f["confounded"]:
             lines.append(("" if md else "     ") + confounded_text(f))
             if f["missing_combinations"]:
