@@ -85,7 +85,8 @@ def test_effects_within_the_levels_of_another(doc):
                      if lv["level"] == "1.6.4.3")
     assert within_43["p_value"] < 0.05
     assert within_43["means"]["AMD Opteron 2218"] < within_43["means"]["Intel Xeon 5160"]
-    # a host decides its CPU model: no combination to ask for
+    # a host decides its CPU model: no combination to ask for, and its share includes the CPU's
+    assert _factor(doc, "host")["determines"] == ["cpu_model"]
     assert _within(doc, "host", "cpu_model")["nested"]
     assert _within(doc, "host", "cpu_model")["missing_combinations"] == []
 

@@ -30,7 +30,7 @@ ALPHA = 0.05  # a factor with p below this is "clear": the others are taken give
 MISSING_SHOWN = 12  # in the text; the JSON keeps up to MISSING_KEPT
 MISSING_KEPT = 64
 SAME_SHOWN = 30  # keys listed as the same everywhere in the text
-LEVELS_SHOWN = 4  # a within line names each level's share when there are this few
+LEVELS_SHOWN = 4  # a within entry shows each level's share when there are this few
 
 
 def _order(key: str):
@@ -120,6 +120,10 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     for keys in groups.values():
         factors.append(_factor(s, keys, conf, suffix, permutations, seed))
     factors.sort(key=lambda f: (-f["variance_share"], _order(f["keys"][0])))
+    for f in factors:  # a host has one CPU model: what the host explains includes the CPU's
+        col = s.keys[f["key"]]
+        f["determines"] = [g["key"] for g in factors if g is not f
+                           and len(set(zip(col, s.keys[g["key"]]))) == f["levels"]]
     top = factors[:TOP]
     within = [_within(s, a, b, permutations, seed) for a, b in ordered_pairs(top, 2)]
     clear = [f for f in factors if f["p_value"] is not None and f["p_value"] < ALPHA][:TOP]
@@ -283,7 +287,8 @@ def _group_cells(g: Dict[str, Any], suffix: str, digits: int) -> List[str]:
     return [" / ".join(g["values"].values()), str(g["runs"]), f"{_num(mean, digits)} {half}"]
 
 
-def _within_line(w: Dict[str, Any]) -> str:
+def _within_levels(w: Dict[str, Any]) -> List[str]:
+    """One line per level of the second key: the first key's share there and its means."""
     parts = []
     for lv in w["levels"]:
         if lv["variance_share"] is None and len(lv["values"]) == 1:
@@ -294,7 +299,7 @@ def _within_line(w: Dict[str, Any]) -> str:
             means = ", ".join(f"{k} {_num(v)}" for k, v in lv["means"].items())
             parts.append(f"{lv['level']}: {_pct(lv['variance_share'])} "
                          f"{_p(lv['p_value'])} ({means})")
-    return "; ".join(parts)
+    return parts
 
 
 def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
@@ -305,7 +310,7 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, json")
     md = fmt == "markdown"
     info = metric_info(doc["metric"])
-    lines = _head(doc)
+    lines = [("- " if md else "") + ln for ln in _head(doc)]
     lines += ["", "## factors, by the share they explain" if md else
               "factors, by the share they explain:"]
     if not doc["factors"]:
@@ -322,6 +327,10 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         head = (f"{i}. {name}: {_pct(f['variance_share'])} {_p(f['p_value'])}{extra}"
                 + (f"  [also recorded as {', '.join(also)}]" if also else ""))
         lines += ["", f"### {head}"] if md else [head]
+        if f.get("determines"):
+            lines.append(("" if md else "     ") + f"each {f['key']} has one "
+                         f"{' and one '.join(f['determines'])}: its share includes what "
+                         f"{' and '.join(f['determines'])} explain{'s' * (len(f['determines']) == 1)}")
         if f.get("hidden"):
             lines.append(("" if md else "     ") + "hidden by bigger effects: small over all "
                          f"runs, clear once {', '.join(f['given_others']['keys'])} are "
@@ -341,12 +350,12 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         for w in shown:
             text = (f"{'/'.join(w['keys'])} within {'/'.join(w['within_keys'])}: "
                     f"{_pct(w['variance_share'])} {_p(w['p_value'])}")
-            if len(w["levels"]) <= LEVELS_SHOWN:
-                text += f" — {_within_line(w)}"
             lines.append(("- " if md else "  ") + text)
+            sub = _within_levels(w) if len(w["levels"]) <= LEVELS_SHOWN else []
             if w["missing_combinations"]:
-                miss = "; ".join(_combo(c) for c in w["missing_combinations"][:MISSING_SHOWN])
-                lines.append(("  " if md else "     ") + f"no run has: {miss}")
+                sub.append("no run has: " + "; ".join(
+                    _combo(c) for c in w["missing_combinations"][:MISSING_SHOWN]))
+            lines += [("  - " if md else "     ") + x for x in sub]
     if doc["same_everywhere"]:
         same_map = doc["same_everywhere"]  # a node fact that restates a run key: said once
         items = [(k, v) for k, v in same_map.items()
