@@ -328,9 +328,10 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
                 + (f"  [also recorded as {', '.join(also)}]" if also else ""))
         lines += ["", f"### {head}"] if md else [head]
         if f.get("determines"):
+            dec = f["determines"]
             lines.append(("" if md else "     ") + f"each {f['key']} has one "
-                         f"{' and one '.join(f['determines'])}: its share includes what "
-                         f"{' and '.join(f['determines'])} explain{'s' * (len(f['determines']) == 1)}")
+                         f"{' and one '.join(dec)}: its share includes what "
+                         f"{' and '.join(dec)} explain{'s' * (len(dec) == 1)}")
         if f.get("hidden"):
             lines.append(("" if md else "     ") + "hidden by bigger effects: small over all "
                          f"runs, clear once {', '.join(f['given_others']['keys'])} are "
