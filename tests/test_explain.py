@@ -184,3 +184,22 @@ def test_real_runs_with_two_tags(tmp_path):
     text = cli(["explain", os.path.join("r")], cwd=tmp_path)
     assert text.returncode == 0 and "1. sums" in text.stdout
 
+
+
+@pytest.mark.timeout(120)
+def test_the_readme_example_is_what_explain_prints(tmp_path):
+    """The README shows an excerpt ('...' where lines are left out): every other line is
+    printed, in that order, by explain on the history synth.py writes for it."""
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("mpiwrite explain original-history\n```\n```\n", 1)[1]
+    shown = [ln for ln in block.split("```", 1)[0].splitlines() if ln != "..."]
+    synth.explain_study(tmp_path / "original-history")
+    out = cli(["explain", "original-history"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    printed = out.stdout.splitlines()
+    at = 0
+    for line in shown:
+        assert line in printed[at:], line
+        at = printed.index(line, at) + (1 if line else 0)
