@@ -124,7 +124,8 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
         col = s.keys[f["key"]]
         f["determines"] = [g["key"] for g in factors if g is not f
                            and len(set(zip(col, s.keys[g["key"]]))) == f["levels"]]
-    top = factors[:TOP]
+    flat = len(set(s.values)) == 1  # nothing varies: no factor can explain anything
+    top = [] if flat else factors[:TOP]
     within = [_within(s, a, b, permutations, seed) for a, b in ordered_pairs(top, 2)]
     clear = [f for f in factors if f["p_value"] is not None and f["p_value"] < ALPHA][:TOP]
     for f in top:
@@ -313,6 +314,10 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
     lines = [("- " if md else "") + ln for ln in _head(doc)]
     lines += ["", "## factors, by the share they explain" if md else
               "factors, by the share they explain:"]
+    if len(doc["factors"]) and doc["total"]["n"] > 1 and not doc["total"][
+            f"std_{info.suffix}"]:
+        lines.append("the metric has the same value in every sample: there is nothing to "
+                     "explain")
     if not doc["factors"]:
         lines.append("no factor: no key has two values or more over these runs without having "
                      "one for every run")
