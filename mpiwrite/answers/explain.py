@@ -29,6 +29,7 @@ TOP = 5  # factors taken within each other's levels (every ordered pair of them)
 ALPHA = 0.05  # a factor with p below this is "clear": the others are taken given it
 MISSING_SHOWN = 12  # in the text; the JSON keeps up to MISSING_KEPT
 MISSING_KEPT = 64
+FACTORS_SHOWN = 12  # in the text; the JSON has every factor
 SAME_SHOWN = 30  # keys listed as the same everywhere in the text
 LEVELS_SHOWN = 4  # a within entry shows each level's share when there are this few
 
@@ -321,7 +322,7 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
     if not doc["factors"]:
         lines.append("no factor: no key has two values or more over these runs without having "
                      "one for every run")
-    for i, f in enumerate(doc["factors"], 1):
+    for i, f in enumerate(doc["factors"][:FACTORS_SHOWN], 1):
         given = f.get("given_others")
         extra = ""
         if given and given["varied"]:
@@ -349,6 +350,12 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         cells = [_group_cells(g, info.suffix, info.digits) for g in f["groups"]]
         head_cells = [" / ".join(f["facts"]), "runs", f"{info.header} ±{_conf(doc)}"]
         lines += _table(head_cells, cells, md, "     ")
+    if len(doc["factors"]) > FACTORS_SHOWN:
+        rest = doc["factors"][FACTORS_SHOWN:]
+        lines.append(f"... {len(rest)} more, each at most {_pct(rest[0]['variance_share'])}: "
+                     + ", ".join(r["key"] for r in rest[:20]) + (" ..." if len(rest) > 20
+                                                                   else "")
+                     + " (all in --format json)")
     shown = [w for w in doc["within"] if w["varied"]]
     if shown:
         lines += ["", "## within the levels of another" if md else
