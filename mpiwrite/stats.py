@@ -195,3 +195,76 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
         need = min(sa.n, sb.n) + more
     return Comparison(sa, sb, diff, lo, hi, diff * scale, lo * scale, hi * scale, p, df,
                       real, need, more)
+
+
+# ---------------------------------------------------------------- variance explained
+# `explain` asks how much of a metric's variation a key accounts for: eta squared (the share
+# of the sum of squares between the key's groups), optionally within strata (the levels of
+# another key), with a permutation p-value.  Permutations are drawn from a seeded generator,
+# so the same records always give the same p; the smallest p is 1 / (permutations + 1).
+
+PERMUTATIONS = 2000
+SEED = 20080606  # any fixed number: the output must not change from one call to the next
+_BLOCK = 2_000_000  # permuted samples held at once (16 MB of float64)
+
+
+def _codes(labels: Sequence) -> np.ndarray:
+    return np.unique(np.asarray([str(x) for x in labels], dtype=object),
+                     return_inverse=True)[1].reshape(-1)
+
+
+class Share(NamedTuple):
+    share: float  # eta squared: SS between the groups / SS total (within strata), 0..1
+    p_value: float  # permutation p (nan when there is nothing to permute)
+    permutations: int
+
+
+def _cell_term(y: np.ndarray, cells: np.ndarray, ncells: int) -> np.ndarray:
+    """sum over cells of (cell sum)^2 / cell size, for each row of y (rows: permutations)."""
+    onehot = np.zeros((y.shape[-1], ncells))
+    onehot[np.arange(y.shape[-1]), cells] = 1.0
+    sums = y @ onehot
+    return (sums * sums / np.maximum(onehot.sum(axis=0), 1)).sum(axis=-1)
+
+
+def variance_share(values: Sequence[float], labels: Sequence,
+                   strata: Sequence = None, permutations: int = PERMUTATIONS,
+                   seed: int = SEED) -> Share:
+    """Eta squared of `labels` over `values`, and its permutation p-value.
+
+    With `strata`, both are taken within each stratum (the effect of `labels` once the
+    strata's own means are taken out: the partial share), and the values are permuted only
+    within their stratum.  The statistic is the sum of squares between the cells of labels
+    within strata; its denominator, the sum of squares within strata, is the same for every
+    permutation.  p = (1 + permutations at least as large) / (1 + permutations)."""
+    y = np.asarray(values, dtype=float)
+    n = y.size
+    lab = _codes(labels)
+    st = _codes(strata) if strata is not None else np.zeros(n, dtype=int)
+    nst = int(st.max()) + 1 if n else 0
+    cells = st * (int(lab.max()) + 1 if n else 1) + lab
+    cells = np.unique(cells, return_inverse=True)[1].reshape(-1)
+    ncells = int(cells.max()) + 1 if n else 0
+    if n < 3 or ncells <= nst:
+        return Share(0.0, math.nan, 0)
+    y = y - y.mean()  # the sums of squares do not depend on the origin; this keeps precision
+    strat_term = float(_cell_term(y, st, nst))
+    total = float((y * y).sum()) - strat_term  # SS within strata
+    observed = float(_cell_term(y, cells, ncells)) - strat_term
+    if total <= 1e-12 * max(float((y * y).sum()), 1e-300):
+        return Share(0.0, math.nan, 0)
+    rng = np.random.default_rng(seed)
+    groups = [np.flatnonzero(st == s) for s in range(nst)]
+    ge, done, block = 0, 0, max(1, _BLOCK // n)
+    tol = 1e-9 * abs(observed) + 1e-12 * total
+    while done < permutations:
+        b = min(block, permutations - done)
+        idx = np.tile(np.arange(n), (b, 1))
+        for g in groups:
+            if g.size > 1:
+                idx[:, g] = rng.permuted(np.tile(g, (b, 1)), axis=1)
+        stat = _cell_term(y[idx], cells, ncells) - strat_term
+        ge += int(np.sum(stat >= observed - tol))
+        done += b
+    share = min(1.0, max(0.0, observed / total))
+    return Share(share, (1 + ge) / (1 + permutations), permutations)

@@ -8,15 +8,17 @@ from mpiwrite.formats import records, summary
 from mpiwrite.formats.status import Status
 
 
-def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18"):
-    return {"host": host, "kernel": kernel, "fs": {"fstype": "lustre"},
+def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18", patched="patchless",
+         cpu=None):
+    extra = {"cpu_model": cpu} if cpu else {}
+    return {"host": host, "kernel": kernel, "fs": {"fstype": "lustre"}, **extra,
             "lustre": {"present": True, "version": lustre, "checksums": checksums,
-                       "checksum_type": "adler", "kernel": "patchless"},
+                       "checksum_type": "adler", "kernel": patched},
             "mem_total_bytes": 16 * 2**30, "raw": {"/proc/fs/lustre/version": f"lustre: {lustre}"}}
 
 
 def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="complete",
-         params=None, **keys):
+         params=None, hosts=None, start_time=None, **keys):
     """A record whose iterations have exactly these aggregate MB/s values."""
     n = nodes * ranks_per_node
     per_rank = 2**30
@@ -38,15 +40,16 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
         iters.append(summary.iteration_summary(r, None, Status.OK))
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
-    nd = [node(host=f"n{i + 1}", **keys) for i in range(nodes)]
+    hosts = hosts or [f"n{i + 1}" for i in range(nodes)]
+    nd = [node(host=hosts[i], **keys) for i in range(nodes)]
     from mpiwrite.facts.nodeinfo import common_keys
 
     rec = records.RunRecord(
         attrs={"run_id": run_id, "status": status,
-               "start_time": f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
+               "start_time": start_time or f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
                "params": json.dumps(cfg), "tags": json.dumps(tags or {}),
                "keys": json.dumps(common_keys(nd)), "ranks": n, "nodes": nodes,
-               "host": "n1", "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
+               "host": hosts[0], "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
         ranks=np.concatenate(rank_rows), iterations=np.array(iters, dtype=summary.ITER_DTYPE),
         samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[])
     records.write(rec, str(path))
@@ -72,7 +75,46 @@ def original_study(folder, runs: int = 5, seed: int = 7):
                  tags={"build": name, "rep": str(rep)}, lustre=lustre, checksums=checksums)
 
 
+# The original study as a history with every node fact it had (for `explain`): Lustre 1.6.4.3
+# ran on its patched kernel, 1.6.5 on a patchless one (kernel and lustre change together: no
+# run separates them); checksums were tried on 1.6.5 only; each configuration ran on both CPU
+# types, four nodes of each (two a run), and the Opterons are 8% slower, an effect small beside
+# the checksums' and visible only within a configuration.  Two nodes a run, 2% noise.
+KERNELS = {"1.6.4.3": ("2.6.18-53.1.13.el5_lustre.1.6.4.3", "patched"),
+           "1.6.5": ("2.6.18-92.1.10.el5", "patchless")}
+CPUS = {"Intel Xeon 5160": 1.0, "AMD Opteron 2218": 0.92}
+
+
+def explain_study(folder, runs: int = 5, seed: int = 11, noise: float = 0.02):
+    """Writes 3 configurations x 2 CPU types x `runs` records; returns their count."""
+    import os
+
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    count = 0
+    for name, (mbps, lustre, checksums) in ORIGINAL.items():
+        kernel, patched = KERNELS[lustre]
+        for c, (cpu, factor) in enumerate(CPUS.items()):
+            for rep in range(runs):
+                pool = [f"{'ia'[c]}{k}" for k in range(1, 5)]
+                first = int(rng.integers(0, 4))
+                hosts = [pool[first], pool[(first + 1) % 4]]
+                vals = mbps * factor * (1 + noise * rng.standard_normal(2))
+                run_id = f"2008{count:04d}T000000Z-{name}-{c}{rep}"
+                make(os.path.join(folder, f"{name}-{c}-{rep}.h5"), vals, run_id,
+                     tags={"job": str(1000 + count)}, nodes=2, hosts=hosts,
+                     start_time=f"2008-06-{1 + count // 24:02d}T{count % 24:02d}:00:00Z",
+                     lustre=lustre, checksums=checksums, kernel=kernel, patched=patched,
+                     cpu=cpu)
+                count += 1
+    return count
+
+
 if __name__ == "__main__":
     import sys
 
-    original_study(sys.argv[1] if len(sys.argv) > 1 else "original-study")
+    folder = sys.argv[1] if len(sys.argv) > 1 else "original-study"
+    if sys.argv[2:] == ["explain"]:
+        explain_study(folder)
+    else:
+        original_study(folder)

@@ -1,5 +1,6 @@
-"""The machine-output contract: one vocabulary for `run --json`, `report --format json|csv`
-and `compare --json`, its version, and the JSON Schemas shipped in mpiwrite/formats/schemas/.
+"""The machine-output contract: one vocabulary for `run --json`, `report --format json|csv`,
+`compare --json` and `explain --format json`, its version, and the JSON Schemas shipped in
+mpiwrite/formats/schemas/.
 
 Every figure over repetitions is a *stat block* with the same keys everywhere:
 `n`, `mean_MB_per_s`, `std_MB_per_s`, `ci_lo_MB_per_s`, `ci_hi_MB_per_s`, `min_MB_per_s`,
@@ -24,7 +25,7 @@ from mpiwrite.formats.status import Status
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
-           "compare": "compare-json.schema.json"}
+           "compare": "compare-json.schema.json", "explain": "explain-json.schema.json"}
 STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
 
 

@@ -1,0 +1,61 @@
+"""`explain`: which keys account for a metric's variation over the records under PATHS."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mpiwrite.cli.commands import (
+    FILTER_HELP,
+    _no_rows_text,
+    _note_runs_without,
+    _sampling,
+    _store,
+    sampling_options,
+)
+from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.text import printable
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--where", "where", multiple=True,
+              help=f"Only the runs with these keys: {FILTER_HELP} (repeatable: all must hold).")
+@sampling_options
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]),
+              default="table", show_default=True,
+              help="json follows the output contract (docs/output.md).")
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
+    """Which node facts, run parameters and tags explain the metric's variation over the
+    complete runs under PATHS: each key's share of the variance with a permutation p, keys
+    that change together named as confounded, effects within each other's levels
+    (docs/explain.md)."""
+    from mpiwrite.answers.explain import explain as explain_runs
+    from mpiwrite.answers.explain import format_explain
+    from mpiwrite.answers.results import parse_filter
+
+    store, code = _store(paths, skip_bad)
+    flt = {}
+    for text in where:
+        flt.update(parse_filter(text, "--where"))
+    sampling = _sampling(metric, unit, warmup, confidence)
+    runs = store.select(flt)
+    if not runs:
+        text = (f"--where: no complete run matches {', '.join(where)}" if flt and
+                store.select() else _no_rows_text(store, metric, warmup))
+        if store.bad:
+            raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
+        raise ConfigError(text)
+    doc = explain_runs(runs, store.keys, sampling)
+    doc["duplicate_records"] = len(store.duplicates)
+    doc["where"] = flt
+    click.echo(format_explain(doc, fmt))
+    _note_runs_without(store, metric, warmup)
+    skipped = store.not_complete()
+    if skipped:
+        said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
+        sys.stderr.write(printable(f"mpiwrite: {sum(skipped.values())} run(s) that did not "
+                                   f"complete were left out ({said})") + "\n")
+    return code
