@@ -276,7 +276,7 @@ def run_study(file, results, new):
     if lines and launcher_size() <= 1:
         fail(file, problems)
     # under a launcher every rank joins the others to say so (one may read another file)
-    return execute.main(st, configs, argv, " | ".join(lines), new)
+    return execute.main(st, configs, argv, "\n".join(lines), new)
 
 
 def _report_options(f):

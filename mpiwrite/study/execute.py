@@ -208,8 +208,9 @@ def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: 
     try:
         return Execution(world, st, configs, argv, new, screen).execute(problem)
     except AgreedError as exc:
-        if world.rank == 0:
-            sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
+        if world.rank == 0:  # a file's problems: one line each
+            for line in str(exc).split("\n"):
+                sys.stderr.write(printable(f"mpiwrite: error: {line}") + "\n")
         return exc.exit_code
 
 
