@@ -65,7 +65,7 @@ def axis_verdicts(runs: StudyRuns, rows: List[Dict[str, Any]], axes: Dict[str, L
             base = by_level.get(key_of.get((axis, repr(levels[0])), ""))
             for level in levels[1:]:
                 row = by_level.get(key_of.get((axis, repr(level)), ""))
-                entry: Dict[str, Any] = {"level": str(level), "against": str(levels[0]),
+                entry: Dict[str, Any] = {"level": _word(level), "against": _word(levels[0]),
                                          "where": where}
                 if base is None or row is None:
                     entry["verdict"] = "no complete runs at one of the two levels"
@@ -80,6 +80,11 @@ def axis_verdicts(runs: StudyRuns, rows: List[Dict[str, Any]], axes: Dict[str, L
                 verdicts.append(entry)
         out.append({"axis": axis, "levels": verdicts})
     return out
+
+
+def _word(v: Any) -> str:
+    """A level as the study file writes it (true/false, not Python's True/False)."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 def verdict_lines(verdicts: List[Dict[str, Any]], confidence: float) -> List[str]:
