@@ -99,6 +99,13 @@ def test_eight_points_twice_in_one_launch(tmp_path):
     assert len([ln for ln in lines if ln.startswith("block_size ")]) == 6
     assert len([ln for ln in lines if ln.startswith("ranks_per_node 2 vs 1 at ")]) == 4
     assert all(ln.endswith(("real", "within noise")) for ln in lines), lines
+    pytest.importorskip("matplotlib")
+    drawn = cli(["study", "report", path, "--plot-dir", str(tmp_path)], cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    png = tmp_path / "grid-ranks_per_node.png"  # the one numeric allocation axis
+    assert drawn.stdout.strip().endswith(str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "grid-nodes.png").exists()
 
 
 SETTING = """

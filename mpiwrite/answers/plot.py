@@ -39,7 +39,7 @@ def check_output(path: str) -> None:
 
 # What a scaling point must not pool: runs at one node count with different ranks per node
 # (or at one rank count on different node counts) are different experiments.
-POOLING = {"nodes": "ranks_per_node", "ranks": "nodes"}
+POOLING = {"nodes": "ranks_per_node", "ranks": "nodes", "ranks_per_node": "nodes"}
 
 
 def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",

@@ -292,7 +292,10 @@ def _report_options(f):
 @_report_options
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
               show_default=True)
-def report_study(file, results, metric, unit, warmup, confidence, fmt):
+@click.option("--plot-dir", default=None, help="Also draw the rate against each `nodes` or "
+              "`ranks_per_node` axis, a line per value of the other axes, into this folder "
+              "(needs matplotlib).")
+def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir):
     """One table over the study's axes, and each axis's levels against its first."""
     from mpiwrite.answers.results import Store
     from mpiwrite.answers.study_report import study_report
@@ -307,6 +310,20 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt):
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
-    click.echo(study_report(store, st.name, fingerprint(st), st.axes, st.points(),
-                            _sampling(metric, unit, warmup, confidence), fmt))
+    sampling = _sampling(metric, unit, warmup, confidence)
+    click.echo(study_report(store, st.name, fingerprint(st), st.axes, st.points(), sampling,
+                            fmt))
+    if plot_dir is not None:
+        from mpiwrite import files
+        from mpiwrite.answers import plot as plots
+        from mpiwrite.answers.study_report import StudyRuns
+
+        runs = StudyRuns(store, st.name, fingerprint(st))
+        for axis in ("nodes", "ranks_per_node"):
+            if len(st.axes.get(axis, ())) < 2:
+                continue
+            out = os.path.join(plot_dir, f"{st.name}-{axis}.png")
+            files.check_output("--plot-dir", out)
+            plots.scaling(runs, out, [a for a in st.axes if a != axis], axis, sampling)
+            click.echo(printable(out))
     return 1 if store.bad else 0
