@@ -44,6 +44,9 @@ EXAMPLES = {
     "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
               "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
     "study": ["mpiwrite study plan examples/checksums.toml"],
+    "import": ["mpiwrite import ior-*.json --results results/ --tag site=a --fact checksums=on",
+               "mpiwrite import lmdd.txt --results results/ --command 'lmdd of=/lustre/f "
+               "bs=1M count=512 fsync=1' --fact lustre=1.6.5"],
 }
 
 EXIT_STATUS = {
