@@ -110,9 +110,11 @@ def parse(src: Source, command: str = "") -> List[Test]:
         names = sorted({str(j.get("jobname")) for j in jobs})
         label = f"group {gid} (job {', '.join(names)[:60]})"
         opts = _options(doc, jobs[0])
-        reporting = _on(opts, "group_reporting")
-        ranks = int(opts.get("numjobs", "1")) if reporting and opts.get("numjobs", "1").isdigit() \
-            else len(jobs)
+        numjobs = int(opts["numjobs"]) if opts.get("numjobs", "").isdigit() else 1
+        # group_reporting (given on the command line it is in no options): one entry for
+        # numjobs clones; without it, an entry per clone
+        reporting = _on(opts, "group_reporting") or (len(jobs) == 1 and numjobs > 1)
+        ranks = numjobs if reporting else len(jobs)
         test = Test(index=index, label=label, tool="fio", tool_version=version, fmt="fio-json",
                     ranks=ranks, nodes=1, command=command,
                     command_source="--command" if command else UNKNOWN)
@@ -161,7 +163,9 @@ def parse(src: Source, command: str = "") -> List[Test]:
                      "layout": test.params["layout"], "engine": test.params["engine"],
                      "block_size": format_size(test.params["block_size"])
                      if test.params.get("block_size") else UNKNOWN}
-        test.exact += ["bytes (io_bytes)", "read_bytes", "ranks (jobs)", "tool_version",
+        test.exact += ["bytes (io_bytes)", "read_bytes", "tool_version"] + \
+            ([] if reporting else ["ranks (jobs)"])
+        test.exact += [
                        "end_time (fio's timestamp)"]
         test.derived.update({
             "aggregate_MB_per_s": "the group's io_bytes / its longest runtime (fio's group "
@@ -173,6 +177,7 @@ def parse(src: Source, command: str = "") -> List[Test]:
             test.derived["read_aggregate_MB_per_s"] = "as the write figure, for reads"
         if reporting:
             test.notes.append("group_reporting: fio summed its jobs into one entry")
+            test.derived["ranks"] = "numjobs of the group's one entry (group_reporting)"
         test.unknown += ["host", "kernel", "lustre", "checksums", "fstype", "client"] + \
             ([] if command else ["command_line"])
         out.append(test)
