@@ -86,8 +86,8 @@ def test_ior_json_write_and_read_go_to_the_write_and_read_columns(tmp_path, caps
 @pytest.mark.timeout(60)
 def test_ior_text_figures_and_fsync_flags_from_its_command_line(tmp_path, capsys):
     code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt",
-                        FIX / "fpp-write-read-fsyncperwrite.txt", FIX / "glusterfs-3hosts-6ranks.txt",
-                        "--results", tmp_path)
+                        FIX / "fpp-write-read-fsyncperwrite.txt",
+                        FIX / "glusterfs-3hosts-6ranks.txt", "--results", tmp_path)
     assert code == 0, err
     by_file = {os.path.basename(r.imported()["file"]): r for r in recs(tmp_path)}
     two = by_file["fpp-write-i2.txt"]

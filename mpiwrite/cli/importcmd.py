@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -65,12 +66,12 @@ def import_(files, results, tags, facts, tool, command):
                 try:
                     created = records.write_exclusive(rec, folder, name)
                 except OSError as exc:
-                    raise RunError(f"{results}/{name}: cannot write: "
+                    raise RunError(f"{os.path.join(results, name)}: cannot write: "
                                    f"{exc.strerror or exc}") from None
                 shown = printable(f"{src.path}: {test.label}")
                 if created:
                     made += 1
-                    click.echo(f"{shown}: {test.tool} -> {printable(results)}/{name}")
+                    click.echo(f"{shown}: {test.tool} -> {printable(os.path.join(results, name))}")
                 else:
                     skipped += 1
                     sys.stderr.write(f"mpiwrite: {shown}: already imported as {rec.run_id} "

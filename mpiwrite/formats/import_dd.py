@@ -19,7 +19,8 @@ from mpiwrite.formats.imported import UNKNOWN, Phase, Source, Test, refuse
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
-LMDD_LINE = re.compile(r"^\s*(\d+(?:\.\d+)?) MB in (\d+(?:\.\d+)?) secs, (\d+(?:\.\d+)?) MB/sec\s*$")
+LMDD_LINE = re.compile(r"^\s*(\d+(?:\.\d+)?) MB in (\d+(?:\.\d+)?) secs, "
+                       r"(\d+(?:\.\d+)?) MB/sec\s*$")
 DD_LINE = re.compile(r"^(\d+) bytes? (?:\([^)]*\) )?copied, (\d+(?:\.\d+)?(?:e[-+]?\d+)?) s, "
                      r"(\S+) ?(\S*B/s)$")
 DD_RECORDS = re.compile(r"^(\d+)\+(\d+) records (in|out)$")

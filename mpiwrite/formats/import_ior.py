@@ -384,7 +384,8 @@ def from_csv(src: Source, command: str = "") -> List[Test]:
     header = lines[at].split(",")
     need = ("access", "bw(MiB/s)", "block(KiB)", "xfer(KiB)", "total(s)", "numTasks", "iter")
     if any(n not in header for n in need):
-        raise refuse(src.path, f"IOR CSV header lacks {', '.join(n for n in need if n not in header)}")
+        lacking = ", ".join(n for n in need if n not in header)
+        raise refuse(src.path, f"IOR CSV header lacks {lacking}")
     groups: List[List[Dict[str, str]]] = [[]]
     for ln in lines[at + 1:]:
         cells = ln.split(",")
