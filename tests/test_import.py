@@ -382,6 +382,10 @@ def test_report_by_tag_and_compare_across_imported_and_native_runs(tmp_path, cap
     code, out, err = cli(capsys, "compare", "tool=mpiwrite", "tool=ior", "--in", res,
                          "--metric", "ior")
     assert code == 0 and "verdict" in out, err
+    code, out, err = cli(capsys, "report", res, "--by", "tag.site,tool", "--format", "json")
+    assert code == 0, err  # tag.NAME names a tag on native and imported records alike
+    assert {(r["keys"]["tag.site"], r["keys"]["tool"]) for r in json.loads(out)["rows"]} == {
+        ("a", "mpiwrite"), ("a", "ior")}
     code, out, err = cli(capsys, "report", res, "--by", "tool", "--metric", "rank-mean")
     assert code == 0 and "without a rank-mean figure" in err  # imported: no per-rank rows
 
@@ -396,6 +400,8 @@ def test_show_and_the_python_api_read_imported_records(tmp_path, capsys):
     assert code == 0, err
     assert "imported from ior 4.1.0+dev" in out and "per rank: none" in out
     assert "stated by the user, not measured: checksums=on" in out
+    code, _o, err = cli(capsys, "plot", "ranks", rec.path, "-o", tmp_path / "r.png")
+    assert code == 2 and "no per-rank figures" in err
     pd = pytest.importorskip("pandas")
     from mpiwrite.answers.results import load
 

@@ -109,6 +109,8 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         keys.setdefault(k, v)
     for k, v in rec.tags().items():  # a tag never shadows what was measured: tag.NAME then
         keys[k if k not in keys else f"tag.{k}"] = v
+    for k, v in rec.tags().items():  # and tag.NAME always names it, whatever a record's other
+        keys.setdefault(f"tag.{k}", v)  # keys (an imported record has no node facts to shadow)
     return keys
 
 
