@@ -281,6 +281,10 @@ def test_cut_short_dd_and_a_failed_fio_job_are_refused(tmp_path, capsys):
     fio.write_text(json.dumps({"fio version": "fio-3.33", "jobs": [
         {"jobname": "w", "groupid": 0, "error": 28, "write": {}}]}))
     assert "error 28" in _refused(capsys, tmp_path, fio)
+    noted = tmp_path / "noted.json"
+    noted.write_text("fio: pid=1, err=28/file:io_u.c:1889, func=io_u error, error=No space "
+                     "left on device\n" + json.dumps({"fio version": "fio-3.33", "jobs": []}))
+    assert "No space left" in _refused(capsys, tmp_path, noted)
 
 
 @pytest.mark.timeout(60)
@@ -422,3 +426,16 @@ def test_a_damaged_provenance_is_refused_by_the_record_check(tmp_path):
 
     with pytest.raises(RecordError, match="imported.sha256"):
         records.read(str(path))
+
+
+@pytest.mark.timeout(90)
+def test_a_real_fio_note_before_its_json_is_removed_with_a_warning(tmp_path, capsys):
+    """fio prints `note: both iodepth >= 1 and synchronous I/O engine ...` on stdout, before
+    its JSON: the note is left out with a warning, the JSON read whole."""
+    path, _doc = _fio(tmp_path, "json", "--iodepth=4", "--ioengine=psync")
+    assert path.read_text().startswith("note: ")
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    assert "warning" in err and "before fio's JSON" in err and "note: both iodepth" in err
+    rec = one(tmp_path / "r")
+    assert int(rec.iterations["bytes"][0]) == 2 * MIB and rec.imported()["repairs"]

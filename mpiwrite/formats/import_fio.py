@@ -34,7 +34,12 @@ def _doc(src: Source) -> Dict[str, Any]:
     start = text.find("{")
     if start < 0:
         raise refuse(src.path, "no JSON object: not fio's JSON output")
-    if text[:start].strip():  # fio's notes on stderr when both went to one file
+    before = text[:start].strip().splitlines()
+    failed = [ln for ln in before if "error" in ln.lower()]
+    if failed:
+        raise refuse(src.path, f"fio reported {printable(failed[0][:120])!r} before its JSON: "
+                     "nothing imported")
+    if before:  # fio's notes on stderr when both went to one file
         src.repairs.append(f"ignored {len(text[:start].strip().splitlines())} line(s) printed "
                            "before fio's JSON ("
                            f"{text[:start].strip().splitlines()[0][:100]!r})")
@@ -126,7 +131,7 @@ def parse(src: Source, command: str = "") -> List[Test]:
                                           "longest job_runtime")
         phases = {}
         for op in ("write", "read"):
-            parts = [j.get(op) or {} for j in jobs]
+            parts = [j.get(op) or {"io_bytes": 0, "runtime": 0, "total_ios": 0} for j in jobs]
             where = f"{label}: {op}"
             nbytes = sum(int(_num(p, "io_bytes", src.path, where)) for p in parts)
             if not nbytes:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
 import hashlib
 import json
 import math
+import os
 import re
 from typing import Any, Dict, List, Optional
 
@@ -103,7 +105,7 @@ def read_source(path: str) -> Source:
     try:
         data = files.read_regular(path, MAX_INPUT_BYTES)
     except OSError as exc:
-        if exc.errno == 27:  # EFBIG
+        if exc.errno == errno.EFBIG:
             raise refuse(path, f"larger than {MAX_INPUT_BYTES // 2**20} MiB; refused "
                          "(no tool's summary is that large)") from None
         raise refuse(path, f"cannot read: {exc.strerror or exc}") from None
@@ -236,7 +238,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     stated_unknown = [k for k in FACT_KEYS if k not in facts]
     imported = {
         "tool": test.tool, "tool_version": test.tool_version or UNKNOWN, "format": test.fmt,
-        "file": src.path, "sha256": src.sha256, "size_bytes": src.size_bytes,
+        "file": os.path.abspath(src.path), "sha256": src.sha256, "size_bytes": src.size_bytes,
         "test": test.label, "index": test.index,
         "imported_at": iso_utc(time.time() if now is None else now),
         "imported_by": f"mpiwrite {__version__}",
