@@ -183,7 +183,7 @@ def _fio(tmp_path, fmt, *extra):
     assert out.returncode == 0, out.stderr
     path = tmp_path / f"fio-{fmt}.json"
     path.write_text(out.stdout)
-    return path, json.loads(out.stdout)
+    return path, json.loads(out.stdout[out.stdout.index("{"):])
 
 
 @pytest.mark.timeout(90)
