@@ -173,10 +173,10 @@ def test_a_real_dd_run_imported(tmp_path, capsys):
 
 
 # -- fio ---------------------------------------------------------------------------------
-def _fio(tmp_path, fmt, *extra):
+def _fio(tmp_path, fmt, *extra, rw="write"):
     if not shutil.which("fio"):
         pytest.skip("no fio")
-    out = subprocess.run(["fio", "--name=w", "--rw=write", "--bs=64k", "--size=1m",
+    out = subprocess.run(["fio", "--name=w", f"--rw={rw}", "--bs=64k", "--size=1m",
                           "--numjobs=2", f"--directory={tmp_path}", "--end_fsync=1",
                           f"--output-format={fmt}", *extra],
                          capture_output=True, text=True, timeout=60)
@@ -439,3 +439,35 @@ def test_a_real_fio_note_before_its_json_is_removed_with_a_warning(tmp_path, cap
     assert "warning" in err and "before fio's JSON" in err and "note: both iodepth" in err
     rec = one(tmp_path / "r")
     assert int(rec.iterations["bytes"][0]) == 2 * MIB and rec.imported()["repairs"]
+
+
+@pytest.mark.timeout(90)
+def test_a_real_fio_run_that_writes_and_reads_fills_both_columns(tmp_path, capsys):
+    path, doc = _fio(tmp_path, "json", rw="readwrite")
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    for op, col, bcol in (("write", "aggregate_MB_per_s", "bytes"),
+                          ("read", "read_aggregate_MB_per_s", "read_bytes")):
+        nbytes = sum(j[op]["io_bytes"] for j in doc["jobs"])
+        runtime = max(j[op]["runtime"] for j in doc["jobs"]) / 1e3
+        assert nbytes > 0 and int(rec.iterations[bcol][0]) == nbytes, op
+        assert agg(rec, col) == pytest.approx([nbytes / runtime / MB]), op
+    code, out, err = cli(capsys, "report", tmp_path / "r", "--by", "tool", "--metric", "read")
+    assert code == 0 and "fio" in out, err
+
+
+@pytest.mark.timeout(60)
+def test_without_hard_links_the_record_is_still_created_once(tmp_path, capsys, monkeypatch):
+    import errno
+
+    def no_link(*_a, **_k):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    for made in ("1 record(s) made", "0 record(s) made, 1 already there"):
+        code, out, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results",
+                             tmp_path / "r")
+        assert code == 0 and made in out, err
+    assert one(tmp_path / "r").imported()["format"] == "ior-text"
+    assert sorted(os.listdir(tmp_path / "r")) == [os.path.basename(one(tmp_path / "r").path)]

@@ -281,6 +281,14 @@ def write_exclusive(rec: RunRecord, folder: files.Folder, name: str) -> bool:
         created = True
     except FileExistsError:
         created = False
+    except OSError as exc:  # no hard links here (some FUSE filesystems): O_EXCL on the name
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        try:
+            files.write_new(name, data, dir_fd=folder.fd)
+            created = True
+        except FileExistsError:
+            created = False
     finally:
         os.unlink(tmp, dir_fd=folder.fd)
     if created:
