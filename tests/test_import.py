@@ -471,3 +471,31 @@ def test_without_hard_links_the_record_is_still_created_once(tmp_path, capsys, m
         assert code == 0 and made in out, err
     assert one(tmp_path / "r").imported()["format"] == "ior-text"
     assert sorted(os.listdir(tmp_path / "r")) == [os.path.basename(one(tmp_path / "r").path)]
+
+
+@pytest.mark.timeout(60)
+def test_node_facts_from_mpiwrite_env_become_the_node_row(tmp_path, capsys):
+    code, out, _e = cli(capsys, "env", "--json", tmp_path)
+    assert code == 0
+    env = tmp_path / "env.json"
+    env.write_text(out)
+    facts = json.loads(out)
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "r",
+                        "--node-facts", env, "--fact", "checksums=on")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    assert len(rec.nodes) == 1 and rec.nodes[0]["host"] == facts["host"]
+    from mpiwrite.answers.results import run_keys
+
+    keys = run_keys(rec)
+    assert keys["kernel"] == facts["kernel"] and keys["checksums"] == "on"  # --fact wins
+    assert keys["fstype"] == facts["fs"]["fstype"] and keys["cpu_model"] == facts["cpu_model"]
+    assert "kernel" not in rec.imported()["unknown"]
+    assert rec.imported()["node_facts"]["host"] == facts["host"]
+    code, out, err = cli(capsys, "show", rec.path)
+    assert code == 0 and "node facts:" in out, err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"host": 3}')
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "x",
+                        "--node-facts", bad)
+    assert code == 2 and "--node-facts" in err

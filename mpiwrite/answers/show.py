@@ -168,6 +168,10 @@ def imported_lines(rec) -> List[str]:
     if imp.get("stated_facts"):
         lines.append("  stated by the user, not measured: " + ", ".join(
             f"{k}={v}" for k, v in imp["stated_facts"].items()))
+    nf = imp.get("node_facts")
+    if isinstance(nf, dict):
+        lines.append(f"  node facts: {nf.get('file')} (host {nf.get('host')}, sha256 "
+                     f"{nf.get('sha256')}): {nf.get('note')}")
     for note in imp.get("notes") or []:
         lines.append(f"  note: {note}")
     return lines

@@ -20,6 +20,9 @@ from mpiwrite.text import printable
               help="A node fact the output cannot show, e.g. checksums=on or lustre=1.6.5: "
                    "recorded as stated by you, not measured; usable as a key in report --by "
                    "(repeatable). Facts not given are recorded as unknown.")
+@click.option("--node-facts", default=None, metavar="FILE",
+              help="`mpiwrite env --json` taken on the client that ran the tool: its facts "
+                   "become the record's one node row (--fact still wins).")
 @click.option("--from", "tool", type=click.Choice(["ior", "fio", "lmdd", "dd"]), default=None,
               help="The tool that wrote FILES [default: told from each file's content, which "
                    "must agree with --from when given].")
@@ -27,7 +30,7 @@ from mpiwrite.text import printable
               help="The command that produced FILES, where the output does not say it (lmdd, "
                    "dd, IOR's CSV, fio): its block size, count and fsync/direct flags are "
                    "read from it.")
-def import_(files, results, tags, facts, tool, command):
+def import_(files, results, tags, facts, node_facts, tool, command):
     """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output into records.
 
     One record per IOR test, fio group or lmdd/dd summary line; its run id comes from the
@@ -36,11 +39,12 @@ def import_(files, results, tags, facts, tool, command):
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
     from mpiwrite.formats import importers, records
-    from mpiwrite.formats.imported import build, parse_facts
+    from mpiwrite.formats.imported import build, parse_facts, read_node_facts
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)
     fact_map = parse_facts(facts)
+    node = read_node_facts(node_facts) if node_facts else None
     both = sorted(set(tag_map) & set(fact_map))
     if both:
         raise ConfigError(f"--tag and --fact both name {', '.join(both)}; give each key once")
@@ -61,7 +65,7 @@ def import_(files, results, tags, facts, tool, command):
             for w in src.repairs:
                 sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")
             for test in tests:
-                rec = build(test, src, tag_map, fact_map)
+                rec = build(test, src, tag_map, fact_map, node=node)
                 name = records.record_path("", rec.run_id)
                 try:
                     created = records.write_exclusive(rec, folder, name)

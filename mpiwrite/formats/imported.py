@@ -178,6 +178,34 @@ def parse_facts(items) -> Dict[str, str]:
     return out
 
 
+MAX_NODE_FACTS_BYTES = 16 * 2**20
+
+
+def read_node_facts(path: str) -> Dict[str, Any]:
+    """A node's facts from `mpiwrite env --json` (taken on the client that ran the tool):
+    checked as a record's node is; ConfigError naming the file otherwise."""
+    from mpiwrite.errors import RecordError
+    from mpiwrite.formats.recordcheck import Checker
+
+    try:
+        data = files.read_regular(path, MAX_NODE_FACTS_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"--node-facts: {printable(path)}: {exc.strerror or exc}") from None
+    ck = Checker(f"--node-facts: {printable(path)}")
+    try:
+        facts = ck.node(0, ck.json("facts", data.decode("utf-8", "replace"), dict))
+    except RecordError as exc:
+        raise ConfigError(f"{exc} (expected the output of `mpiwrite env --json`)") from None
+    if not isinstance(facts.get("fs"), dict) or "kernel" not in facts:
+        raise ConfigError(f"--node-facts: {printable(path)}: not the output of "
+                          "`mpiwrite env --json`")
+    facts.pop("raw", None)
+    facts["raw"] = {}
+    facts["node_facts_source"] = {"file": os.path.abspath(path),
+                                  "sha256": hashlib.sha256(data).hexdigest()}
+    return facts
+
+
 def iso_utc(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
@@ -220,8 +248,13 @@ def iterations(test: Test) -> np.ndarray:
     return out
 
 
-def _keys(test: Test, facts: Dict[str, str]) -> Dict[str, Any]:
-    keys: Dict[str, Any] = {k: facts.get(k, UNKNOWN) for k in FACT_KEYS}
+def _keys(test: Test, facts: Dict[str, str], node: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    measured: Dict[str, Any] = {}
+    if node is not None:
+        from mpiwrite.facts.nodeinfo import summary_value
+
+        measured = {k: summary_value(node, k) for k in FACT_KEYS}
+    keys: Dict[str, Any] = {k: facts.get(k, measured.get(k, UNKNOWN)) for k in FACT_KEYS}
     keys.update({k: v for k, v in facts.items() if k not in FACT_KEYS})
     for k in DECIDED_KEYS:
         keys[k] = str(test.keys.get(k, UNKNOWN))
@@ -229,13 +262,14 @@ def _keys(test: Test, facts: Dict[str, str]) -> Dict[str, Any]:
 
 
 def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
-          now: Optional[float] = None):
-    """The RunRecord of one imported test."""
+          now: Optional[float] = None, node: Optional[Dict[str, Any]] = None):
+    """The RunRecord of one imported test; `node`: the facts of the client it ran on
+    (read_node_facts), its one node row."""
     import time
 
     from mpiwrite.formats.records import RunRecord
 
-    stated_unknown = [k for k in FACT_KEYS if k not in facts]
+    stated_unknown = [k for k in FACT_KEYS if k not in facts and node is None]
     imported = {
         "tool": test.tool, "tool_version": test.tool_version or UNKNOWN, "format": test.fmt,
         "file": os.path.abspath(src.path), "sha256": src.sha256, "size_bytes": src.size_bytes,
@@ -246,11 +280,17 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "exact": sorted(x for x in set(test.exact)
                         if test.read or not x.startswith("read_")),
         "derived": dict(sorted(test.derived.items())),
-        "unknown": sorted((set(test.unknown) | set(stated_unknown)) - set(facts)),
+        "unknown": sorted((set(test.unknown) | set(stated_unknown)) - set(facts)
+                          - (set(FACT_KEYS) if node is not None else set())),
         "stated_facts": dict(facts), "original": test.original,
         "per_rank": "none: the tool reports no per-rank figures on a common timeline",
         "repairs": list(src.repairs), "notes": list(test.notes),
     }
+    if node is not None:
+        imported["node_facts"] = dict(node["node_facts_source"], host=node.get("host"),
+                                      note="read by `mpiwrite env --json` on the client, "
+                                           "not during this run: one node row stands for "
+                                           "every node")
     params = dict(test.params)
     params.setdefault("iterations", len(iterations(test)))
     attrs = {
@@ -259,11 +299,12 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "command_line": clean(test.command) if test.command else "",
         "host": clean(test.host), "error": "", "mpi_library": "",
         "ranks": int(test.ranks), "nodes": int(test.nodes),
-        "params": params, "tags": dict(tags), "keys": _keys(test, facts),
+        "params": params, "tags": dict(tags), "keys": _keys(test, facts, node),
         "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs],
         "notes": list(test.notes), "first_done_note": "", "imported": imported,
     }
-    return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=iterations(test))
+    return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=iterations(test),
+                     nodes=[json.loads(json.dumps(node))] if node is not None else [])
 
 
 def check_test(test: Test, path: str) -> None:
