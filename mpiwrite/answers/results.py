@@ -79,7 +79,8 @@ IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
     p = rec.params()
-    keys: Dict[str, Any] = dict(rec.keys())  # `client` derived there for old records
+    stored = rec.keys()  # `client` derived there for old records
+    keys: Dict[str, Any] = dict(stored)
     ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
     keys.update(
         run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
@@ -96,7 +97,6 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         lustre_kernel=common_value([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
     )
     imported = rec.imported()
-    stored = rec.keys()
     if imported:  # what the importer read (or stated as unknown), not derived from params
         for k in IMPORT_DECIDED:
             if k in stored:
