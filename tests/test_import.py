@@ -499,3 +499,26 @@ def test_node_facts_from_mpiwrite_env_become_the_node_row(tmp_path, capsys):
     code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "x",
                         "--node-facts", bad)
     assert code == 2 and "--node-facts" in err
+
+
+@pytest.mark.timeout(60)
+def test_ior_json_with_two_tests_gives_two_records(tmp_path, capsys):
+    doc = json.loads((FIX / "fpp-write-fsync-i3.json").read_text())
+    second = json.loads(json.dumps(doc["tests"][0]))
+    second["TestID"] = second["Parameters"]["testID"] = 1
+    second["Parameters"]["repetitions"] = 1
+    second["Results"] = second["Results"][:1]
+    doc["tests"].append(second)
+    summary = dict(doc["summary"][0], TestID=1, repetitions=1,
+                   bwMeanMIB=second["Results"][0]["bwMiB"])
+    doc["summary"].append(summary)
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0 and "2 record(s) made" in out, err
+    got = {r.run_id[-1]: r for r in recs(tmp_path / "r")}
+    assert len(got["0"].iterations) == 3 and len(got["1"].iterations) == 1
+    assert got["1"].imported()["test"] == "test 1"
+    second["Results"] = []  # a test that announced a repetition and has none: refused
+    path.write_text(json.dumps(doc))
+    assert "0 of 1 repetitions" in _refused(capsys, tmp_path / "b", path)

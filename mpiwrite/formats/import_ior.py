@@ -310,6 +310,7 @@ def from_text(src: Source) -> List[Test]:
                      f"{errors[0][:160]}): nothing imported")
     if not any(ln.startswith("Finished") for ln in lines):
         raise refuse(src.path, "IOR's text has no `Finished` line: cut short; nothing imported")
+    warned = [ln.strip() for ln in lines if ln.startswith("WARNING")]
     head = _kv(lines[:12])
     command = head.get("Command line", "")
     flags = command_flags(command)
@@ -369,6 +370,7 @@ def from_text(src: Source) -> List[Test]:
                                               "open to the last close")
         test.derived["start_time"] = "IOR's StartTime: its host's local time, zone unknown"
         test.derived["host"] = "the second word of IOR's Machine line"
+        test.notes += [f"IOR warned: {w[:200]}" for w in warned[:8]]
         out.append(_finish(test))
     if not out:
         raise refuse(src.path, "IOR's text lists no test (no TestID line)")
