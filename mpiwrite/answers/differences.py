@@ -34,6 +34,8 @@ def differing_facts(a_runs, b_runs, keys_of) -> Dict[str, Dict[str, List[str]]]:
         a, b = va.get(k, {"-"}), vb.get(k, {"-"})
         if a != b:
             diff[k] = {"a": sorted(a)[:8], "b": sorted(b)[:8]}
+    for k in [k for k in diff if k.startswith("tag.") and diff.get(k[4:]) == diff[k]]:
+        del diff[k]  # tag.NAME, the alias of tag NAME: said once
     rpc = {"a": _rpc_size(a_runs), "b": _rpc_size(b_runs)}  # what the client did
     if all(v == v and v > 0 for v in rpc.values()) and abs(rpc["a"] / rpc["b"] - 1) > 0.1:
         diff["client write RPC size (bytes per RPC, from its counters)"] = {

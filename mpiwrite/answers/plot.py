@@ -128,6 +128,9 @@ def _iteration(rec, iteration):
     """(iteration, its per-rank rows): the last one unless chosen."""
     if not len(rec.iterations):
         raise ConfigError(f"run {rec.run_id} has no iterations")
+    if not len(rec.ranks) and rec.imported():
+        raise ConfigError(f"run {rec.run_id} was imported from {rec.imported().get('tool')}: "
+                          "it has no per-rank figures to draw (docs/import.md)")
     it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
     rows = rec.ranks[rec.ranks["iteration"] == it]
     if not len(rows):

@@ -19,6 +19,7 @@ import numpy as np
 from mpiwrite.errors import ConfigError, RecordError, why
 from mpiwrite.facts.nodeinfo import common_value, fact_keys
 from mpiwrite.formats import records
+from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
@@ -71,10 +72,15 @@ def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
     return out
 
 
+# Keys an imported record states itself (what params cannot say: "unknown").
+IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
+
+
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
     p = rec.params()
-    keys: Dict[str, Any] = dict(rec.keys())  # `client` derived there for old records
+    stored = rec.keys()  # `client` derived there for old records
+    keys: Dict[str, Any] = dict(stored)
     ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
     keys.update(
         run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
@@ -90,10 +96,21 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
         lustre_kernel=common_value([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
     )
+    imported = rec.imported()
+    if imported:  # what the importer read (or stated as unknown), not derived from params
+        for k in IMPORT_DECIDED:
+            if k in stored:
+                keys[k] = stored[k]
+        keys["mpi"] = "unknown"
+    keys["tool"] = str(imported.get("tool", "mpiwrite"))
+    keys["tool_version"] = str(imported.get("tool_version")
+                               or rec.attrs.get("mpiwrite_version") or "unknown")
     for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
         keys.setdefault(k, v)
     for k, v in rec.tags().items():  # a tag never shadows what was measured: tag.NAME then
         keys[k if k not in keys else f"tag.{k}"] = v
+    for k, v in rec.tags().items():  # and tag.NAME always names it, whatever a record's other
+        keys.setdefault(f"tag.{k}", v)  # keys (an imported record has no node facts to shadow)
     return keys
 
 
@@ -334,6 +351,8 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
 
         for it in its["iteration"]:
             rows = rec.ranks[rec.ranks["iteration"] == it]
+            if not len(rows):  # an imported record: no per-rank rows, no node figure
+                continue
             vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
         return vals
     if metric in CPU_METRICS:

@@ -47,7 +47,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
              f"{format_size(p.get('block_size') or 0)}, size "
              f"{format_size(p['size']) if p.get('size') else '-'}, time "
              f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
-             f"{store_keys.get('direct')}, layout {p.get('layout')}, target {p.get('target')}",
+             f"{store_keys.get('direct')}, layout {store_keys.get('layout')}, target "
+             f"{p.get('target') or '-'}",
              "keys: " + ", ".join(f"{k}={store_keys.get(k)}" for k in
                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")),
              ]
@@ -58,7 +59,9 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      "data files it left")
     if rec.tags():
         lines.append("tags: " + ", ".join(f"{k}={v}" for k, v in rec.tags().items()))
-    lines.append("nodes:")
+    lines += imported_lines(rec)
+    lines.append("nodes:" if rec.nodes or not rec.imported() else
+                 "nodes: none observed (imported; facts only as stated)")
     for i, n in enumerate(rec.nodes):
         lus = n.get("lustre") or {}
         off = rec.node_clock[i] if rec.node_clock is not None else (math.nan, math.nan)
@@ -93,7 +96,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             extra.append(f"client CPU up to {it['node_cpu_busy_max']:.0%} busy")
         if extra:
             lines.append("  " + "; ".join(extra))
-    if len(rec.iterations):
+    if len(rec.iterations) and not len(rec.ranks) and rec.imported():
+        lines.append("per rank: none (imported: the tool reports no per-rank figures on a "
+                     "common timeline)")
+    elif len(rec.iterations):
         it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
         rows = rec.ranks[rec.ranks["iteration"] == it]
         if not len(rows):
@@ -142,6 +148,33 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
         lines.append(f"error: iteration {e.get('iteration')} rank {e.get('rank')} on "
                      f"{e.get('host')}: {e.get('phase')} {e.get('path')}: {e.get('message')}")
     return "\n".join(printable(ln) for ln in lines)
+
+
+def imported_lines(rec) -> List[str]:
+    """Where an imported record came from and how far its figures go (docs/import.md)."""
+    imp = rec.imported()
+    if not imp:
+        return []
+    lines = [f"imported from {imp.get('tool')} {imp.get('tool_version')} ({imp.get('format')}), "
+             f"{imp.get('test')} of {imp.get('file')} (sha256 {imp.get('sha256')}), on "
+             f"{imp.get('imported_at')} by {imp.get('imported_by')}; command: "
+             f"{imp.get('command_source')}"]
+    if imp.get("exact"):
+        lines.append("  exact: " + ", ".join(map(str, imp["exact"])))
+    for k, v in (imp.get("derived") or {}).items():
+        lines.append(f"  derived: {k}: {v}")
+    if imp.get("unknown"):
+        lines.append("  unknown: " + ", ".join(map(str, imp["unknown"])))
+    if imp.get("stated_facts"):
+        lines.append("  stated by the user, not measured: " + ", ".join(
+            f"{k}={v}" for k, v in imp["stated_facts"].items()))
+    nf = imp.get("node_facts")
+    if isinstance(nf, dict):
+        lines.append(f"  node facts: {nf.get('file')} (host {nf.get('host')}, sha256 "
+                     f"{nf.get('sha256')}): {nf.get('note')}")
+    for note in imp.get("notes") or []:
+        lines.append(f"  note: {note}")
+    return lines
 
 
 def _n(x) -> Optional[float]:

@@ -52,7 +52,8 @@ LAZY = {"run": "mpiwrite.cli.runcmd:run", "verify": "mpiwrite.cli.commands:verif
         "report": "mpiwrite.cli.commands:report", "compare": "mpiwrite.cli.commands:compare",
         "show": "mpiwrite.cli.commands:show", "plot": "mpiwrite.cli.commands:plot",
         "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.clean:clean",
-        "study": "mpiwrite.cli.study:study", "explain": "mpiwrite.cli.explaincmd:explain"}
+        "study": "mpiwrite.cli.study:study", "explain": "mpiwrite.cli.explaincmd:explain",
+        "import": "mpiwrite.cli.importcmd:import_"}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY, context_settings={"help_option_names": ["-h", "--help"]})

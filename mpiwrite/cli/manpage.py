@@ -50,6 +50,9 @@ EXAMPLES = {
     "explain": ["mpiwrite explain results/",
                 "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
                 "--format json"],
+    "import": ["mpiwrite import ior-*.json --results results/ --tag site=a --fact checksums=on",
+               "mpiwrite import lmdd.txt --results results/ --command 'lmdd of=/lustre/f "
+               "bs=1M count=512 fsync=1' --fact lustre=1.6.5"],
 }
 
 EXIT_STATUS = {

@@ -108,6 +108,22 @@ class Checker:
             out[k] = v if isinstance(v, str) else json.dumps(v)
         return out
 
+    def imported(self, imp: Dict[str, Any]) -> Dict[str, Any]:
+        """An imported record's provenance (docs/import.md): the text fields are text, the
+        sha256 is 64 hex digits, the lists of figures are lists of text."""
+        for key in ("tool", "tool_version", "format", "file", "sha256", "test"):
+            self.text(f"imported.{key}", imp.get(key))
+        if not re.fullmatch(r"[0-9a-f]{64}", imp["sha256"]):
+            raise self.fail("imported.sha256", "expected 64 hexadecimal digits")
+        for key in ("exact", "unknown"):
+            if not isinstance(imp.get(key, []), list) or not all(
+                    isinstance(x, str) for x in imp.get(key, [])):
+                raise self.fail(f"imported.{key}", "expected a JSON array of strings")
+        for key in ("derived", "stated_facts"):
+            if not isinstance(imp.get(key, {}), dict):
+                raise self.fail(f"imported.{key}", "expected a JSON object")
+        return imp
+
     def node(self, i: int, facts: Any) -> Dict[str, Any]:
         where = f"nodes[{i}]"
         if not isinstance(facts, dict):

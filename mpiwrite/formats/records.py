@@ -121,6 +121,12 @@ class RunRecord:
     def warnings(self) -> List[str]:
         return self._json("warnings", [])
 
+    def imported(self) -> Dict[str, Any]:
+        """For a record imported from another tool's output (formats/imported.py): the tool,
+        file, sha256, exact/derived/unknown figures; {} for mpiwrite's own runs."""
+        value = self._json("imported", {})
+        return value if isinstance(value, dict) else {}
+
 
 def record_path(results: str, run_id: str) -> str:
     return os.path.join(results, f"mpiwrite-{run_id}{SUFFIX}")
@@ -253,6 +259,43 @@ def write(rec: RunRecord, path: str, folder: Optional[files.Folder] = None) -> N
         files.write_replacing(os.path.basename(path), data, folder.fd)
 
 
+def write_exclusive(rec: RunRecord, folder: files.Folder, name: str) -> bool:
+    """Create the record `name` in `folder` only if no file has that name (False if one has):
+    the whole file is written under a temporary name (O_EXCL|O_NOFOLLOW), fsync'd, then
+    hard-linked to `name` (which fails if it exists: two importers of one file cannot both
+    create it, and no reader sees half a record), and the temporary name removed."""
+    try:
+        data = image(rec)
+    except (RuntimeError, ValueError, TypeError, OSError) as exc:
+        raise OSError(errno.EIO, f"cannot build the record: {exc}", name) from None
+    for tmp in files.temp_names(name):
+        try:
+            files.write_new(tmp, data, dir_fd=folder.fd)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(errno.EEXIST, "no free temporary name", name)
+    try:
+        os.link(tmp, name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd, follow_symlinks=False)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:  # no hard links here (some FUSE filesystems): O_EXCL on the name
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        try:
+            files.write_new(name, data, dir_fd=folder.fd)
+            created = True
+        except FileExistsError:
+            created = False
+    finally:
+        os.unlink(tmp, dir_fd=folder.fd)
+    if created:
+        os.fsync(folder.fd)
+    return created
+
+
 def leftovers(folder: str, names: List[str]) -> List[str]:
     """Temporary records (of this folder's listing) that a killed run left behind."""
     return [os.path.join(folder, n) for n in sorted(names) if TMP_NAME.match(n)]
@@ -266,7 +309,7 @@ def _text(v) -> Any:
 
 
 ATTR_JSON = {"params": dict, "tags": dict, "keys": dict, "warnings": list, "stripe": object,
-             "environment": object, "processes": list}
+             "environment": object, "processes": list, "imported": dict}
 ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host", "error",
              "mpi_library", "mpiwrite_version")
 
@@ -325,6 +368,8 @@ def _read(h5, path: str) -> RunRecord:
         attrs["tags"] = ck.tags(attrs["tags"])
     for w in attrs.get("warnings", []):
         ck.text("warnings", w)
+    if "imported" in attrs:
+        ck.imported(attrs["imported"])
     nranks = ck.integer("ranks", attrs.get("ranks"), 1, recordcheck.MAX_RANKS)
     nnodes = ck.integer("nodes", attrs.get("nodes"), 0, nranks)
     for name in ("ranks", "iterations", "samples", "nodes", "nodes_raw", "errors"):

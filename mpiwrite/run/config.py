@@ -34,7 +34,7 @@ RUN_KEYS = (
     "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
     "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
     "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
-    "client",
+    "client", "tool", "tool_version",
 )
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 

@@ -1,0 +1,85 @@
+"""`import`: other tools' results (IOR, fio, lmdd, dd) as records beside mpiwrite's own."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.text import printable
+
+
+@click.command("import")
+@click.argument("files", nargs=-1, required=True)
+@click.option("--results", required=True, help="Folder for the records (made if missing).")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE",
+              help="A tag on every record made (repeatable), as `run --tag`.")
+@click.option("--fact", "facts", multiple=True, metavar="KEY=VALUE",
+              help="A node fact the output cannot show, e.g. checksums=on or lustre=1.6.5: "
+                   "recorded as stated by you, not measured; usable as a key in report --by "
+                   "(repeatable). Facts not given are recorded as unknown.")
+@click.option("--node-facts", default=None, metavar="FILE",
+              help="`mpiwrite env --json` taken on the client that ran the tool: its facts "
+                   "become the record's one node row (--fact still wins).")
+@click.option("--from", "tool", type=click.Choice(["ior", "fio", "lmdd", "dd"]), default=None,
+              help="The tool that wrote FILES [default: told from each file's content, which "
+                   "must agree with --from when given].")
+@click.option("--command", default="",
+              help="The command that produced FILES, where the output does not say it (lmdd, "
+                   "dd, IOR's CSV, fio): its block size, count and fsync/direct flags are "
+                   "read from it.")
+def import_(files, results, tags, facts, node_facts, tool, command):
+    """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output into records.
+
+    One record per IOR test, fio group or lmdd/dd summary line; its run id comes from the
+    file's sha256, so importing the same file again adds nothing. A file that is not what it
+    claims (cut short, another tool's, errors printed into it) is refused with one line and
+    nothing is written (exit 2); text IOR or fio printed into their output is removed with a
+    warning when what remains is whole. See docs/import.md."""
+    from mpiwrite.formats import importers, records
+    from mpiwrite.formats.imported import build, parse_facts, read_node_facts
+    from mpiwrite.run.config import parse_tags
+
+    tag_map = parse_tags(tags)
+    fact_map = parse_facts(facts)
+    node = read_node_facts(node_facts) if node_facts else None
+    both = sorted(set(tag_map) & set(fact_map))
+    if both:
+        raise ConfigError(f"--tag and --fact both name {', '.join(both)}; give each key once")
+    if "\n" in command or len(command) > 65536:
+        raise ConfigError("--command: one line of at most 64 KiB")
+    parsed = []  # every file is read and checked before any record is written
+    for path in files:
+        src, tests = importers.read_tests(path, tool, command)
+        parsed.append((src, tests))
+    try:
+        folder = records.open_results(results)
+    except OSError as exc:
+        raise RunError(f"--results: cannot write records in {results!r}: "
+                       f"{exc.strerror or exc}") from None
+    made = skipped = 0
+    try:
+        for src, tests in parsed:
+            for w in src.repairs:
+                sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")
+            for test in tests:
+                rec = build(test, src, tag_map, fact_map, node=node)
+                name = records.record_path("", rec.run_id)
+                try:
+                    created = records.write_exclusive(rec, folder, name)
+                except OSError as exc:
+                    raise RunError(f"{os.path.join(results, name)}: cannot write: "
+                                   f"{exc.strerror or exc}") from None
+                shown = printable(f"{src.path}: {test.label}")
+                if created:
+                    made += 1
+                    click.echo(f"{shown}: {test.tool} -> {printable(os.path.join(results, name))}")
+                else:
+                    skipped += 1
+                    sys.stderr.write(f"mpiwrite: {shown}: already imported as {rec.run_id} "
+                                     "(same file content): skipped, its record unchanged\n")
+    finally:
+        folder.close()
+    click.echo(f"{made} record(s) made, {skipped} already there")

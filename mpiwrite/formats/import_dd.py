@@ -1,0 +1,193 @@
+"""lmdd's and GNU dd's summary lines as imported tests (docs/import.md).
+
+Each summary line is one run of one process (one rank, one node, one iteration):
+- lmdd (lmbench): `X MB in Y secs, Z MB/sec`, MB = 10^6 bytes, X printed to 10^-4 MB;
+- GNU dd: `N bytes (...) copied, S s, R MB/s` after `a+b records in/out`; N is exact, the
+  rate is N / S (S as dd printed it).
+Neither prints its command: `--command` gives it (bs, count, fsync=1 / conv=fsync, oflag=direct
+are read from it), and a line whose bytes are not the command's bs x count is refused (the
+file holds runs of another command).  Without `--command` the durability is unknown.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Dict, List, Optional
+
+from mpiwrite.formats.imported import UNKNOWN, Phase, Source, Test, refuse
+from mpiwrite.text import printable
+from mpiwrite.units import format_size
+
+LMDD_LINE = re.compile(r"^\s*(\d+(?:\.\d+)?) MB in (\d+(?:\.\d+)?) secs, "
+                       r"(\d+(?:\.\d+)?) MB/sec\s*$")
+DD_LINE = re.compile(r"^(\d+) bytes? (?:\([^)]*\) )?copied, (\d+(?:\.\d+)?(?:e[-+]?\d+)?) s, "
+                     r"(\S+) ?(\S*B/s)$")
+DD_RECORDS = re.compile(r"^(\d+)\+(\d+) records (in|out)$")
+_DD_MULT = {"c": 1, "w": 2, "b": 512, "kB": 1000, "K": 1024, "k": 1024, "KiB": 1024}
+for _i, _p in enumerate("MGTPEZY", start=2):
+    _DD_MULT.update({f"{_p}B": 1000 ** _i, _p: 1024 ** _i, f"{_p}iB": 1024 ** _i})
+
+
+def dd_size(text: str) -> Optional[int]:
+    """GNU dd's N with its suffix (K=1024, kB=1000, M=2^20, MB=10^6, ...), or None."""
+    m = re.fullmatch(r"(\d+)([A-Za-z]*)", text.strip())
+    if not m or (m.group(2) and m.group(2) not in _DD_MULT):
+        return None
+    return int(m.group(1)) * _DD_MULT.get(m.group(2), 1)
+
+
+def lmdd_size(text: str) -> Optional[int]:
+    """lmdd's N with its suffix: k, m, g binary; K, M, G decimal (lmbench's lmdd.c)."""
+    m = re.fullmatch(r"(\d+)([kKmMgG]?)", text.strip())
+    if not m:
+        return None
+    mult = {"": 1, "k": 2**10, "K": 10**3, "m": 2**20, "M": 10**6, "g": 2**30, "G": 10**9}
+    return int(m.group(1)) * mult[m.group(2)]
+
+
+def _operands(command: str) -> Dict[str, str]:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))
+
+
+def _durability(test: Test, ops: Dict[str, str], tool: str) -> None:
+    p = test.params
+    if tool == "lmdd":
+        p["fsync"] = ops.get("fsync", "0") not in ("0", "")
+        p["direct"] = ops.get("direct", "0") not in ("0", "")
+        test.derived["params.fsync"] = "from --command: fsync=1 (lmdd's default: none)"
+    else:
+        conv = set(ops.get("conv", "").split(","))
+        oflag = set(ops.get("oflag", "").split(","))
+        p["fsync"] = bool(conv & {"fsync", "fdatasync"})
+        p["direct"] = "direct" in oflag
+        if oflag & {"sync", "dsync"}:
+            p["fsync"], p["fsync_every"] = True, 1
+            test.notes.append("oflag=sync/dsync: every write was synchronous")
+        test.derived["params.fsync"] = ("from --command: conv=fsync|fdatasync, oflag=sync|dsync "
+                                        "(dd's default: none)")
+    test.derived["params.direct"] = "from --command (oflag=direct for dd, direct=1 for lmdd)"
+
+
+def _expected(ops: Dict[str, str], tool: str) -> Optional[int]:
+    size = lmdd_size if tool == "lmdd" else dd_size
+    bs = size(ops.get("obs") or ops.get("bs") or "")
+    count = ops.get("count")
+    if bs and count and count.isdigit():
+        return bs * int(count)
+    return None
+
+
+def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command: str,
+          src: Source, original: Dict[str, str], exact_bytes: bool) -> Test:
+    test = Test(index=index, label=f"line {original['line']}", tool=tool, tool_version=version,
+                fmt=tool, ranks=1, nodes=1, command=command,
+                command_source="--command" if command else UNKNOWN)
+    test.write = Phase(bytes=[nbytes], MB_per_s=[rate])
+    test.original.append(original)
+    ops = _operands(command) if command else {}
+    size = lmdd_size if tool == "lmdd" else dd_size
+    bs = size(ops.get("obs") or ops.get("bs") or "") if command else None
+    if command:
+        want = _expected(ops, tool)
+        tolerance = 0 if tool == "dd" else 51  # lmdd prints MB to 4 decimals
+        if want is not None and abs(want - nbytes) > tolerance:
+            raise refuse(src.path, f"{test.label}: {nbytes} bytes, but --command says bs x "
+                         f"count = {want}: the file holds runs of other commands (split it "
+                         "and import each part with its own --command)")
+        if want is not None:
+            test.write.bytes = [want]
+            exact_bytes = True
+        _durability(test, ops, tool)
+        test.params["target"] = ops.get("of", "")
+        test.params["engine"] = tool
+    else:
+        test.unknown += ["params.fsync", "params.direct", "command_line"]
+    if bs:
+        test.params["block_size"] = bs
+    elif original.get("records_out"):
+        full = int(original["records_out"].split("+")[0])
+        if full and nbytes % full == 0 and original["records_out"].endswith("+0"):
+            test.params["block_size"] = nbytes // full
+            test.derived["params.block_size"] = "bytes / full records out"
+    test.params.update(size=test.write.bytes[0], iterations=1, layout="fpp")
+    fsync = test.params.get("fsync")
+    test.keys = {"layout": "fpp", "engine": tool,
+                 "fsync": UNKNOWN if fsync is None else (
+                     "every 1" if test.params.get("fsync_every") else ("on" if fsync else "off")),
+                 "direct": UNKNOWN if test.params.get("direct") is None else
+                 ("on" if test.params["direct"] else "off"),
+                 "block_size": format_size(test.params["block_size"])
+                 if test.params.get("block_size") else UNKNOWN}
+    test.exact += ["ranks (1 process)", "nodes (1)"] + (["bytes"] if exact_bytes else [])
+    if not exact_bytes:
+        test.derived["bytes"] = "lmdd's MB x 10^6, as printed (to 10^-4 MB)"
+    test.unknown += ["start_time", "host", "tool_version" if not version else "",
+                     "kernel", "lustre", "checksums", "fstype", "client"]
+    test.unknown = [u for u in test.unknown if u]
+    return test
+
+
+def parse_lmdd(src: Source, command: str = "") -> List[Test]:
+    out = []
+    lines = src.text.splitlines()
+    for number, ln in enumerate(lines, 1):
+        m = LMDD_LINE.match(ln)
+        if not m:
+            if ln.strip():
+                raise refuse(src.path, f"line {number}: {printable(ln[:80])!r} is not an lmdd "
+                             "summary line (`X MB in Y secs, Z MB/sec`)")
+            continue
+        mb, secs, rate = (float(x) for x in m.groups())
+        if secs <= 0:
+            raise refuse(src.path, f"line {number}: {secs} seconds")
+        t = _test(len(out), "lmdd", "", round(mb * 1e6), rate, command, src,
+                  {"line": str(number), "text": ln.strip()}, exact_bytes=False)
+        t.derived["aggregate_MB_per_s"] = "lmdd's MB/sec as printed (MB = 10^6 B)"
+        out.append(t)
+    if not out:
+        raise refuse(src.path, "no lmdd summary line (`X MB in Y secs, Z MB/sec`)")
+    return out
+
+
+def parse_dd(src: Source, command: str = "") -> List[Test]:
+    out = []
+    records: Dict[str, str] = {}
+    for number, raw in enumerate(src.text.replace("\r", "\n").splitlines(), 1):
+        ln = raw.strip()
+        r = DD_RECORDS.match(ln)
+        if r:
+            records[r.group(3)] = f"{r.group(1)}+{r.group(2)}"
+            continue
+        m = DD_LINE.match(ln)
+        if m:
+            nbytes, secs = int(m.group(1)), float(m.group(2))
+            if secs <= 0:
+                raise refuse(src.path, f"line {number}: {secs} seconds")
+            if "out" not in records:
+                continue  # a status=progress line: the summary comes after `records out`
+            t = _test(len(out), "dd", "", nbytes, nbytes / secs / 1e6, command, src,
+                      {"line": str(number), "text": ln, "records_in": records.get("in", ""),
+                       "records_out": records["out"]}, exact_bytes=True)
+            t.derived["aggregate_MB_per_s"] = ("bytes / seconds as dd printed them (its rate "
+                                               "column is rounded)")
+            if not records["out"].endswith("+0"):
+                t.notes.append(f"dd wrote {records['out']} records: the last one partial")
+            out.append(t)
+            records = {}
+            continue
+        if ln.startswith("dd: "):
+            raise refuse(src.path, f"line {number}: dd reported {printable(ln[:120])!r}: "
+                         "nothing imported")
+        if ln and not ln.startswith(("$", "#")) and not re.match(r"^\d+ bytes .* copied", ln):
+            raise refuse(src.path, f"line {number}: {printable(ln[:80])!r} is not dd output")
+    if records:
+        raise refuse(src.path, "`records in/out` without a summary line after them: cut "
+                     "short; nothing imported")
+    if not out:
+        raise refuse(src.path, "no dd summary line (`N bytes (...) copied, S s, R MB/s`)")
+    return out

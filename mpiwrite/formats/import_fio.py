@@ -1,0 +1,189 @@
+"""fio's `--output-format=json` (and `json+`) as imported tests (docs/import.md).
+
+One test per fio group (`groupid`): the jobs of a group ran together, like the ranks of one
+run, so the group is one run with a rank per job (`numjobs` of a `group_reporting` entry).
+Its figure is fio's group aggregate: the bytes of all its jobs over the longest job's runtime,
+as fio's own "Run status group" line computes it; per-job figures are kept in `original`.  Write
+and read go to the write and read columns.  fio runs each job once: one iteration.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+from mpiwrite.formats.imported import (
+    UNKNOWN,
+    Phase,
+    Source,
+    Test,
+    iso_utc,
+    refuse,
+    size_text,
+)
+from mpiwrite.text import printable
+from mpiwrite.units import format_size
+
+# fio options that decide durability, in the order they are named
+_FSYNC_EVERY = ("fsync", "fdatasync")
+_FSYNC_END = ("end_fsync", "fsync_on_close")
+
+
+def _doc(src: Source) -> Dict[str, Any]:
+    text = src.text
+    start = text.find("{")
+    if start < 0:
+        raise refuse(src.path, "no JSON object: not fio's JSON output")
+    before = text[:start].strip().splitlines()
+    failed = [ln for ln in before if "error" in ln.lower()]
+    if failed:
+        raise refuse(src.path, f"fio reported {printable(failed[0][:120])!r} before its JSON: "
+                     "nothing imported")
+    if before:  # fio's notes on stderr when both went to one file
+        src.repairs.append(f"ignored {len(text[:start].strip().splitlines())} line(s) printed "
+                           "before fio's JSON ("
+                           f"{text[:start].strip().splitlines()[0][:100]!r})")
+    body = text[start:]
+    try:
+        doc, end = json.JSONDecoder().raw_decode(body)
+    except ValueError as exc:
+        raise refuse(src.path, f"not valid JSON ({str(exc)[:80]}): cut short, or not fio's "
+                     "JSON output") from None
+    if body[end:].strip():
+        raise refuse(src.path, "text after fio's JSON (several outputs in one file?); import "
+                     "each output from its own file")
+    if not isinstance(doc, dict) or "fio version" not in doc or not isinstance(
+            doc.get("jobs"), list):
+        raise refuse(src.path, "JSON without fio's `fio version` and `jobs`: not fio's output")
+    return doc
+
+
+def _num(d: Dict[str, Any], key: str, path: str, where: str) -> float:
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        raise refuse(path, f"{where}: {key} is {printable(repr(v))[:40]}, not a count")
+    return float(v)
+
+
+def _options(doc: Dict[str, Any], job: Dict[str, Any]) -> Dict[str, str]:
+    opts = dict(doc.get("global options") or {})
+    opts.update(job.get("job options") or {})
+    return {str(k): str(v) for k, v in opts.items()}
+
+
+def _on(opts: Dict[str, str], name: str) -> bool:
+    return opts.get(name, "0").strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def _durability(test: Test, opts: Dict[str, str]) -> None:
+    p = test.params
+    every = next((opts[k] for k in _FSYNC_EVERY if k in opts and opts[k].isdigit()
+                  and int(opts[k]) > 0), None)
+    end = any(_on(opts, k) for k in _FSYNC_END)
+    p["fsync"] = bool(every or end)
+    if every:
+        p["fsync_every"] = int(every)
+    p["direct"] = _on(opts, "direct")
+    how = [k for k in _FSYNC_EVERY + _FSYNC_END + ("direct", "sync") if k in opts]
+    test.derived["params.fsync"] = ("from the job options " + ", ".join(how) if how else
+                                    "fio's default: no fsync, no O_DIRECT")
+    if _on(opts, "sync"):
+        test.notes.append("sync=1: every write was O_SYNC")
+
+
+def _kb_base(opts: Dict[str, str]) -> int:
+    return 1000 if opts.get("kb_base") == "1000" else 1024
+
+
+def parse(src: Source, command: str = "") -> List[Test]:
+    doc = _doc(src)
+    version = str(doc.get("fio version", ""))
+    stamp = doc.get("timestamp")
+    groups: Dict[int, List[Dict[str, Any]]] = {}
+    for i, job in enumerate(doc["jobs"]):
+        if not isinstance(job, dict):
+            raise refuse(src.path, f"jobs[{i}] is not a job")
+        err = job.get("error")
+        if err:
+            raise refuse(src.path, f"fio job {printable(job.get('jobname'))!r} ended with "
+                         f"error {printable(err)}: nothing imported")
+        groups.setdefault(int(job.get("groupid", 0)), []).append(job)
+    if not groups:
+        raise refuse(src.path, "fio's JSON lists no job")
+    out = []
+    for index, (gid, jobs) in enumerate(sorted(groups.items())):
+        names = sorted({str(j.get("jobname")) for j in jobs})
+        label = f"group {gid} (job {', '.join(names)[:60]})"
+        opts = _options(doc, jobs[0])
+        numjobs = int(opts["numjobs"]) if opts.get("numjobs", "").isdigit() else 1
+        # group_reporting (given on the command line it is in no options): one entry for
+        # numjobs clones; without it, an entry per clone
+        reporting = _on(opts, "group_reporting") or (len(jobs) == 1 and numjobs > 1)
+        ranks = numjobs if reporting else len(jobs)
+        test = Test(index=index, label=label, tool="fio", tool_version=version, fmt="fio-json",
+                    ranks=ranks, nodes=1, command=command,
+                    command_source="--command" if command else UNKNOWN)
+        if isinstance(stamp, (int, float)) and stamp > 0:
+            longest = max(float(j.get("job_runtime") or 0) for j in jobs) / 1e3
+            test.end_time = iso_utc(stamp)
+            test.start_time = iso_utc(stamp - longest)
+            test.derived["start_time"] = ("fio's timestamp (when it reported, UTC) less the "
+                                          "longest job_runtime")
+        phases = {}
+        for op in ("write", "read"):
+            parts = [j.get(op) or {"io_bytes": 0, "runtime": 0, "total_ios": 0} for j in jobs]
+            where = f"{label}: {op}"
+            nbytes = sum(int(_num(p, "io_bytes", src.path, where)) for p in parts)
+            if not nbytes:
+                continue
+            runtime = max(_num(p, "runtime", src.path, where) for p in parts) / 1e3
+            if runtime <= 0:
+                raise refuse(src.path, f"{where}: {nbytes} bytes in a runtime of 0 ms")
+            ios = sum(int(_num(p, "total_ios", src.path, where)) for p in parts)
+            phases[op] = Phase(bytes=[nbytes], MB_per_s=[nbytes / runtime / 1e6])
+            if ios and op == "write" and nbytes % ios == 0:
+                test.params["block_size"] = nbytes // ios
+            test.original.append({"operation": op, "jobs": [
+                {"jobname": j.get("jobname"), "io_bytes": p.get("io_bytes"),
+                 "bw_bytes": p.get("bw_bytes"), "runtime_ms": p.get("runtime"),
+                 "iops": p.get("iops"), "total_ios": p.get("total_ios")}
+                for j, p in zip(jobs, parts)]})
+        test.write, test.read = phases.get("write"), phases.get("read")
+        if "block_size" not in test.params and opts.get("bs"):
+            try:
+                test.params["block_size"] = size_text(opts["bs"].split(",")[0],
+                                                      base=_kb_base(opts))
+            except ValueError:
+                pass
+        if test.write and test.params.get("block_size"):
+            test.params["size"] = test.write.bytes[0] // max(ranks, 1)
+        test.params.update(iterations=1, engine=f"fio {opts.get('ioengine', 'psync')}",
+                           target=opts.get("filename") or opts.get("directory") or "")
+        test.params["layout"] = "shared" if opts.get("filename") and ranks > 1 else "fpp"
+        _durability(test, opts)
+        test.keys = {"fsync": f"every {test.params['fsync_every']}"
+                     if test.params.get("fsync_every") else
+                     ("on" if test.params["fsync"] else "off"),
+                     "direct": "on" if test.params["direct"] else "off",
+                     "layout": test.params["layout"], "engine": test.params["engine"],
+                     "block_size": format_size(test.params["block_size"])
+                     if test.params.get("block_size") else UNKNOWN}
+        test.exact += ["bytes (io_bytes)", "read_bytes", "tool_version"] + \
+            ([] if reporting else ["ranks (jobs)"])
+        test.exact += [
+                       "end_time (fio's timestamp)"]
+        test.derived.update({
+            "aggregate_MB_per_s": "the group's io_bytes / its longest runtime (fio's group "
+                                  "aggregate), in 10^6 B/s; fio's runtime is in ms",
+            "params.block_size": "io_bytes / total_ios (else the bs option)",
+            "params.layout": "shared when the jobs name one filename, else a file per job",
+            "nodes": "1: fio runs its jobs on the host it runs on (client/server mode aside)"})
+        if test.read:
+            test.derived["read_aggregate_MB_per_s"] = "as the write figure, for reads"
+        if reporting:
+            test.notes.append("group_reporting: fio summed its jobs into one entry")
+            test.derived["ranks"] = "numjobs of the group's one entry (group_reporting)"
+        test.unknown += ["host", "kernel", "lustre", "checksums", "fstype", "client"] + \
+            ([] if command else ["command_line"])
+        out.append(test)
+    return out

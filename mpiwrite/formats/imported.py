@@ -1,0 +1,336 @@
+"""Other tools' results as mpiwrite records: what every importer shares (docs/import.md).
+
+An importer (import_ior.py, import_fio.py, import_dd.py) turns the text of one file into
+`Test`s: one per test of IOR, per group of fio jobs, per summary line of lmdd or dd.  This
+module reads the file (a regular file, bounded in size), tells which tool wrote it, and builds
+the record of each test: its iterations hold the tool's figures converted to mpiwrite's units;
+it has no per-rank rows (none of these tools times each rank on a common timeline: IOR reports
+aggregates only, fio per job without a common clock, dd one process), no node rows (nothing was
+observed on a node), and an `imported` attribute that says from what file (path, sha256), by
+which tool and version, which figures are exact, which derived and which unknown, and which
+facts the user stated.  Pure: no MPI, no command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import errno
+import hashlib
+import json
+import math
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from mpiwrite import __version__, files
+from mpiwrite.errors import ConfigError
+from mpiwrite.formats.summary import ITER_DTYPE
+from mpiwrite.text import clean, printable
+
+MAX_INPUT_BYTES = 64 * 2**20  # larger files are refused before they are read
+TOOLS = ("ior", "fio", "lmdd", "dd")
+# The node facts every run has as keys; unknown unless the user states them (--fact).
+FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client",
+             "lustre_kernel")
+# Run keys an importer decides from the file (params cannot say "unknown"): run_keys takes
+# them from the record's `keys` attribute for an imported record.
+DECIDED_KEYS = ("fsync", "direct", "layout", "engine", "block_size")
+# Keys the file decides: a --fact may not state them.
+NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size", "size",
+             "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
+             "fsync_every", "mpi", "engine", "tool", "tool_version")
+UNKNOWN = "unknown"
+MIB_TO_MB = 2**20 / 1e6
+
+
+class ImportRefused(ConfigError):
+    """A file that is not what it claims: one line naming the file and why (exit 2)."""
+
+
+@dataclasses.dataclass
+class Phase:
+    """One operation (write or read) over the test's repetitions: per iteration the bytes
+    moved and the tool's rate in MB/s (10^6 B/s)."""
+    bytes: List[int]
+    MB_per_s: List[float]
+    open_included: bool = False  # the tool's time starts at the open (IOR's bandwidth)
+
+
+@dataclasses.dataclass
+class Test:
+    """One run as another tool reported it, in mpiwrite's terms."""
+    index: int  # its place in the file: part of the run id
+    label: str  # "test 0", "group 0 (jobs w)", "line 2": for messages
+    tool: str
+    tool_version: str
+    fmt: str  # ior-json, ior-text, ior-csv, fio-json, lmdd, dd
+    ranks: int
+    nodes: int = 0  # 0: unknown
+    host: str = UNKNOWN
+    command: str = ""
+    command_source: str = UNKNOWN  # "file", "--command" or "unknown"
+    start_time: str = ""  # ISO 8601; "" unknown
+    end_time: str = ""
+    time_note: str = ""
+    params: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    keys: Dict[str, str] = dataclasses.field(default_factory=dict)  # DECIDED_KEYS
+    write: Optional[Phase] = None
+    read: Optional[Phase] = None
+    exact: List[str] = dataclasses.field(default_factory=list)
+    derived: Dict[str, str] = dataclasses.field(default_factory=dict)
+    unknown: List[str] = dataclasses.field(default_factory=list)
+    original: List[Dict[str, Any]] = dataclasses.field(default_factory=list)  # the tool's own
+    notes: List[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Source:
+    path: str
+    sha256: str
+    size_bytes: int
+    text: str
+    repairs: List[str] = dataclasses.field(default_factory=list)  # warnings of repairs made
+
+
+def refuse(path: str, why: str) -> ImportRefused:
+    return ImportRefused(f"{printable(path)}: {printable(why)}")
+
+
+def read_source(path: str) -> Source:
+    """The file's text: a regular file (a FIFO or device is refused without blocking), at
+    most MAX_INPUT_BYTES, UTF-8 (other bytes kept as escapes in what is stored)."""
+    try:
+        data = files.read_regular(path, MAX_INPUT_BYTES)
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            raise refuse(path, f"larger than {MAX_INPUT_BYTES // 2**20} MiB; refused "
+                         "(no tool's summary is that large)") from None
+        raise refuse(path, f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        raise refuse(path, "holds NUL bytes: a binary file, not a tool's output")
+    text = data.decode("utf-8", "surrogateescape")
+    return Source(path=path, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
+                  text=text)
+
+
+_IOR_TEXT = re.compile(r"^IOR-\S+: MPI Coordinated Test of Parallel I/O", re.M)
+_IOR_CSV = re.compile(r"^access,bw\(MiB/s\),IOPS,", re.M)
+_LMDD = re.compile(r"^\s*\d+(?:\.\d+)? MB in \d+(?:\.\d+)? secs, \d+(?:\.\d+)? MB/sec\s*$",
+                   re.M)
+_DD = re.compile(r"^\d+ bytes (?:\([^)]*\) )?copied, ", re.M)
+
+
+def detect(text: str) -> Optional[str]:
+    """Which tool wrote this text (ior, fio, lmdd, dd), or None."""
+    head = text[:4096]
+    if '"fio version"' in head:
+        return "fio"
+    if _IOR_TEXT.search(head) or _IOR_CSV.search(head) or (
+            '"Version"' in head and '"Command line"' in head and '"tests"' in text[:65536]):
+        return "ior"
+    if _DD.search(text) or re.search(r"^\d+\+\d+ records (?:in|out)$", text, re.M):
+        return "dd"
+    if _LMDD.search(text):
+        return "lmdd"
+    return None
+
+
+def what_it_is(text: str) -> str:
+    """A few words on what a file looks like, for the line that refuses it."""
+    tool = detect(text)
+    if tool:
+        return f"{tool} output"
+    stripped = text.lstrip()
+    if not stripped:
+        return "an empty file"
+    if stripped[:1] in "{[":
+        return "JSON of no tool known here"
+    return "text of no tool known here"
+
+
+def run_id(src: Source, tool: str, index: int) -> str:
+    """The same file (same bytes) gives the same id, wherever it is: imported once."""
+    return f"import-{tool}-{src.sha256[:16]}-{index}"
+
+
+def parse_facts(items) -> Dict[str, str]:
+    """--fact KEY=VALUE: node facts the user states (not measured); ConfigError otherwise."""
+    out: Dict[str, str] = {}
+    for text in items:
+        if "=" not in text:
+            raise ConfigError(f"--fact: {printable(text)!r} is not KEY=VALUE")
+        key, value = (s.strip() for s in text.split("=", 1))
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$", key):
+            raise ConfigError(f"--fact: key {printable(key)!r} must start with a letter and "
+                              "use [A-Za-z0-9_.-]")
+        if key in NOT_FACTS:
+            raise ConfigError(f"--fact: {key!r} is read from the file, not stated; give "
+                              "another key (or a --tag)")
+        if key in out:
+            raise ConfigError(f"--fact: key {key!r} given twice")
+        if not value or len(value) > 1024 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ConfigError(f"--fact: value of {key!r} must be 1 to 1024 characters "
+                              "without control characters")
+        out[key] = value
+    return out
+
+
+MAX_NODE_FACTS_BYTES = 16 * 2**20
+
+
+def read_node_facts(path: str) -> Dict[str, Any]:
+    """A node's facts from `mpiwrite env --json` (taken on the client that ran the tool):
+    checked as a record's node is; ConfigError naming the file otherwise."""
+    from mpiwrite.errors import RecordError
+    from mpiwrite.formats.recordcheck import Checker
+
+    try:
+        data = files.read_regular(path, MAX_NODE_FACTS_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"--node-facts: {printable(path)}: {exc.strerror or exc}") from None
+    ck = Checker(f"--node-facts: {printable(path)}")
+    try:
+        facts = ck.node(0, ck.json("facts", data.decode("utf-8", "replace"), dict))
+    except RecordError as exc:
+        raise ConfigError(f"{exc} (expected the output of `mpiwrite env --json`)") from None
+    if not isinstance(facts.get("fs"), dict) or "kernel" not in facts:
+        raise ConfigError(f"--node-facts: {printable(path)}: not the output of "
+                          "`mpiwrite env --json`")
+    facts.pop("raw", None)
+    facts["raw"] = {}
+    facts["node_facts_source"] = {"file": os.path.abspath(path),
+                                  "sha256": hashlib.sha256(data).hexdigest()}
+    return facts
+
+
+def iso_utc(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def ctime_local(text: str) -> str:
+    """'Tue Dec  1 09:02:33 2026' (a tool's local time, zone not said) as ISO 8601 without a
+    zone, or '' when it does not parse."""
+    try:
+        t = datetime.datetime.strptime(" ".join(str(text).split()), "%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return ""
+    return t.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _finite(x: float) -> float:
+    return float(x) if x is not None and math.isfinite(float(x)) else math.nan
+
+
+def iterations(test: Test) -> np.ndarray:
+    """The record's iteration table from the test's phases (the rest NaN: not measured)."""
+    n = max(len(test.write.bytes) if test.write else 0, len(test.read.bytes) if test.read else 0)
+    out = np.zeros(n, dtype=ITER_DTYPE)
+    for name in ITER_DTYPE.names:
+        if ITER_DTYPE[name].kind == "f":
+            out[name] = np.nan
+    out["iteration"] = np.arange(n)
+    out["ranks"] = test.ranks
+    out["slowest_rank"] = out["fastest_rank"] = -1
+    w, r = test.write, test.read
+    for i in range(n):
+        if w and i < len(w.bytes):
+            out["bytes"][i] = w.bytes[i]
+            out["aggregate_MB_per_s"][i] = _finite(w.MB_per_s[i])
+            if w.open_included:
+                out["aggregate_with_open_MB_per_s"][i] = _finite(w.MB_per_s[i])
+        if r and i < len(r.bytes):
+            out["read_bytes"][i] = r.bytes[i]
+            out["read_aggregate_MB_per_s"][i] = _finite(r.MB_per_s[i])
+    return out
+
+
+def _keys(test: Test, facts: Dict[str, str], node: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    measured: Dict[str, Any] = {}
+    if node is not None:
+        from mpiwrite.facts.nodeinfo import summary_value
+
+        measured = {k: summary_value(node, k) for k in FACT_KEYS}
+    keys: Dict[str, Any] = {k: facts.get(k, measured.get(k, UNKNOWN)) for k in FACT_KEYS}
+    keys.update({k: v for k, v in facts.items() if k not in FACT_KEYS})
+    for k in DECIDED_KEYS:
+        keys[k] = str(test.keys.get(k, UNKNOWN))
+    return keys
+
+
+def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
+          now: Optional[float] = None, node: Optional[Dict[str, Any]] = None):
+    """The RunRecord of one imported test; `node`: the facts of the client it ran on
+    (read_node_facts), its one node row."""
+    import time
+
+    from mpiwrite.formats.records import RunRecord
+
+    stated_unknown = [k for k in FACT_KEYS if k not in facts and node is None]
+    imported = {
+        "tool": test.tool, "tool_version": test.tool_version or UNKNOWN, "format": test.fmt,
+        "file": os.path.abspath(src.path), "sha256": src.sha256, "size_bytes": src.size_bytes,
+        "test": test.label, "index": test.index,
+        "imported_at": iso_utc(time.time() if now is None else now),
+        "imported_by": f"mpiwrite {__version__}",
+        "command_source": test.command_source, "time_note": test.time_note,
+        "exact": sorted(x for x in set(test.exact)
+                        if test.read or not x.startswith("read_")),
+        "derived": dict(sorted(test.derived.items())),
+        "unknown": sorted((set(test.unknown) | set(stated_unknown)) - set(facts)
+                          - (set(FACT_KEYS) if node is not None else set())),
+        "stated_facts": dict(facts), "original": test.original,
+        "per_rank": "none: the tool reports no per-rank figures on a common timeline",
+        "repairs": list(src.repairs), "notes": list(test.notes),
+    }
+    if node is not None:
+        imported["node_facts"] = dict(node["node_facts_source"], host=node.get("host"),
+                                      note="read by `mpiwrite env --json` on the client, "
+                                           "not during this run: one node row stands for "
+                                           "every node")
+    params = dict(test.params)
+    params.setdefault("iterations", len(iterations(test)))
+    attrs = {
+        "run_id": run_id(src, test.tool, test.index), "status": "complete",
+        "start_time": test.start_time, "end_time": test.end_time,
+        "command_line": clean(test.command) if test.command else "",
+        "host": clean(test.host), "error": "", "mpi_library": "",
+        "ranks": int(test.ranks), "nodes": int(test.nodes),
+        "params": params, "tags": dict(tags), "keys": _keys(test, facts, node),
+        "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs],
+        "notes": list(test.notes), "first_done_note": "", "imported": imported,
+    }
+    return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=iterations(test),
+                     nodes=[json.loads(json.dumps(node))] if node is not None else [])
+
+
+def check_test(test: Test, path: str) -> None:
+    """What every imported test must have, else the file is refused (never half-read)."""
+    if not 1 <= test.ranks <= 10**7:
+        raise refuse(path, f"{test.label}: {test.ranks} tasks is not a count of processes")
+    if test.nodes < 0 or test.nodes > test.ranks:
+        raise refuse(path, f"{test.label}: {test.nodes} nodes for {test.ranks} tasks")
+    for name, ph in (("write", test.write), ("read", test.read)):
+        if ph is None:
+            continue
+        if len(ph.bytes) != len(ph.MB_per_s) or not ph.bytes:
+            raise refuse(path, f"{test.label}: {name}: no complete repetition")
+        for b, rate in zip(ph.bytes, ph.MB_per_s):
+            if b < 0 or not math.isfinite(rate) or rate < 0:
+                raise refuse(path, f"{test.label}: {name}: a repetition with "
+                             f"{b} bytes at {rate} MB/s")
+    if test.write is None and test.read is None:
+        raise refuse(path, f"{test.label}: neither a write nor a read result")
+
+
+def size_text(text: str, binary_letters: str = "kmgtpe", base: int = 1024) -> int:
+    """'64m', '1M', '256k', '16777216' as bytes with powers of `base` (IOR's and fio's
+    suffixes); ValueError otherwise."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgtpe]?)(?:i?b)?\s*", str(text), re.I)
+    if not m:
+        raise ValueError(text)
+    power = binary_letters.index(m.group(2).lower()) + 1 if m.group(2) else 0
+    return int(m.group(1)) * base ** power
