@@ -81,6 +81,11 @@ class Samples:
         self.keys: Dict[str, List[str]] = {
             k: [printable(keys_of(r).get(k, "-")) for r in self.runs]
             for k in sorted(names, key=_order) if k not in IDENTITY_KEYS}
+        for k in [k for k in self.keys if k.startswith("tag.")]:
+            # `tag.NAME` names the tag NAME on every record (results.run_keys): the same key
+            # twice where NAME is the tag itself, not a restatement to name
+            if self.keys.get(k[4:]) == self.keys[k]:
+                del self.keys[k]
 
     def per_sample(self, key: str) -> List[str]:
         col = self.keys[key]
