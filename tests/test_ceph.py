@@ -15,9 +15,10 @@ import ceph as cephlib
 import hosts as hostlib
 import pytest
 import testbed
-from common import MPIWRITE, cli, only_record, records_in
+from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
 
 from mpiwrite.facts import fs_fuse
+from mpiwrite.formats import records
 from mpiwrite.facts.fscommon import command
 from mpiwrite.facts.sysroot import Reader
 
@@ -191,3 +192,78 @@ def test_why_not_names_what_is_missing(monkeypatch):
     reason = cephlib.why_not()
     if os.path.exists("/dev/fuse"):
         assert reason.startswith("ceph-mds not installed (apt-get install ceph-mon ")
+
+
+OC_SETTING = """#!/bin/bash
+# occ get | occ set VALUE: this host's ceph-fuse client_oc_max_dirty, through its own admin
+# socket (the host's name is its client id), as a study's [[setting]] runs it on each node
+sock={top}/run/ceph-client.$(hostname).asok
+if [ "$1" = get ]; then
+  ceph -c {conf} --admin-daemon "$sock" config get client_oc_max_dirty |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["client_oc_max_dirty"])'
+else
+  ceph -c {conf} --admin-daemon "$sock" config set client_oc_max_dirty "$2"
+fi
+"""
+
+
+@pytest.mark.mpi
+def test_client_oc_max_dirty_as_a_study_setting_axis(bed):
+    """The A/B above as a study: a [[setting]] axis applied by one rank per host through its
+    admin socket before each point, 2 repetitions interleaved, one launch over 3 hosts.  Each
+    record's client facts show the value its point set, `compare` and `explain` name
+    client_oc_max_dirty, and the default is back on every host at the end."""
+    occ = os.path.join(bed.folder, "occ")
+    with open(occ, "w") as fh:
+        fh.write(OC_SETTING.format(top=bed.fs.top, conf=bed.fs.conf))
+    os.chmod(occ, 0o755)
+    res = os.path.join(bed.folder, "study-oc")
+    study = os.path.join(bed.folder, "oc.toml")
+    with open(study, "w") as fh:
+        fh.write(f"""
+[study]
+name = "oc"
+target = "{bed.target('study-oc')}"
+results = "{res}"
+repeat = 2
+
+[run]
+size = "32MiB"
+progress_interval = 0
+
+[[setting]]
+name = "client_oc_max_dirty"
+values = ["{DEFAULT_MAX_DIRTY}", "0"]
+set = "{occ} set {{value}}"
+get = "{occ} get"
+""")
+    try:
+        out = bounded(bed.command(HOSTS, ["study", "run", study]), 240, cwd=bed.folder,
+                      env=clean_env())
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+    finally:
+        _set_everywhere(bed, DEFAULT_MAX_DIRTY)
+    recs = [records.read(p) for p in records_in(res)]
+    assert len(recs) == 4 and all(r.status == "complete" for r in recs)
+    for rec in recs:
+        value = rec.tags()["setting.client_oc_max_dirty"]
+        assert sorted(n["host"] for n in rec.nodes) == ["h0", "h1", "h2"]
+        assert {n["client"]["config"]["client_oc_max_dirty"] for n in rec.nodes} == {value}
+    for i in range(HOSTS):  # `get` read the default before the study; restored after it
+        got = bed.fs.client_admin(i, "config", "get", "client_oc_max_dirty")
+        assert got["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
+    cmp = cli(["compare", f"setting.client_oc_max_dirty={DEFAULT_MAX_DIRTY}",
+               "setting.client_oc_max_dirty=0", "--in", res, "--json"], cwd=bed.folder)
+    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+    diff = json.loads(cmp.stdout)["differing_facts"]
+    assert diff["client.config.client_oc_max_dirty"] == {"a": [DEFAULT_MAX_DIRTY], "b": ["0"]}
+    exp = cli(["explain", res, "--format", "json"], cwd=bed.folder)
+    assert exp.returncode == 0, exp.stderr
+    factors = json.loads(exp.stdout)["factors"]
+    named = [k for f in factors for k in f["keys"]]
+    assert "setting.client_oc_max_dirty" in named or \
+        "client.config.client_oc_max_dirty" in named, factors
+    report = cli(["study", "report", study], cwd=bed.folder)
+    assert report.returncode == 0 and "client_oc_max_dirty 0 vs" in report.stdout, \
+        report.stdout + report.stderr
+    bed.h.run(0, f"rm -rf {bed.target('study-oc')}", timeout=60)
