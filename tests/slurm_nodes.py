@@ -153,6 +153,7 @@ class SlurmNodes:
         self.slurmctld: Optional[subprocess.Popen] = None
         self.slurmd: Dict[str, subprocess.Popen] = {}
         self.mounted: Dict[int, List[str]] = {}  # host index -> mount points, innermost last
+        self.local = os.path.join(self.dir, "local")  # each node's own tmpfs (node-local disk)
         self.made: List[tuple] = []
         self.outputs: Dict[str, str] = {}
         self.cgroups_before = set(self._cgroups())
@@ -179,7 +180,7 @@ class SlurmNodes:
         return self
 
     def _folders(self) -> None:
-        for sub in ("state", "run", "log", "munge", "jobs"):
+        for sub in ("state", "run", "log", "munge", "jobs", "local"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
         for name in self.names:
             os.makedirs(os.path.join(self.dir, "spool", name), exist_ok=True)
@@ -247,9 +248,12 @@ class SlurmNodes:
             raise RuntimeError("the head node's namespaces could not be made")
 
     def _node_mounts(self, i: int) -> None:
-        """The node's own /etc/hosts (bind-mounted in its mount namespace only)."""
+        """The node's own /etc/hosts (bind-mounted in its mount namespace only), and its own
+        local disk: a tmpfs at `self.local`, the same path on every node with each node's own
+        contents, as /tmp or /local is on a cluster (jobscript --stage unpacks into it)."""
         self._on(i, f"mount --bind {self.dir}/hosts /etc/hosts")
-        self.mounted[i] = ["/etc/hosts"]
+        self._on(i, f"mount -t tmpfs -o size=1g,mode=1777 mwlocal {self.local}")
+        self.mounted[i] = ["/etc/hosts", self.local]
 
     def _on(self, i: int, cmd: str, check: bool = True) -> subprocess.CompletedProcess:
         out = self.h.run(i, cmd, timeout=30)

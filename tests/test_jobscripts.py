@@ -146,6 +146,34 @@ def test_a_time_limit_shorter_than_the_runs_is_warned(tmp_path):
     assert fits.returncode == 0 and "warning" not in fits.stderr
 
 
+def test_stage_sends_then_runs_from_the_node_local_copy(tmp_path):
+    """--stage: one sbcast (never -f: a file already there is not ours), an unpack per node
+    into a folder the job creates (mkdir without -p), the runs and the report from it, and
+    the folder removed at the end; refused for a missing tarball or a shared folder."""
+    tar = tmp_path / "env.tar.gz"
+    tar.write_bytes(b"")
+    out = cli(["jobscript", "--nodes", "2", "--stage", str(tar), "--stage-dir", "/local/mw",
+               "--", "d", "-s", "1M"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    send = lines.index(next(ln for ln in lines if ln.startswith("sbcast ")))
+    assert lines[send] == ('sbcast "$STAGE_TAR" "$STAGE_DIR.tar.gz" || { echo "mpiwrite: '
+                           'sbcast of $STAGE_TAR failed" >&2; exit 1; }')
+    assert "sh -c 'set -e; mkdir \"$1\"; tar -xzf" in lines[send + 1]
+    assert lines[send + 2] == 'MPIWRITE="$STAGE_DIR/bin/mpiwrite"'
+    run = next(i for i, ln in enumerate(lines) if '"$MPIWRITE" run' in ln)
+    clean = next(i for i, ln in enumerate(lines) if 'rm -rf "$STAGE_DIR"' in ln)
+    assert send < run < clean and lines[-1] == 'exit "$status"'
+    assert "STAGE_DIR=/local/mw" in lines and f"STAGE_TAR={tar}" in lines
+    assert subprocess.run(["bash", "-n"], input=out.stdout, text=True,
+                          timeout=30).returncode == 0
+    for args, message in ((["--stage", "nothere.tgz"], "is not a file"),
+                          (["--stage", str(tar), "--stage-dir", "/tmp"], "of its own"),
+                          (["--stage", str(tar), "--stage-dir", "rel/dir"], "absolute")):
+        bad = cli(["jobscript", *args, "--", "d"], cwd=tmp_path)
+        assert bad.returncode == 2 and message in bad.stderr, bad.stderr
+
+
 def test_srun_step_asks_for_its_own_task_count():
     """Without --ntasks a step inherits the job's task count (the largest node count x K): the
     smaller steps of a study would ask for more tasks than their nodes hold."""

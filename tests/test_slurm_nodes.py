@@ -3,6 +3,7 @@ run inside h0, h1 and h2, each with its own hostname and network, all writing in
 (the machine's /tmp, which every node's mount namespace sees), under both MPIs the project
 supports: the MPICH wheel through srun's PMI-2 plugin, Debian's Open MPI through PMIx."""
 
+import glob
 import json
 import os
 import re
@@ -87,7 +88,7 @@ def test_srun_names_the_three_nodes(slurm3):
 
 
 @pytest.mark.mpi
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(400)
 def test_mpich_pmi_lines_stay_under_slurms_read(slurm3, tmp_path):
     """Slurm's pmi2 plugin reads a PMI-1 request with one read() of at most 1024 bytes; MPICH's
     default UCX netmod puts its 4 KiB address in lines of up to ~1,080 bytes, and a cut line
@@ -107,7 +108,7 @@ def test_mpich_pmi_lines_stay_under_slurms_read(slurm3, tmp_path):
         out = slurm3.srun("--mpi=pmi2", "-N2", "-n4", "--ntasks-per-node=2", "strace", "-ff",
                           "-s", "8192", "-e", "trace=write", "-o", str(traces / "t"), MPIWRITE,
                           "run", str(tmp_path / "data"), "-s", "1M", "--progress-interval",
-                          "0", "--results", str(results), cwd=tmp_path, env=env, timeout=120)
+                          "0", "--results", str(results), cwd=tmp_path, env=env, timeout=180)
         assert out.returncode == 0, out.stderr + slurm3.log()
         sizes = [int(m.group(1)) for f in traces.iterdir() for m in
                  re.finditer(rb'^write\(\d+, "cmd=.*\) = (\d+)$', f.read_bytes(), re.M)]
@@ -232,3 +233,60 @@ ranks_per_node = [1, 2]
     assert log.count("== study nodes: run") == 6
     assert "each axis's levels against its first" in log
     assert data_files(tmp_path / "data") == []
+
+
+STAGED_MPIWRITE = """#!/bin/sh
+# the staged environment's mpiwrite: says on which node it ran from where, then runs
+echo "$(hostname) $0" >> {log}
+exec "$(dirname "$0")/python" -c 'import sys; from mpiwrite.cli.entry import main; sys.argv[0] = "mpiwrite"; sys.exit(main())' "$@"
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_jobscript_stage_sends_the_environment_to_every_nodes_local_disk(slurm3, tmp_path):
+    """`jobscript --stage env.tar.gz --stage-dir DIR`: one sbcast to the 3 nodes, unpacked into
+    each node's own local disk (a tmpfs at the same path on every node), the ranks started
+    from DIR/bin/mpiwrite on each node, and DIR removed from every node at the end.  The
+    environment here is a venv made at DIR whose site-packages lead to the test's own (a copy
+    of 100s of MB would teach nothing more); a cluster packs the whole install."""
+    import sys
+    import venv
+
+    if MPIEXEC is None:
+        pytest.skip("no MPICH (pip install mpich)")
+    stage = os.path.join(slurm3.local, "mw-env")  # the machine's view: an empty folder
+    log = tmp_path / "started.log"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(stage)
+    site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix))
+    inner = glob.glob(os.path.join(stage, "lib", "python3*", "site-packages"))[0]
+    with open(os.path.join(inner, "mpiwrite-test.pth"), "w") as fh:
+        fh.write(f"import site; site.addsitedir({site!r})\n")
+    for lib in glob.glob(os.path.join(sys.prefix, "lib", "*mpi*")):  # the mpich wheel's MPI,
+        os.symlink(lib, os.path.join(stage, "lib", os.path.basename(lib)))  # found by prefix
+    entry = os.path.join(stage, "bin", "mpiwrite")
+    with open(entry, "w") as fh:
+        fh.write(STAGED_MPIWRITE.format(log=log))
+    os.chmod(entry, 0o755)
+    tarball = tmp_path / "env.tar.gz"
+    subprocess.run(["tar", "-C", stage, "-czf", str(tarball), "."], check=True, timeout=120)
+    shutil.rmtree(stage)
+    env = clean_env({"SLURM_CONF": slurm3.conf})
+    args = ["--nodes", "3", "--ntasks-per-node", "2", "--stage", str(tarball), "--stage-dir",
+            stage, "--", str(tmp_path / "data"), "-s", "4M", "--progress-interval", "0"]
+    job = jobscript(args, tmp_path, env, submit=True).strip()
+    state = slurm3.wait(job, timeout=240)
+    out = (tmp_path / f"slurm-{job}.out").read_text()
+    assert state == "COMPLETED", out + slurm3.log()
+    rec = only_record(tmp_path / "results")
+    assert rec.status == "complete" and rec.attrs["ranks"] == 6
+    started = log.read_text().split("\n")
+    ranks = [ln.split() for ln in started if ln]
+    assert all(path == f"{stage}/bin/mpiwrite" for _host, path in ranks), started
+    assert sorted(host for host, _p in ranks).count("h1") >= 2  # the ranks on h1 and h2 too
+    assert {host for host, _p in ranks} == set(NODES)
+    for i in range(3):  # removed from every node's local disk at the end
+        assert slurm3.h.run(i, f"test -e {stage} || echo gone", timeout=30).stdout.strip() \
+            == "gone"
+        assert slurm3.h.run(i, f"test -e {stage}.tar.gz || echo gone",
+                            timeout=30).stdout.strip() == "gone"

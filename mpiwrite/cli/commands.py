@@ -318,11 +318,16 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
 @click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id.")
 @click.option("--study", "study_file", default=None, help="Render one `study run` step for "
               "this study file: the allocation and --time come from the study.")
+@click.option("--stage", default=None, metavar="TARBALL", help="A packed environment "
+              "(conda-pack, or a venv made at --stage-dir) sent to every node with sbcast and "
+              "unpacked there; mpiwrite runs from it (docs/scaling.md).")
+@click.option("--stage-dir", default="/tmp/mpiwrite-env", help="Node-local folder --stage "
+              "unpacks into; created by the job, removed at its end.")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, srun_mpi,
               mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, study_file,
-              run_args):
+              stage, stage_dir, run_args):
     """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
     import shutil
     import subprocess
@@ -366,7 +371,10 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         raise ConfigError(f"--mpi-family: mpi4py here loads {family!r} MPI, which has no "
                           "mpirun syntax here; give --mpi-family or use --launcher srun")
     here = shutil.which("mpiwrite") or os.path.join(os.path.dirname(sys.executable), "mpiwrite")
+    if stage is not None and not os.path.isfile(stage):
+        raise ConfigError(f"--stage: {stage!r} is not a file (a packed environment)")
     job = js.Job(**shape, partition=partition, account=account,
+                 stage=os.path.abspath(stage) if stage else None, stage_dir=stage_dir,
                  launcher=launcher, mpi=srun_mpi if launcher == "srun" else "pmi2",
                  family=family if launcher == "mpirun" else "mpich",
                  repeat=repeat, job_name=job_name, mpiwrite=os.path.abspath(here),

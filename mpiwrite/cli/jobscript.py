@@ -50,6 +50,8 @@ class Job:
     libmpi: Optional[str] = None  # MPI4PY_LIBMPI when rendered, kept for the job
     run_args: Sequence[str] = ()
     study: Optional[str] = None  # a study file: one `study run` step over the allocation
+    stage: Optional[str] = None  # a packed environment sent to every node's local disk
+    stage_dir: str = "/tmp/mpiwrite-env"  # where it unpacks (`bin/mpiwrite` inside)
     estimate: str = ""  # what the study's --time rests on, for the script's comment
 
 
@@ -108,6 +110,10 @@ def check(job: Job) -> Job:
     if job.time_limit and not _TIME.match(job.time_limit):
         raise ConfigError(f"--time-limit: {job.time_limit!r} is not a Slurm time "
                           "(MM, MM:SS, HH:MM:SS, D-HH:MM)")
+    if job.stage is not None and (not os.path.isabs(job.stage_dir) or
+                                  os.path.normpath(job.stage_dir) in ("/", "/tmp")):
+        raise ConfigError(f"--stage-dir: {job.stage_dir!r} must be an absolute folder of "
+                          "its own (it is created, then removed at the end)")
     for name in ("partition", "account", "job_name"):
         value = getattr(job, name)
         if value is not None and (not value or any(c.isspace() for c in value)):
@@ -176,6 +182,40 @@ def time_warning(time_limit: Optional[str], cfg, runs: int, rate_MB_per_s: float
             f"before they finish; give at least {slurm_time(need * 1.2 + 120)}")
 
 
+UNPACK = ('set -e; mkdir "$1"; tar -xzf "$1.tar.gz" -C "$1"; rm -f "$1.'
+          'tar.gz"; if [ -x "$1/bin/conda-unpack" ]; then "$1/bin/conda-unpack"; fi')
+
+
+def stage_lines(job: Job) -> List[str]:
+    """Send the packed environment to every node (one sbcast), unpack it into a folder this
+    job creates there (mkdir without -p: never into someone else's), and run mpiwrite from it;
+    docs/scaling.md."""
+    if not job.stage:
+        return []
+    return [
+        "",
+        "# The packed environment, staged on every node's local disk (docs/scaling.md): the",
+        "# ranks' imports then never reach the shared filesystem.  It unpacks into STAGE_DIR",
+        "# (a conda-pack archive, or a venv made at STAGE_DIR and packed with",
+        "# `tar -C STAGE_DIR -czf env.tar.gz .`); STAGE_DIR must not exist yet.",
+        f"STAGE_TAR={shlex.quote(job.stage)}",
+        f"STAGE_DIR={shlex.quote(job.stage_dir)}",
+        'sbcast "$STAGE_TAR" "$STAGE_DIR.tar.gz" || { echo "mpiwrite: sbcast of $STAGE_TAR '
+        'failed" >&2; exit 1; }',
+        'srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
+        f"--ntasks-per-node=1 sh -c {shlex.quote(UNPACK)} sh \"$STAGE_DIR\" "
+        '|| { echo "mpiwrite: unpacking into $STAGE_DIR failed on a node" >&2; exit 1; }',
+        'MPIWRITE="$STAGE_DIR/bin/mpiwrite"',
+    ]
+
+
+def unstage_lines(job: Job) -> List[str]:
+    if not job.stage:
+        return []
+    return ['srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
+            '--ntasks-per-node=1 rm -rf "$STAGE_DIR" || true']
+
+
 def launch_line(job: Job, mw: str = '"$MPIWRITE" run "${RUN_ARGS[@]}"') -> str:
     k = job.ntasks_per_node
     nodes = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n"'
@@ -222,6 +262,7 @@ def render(job: Job) -> str:
           else []),
         *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
           if job.libmpi else []),
+        *stage_lines(job),
         f"RESULTS={shlex.quote(results)}",
         "# Arguments for `mpiwrite run` (target, sizes, iterations, tags, results folder).",
         f"RUN_ARGS=({shlex.join(run_args)})",
@@ -241,6 +282,7 @@ def render(job: Job) -> str:
         *(["# The scaling curve (needs matplotlib: pip install 'mpiwrite[plot]').",
            '"$MPIWRITE" plot scaling "$RESULTS" --x nodes -o "$RESULTS/scaling.png" '
            "--skip-bad || true"] if study else []),
+        *unstage_lines(job),
         'exit "$status"',
         "",
     ])
@@ -264,6 +306,7 @@ def render_study(job: Job) -> str:
           else []),
         *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
           if job.libmpi else []),
+        *stage_lines(job),
         f"STUDY={shlex.quote(job.study)}",
         f"RESULTS={shlex.quote(results)}",
         "",
@@ -271,6 +314,7 @@ def render_study(job: Job) -> str:
         f"n={max(job.nodes)}",
         launch_line(job, '"$MPIWRITE" study run "$STUDY" --results "$RESULTS"') + " || status=$?",
         '"$MPIWRITE" study report "$STUDY" --results "$RESULTS" || true',
+        *unstage_lines(job),
         'exit "$status"',
         "",
     ])
