@@ -228,8 +228,11 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
 @click.option("--in", "where", multiple=True, default=["results"], show_default=True,
               help="Where to look for a run given by its id.")
 @click.option("--iteration", type=int, default=None, help="Per-rank table of this iteration.")
+@click.option("--by", "by", type=click.Choice(["rank", "target"]), default="rank",
+              show_default=True, help="target: also per storage target (OST, brick, pool): "
+              "ranks, bytes, rates, and which is slower than the others beyond noise.")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def show(run, where, iteration, skip_bad):
+def show(run, where, iteration, by, skip_bad):
     """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
 
     RUN is a record file, a folder holding one record, or a run id, its start or its
@@ -255,6 +258,10 @@ def show(run, where, iteration, skip_bad):
     try:
         keys = run_keys(rec)
         text = show_text(rec, keys, iteration)
+        if by == "target":
+            from mpiwrite.answers.targets import target_lines
+
+            text += "\n" + "\n".join(target_lines(rec))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise RunError(f"{rec.path}: unusable record ({type(exc).__name__}: {exc})") from None
     click.echo(text)
