@@ -22,6 +22,7 @@ from mpiwrite.answers.results import (
 )
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
+from mpiwrite.formats.runlevel import pooled, stats_of
 from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
@@ -34,6 +35,7 @@ class Sampling(NamedTuple):
     unit: str = "auto"
     warmup: int = 0
     confidence: float = 0.95
+    units: str = "MB"  # rates in MB/s (10^6 B/s) or MiB/s (2^20 B/s)
 
 
 DEFAULT_SAMPLING = Sampling()
@@ -100,20 +102,16 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
             continue
         values = sample_values(members, sampling.metric, unit, warm)
         reading = sampling.metric == "read"
-        rank_col = "read_MB_per_s" if reading else "MB_per_s"
-        per_rank = np.concatenate([r.ranks[rank_col][np.isin(
-            r.ranks["iteration"], r.iterations["iteration"][
-                (r.iterations["status"] == Status.OK) & (r.iterations["iteration"] >= warm)])]
-            for r in members]) if members else np.zeros(0)
-        per_rank = per_rank[np.isfinite(per_rank)]
+        # every rank's rate in the good iterations after the warm-up, pooled from each
+        # iteration's count, mean and squared deviations (runlevel: no per-rank table read)
+        _n, rank_mean, rank_sd = pooled([_good(stats_of(r), r.iterations, warm)
+                                         for r in members], read=reading)
         first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm)
                                     if v == v]
         last = sample_values(members, "read" if reading else "aggregate", unit, warm)
         row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
         row.update(contract.stat_block(values, conf, suffix))
-        row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,
-                   rank_std_MB_per_s=float(per_rank.std(ddof=1)) if per_rank.size > 1
-                   else math.nan,
+        row.update(rank_mean_MB_per_s=rank_mean, rank_std_MB_per_s=rank_sd,
                    first_done_MB_per_s=float(np.mean(first)) if first else math.nan,
                    last_done_MB_per_s=float(np.mean(last)) if last else math.nan,
                    _values=values)
@@ -132,6 +130,12 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                      p_value=c.p_value,
                      verdict="base" if r is base[0] else ("real" if c.real else "noise"))
     return rows, unit
+
+
+def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
+    """The rank statistics of a run's good iterations after the warm-up."""
+    ok = its["iteration"][(its["status"] == Status.OK) & (its["iteration"] >= warmup)]
+    return stats[np.isin(stats["iteration"], ok)]
 
 
 def _sort_key(key: tuple):
@@ -271,14 +275,15 @@ def _change_cell(r: Dict[str, Any]) -> str:
     return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
-def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
+def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: str = "full",
+                cache=None):
     """A compare side: a record path or folder, or KEY=VALUE filters over --in.
 
     Returns (complete runs, number of unreadable records met, records repeating a run)."""
     import os
 
     if os.path.lexists(spec):
-        store = Store([spec], option=name)
+        store = Store([spec], option=name, level=level, cache=cache)
         return store.select(), len(store.bad), len(store.duplicates)
     if "=" in spec and store_in is not None:
         return store_in.select(parse_filter(spec, name)), 0, len(store_in.duplicates)

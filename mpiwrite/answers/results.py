@@ -97,38 +97,53 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     return keys
 
 
+LEVELS = ("run", "full")
+# metrics whose values come from the per-rank table: a store for them reads whole records
+PER_RANK_METRICS = ("per-node", "cpu-per-GB")
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(printable(f"mpiwrite: warning: {text}") + "\n")
+
+
+def level_for(metric: str) -> str:
+    """The Store level a metric needs: `full` for per-rank figures, else `run`."""
+    return "full" if metric in PER_RANK_METRICS else "run"
+
+
 class Store:
     """The readable records under some paths; the unreadable ones are listed in `bad`.
 
     Each run counts once: records with the same run id (copies, a folder named twice) are
     collapsed into one, a complete one preferred."""
 
-    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS"):
+    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS",
+                 level: str = "full", cache: Any = None):
+        """level `run`: only the run-level part of each record is read (and kept in the
+        index of `cache`: None for MPIWRITE_CACHE or the user's cache folder, False for
+        none, or a folder; answers/index.py); the rest of a record is read when used.
+        level `full`: every record read whole, as records.read does."""
+        if level not in LEVELS:
+            raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
         self.runs: List[records.RunRecord] = []
         self.bad: List[Tuple[str, str]] = []
         self.duplicates: List[str] = []
         self.leftovers: List[str] = []
         self._keys: Dict[int, Dict[str, Any]] = {}
         by_id: Dict[str, records.RunRecord] = {}
-        for path in find(paths, option, self.leftovers):
-            try:
-                rec = records.read(path)
-                keys = run_keys(rec)
-            except RecordError as exc:
-                self._bad(path, str(exc), warn)
-                continue
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-                self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
-                continue
-            old = by_id.get(rec.run_id)
-            if old is not None:
-                self.duplicates.append(path)
-                if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
-                    continue
-                self.runs.remove(old)
-            by_id[rec.run_id] = rec
-            self.runs.append(rec)
-            self._keys[id(rec)] = keys
+        index = None
+        if level == "run":
+            from mpiwrite.answers.index import Index, open_index
+
+            index = cache if isinstance(cache, Index) else open_index(
+                cache, _say if warn else (lambda _text: None))
+        self.index = index
+        try:
+            for path in find(paths, option, self.leftovers):
+                self._add(path, level, index, warn, by_id)
+        finally:
+            if index is not None:
+                index.close()
         if warn:
             for left in self.leftovers:
                 sys.stderr.write(f"mpiwrite: warning: {printable(left)}: leftover temporary "
@@ -138,6 +153,45 @@ class Store:
                                  f"run already read (e.g. {printable(self.duplicates[0])}); "
                                  "each run is counted once\n")
         self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
+
+    def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
+        try:
+            rec = self._run_level(path, index) if level == "run" else records.read(path)
+            keys = run_keys(rec)
+        except RecordError as exc:
+            self._bad(path, str(exc), warn)
+            return
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
+            return
+        old = by_id.get(rec.run_id)
+        if old is not None:
+            self.duplicates.append(path)
+            if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
+                return
+            self.runs.remove(old)
+        by_id[rec.run_id] = rec
+        self.runs.append(rec)
+        self._keys[id(rec)] = keys
+
+    @staticmethod
+    def _run_level(path: str, index) -> records.RunRecord:
+        from mpiwrite.formats import runlevel
+
+        key = os.path.abspath(path)
+        if index is not None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None  # runlevel.read names what is wrong
+            if st is not None and stat.S_ISREG(st.st_mode):
+                rec = index.get(key, path, runlevel.identity(st))
+                if rec is not None:
+                    return rec
+        rec, material, ident = runlevel.read(path)
+        if index is not None:
+            index.put(key, ident, material, rec.status)
+        return rec
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))

@@ -1,0 +1,75 @@
+"""Options that report, compare and plot share: sampling, units, the index of records."""
+
+from __future__ import annotations
+
+import click
+
+from mpiwrite.errors import ConfigError
+
+METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
+               "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
+               "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
+               "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
+               "system seconds of all ranks per 10^9 bytes written), where less is better.")
+# the same names as results.METRIC_NAMES (results imports numpy: not at start-up)
+METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior",
+                        "client-cpu", "cpu-per-GB"])
+UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
+             "iteration (each iteration), auto (run when runs have several iterations).")
+WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
+
+
+def sampling_from(metric, unit, warmup, confidence, units="MB"):
+    from mpiwrite.answers.report import Sampling
+
+    if warmup < 0:
+        raise ConfigError("--warmup: expected 0 or more iterations")
+    return Sampling(metric, unit, warmup, confidence_from(confidence), units)
+
+
+def sampling_options(f):
+    """--metric, --unit, --warmup and --confidence, the same for report and compare."""
+    for opt in reversed([
+        click.option("--metric", type=METRICS, default="aggregate", show_default=True,
+                     help=METRIC_HELP),
+        click.option("--unit", type=click.Choice(["auto", "run", "iteration"]),
+                     default="auto", show_default=True, help=UNIT_HELP),
+        click.option("--warmup", type=int, default=0, show_default=True, help=WARMUP_HELP),
+        click.option("--confidence", type=float, default=0.95, show_default=True,
+                     help="Confidence of the intervals and of the test."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def confidence_from(value: float) -> float:
+    if not 0.5 <= value < 1:
+        raise ConfigError("--confidence: expected a fraction such as 0.95")
+    return value
+
+
+def cache_options(f):
+    """--cache DIR and --no-cache: where the index of records already read is kept."""
+    for opt in reversed([
+        click.option("--cache", "cache_dir", default=None, metavar="DIR",
+                     help="Keep the index of records already read in DIR [default: "
+                          "$MPIWRITE_CACHE, else $XDG_CACHE_HOME/mpiwrite or "
+                          "~/.cache/mpiwrite; MPIWRITE_CACHE=off: none]."),
+        click.option("--no-cache", is_flag=True,
+                     help="Read every record, without the index (the answers are the same)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def units_option(f):
+    return click.option("--units", type=click.Choice(["MB", "MiB"]), default="MB",
+                        show_default=True,
+                        help="Rates in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's), "
+                             "on screen and in JSON and CSV (their keys name the unit).")(f)
+
+
+def cache_choice(cache_dir, no_cache):
+    if no_cache and cache_dir:
+        raise ConfigError("--cache: cannot be given with --no-cache")
+    return False if no_cache else cache_dir
