@@ -12,8 +12,8 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 from typing import List, Optional
 
 import pytest

@@ -54,6 +54,10 @@ def folder_for(option: Any = None) -> Optional[str]:
     return os.path.join(base, "mpiwrite")
 
 
+def _busy(exc: Exception) -> bool:
+    return any(w in str(exc) for w in ("locked", "busy"))
+
+
 def _say(text: str) -> None:
     sys.stderr.write(printable(f"mpiwrite: warning: {text}") + "\n")
 
@@ -68,6 +72,7 @@ class Index:
         self.pending: List[tuple] = []
         self.hits = self.misses = self.invalid = 0
         self._off = False
+        self._told = 0
 
     # -- opening --------------------------------------------------------------------------
     def _open(self) -> Optional[sqlite3.Connection]:
@@ -110,8 +115,13 @@ class Index:
                 db.execute("PRAGMA journal_mode = DELETE")
             if not db.execute("SELECT 1 FROM sqlite_master WHERE name='runs'").fetchone():
                 db.execute(_SCHEMA)
-            db.execute("SELECT path, dev, ino, size, mtime_ns, ctime_ns, reader, doc, "
-                       "iterations, rank_stats FROM runs LIMIT 1").fetchall()
+            try:
+                db.execute("SELECT path, dev, ino, size, mtime_ns, ctime_ns, reader, doc, "
+                           "iterations, rank_stats FROM runs LIMIT 1").fetchall()
+            except sqlite3.OperationalError as exc:
+                if _busy(exc):
+                    raise
+                raise sqlite3.DatabaseError(f"not an index of this shape: {exc}") from None
         except BaseException:
             db.close()
             raise
@@ -205,10 +215,10 @@ class Index:
             except sqlite3.DatabaseError as exc:
                 self._rebuild(exc)
         self.pending = []
-        if self.invalid:
-            self.warn(f"{self.invalid} row(s) of the index {self.path} did not pass the "
-                      "checks of a record and were read from the records instead")
-            self.invalid = 0
+        if self.invalid > self._told:
+            self.warn(f"{self.invalid - self._told} row(s) of the index {self.path} did not "
+                      "pass the checks of a record and were read from the records instead")
+            self._told = self.invalid
         if self.db is not None:
             self.db.close()
             self.db = None

@@ -341,11 +341,30 @@ def a_figure(metric: str) -> str:
     return f"{'an' if metric[:1] in tuple('aeiou') else 'a'} {metric} figure"
 
 
-def metric_info(metric: str) -> MetricInfo:
-    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric)."""
+def metric_info(metric: str, units: str = "MB") -> MetricInfo:
+    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric); with
+    units `MiB` a rate is in MiB/s, its keys named so (mean_MiB_per_s)."""
     if metric not in METRIC_NAMES:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
-    return CPU_METRICS.get(metric, RATE)
+    rate_scale("aggregate", units)  # checks units
+    if metric in CPU_METRICS or units == "MB":
+        return CPU_METRICS.get(metric, RATE)
+    return RATE._replace(unit=f"{units}/s", suffix=f"{units}_per_s", header=f"{units}/s")
+
+
+def rate_scale(metric: str, units: str = "MB") -> float:
+    """What a stored MB/s figure of `metric` is multiplied by to be in `units`/s (1 for the
+    CPU metrics, which are no rates)."""
+    from mpiwrite.units import MB, RATE_UNITS
+
+    if units not in RATE_UNITS:
+        raise ConfigError(f"--units: {units!r} is not one of {', '.join(RATE_UNITS)}")
+    return 1.0 if metric in CPU_METRICS else MB / RATE_UNITS[units]
+
+
+def rate_key(name: str, units: str = "MB") -> str:
+    """A rate's key in JSON and CSV, its unit in the name: rank_mean_MB_per_s."""
+    return f"{name}_{units}_per_s"
 
 
 def cpu_seconds_per_GB(rows: np.ndarray) -> float:
@@ -417,9 +436,13 @@ def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) 
 
 
 def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
-                  warmup: int = 0) -> List[float]:
+                  warmup: int = 0, units: str = "MB") -> List[float]:
     """The samples of a set of runs: each good iteration (unit `iteration`) or each run's
-    mean over its good iterations (unit `run`; a run with none gives no sample)."""
+    mean over its good iterations (unit `run`; a run with none gives no sample); rates in
+    `units`/s (MB: as stored)."""
+    if units != "MB":
+        scale = rate_scale(metric, units)
+        return [v * scale for v in sample_values(runs, metric, unit, warmup)]
     out: List[float] = []
     for r in runs:
         vals = [v for v in metric_values(r, metric, warmup) if v == v]
