@@ -273,3 +273,17 @@ def test_tag_file_strips_spaces_and_names_a_bad_line(tmp_path):
     tags.write_text("fs = scratch\n\nno equals sign here\n")
     with pytest.raises(ConfigError, match=r"site\.tags' line 3: not KEY=VALUE"):
         config.parse_tags([], str(tags))
+
+
+def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path):
+    pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    whole = load(str(site))
+    cache = tmp_path / "cache"
+    light = load(str(site), tables=("runs", "iterations", "nodes"), cache=str(cache))
+    assert set(light) == {"runs", "iterations", "nodes"}
+    assert light["iterations"].equals(whole["iterations"])
+    assert (cache / NAME).exists()
+    again = load(str(site), tables=("runs", "iterations"), cache=str(cache))
+    assert again["runs"]["run_id"].tolist() == whole["runs"]["run_id"].tolist()

@@ -41,6 +41,7 @@ class Sampling(NamedTuple):
 
 
 DEFAULT_SAMPLING = Sampling()
+_OK = int(Status.OK)
 
 
 def unit_text(unit: str, asked: str, warmup: int) -> str:
@@ -138,9 +139,9 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
 
 
 def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
-    """The rank statistics of a run's good iterations after the warm-up."""
-    ok = its["iteration"][(its["status"] == Status.OK) & (its["iteration"] >= warmup)]
-    return stats[np.isin(stats["iteration"], ok)]
+    """The rank statistics of a run's good iterations after the warm-up (row for row with
+    the iterations table: runlevel.rank_stats)."""
+    return stats[(its["status"] == _OK) & (its["iteration"] >= warmup)]
 
 
 def _sort_key(key: tuple):

@@ -7,7 +7,6 @@ optional extra.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import stat
@@ -16,59 +15,13 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from mpiwrite.errors import ConfigError, RecordError, why
+from mpiwrite.answers.listing import find
+from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys
 from mpiwrite.formats import records
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
-
-
-def find(paths: Iterable[str], option: str = "PATHS",
-         leftovers: Optional[List[str]] = None) -> List[str]:
-    """Record files from any mix of files, folders (recursively) and shell globs.
-
-    A path that exists is taken as it is (a folder named `res[1]` is not a glob); a pattern is
-    expanded only when no such path exists.  A file or folder reached twice (named twice,
-    other spellings, symlinks) is listed once.  Temporary records left by killed runs are
-    added to `leftovers` when given.  ConfigError (naming `option`) for a path that does not
-    exist or cannot be listed."""
-    out: List[str] = []
-    for p in paths:
-        if os.path.lexists(p):
-            matches = [p]
-        elif glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                raise ConfigError(f"{option}: nothing matches {printable(p)!r}")
-        else:
-            raise ConfigError(f"{option}: {printable(p)!r} does not exist")
-        for m in matches:
-            try:
-                st = os.stat(m)
-            except OSError as exc:
-                raise ConfigError(f"{option}: {printable(m)!r}: {why(exc)}") from None
-            if stat.S_ISDIR(st.st_mode):
-                out += _walk(m, option, leftovers)
-            else:
-                out.append(m)
-    seen = set()
-    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
-
-
-def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
-    def fail(exc: OSError):
-        raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
-                          f"{why(exc)}")
-
-    out = []
-    for root, dirs, names in os.walk(top, onerror=fail):
-        dirs.sort()
-        out += [os.path.join(root, f) for f in sorted(names)
-                if f.endswith(records.SUFFIX) and not f.startswith(".")]
-        if leftovers is not None:
-            leftovers += records.leftovers(root, names)
-    return out
 
 
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
@@ -395,11 +348,23 @@ def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[fl
     return [v for v in vals if np.isfinite(v)]
 
 
+OK = int(Status.OK)  # an enum member looked up once, not per record
+
+
 def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
     """One value per good iteration of a run for the chosen metric, after leaving out the
     first `warmup` iterations of the run (whatever their status).  A record from before the
-    figure existed gives none (never a 0)."""
-    its = rec.iterations[(rec.iterations["status"] == Status.OK)
+    figure existed gives none (never a 0).  Kept on the record: a report asks several
+    times per run."""
+    memo = rec.__dict__.setdefault("_metric_values", {})
+    key = (metric, warmup, len(rec.iterations))
+    if key not in memo:
+        memo[key] = _metric_values(rec, metric, warmup)
+    return list(memo[key])
+
+
+def _metric_values(rec: records.RunRecord, metric: str, warmup: int) -> List[float]:
+    its = rec.iterations[(rec.iterations["status"] == OK)
                          & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
         vals = []
@@ -430,7 +395,7 @@ def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) 
         raise ConfigError(f"--unit: {unit!r} is not one of {', '.join(UNITS)}")
     if unit != "auto":
         return unit
-    several = any(int(np.sum((r.iterations["status"] == Status.OK)
+    several = any(int(np.sum((r.iterations["status"] == OK)
                              & (r.iterations["iteration"] >= warmup))) > 1 for r in runs)
     return "run" if several else "iteration"
 
@@ -453,14 +418,26 @@ def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
     return out
 
 
-def load(paths, skip_bad: bool = True):
-    """pandas DataFrames of runs, iterations, ranks, nodes and samples, keyed by run_id."""
+TABLES = ("runs", "iterations", "ranks", "nodes", "samples")
+
+
+def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: Any = None):
+    """pandas DataFrames of runs, iterations, ranks, nodes and samples, keyed by run_id.
+
+    `tables` chooses which: without ranks and samples only each record's run-level part is
+    read, through the index (`cache` as Store takes it: None for the user's cache folder or
+    MPIWRITE_CACHE, False for none, or a folder)."""
     try:
         import pandas as pd
     except ImportError:
         raise ImportError("mpiwrite.answers.results.load needs pandas: "
                           "pip install 'mpiwrite[pandas]'") from None
-    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad)
+    unknown = [t for t in tables if t not in TABLES]
+    if unknown:
+        raise ValueError(f"tables: {', '.join(unknown)} not among {', '.join(TABLES)}")
+    level = "full" if {"ranks", "samples"} & set(tables) else "run"
+    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad,
+                  level=level, cache=cache)
     if store.bad and not skip_bad:
         raise RecordError("; ".join(msg for _p, msg in store.bad))
     runs, its, ranks, nodes, samples = [], [], [], [], []
@@ -469,9 +446,10 @@ def load(paths, skip_bad: bool = True):
         runs.append(dict(keys, path=rec.path, params=json.dumps(rec.params())))
         tags = rec.tags()
         hosts = [n.get("host") for n in rec.nodes]
-        for name, table, into in (("iterations", rec.iterations, its),
-                                  ("ranks", rec.ranks, ranks), ("samples", rec.samples, samples)):
-            df = pd.DataFrame(table)
+        for name, into in (("iterations", its), ("ranks", ranks), ("samples", samples)):
+            if name not in tables:
+                continue
+            df = pd.DataFrame(getattr(rec, name))
             df.insert(0, "run_id", rec.run_id)
             if name == "ranks" and len(df):
                 df["host"] = [hosts[int(i)] for i in df["node"]]
@@ -490,5 +468,6 @@ def load(paths, skip_bad: bool = True):
     def cat(frames):
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    return {"runs": pd.DataFrame(runs), "iterations": cat(its), "ranks": cat(ranks),
-            "nodes": pd.DataFrame(nodes), "samples": cat(samples)}
+    out = {"runs": pd.DataFrame(runs), "iterations": cat(its), "ranks": cat(ranks),
+           "nodes": pd.DataFrame(nodes), "samples": cat(samples)}
+    return {name: out[name] for name in tables}

@@ -26,6 +26,7 @@ MAX_SAMPLES_PER_RANK_ITERATION = 10**6  # 11 days at the default 1 s interval
 MAX_TABLE_BYTES = 2**31
 MAX_INT = 2**62
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_FLOATS: Dict[Any, Any] = {}  # per table type: its float fields and their byte offsets
 _OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
 
 
@@ -174,12 +175,22 @@ class Checker:
     def finite(self, name: str, table: np.ndarray, fields=None) -> None:
         """No infinite value in the float fields (of `fields`) of a table: one pass over the
         8-byte floats of all of them, a field named only when there is one."""
-        names = [f for f in (fields or table.dtype.names) if table.dtype[f].kind == "f"]
-        if not names or not len(table):
+        if not len(table):
             return
-        if all(table.dtype[f] == np.float64 for f in names):
+        key = (table.dtype, tuple(fields or ()))
+        if key not in _FLOATS:
+            names = [f for f in (fields or table.dtype.names) if table.dtype[f].kind == "f"]
+            fast = bool(names) and all(table.dtype[f] == np.float64 for f in names)
             offs = np.concatenate([np.arange(table.dtype.fields[f][1],
-                                             table.dtype.fields[f][1] + 8) for f in names])
+                                             table.dtype.fields[f][1] + 8) for f in names]) \
+                if fast else None
+            if len(_FLOATS) > 64:
+                _FLOATS.clear()
+            _FLOATS[key] = (names, offs)
+        names, offs = _FLOATS[key]
+        if not names:
+            return
+        if offs is not None:
             flat = np.ascontiguousarray(
                 np.ascontiguousarray(table).view(np.uint8).reshape(len(table), -1)[:, offs]
             ).view("<f8")

@@ -3,9 +3,10 @@
 The root attributes, the iterations table, the nodes' facts and clocks, the client counters
 (per node and iteration) and, from the ranks table, per iteration the count, mean and sum of
 squared deviations of the ranks' write and read rates (what a report's rank mean±sd needs).
-The samples, errors, layouts, latency histograms and raw node texts are not read: a
-`RunLevel` record loads the whole record when one of them is asked for, and refuses if the
-file changed since (docs/history.md).
+The samples and raw node texts are checked without reading their data, the errors list is
+read and checked, layouts and latency histograms are not read: a `RunLevel` record loads the
+whole record when one of them is asked for, and refuses if the file changed since
+(docs/history.md).
 
 Reading is split in two so that rows of the index (answers/index.py) are as untrusted as
 files: `extract` reads a file into plain material (HDF5-level checks: links, storage,
@@ -27,7 +28,14 @@ import numpy as np
 from mpiwrite import files
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import recordcheck, records
-from mpiwrite.formats.summary import ITER_DTYPE, LATER_ITER_FIELDS, LATER_RANK_FIELDS, RANK_DTYPE
+from mpiwrite.formats.summary import (
+    ITER_DTYPE,
+    LATER_ITER_FIELDS,
+    LATER_RANK_FIELDS,
+    LATER_SAMPLE_FIELDS,
+    RANK_DTYPE,
+    SAMPLE_DTYPE,
+)
 
 IMAGE_LIMIT = 64 * 2**20  # larger records are read as they always were (records.read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
@@ -207,6 +215,7 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
                               f"range 0..{n - 1}")
         if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
             raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
+    _unread(ck, root, per_rank, n)
     counters: List[Dict[str, Any]] = []
     if "client_counters" in _links(root):
         with h5py.File(fid) as h5:  # rare (Lustre, NFS, ceph clients): the checked reader
@@ -220,6 +229,32 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
                     counters=[dict(r, counters_json=json.dumps(r["counters_json"]))
                               for r in counters])
     return material
+
+
+def _unread(ck, root, per_rank: int, nnodes: int) -> None:
+    """The tables a report does not use, checked as records.read checks them but for the
+    data of the two large ones: samples (storage, fields, rows bounded: metadata only),
+    nodes_raw (storage, strings, rows), errors (a few strings, read and checked)."""
+    import h5py
+
+    _d, n, tid = _dataset(ck, root, "samples")
+    kinds = _members(tid)
+    if not kinds:
+        raise ck.fail("samples", "expected a table with fields")
+    ck.fields("samples", kinds, SAMPLE_DTYPE, LATER_SAMPLE_FIELDS)
+    ck_rows(ck, "samples", n, per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION,
+            max(SAMPLE_DTYPE.itemsize, tid.get_size()))
+    for name, bound in (("nodes_raw", nnodes), ("errors", per_rank * 4 + 1000)):
+        d, n, tid = _dataset(ck, root, name)
+        if tid.get_class() != h5py.h5t.STRING:
+            raise ck.fail(name, "expected strings")
+        ck_rows(ck, name, n, bound, 1)
+        if name == "errors" and n:
+            dt = np.dtype(h5py.string_dtype())
+            texts = np.empty(n, dt)
+            d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, _mtype(dt))
+            for i, e in enumerate(texts):
+                ck.json(f"errors[{i}]", e, dict)
 
 
 def _links(root) -> List[str]:
@@ -347,11 +382,13 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
     if not isinstance(stats, np.ndarray) or stats.dtype != RSTAT_DTYPE or \
             len(stats) != len(its) or not np.array_equal(stats["iteration"], its["iteration"]):
         raise ck.fail("ranks", "per-iteration rank figures do not match the iterations")
-    for pre in RATE_COLUMNS.values():
-        n, mean, m2 = stats[pre + "n"], stats[pre + "mean"], stats[pre + "m2"]
-        if (n < 0).any() or (n > nranks).any() or not np.isfinite(mean).all() \
-                or not np.isfinite(m2).all() or (m2 < 0).any():
-            raise ck.fail("ranks", "per-iteration rank figures out of range")
+    counts = np.concatenate([stats["n"], stats["read_n"]])
+    figures = np.concatenate([stats["mean"], stats["read_mean"], stats["m2"],
+                              stats["read_m2"]])
+    if len(stats) and (counts.min() < 0 or counts.max() > nranks
+                       or not np.isfinite(figures).all()
+                       or min(stats["m2"].min(), stats["read_m2"].min()) < 0):
+        raise ck.fail("ranks", "per-iteration rank figures out of range")
     counters = []
     for i, r in enumerate(m["counters"]):
         if not isinstance(r, dict) or type(r.get("iteration")) is not int \
