@@ -45,6 +45,7 @@ USED_RANK_FIELDS = ("iteration", "rank", "node", "MB_per_s", "read_MB_per_s")
 FINAL = ("complete", "failed", "interrupted", "timeout")  # a `running` record still changes
 _TYPES: Dict[Any, Any] = {}
 _MEMBERS: Dict[bytes, Dict[str, str]] = {}
+_PLANS: Dict[Any, Any] = {}
 
 
 def identity(st: os.stat_result) -> Tuple[int, int, int, int, int]:
@@ -55,24 +56,29 @@ def identity(st: os.stat_result) -> Tuple[int, int, int, int, int]:
 def _mtype(dt: np.dtype):
     import h5py
 
-    key = dt.descr.__repr__() if dt.names else dt.str
-    if key not in _TYPES:
-        _TYPES[key] = h5py.h5t.py_create(dt)
-    return _TYPES[key]
+    if dt not in _TYPES:
+        if len(_TYPES) > 64:
+            _TYPES.clear()
+        _TYPES[dt] = h5py.h5t.py_create(dt)
+    return _TYPES[dt]
 
 
 def rank_stats(ranks: np.ndarray, iterations: np.ndarray) -> np.ndarray:
     """Per iteration of the table: n, mean and squared deviations of the finite rates."""
     out = np.zeros(len(iterations), RSTAT_DTYPE)
     out["iteration"] = iterations["iteration"]
+    names = ranks.dtype.names or ()
+    cols = [(ranks[c], pre) for c, pre in RATE_COLUMNS.items() if c in names]
+    of = ranks["iteration"]
     for i, it in enumerate(iterations["iteration"]):
-        rows = ranks[ranks["iteration"] == it]
-        for col, pre in RATE_COLUMNS.items():
-            v = rows[col][np.isfinite(rows[col])] if col in (rows.dtype.names or ()) else []
-            if len(v):
-                m = float(np.mean(v))
-                out[i][pre + "n"], out[i][pre + "mean"] = len(v), m
-                out[i][pre + "m2"] = float(np.sum((v - m) ** 2))
+        this = of == it
+        for values, pre in cols:
+            v = values[this]
+            v = v[np.isfinite(v)]
+            if v.size:
+                m = float(v.mean())
+                out[pre + "n"][i], out[pre + "mean"][i] = v.size, m
+                out[pre + "m2"][i] = float(((v - m) ** 2).sum())
     return out
 
 
@@ -341,23 +347,35 @@ def ck_rows(ck, name: str, n: int, max_rows: int, itemsize: int) -> None:
 def _table(ck, root, name: str, expected: np.dtype, max_rows: int, later: tuple,
            used: Optional[tuple] = None):
     """Checker.table through the low-level API: the same checks, the same result (with
-    `used`: only those fields read, every field's type checked all the same)."""
+    `used`: only those fields read, every field's type checked all the same).  What a type
+    of table needs (its fields checked, the memory type) is worked out once per type."""
     import h5py
 
     d, n, tid = _dataset(ck, root, name)
-    kinds = _members(tid)
-    if not kinds:
-        raise ck.fail(name, "expected a table with fields")
-    present = ck.fields(name, kinds, expected, later)
-    ck_rows(ck, name, n, max_rows, max(expected.itemsize, tid.get_size()))
-    if used:
-        present = [f for f in present if f in used]
-        expected = np.dtype([(f, expected[f]) for f in expected.names if f in used])
-    mdt = np.dtype([(f, expected[f]) for f in present])
+    full = expected.itemsize
+    key = (tid.encode(), expected, later, used)
+    plan = _PLANS.get(key)
+    if plan is None:
+        kinds = _members(tid)
+        if not kinds:
+            raise ck.fail(name, "expected a table with fields")
+        present = ck.fields(name, kinds, expected, later)  # raises: nothing kept
+        if used:
+            present = [f for f in present if f in used]
+            expected = np.dtype([(f, expected[f]) for f in expected.names if f in used])
+        mdt = np.dtype([(f, expected[f]) for f in present])
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        plan = _PLANS[key] = (present, expected, mdt, _mtype(mdt), mdt == expected)
+    present, out_dt, mdt, mtype, whole = plan
+    ck_rows(ck, name, n, max_rows, max(full, tid.get_size()))
     raw = np.empty(n, mdt)
     if n:
-        d.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, _mtype(mdt))
-    return ck.fill(name, raw, present, expected)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype)
+    if whole:  # every field there: the rows read are the table
+        ck.finite(name, raw)
+        return raw
+    return ck.fill(name, raw, present, out_dt)
 
 
 # -- checking material (from a file or from the index) ----------------------------------------
