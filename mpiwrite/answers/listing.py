@@ -40,8 +40,13 @@ def find(paths: Iterable[str], option: str = "PATHS",
                 out += _walk(m, option, leftovers)
             else:
                 out.append(m)
-    seen = set()
-    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
+    seen, once = set(), []
+    for p in out:
+        real = os.path.realpath(p)  # once a path: it looks at every component
+        if real not in seen:
+            seen.add(real)
+            once.append(p)
+    return once
 
 
 def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
