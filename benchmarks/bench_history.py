@@ -88,7 +88,7 @@ def main() -> int:
                     help="keep the records here to reuse them (default: a temporary folder)")
     args = ap.parse_args()
     counts = [int(x) for x in args.counts.split(",")]
-    chunk = math.gcd(*counts)
+    chunk = math.gcd(1000, *counts)  # the same folders whatever counts are asked
     mpiwrite = shutil.which("mpiwrite") or os.path.join(os.path.dirname(sys.executable),
                                                         "mpiwrite")
     env = dict(os.environ)
