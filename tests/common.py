@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from typing import List, Optional
 
 import pytest
@@ -29,11 +30,17 @@ MPIEXEC = tool("mpiexec")
 MPIWRITE = tool("mpiwrite")
 
 
+# the index of records read (answers/index.py) of every command a test runs: never the
+# user's own cache folder
+TEST_CACHE = tempfile.mkdtemp(prefix="mpiwrite-test-cache-")
+
+
 def clean_env(extra=None):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith(("PMI_", "PMIX_", "OMPI_", "SLURM_", "MPIWRITE_")):
             del env[k]
+    env["MPIWRITE_CACHE"] = TEST_CACHE
     env.update(extra or {})
     return env
 

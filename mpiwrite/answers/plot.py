@@ -53,7 +53,8 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     sampling = sampling or DEFAULT_SAMPLING
     metric, confidence, warm = sampling.metric, sampling.confidence, sampling.warmup
     plt = _pyplot()
-    info = metric_info(metric)
+    units = getattr(sampling, "units", "MB")
+    info = metric_info(metric, units)
     members: Dict[tuple, Dict[int, list]] = {}
     for r in store.select():
         if not metric_values(r, metric, warm):
@@ -76,7 +77,7 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     # one sample per run (its mean) or per iteration, as report decides (resolve_unit)
     unit = resolve_unit([r for pts in members.values() for rs in pts.values() for r in rs],
                         sampling.unit, warm)
-    groups = {g: {xv: sample_values(rs, metric, unit, warm) for xv, rs in pts.items()}
+    groups = {g: {xv: sample_values(rs, metric, unit, warm, units) for xv, rs in pts.items()}
               for g, pts in members.items()}
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     ticks = set()
@@ -101,10 +102,10 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"{x} (log2 scale)")
-    if info.unit == "MB/s":
+    if info.unit == f"{units}/s":
         phase = "read" if metric == "read" else "write"  # not "read write bandwidth"
         ax.set_ylabel(f"{'' if metric == 'read' else metric + ' '}{phase} bandwidth "
-                      f"(MB/s, 10^6 B/s)")
+                      f"({units}/s, {'10^6' if units == 'MB' else '2^20'} B/s)")
     else:
         ax.set_ylabel(f"{metric} ({info.header})")
     ax.set_title(f"mpiwrite scaling: {metric} {info.unit} against {x}")

@@ -17,11 +17,14 @@ from mpiwrite.answers.results import (
     metric_info,
     metric_values,
     parse_filter,
+    rate_key,
+    rate_scale,
     resolve_unit,
     sample_values,
 )
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
+from mpiwrite.formats.runlevel import pooled, stats_of
 from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
@@ -34,9 +37,11 @@ class Sampling(NamedTuple):
     unit: str = "auto"
     warmup: int = 0
     confidence: float = 0.95
+    units: str = "MB"  # rates in MB/s (10^6 B/s) or MiB/s (2^20 B/s)
 
 
 DEFAULT_SAMPLING = Sampling()
+_OK = int(Status.OK)
 
 
 def unit_text(unit: str, asked: str, warmup: int) -> str:
@@ -91,31 +96,30 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
     check_pooling({",".join(f"{b}={v}" for b, v in zip(by, key)) or "all runs": m
                    for key, m in groups.items()}, store.keys, by, "--by")
-    suffix = metric_info(sampling.metric).suffix
+    units = sampling.units
+    suffix = metric_info(sampling.metric, units).suffix
+    scale = rate_scale("aggregate", units)  # of the write and read rates of every row
     rows = []
     for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
         # a run without the figure (no read phase, a record from before it) is no sample
         members = [r for r in members if metric_values(r, sampling.metric, warm)]
         if not members:
             continue
-        values = sample_values(members, sampling.metric, unit, warm)
+        values = sample_values(members, sampling.metric, unit, warm, units)
         reading = sampling.metric == "read"
-        rank_col = "read_MB_per_s" if reading else "MB_per_s"
-        per_rank = np.concatenate([r.ranks[rank_col][np.isin(
-            r.ranks["iteration"], r.iterations["iteration"][
-                (r.iterations["status"] == Status.OK) & (r.iterations["iteration"] >= warm)])]
-            for r in members]) if members else np.zeros(0)
-        per_rank = per_rank[np.isfinite(per_rank)]
-        first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm)
-                                    if v == v]
-        last = sample_values(members, "read" if reading else "aggregate", unit, warm)
+        # every rank's rate in the good iterations after the warm-up, pooled from each
+        # iteration's count, mean and squared deviations (runlevel: no per-rank table read)
+        _n, rank_mean, rank_sd = pooled([_good(stats_of(r), r.iterations, warm)
+                                         for r in members], read=reading)
+        first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm,
+                                                             units) if v == v]
+        last = sample_values(members, "read" if reading else "aggregate", unit, warm, units)
         row: Dict[str, Any] = {"keys": dict(zip(by, key)), "runs": len(members)}
         row.update(contract.stat_block(values, conf, suffix))
-        row.update(rank_mean_MB_per_s=float(per_rank.mean()) if per_rank.size else math.nan,
-                   rank_std_MB_per_s=float(per_rank.std(ddof=1)) if per_rank.size > 1
-                   else math.nan,
-                   first_done_MB_per_s=float(np.mean(first)) if first else math.nan,
-                   last_done_MB_per_s=float(np.mean(last)) if last else math.nan,
+        row.update({rate_key("rank_mean", units): rank_mean * scale,
+                    rate_key("rank_std", units): rank_sd * scale,
+                    rate_key("first_done", units): float(np.mean(first)) if first else math.nan,
+                    rate_key("last_done", units): float(np.mean(last)) if last else math.nan},
                    _values=values)
         rows.append(row)
     if baseline:
@@ -134,6 +138,12 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
     return rows, unit
 
 
+def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
+    """The rank statistics of a run's good iterations after the warm-up (row for row with
+    the iterations table: runlevel.rank_stats)."""
+    return stats[(its["status"] == _OK) & (its["iteration"] >= warmup)]
+
+
 def _sort_key(key: tuple):
     return tuple((0, float(k), "") if _isnum(k) else (1, 0.0, k) for k in key)
 
@@ -148,34 +158,43 @@ def _isnum(text: str) -> bool:
 
 COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done"]
 RATE_FIELDS = ["rank_mean_MB_per_s", "rank_std_MB_per_s", "first_done_MB_per_s",
-               "last_done_MB_per_s"]
+               "last_done_MB_per_s"]  # with --units MiB: rate_fields("MiB")
 CSV_FIELDS = ["runs", *contract.STAT_KEYS, *RATE_FIELDS]
 CHANGE_FIELDS = ["change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value", "verdict"]
 
 
-def columns(metric: str) -> List[str]:
+def rate_fields(units: str = "MB") -> List[str]:
+    return [rate_key(f, units) for f in ("rank_mean", "rank_std", "first_done", "last_done")]
+
+
+def columns(metric: str, units: str = "MB") -> List[str]:
     """The report table's columns: a metric's own unit in the header of its figures."""
-    return [f"{metric_info(metric).header} ±95%" if c == "MB/s ±95%" else c for c in COLUMNS]
+    return [f"{metric_info(metric, units).header} ±95%" if c == "MB/s ±95%" else c
+            for c in COLUMNS]
 
 
-def csv_fields(metric: str) -> List[str]:
+def csv_fields(metric: str, units: str = "MB") -> List[str]:
     """The CSV columns after the --by keys: the stat block in the metric's unit, then the
-    write rates (MB/s) that every report row carries."""
-    return ["runs", *contract.stat_keys(metric_info(metric).suffix), *RATE_FIELDS]
+    write rates (MB/s, or MiB/s) that every report row carries."""
+    return ["runs", *contract.stat_keys(metric_info(metric, units).suffix),
+            *rate_fields(units)]
 
 
-def metric_fields(metric: str) -> Dict[str, Any]:
+def metric_fields(metric: str, units: str = "MB") -> Dict[str, Any]:
     """What the numbers of a metric are, for the JSON documents: `metric_unit` and
-    `higher_is_better` (MB/s: true; client CPU: false, more CPU is the regression)."""
-    info = metric_info(metric)
-    return {"metric_unit": info.unit, "higher_is_better": info.higher_is_better}
+    `higher_is_better` (MB/s: true; client CPU: false, more CPU is the regression), and the
+    `units` of every rate (MB or MiB)."""
+    info = metric_info(metric, units)
+    return {"metric_unit": info.unit, "higher_is_better": info.higher_is_better,
+            "units": units}
 
 
 def report_doc(rows, by: Sequence[str], sampling: Sampling, unit: str,
                duplicates: int = 0) -> Dict[str, Any]:
     """The `report --format json` document (schema: report-json.schema.json)."""
     doc = contract.header("report")
-    doc.update(metric=sampling.metric, **metric_fields(sampling.metric), unit=unit,
+    doc.update(metric=sampling.metric, **metric_fields(sampling.metric, sampling.units),
+               unit=unit,
                unit_requested=sampling.unit,
                warmup=sampling.warmup, confidence=sampling.confidence, by=list(by),
                duplicate_records=duplicates,
@@ -193,7 +212,8 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     if fmt == "csv":
         out = io.StringIO()
         w = csv.writer(out)
-        fields = csv_fields(sampling.metric) + (CHANGE_FIELDS if has_change else [])
+        fields = csv_fields(sampling.metric, sampling.units) + (CHANGE_FIELDS if has_change
+                                                                else [])
         w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
                                         "schema_version"])
         for r in contract.finite(rows):
@@ -202,16 +222,18 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                        + [sampling.metric, unit, sampling.warmup, confidence,
                           contract.OUTPUT_VERSION])
         return out.getvalue().rstrip("\n")
-    head = list(by) + columns(sampling.metric) + (["change % ±95%"] if has_change else [])
+    head = list(by) + columns(sampling.metric, sampling.units) + (["change % ±95%"]
+                                                                   if has_change else [])
     head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
-    body = [[printable(r["keys"][k]) for k in by] + _figure_cells(r, sampling.metric)
+    body = [[printable(r["keys"][k]) for k in by]
+            + _figure_cells(r, sampling.metric, sampling.units)
             + ([_change_cell(r)] if has_change else []) for r in rows]
     head = [printable(h) for h in head]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
     notes = [f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     if metric_info(sampling.metric).unit != "MB/s":
-        notes.append("rank mean±sd and first-done: write MB/s")
+        notes.append(f"rank mean±sd and first-done: write {sampling.units}/s")
     if has_change:
         notes.append(f"change: against the base row, {confidence * 100:g}% interval; "
                      "~ = within noise (Welch's t-test)")
@@ -233,18 +255,19 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     return "\n".join(lines + notes)
 
 
-def _figure_cells(r: Dict[str, Any], metric: str) -> List[str]:
+def _figure_cells(r: Dict[str, Any], metric: str, units: str = "MB") -> List[str]:
     """A report row's figures as table cells: the metric with the decimals its unit needs
     (MB/s: one, and whole numbers for min and max; 0.004 CPU s/GB is not 0), then the rates."""
-    info = metric_info(metric)
+    info = metric_info(metric, units)
     key = dict(zip(contract.STAT_NAMES, contract.stat_keys(info.suffix)[1:]))
-    extremes = 0 if info.unit == "MB/s" else info.digits
+    extremes = 0 if info.unit == f"{units}/s" else info.digits
     half = (r[key["ci_hi"]] - r[key["ci_lo"]]) / 2 if r["n"] > 1 else float("nan")
     return [str(r["runs"]), str(r["n"]),
             f"{_num(r[key['mean']], info.digits)} ±{_num(half, info.digits)}",
             _num(r[key["min"]], extremes), _num(r[key["max"]], extremes),
-            f"{_num(r['rank_mean_MB_per_s'], 0)}±{_num(r['rank_std_MB_per_s'], 0)}",
-            _num(r["first_done_MB_per_s"])]
+            f"{_num(r[rate_key('rank_mean', units)], 0)}±"
+            f"{_num(r[rate_key('rank_std', units)], 0)}",
+            _num(r[rate_key("first_done", units)])]
 
 
 def _duplicate_note(n: int) -> str:
@@ -271,14 +294,15 @@ def _change_cell(r: Dict[str, Any]) -> str:
     return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
-def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
+def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: str = "full",
+                cache=None):
     """A compare side: a record path or folder, or KEY=VALUE filters over --in.
 
     Returns (complete runs, number of unreadable records met, records repeating a run)."""
     import os
 
     if os.path.lexists(spec):
-        store = Store([spec], option=name)
+        store = Store([spec], option=name, level=level, cache=cache)
         return store.select(), len(store.bad), len(store.duplicates)
     if "=" in spec and store_in is not None:
         return store_in.select(parse_filter(spec, name)), 0, len(store_in.duplicates)
@@ -289,8 +313,8 @@ def select_side(spec: str, store_in: Optional[Store], name: str = "A"):
 def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = DEFAULT_SAMPLING,
                  fail_if_slower: Optional[float] = None, duplicates: int = 0):
     """(text, JSON document, whether the --fail-if-slower gate failed)."""
-    metric, confidence = sampling.metric, sampling.confidence
-    info = metric_info(metric)
+    metric, confidence, units = sampling.metric, sampling.confidence, sampling.units
+    info = metric_info(metric, units)
     from mpiwrite.answers.results import run_keys
 
     check_pooling({f"side {a_name}": list(a_runs), f"side {b_name}": list(b_runs)}, run_keys,
@@ -307,15 +331,15 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
             chosen.append(set())
     for k in chosen[0] & chosen[1]:
         differing.pop(k, None)
-    va = sample_values(a_runs, metric, unit, sampling.warmup)
-    vb = sample_values(b_runs, metric, unit, sampling.warmup)
+    va = sample_values(a_runs, metric, unit, sampling.warmup, units)
+    vb = sample_values(b_runs, metric, unit, sampling.warmup, units)
     if not va or not vb:
         side, runs = (a_name, a_runs) if not va else (b_name, b_runs)
         raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup,
                                          within_warmup(runs, metric, sampling.warmup)))
     c = stats.compare(va, vb, confidence)
     pct, d = f"{confidence * 100:g}%", info.digits
-    lines = [f"{_metric_words(metric)}; test: Welch's t-test, {pct} confidence",
+    lines = [f"{_metric_words(metric, units)}; test: Welch's t-test, {pct} confidence",
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
         ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
@@ -342,7 +366,8 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
         lines.append(_duplicate_note(duplicates))
     sfx = info.suffix
     doc = contract.header("compare")
-    doc.update(metric=metric, **metric_fields(metric), unit=unit, unit_requested=sampling.unit,
+    doc.update(metric=metric, **metric_fields(metric, units), unit=unit,
+               unit_requested=sampling.unit,
                warmup=sampling.warmup, test="welch", confidence=confidence,
                a=dict(contract.summary_block(c.a, sfx), name=a_name, runs=len(a_runs)),
                b=dict(contract.summary_block(c.b, sfx), name=b_name, runs=len(b_runs)),
@@ -381,9 +406,9 @@ def no_figure_text(what: str, runs: int, metric: str, warmup: int = 0,
     return f"{what}: {_count(runs, 'complete run')}, but none has {a_figure(metric)}{after}{why}"
 
 
-def _metric_words(metric: str) -> str:
+def _metric_words(metric: str, units: str = "MB") -> str:
     """The compare header: MB/s as ever; a CPU metric names its unit and that less is better."""
-    info = metric_info(metric)
+    info = metric_info(metric, units)
     if info.higher_is_better:
         return f"metric: {metric} {info.unit}"
     return f"metric: {metric} in {info.unit} (less is better)"

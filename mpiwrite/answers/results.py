@@ -7,7 +7,6 @@ optional extra.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import stat
@@ -16,60 +15,14 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from mpiwrite.errors import ConfigError, RecordError, why
+from mpiwrite.answers.listing import find
+from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys
 from mpiwrite.formats import records
 from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
-
-
-def find(paths: Iterable[str], option: str = "PATHS",
-         leftovers: Optional[List[str]] = None) -> List[str]:
-    """Record files from any mix of files, folders (recursively) and shell globs.
-
-    A path that exists is taken as it is (a folder named `res[1]` is not a glob); a pattern is
-    expanded only when no such path exists.  A file or folder reached twice (named twice,
-    other spellings, symlinks) is listed once.  Temporary records left by killed runs are
-    added to `leftovers` when given.  ConfigError (naming `option`) for a path that does not
-    exist or cannot be listed."""
-    out: List[str] = []
-    for p in paths:
-        if os.path.lexists(p):
-            matches = [p]
-        elif glob.has_magic(p):
-            matches = sorted(glob.glob(p))
-            if not matches:
-                raise ConfigError(f"{option}: nothing matches {printable(p)!r}")
-        else:
-            raise ConfigError(f"{option}: {printable(p)!r} does not exist")
-        for m in matches:
-            try:
-                st = os.stat(m)
-            except OSError as exc:
-                raise ConfigError(f"{option}: {printable(m)!r}: {why(exc)}") from None
-            if stat.S_ISDIR(st.st_mode):
-                out += _walk(m, option, leftovers)
-            else:
-                out.append(m)
-    seen = set()
-    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
-
-
-def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
-    def fail(exc: OSError):
-        raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
-                          f"{why(exc)}")
-
-    out = []
-    for root, dirs, names in os.walk(top, onerror=fail):
-        dirs.sort()
-        out += [os.path.join(root, f) for f in sorted(names)
-                if f.endswith(records.SUFFIX) and not f.startswith(".")]
-        if leftovers is not None:
-            leftovers += records.leftovers(root, names)
-    return out
 
 
 # Keys an imported record states itself (what params cannot say: "unknown").
@@ -114,38 +67,53 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     return keys
 
 
+LEVELS = ("run", "full")
+# metrics whose values come from the per-rank table: a store for them reads whole records
+PER_RANK_METRICS = ("per-node", "cpu-per-GB")
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(printable(f"mpiwrite: warning: {text}") + "\n")
+
+
+def level_for(metric: str) -> str:
+    """The Store level a metric needs: `full` for per-rank figures, else `run`."""
+    return "full" if metric in PER_RANK_METRICS else "run"
+
+
 class Store:
     """The readable records under some paths; the unreadable ones are listed in `bad`.
 
     Each run counts once: records with the same run id (copies, a folder named twice) are
     collapsed into one, a complete one preferred."""
 
-    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS"):
+    def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS",
+                 level: str = "full", cache: Any = None):
+        """level `run`: only the run-level part of each record is read (and kept in the
+        index of `cache`: None for MPIWRITE_CACHE or the user's cache folder, False for
+        none, or a folder; answers/index.py); the rest of a record is read when used.
+        level `full`: every record read whole, as records.read does."""
+        if level not in LEVELS:
+            raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
         self.runs: List[records.RunRecord] = []
         self.bad: List[Tuple[str, str]] = []
         self.duplicates: List[str] = []
         self.leftovers: List[str] = []
         self._keys: Dict[int, Dict[str, Any]] = {}
         by_id: Dict[str, records.RunRecord] = {}
-        for path in find(paths, option, self.leftovers):
-            try:
-                rec = records.read(path)
-                keys = run_keys(rec)
-            except RecordError as exc:
-                self._bad(path, str(exc), warn)
-                continue
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-                self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
-                continue
-            old = by_id.get(rec.run_id)
-            if old is not None:
-                self.duplicates.append(path)
-                if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
-                    continue
-                self.runs.remove(old)
-            by_id[rec.run_id] = rec
-            self.runs.append(rec)
-            self._keys[id(rec)] = keys
+        index = None
+        if level == "run":
+            from mpiwrite.answers.index import Index, open_index
+
+            index = cache if isinstance(cache, Index) else open_index(
+                cache, _say if warn else (lambda _text: None))
+        self.index = index
+        try:
+            for path in find(paths, option, self.leftovers):
+                self._add(path, level, index, warn, by_id)
+        finally:
+            if index is not None:
+                index.close()
         if warn:
             for left in self.leftovers:
                 sys.stderr.write(f"mpiwrite: warning: {printable(left)}: leftover temporary "
@@ -155,6 +123,45 @@ class Store:
                                  f"run already read (e.g. {printable(self.duplicates[0])}); "
                                  "each run is counted once\n")
         self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
+
+    def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
+        try:
+            rec = self._run_level(path, index) if level == "run" else records.read(path)
+            keys = run_keys(rec)
+        except RecordError as exc:
+            self._bad(path, str(exc), warn)
+            return
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
+            return
+        old = by_id.get(rec.run_id)
+        if old is not None:
+            self.duplicates.append(path)
+            if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
+                return
+            self.runs.remove(old)
+        by_id[rec.run_id] = rec
+        self.runs.append(rec)
+        self._keys[id(rec)] = keys
+
+    @staticmethod
+    def _run_level(path: str, index) -> records.RunRecord:
+        from mpiwrite.formats import runlevel
+
+        key = os.path.abspath(path)
+        if index is not None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None  # runlevel.read names what is wrong
+            if st is not None and stat.S_ISREG(st.st_mode):
+                rec = index.get(key, path, runlevel.identity(st))
+                if rec is not None:
+                    return rec
+        rec, material, ident = runlevel.read(path)
+        if index is not None:
+            index.put(key, ident, material, rec.status)
+        return rec
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))
@@ -304,11 +311,30 @@ def a_figure(metric: str) -> str:
     return f"{'an' if metric[:1] in tuple('aeiou') else 'a'} {metric} figure"
 
 
-def metric_info(metric: str) -> MetricInfo:
-    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric)."""
+def metric_info(metric: str, units: str = "MB") -> MetricInfo:
+    """The unit and direction of a metric (MB/s, more is better, unless a CPU metric); with
+    units `MiB` a rate is in MiB/s, its keys named so (mean_MiB_per_s)."""
     if metric not in METRIC_NAMES:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
-    return CPU_METRICS.get(metric, RATE)
+    rate_scale("aggregate", units)  # checks units
+    if metric in CPU_METRICS or units == "MB":
+        return CPU_METRICS.get(metric, RATE)
+    return RATE._replace(unit=f"{units}/s", suffix=f"{units}_per_s", header=f"{units}/s")
+
+
+def rate_scale(metric: str, units: str = "MB") -> float:
+    """What a stored MB/s figure of `metric` is multiplied by to be in `units`/s (1 for the
+    CPU metrics, which are no rates)."""
+    from mpiwrite.units import MB, RATE_UNITS
+
+    if units not in RATE_UNITS:
+        raise ConfigError(f"--units: {units!r} is not one of {', '.join(RATE_UNITS)}")
+    return 1.0 if metric in CPU_METRICS else MB / RATE_UNITS[units]
+
+
+def rate_key(name: str, units: str = "MB") -> str:
+    """A rate's key in JSON and CSV, its unit in the name: rank_mean_MB_per_s."""
+    return f"{name}_{units}_per_s"
 
 
 def cpu_seconds_per_GB(rows: np.ndarray) -> float:
@@ -339,11 +365,23 @@ def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[fl
     return [v for v in vals if np.isfinite(v)]
 
 
+OK = int(Status.OK)  # an enum member looked up once, not per record
+
+
 def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
     """One value per good iteration of a run for the chosen metric, after leaving out the
     first `warmup` iterations of the run (whatever their status).  A record from before the
-    figure existed gives none (never a 0)."""
-    its = rec.iterations[(rec.iterations["status"] == Status.OK)
+    figure existed gives none (never a 0).  Kept on the record: a report asks several
+    times per run."""
+    memo = rec.__dict__.setdefault("_metric_values", {})
+    key = (metric, warmup, len(rec.iterations))
+    if key not in memo:
+        memo[key] = _metric_values(rec, metric, warmup)
+    return list(memo[key])
+
+
+def _metric_values(rec: records.RunRecord, metric: str, warmup: int) -> List[float]:
+    its = rec.iterations[(rec.iterations["status"] == OK)
                          & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
         vals = []
@@ -376,15 +414,19 @@ def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) 
         raise ConfigError(f"--unit: {unit!r} is not one of {', '.join(UNITS)}")
     if unit != "auto":
         return unit
-    several = any(int(np.sum((r.iterations["status"] == Status.OK)
+    several = any(int(np.sum((r.iterations["status"] == OK)
                              & (r.iterations["iteration"] >= warmup))) > 1 for r in runs)
     return "run" if several else "iteration"
 
 
 def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
-                  warmup: int = 0) -> List[float]:
+                  warmup: int = 0, units: str = "MB") -> List[float]:
     """The samples of a set of runs: each good iteration (unit `iteration`) or each run's
-    mean over its good iterations (unit `run`; a run with none gives no sample)."""
+    mean over its good iterations (unit `run`; a run with none gives no sample); rates in
+    `units`/s (MB: as stored)."""
+    if units != "MB":
+        scale = rate_scale(metric, units)
+        return [v * scale for v in sample_values(runs, metric, unit, warmup)]
     out: List[float] = []
     for r in runs:
         vals = [v for v in metric_values(r, metric, warmup) if v == v]
@@ -395,14 +437,26 @@ def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
     return out
 
 
-def load(paths, skip_bad: bool = True):
-    """pandas DataFrames of runs, iterations, ranks, nodes and samples, keyed by run_id."""
+TABLES = ("runs", "iterations", "ranks", "nodes", "samples")
+
+
+def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: Any = None):
+    """pandas DataFrames of runs, iterations, ranks, nodes and samples, keyed by run_id.
+
+    `tables` chooses which: without ranks and samples only each record's run-level part is
+    read, through the index (`cache` as Store takes it: None for the user's cache folder or
+    MPIWRITE_CACHE, False for none, or a folder)."""
     try:
         import pandas as pd
     except ImportError:
         raise ImportError("mpiwrite.answers.results.load needs pandas: "
                           "pip install 'mpiwrite[pandas]'") from None
-    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad)
+    unknown = [t for t in tables if t not in TABLES]
+    if unknown:
+        raise ValueError(f"tables: {', '.join(unknown)} not among {', '.join(TABLES)}")
+    level = "full" if {"ranks", "samples"} & set(tables) else "run"
+    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad,
+                  level=level, cache=cache)
     if store.bad and not skip_bad:
         raise RecordError("; ".join(msg for _p, msg in store.bad))
     runs, its, ranks, nodes, samples = [], [], [], [], []
@@ -411,9 +465,10 @@ def load(paths, skip_bad: bool = True):
         runs.append(dict(keys, path=rec.path, params=json.dumps(rec.params())))
         tags = rec.tags()
         hosts = [n.get("host") for n in rec.nodes]
-        for name, table, into in (("iterations", rec.iterations, its),
-                                  ("ranks", rec.ranks, ranks), ("samples", rec.samples, samples)):
-            df = pd.DataFrame(table)
+        for name, into in (("iterations", its), ("ranks", ranks), ("samples", samples)):
+            if name not in tables:
+                continue
+            df = pd.DataFrame(getattr(rec, name))
             df.insert(0, "run_id", rec.run_id)
             if name == "ranks" and len(df):
                 df["host"] = [hosts[int(i)] for i in df["node"]]
@@ -432,5 +487,6 @@ def load(paths, skip_bad: bool = True):
     def cat(frames):
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    return {"runs": pd.DataFrame(runs), "iterations": cat(its), "ranks": cat(ranks),
-            "nodes": pd.DataFrame(nodes), "samples": cat(samples)}
+    out = {"runs": pd.DataFrame(runs), "iterations": cat(its), "ranks": cat(ranks),
+           "nodes": pd.DataFrame(nodes), "samples": cat(samples)}
+    return {name: out[name] for name in tables}

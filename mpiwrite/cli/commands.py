@@ -8,7 +8,14 @@ import sys
 import click
 
 from mpiwrite.cli.jobscript import MPIRUN_FAMILIES
-from mpiwrite.cli.options import FORMATS, _sampling, sampling_options
+from mpiwrite.cli.options import (
+    FORMATS,
+    cache_choice,
+    cache_options,
+    sampling_from,
+    sampling_options,
+    units_option,
+)
 from mpiwrite.errors import ConfigError, RecordError, RunError
 from mpiwrite.text import printable
 
@@ -16,10 +23,10 @@ FILTER_HELP = ("KEY=VALUE[,...]; quote values holding ',' or '=' (KEY=\"a,b\") o
                "a backslash (KEY=a\\,b)")
 
 
-def _store(paths, skip_bad: bool, option: str = "PATHS"):
+def _store(paths, skip_bad: bool, option: str = "PATHS", level: str = "full", cache=None):
     from mpiwrite.answers.results import Store
 
-    store = Store(paths, option=option)
+    store = Store(paths, option=option, level=level, cache=cache)
     if store.bad and not skip_bad:
         return store, 1
     return store, 0
@@ -116,13 +123,18 @@ class _RecordFinder:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
               help="json and csv follow the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad):
+@units_option
+@cache_options
+def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, units,
+           cache_dir, no_cache):
     """One row per configuration over the records under PATHS (files, folders, globs)."""
     from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
+    from mpiwrite.answers.results import level_for
 
-    store, code = _store(paths, skip_bad)
+    sampling = sampling_from(metric, unit, warmup, confidence, units)
+    store, code = _store(paths, skip_bad, level=level_for(metric),
+                         cache=cache_choice(cache_dir, no_cache))
     keys = _keys(by)
-    sampling = _sampling(metric, unit, warmup, confidence)
     rows, used = report_rows(store, keys, sampling, baseline)
     if not rows:
         text = _no_rows_text(store, metric, warmup)
@@ -192,24 +204,29 @@ def _note_runs_without(store, metric: str, warmup: int) -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, skip_bad):
+@units_option
+@cache_options
+def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, skip_bad, units,
+            cache_dir, no_cache):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
     Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
     from mpiwrite.answers.report import compare_text, select_side
+    from mpiwrite.answers.results import level_for
 
     if fail_pct is not None and not 0 <= fail_pct < 100:
         raise ConfigError("--fail-if-slower: expected a percentage from 0 to 100, e.g. 5")
-    sampling = _sampling(metric, unit, warmup, confidence)
+    sampling = sampling_from(metric, unit, warmup, confidence, units)
+    level, cache = level_for(metric), cache_choice(cache_dir, no_cache)
     needs_in = [(name, x) for name, x in (("A", a), ("B", b)) if not os.path.lexists(x)]
     if needs_in:
         name, x = needs_in[0]
         if "=" not in x:
             raise ConfigError(f"{name}: {x!r} is neither a record path nor a KEY=VALUE filter")
         _missing_in(where, f"{name}: {x!r} is not a path")
-    store, code = _store(where, skip_bad, "--in") if needs_in else (None, 0)
-    side_a, bad_a, dup_a = select_side(a, store, "A")
-    side_b, bad_b, dup_b = select_side(b, store, "B")
+    store, code = _store(where, skip_bad, "--in", level, cache) if needs_in else (None, 0)
+    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache)
+    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache)
     if (bad_a or bad_b) and not skip_bad:
         code = 1
     text, doc, failed = compare_text(side_a, side_b, a, b, sampling, fail_pct,
@@ -278,19 +295,24 @@ def show(run, where, iteration, by, skip_bad):
 @sampling_options
 @click.option("--iteration", type=int, default=None, help="Iteration (ranks, timeline).")
 @click.option("--skip-bad", is_flag=True)
+@units_option
+@cache_options
 def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iteration,
-         skip_bad):
+         skip_bad, units, cache_dir, no_cache):
     """Draw a scaling curve, per-rank figures of one run, or a throughput timeline."""
     from mpiwrite import files
     from mpiwrite.answers import plot as plots
+    from mpiwrite.answers.results import level_for
 
     plots.check_output(output)
     files.check_output("-o", output)
-    store, code = _store(paths, skip_bad)
+    sampling = sampling_from(metric, unit, warmup, confidence, units)
+    cache = cache_choice(cache_dir, no_cache)
+    store, code = _store(paths, skip_bad, level=level_for(metric) if kind == "scaling"
+                         else "full", cache=cache)
     try:
         if kind == "scaling":
-            plots.scaling(store, output, _keys(by), xkey,
-                          _sampling(metric, unit, warmup, confidence))
+            plots.scaling(store, output, _keys(by), xkey, sampling)
         else:
             runs = store.runs
             if len(runs) != 1:

@@ -6,14 +6,8 @@ import sys
 
 import click
 
-from mpiwrite.cli.commands import (
-    FILTER_HELP,
-    _no_rows_text,
-    _note_runs_without,
-    _sampling,
-    _store,
-    sampling_options,
-)
+from mpiwrite.cli.commands import FILTER_HELP, _no_rows_text, _note_runs_without, _store
+from mpiwrite.cli.options import sampling_from, sampling_options
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.text import printable
 
@@ -40,7 +34,7 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     flt = {}
     for text in where:
         flt.update(parse_filter(text, "--where"))
-    sampling = _sampling(metric, unit, warmup, confidence)
+    sampling = sampling_from(metric, unit, warmup, confidence)
     runs = store.select(flt)
     if not runs:
         text = (f"--where: no complete run matches {', '.join(where)}" if flt and

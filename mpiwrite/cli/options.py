@@ -1,5 +1,6 @@
-"""Options that several commands share (report, compare, plot, study report): one
-definition each, so that their names, defaults and help never drift apart."""
+"""Options that several commands share (report, compare, plot, study report, explain):
+sampling, units, the index of records; one definition each, so that their names, defaults
+and help never drift apart."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterat
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
 
 
-def _sampling(metric, unit, warmup, confidence):
+def sampling_from(metric, unit, warmup, confidence, units="MB"):
     from mpiwrite.answers.report import Sampling
 
     if warmup < 0:
         raise ConfigError("--warmup: expected 0 or more iterations")
-    return Sampling(metric, unit, warmup, _confidence(confidence))
+    return Sampling(metric, unit, warmup, confidence_from(confidence), units)
 
 
 def sampling_options(f):
@@ -44,7 +45,34 @@ def sampling_options(f):
     return f
 
 
-def _confidence(value: float) -> float:
+def confidence_from(value: float) -> float:
     if not 0.5 <= value < 1:
         raise ConfigError("--confidence: expected a fraction such as 0.95")
     return value
+
+
+def cache_options(f):
+    """--cache DIR and --no-cache: where the index of records already read is kept."""
+    for opt in reversed([
+        click.option("--cache", "cache_dir", default=None, metavar="DIR",
+                     help="Keep the index of records already read in DIR [default: "
+                          "$MPIWRITE_CACHE, else $XDG_CACHE_HOME/mpiwrite or "
+                          "~/.cache/mpiwrite; MPIWRITE_CACHE=off: none]."),
+        click.option("--no-cache", is_flag=True,
+                     help="Read every record, without the index (the answers are the same)."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def units_option(f):
+    return click.option("--units", type=click.Choice(["MB", "MiB"]), default="MB",
+                        show_default=True,
+                        help="Rates in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's), "
+                             "on screen and in JSON and CSV (their keys name the unit).")(f)
+
+
+def cache_choice(cache_dir, no_cache):
+    if no_cache and cache_dir:
+        raise ConfigError("--cache: cannot be given with --no-cache")
+    return False if no_cache else cache_dir

@@ -94,7 +94,8 @@ def _stripe_options(f):
               help="Write a JSON summary to PATH, or '-' for stdout (then the table goes "
                    "to stderr).")
 @click.option("--tag", "tags", multiple=True, help="KEY=VALUE stored with the run (repeatable).")
-@click.option("--tag-file", default=None, help="File of KEY=VALUE lines.")
+@click.option("--tag-file", default=None, help="File of KEY=VALUE lines (# comments; spaces "
+              "around KEY and VALUE are dropped).")
 @click.option("--sample-interval", type=DURATION, default=_seconds(D.sample_interval),
               help="How often each rank records its bytes written so far.")
 @click.option("--progress-interval", type=DURATION, default=_seconds(D.progress_interval),

@@ -299,7 +299,7 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir)
     """One table over the study's axes, and each axis's levels against its first."""
     from mpiwrite.answers.results import Store
     from mpiwrite.answers.study_report import study_report
-    from mpiwrite.cli.options import _sampling
+    from mpiwrite.cli.options import sampling_from
     from mpiwrite.study.execute import fingerprint
 
     try:
@@ -310,7 +310,7 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir)
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
-    sampling = _sampling(metric, unit, warmup, confidence)
+    sampling = sampling_from(metric, unit, warmup, confidence)
     click.echo(study_report(store, st.name, fingerprint(st), st.axes, st.points(), sampling,
                             fmt))
     if plot_dir is not None:

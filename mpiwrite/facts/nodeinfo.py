@@ -365,10 +365,16 @@ def fact_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
     """Every node fact as a run key: the common value over the nodes, or `mixed`.  So `report
     --by cpu_model,lustre.osc.max_rpcs_in_flight` groups by them, and `compare` can list
     what else differs between two groups."""
-    per_node = []
+    per_node: List[Dict[str, str]] = []
+    seen: List[Dict[str, Any]] = []  # nodes alike but for their name are flattened once
     for n in nodes:
+        n = n if isinstance(n, dict) else {}
+        alike = {k: v for k, v in n.items() if k not in ("host", "raw")}
+        if alike in seen:
+            continue
+        seen.append(alike)
         flat: Dict[str, str] = {}
-        _flatten(n if isinstance(n, dict) else {}, "", flat)
+        _flatten(n, "", flat)
         per_node.append(flat)
     if not per_node:
         return {}

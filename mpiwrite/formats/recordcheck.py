@@ -26,6 +26,7 @@ MAX_SAMPLES_PER_RANK_ITERATION = 10**6  # 11 days at the default 1 s interval
 MAX_TABLE_BYTES = 2**31
 MAX_INT = 2**62
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_FLOATS: Dict[Any, Any] = {}  # per table type: its float fields and their byte offsets
 _OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
 
 
@@ -47,7 +48,8 @@ class Checker:
             raise self.fail(what, f"expected JSON text, found {type(text).__name__}")
         if len(text) > MAX_JSON_CHARS:
             raise self.fail(what, f"JSON longer than {MAX_JSON_CHARS} characters")
-        if json_depth(text) > MAX_JSON_DEPTH:
+        if text.count("[") + text.count("{") > MAX_JSON_DEPTH and \
+                json_depth(text) > MAX_JSON_DEPTH:  # deeper than the opening brackets: never
             raise self.fail(what, f"JSON nested deeper than {MAX_JSON_DEPTH}")
         try:
             value = json.loads(text)
@@ -152,27 +154,67 @@ class Checker:
         self.dataset(name, dset)
         if dset.dtype.names is None:
             raise self.fail(name, f"expected a table with fields, found {dset.dtype}")
-        missing = [f for f in expected.names if f not in dset.dtype.names and f not in later]
+        kinds = {f: ("V" if dset.dtype[f].shape else dset.dtype[f].kind)
+                 for f in dset.dtype.names}
+        present = self.fields(name, kinds, expected, later)
+        self.rows(name, dset, max_rows, expected.itemsize)
+        return self.fill(name, dset[()], present, expected)
+
+    def fields(self, name: str, kinds: Dict[str, str], expected: np.dtype,
+               later: tuple = ()) -> List[str]:
+        """The fields of `expected` a table has, after checking that none is missing (but
+        those in `later`) and that each is a number of the right kind (`kinds`: numpy kind
+        letters of the stored fields, "V" for anything else such as an array)."""
+        missing = [f for f in expected.names if f not in kinds and f not in later]
         if missing:
             raise self.fail(name, f"missing field(s) {', '.join(missing[:5])}")
-        present = [f for f in expected.names if f in dset.dtype.names]
+        present = [f for f in expected.names if f in kinds]
         for f in present:
-            got, want = dset.dtype[f], expected[f]
-            ok = got.kind in "iu" if want.kind in "iu" else got.kind in "iuf"
-            if not ok or got.shape:
-                raise self.fail(f"{name}.{f}", f"expected {want}, found {got}")
-        self.rows(name, dset, max_rows, expected.itemsize)
-        raw = dset[()]
+            got, want = kinds[f], expected[f]
+            ok = got in "iu" if want.kind in "iu" else got in "iuf"
+            if not ok or not got:
+                raise self.fail(f"{name}.{f}", f"expected {want}, found kind {got!r}")
+        return present
+
+    def fill(self, name: str, raw: np.ndarray, present: List[str],
+             expected: np.dtype) -> np.ndarray:
+        """The rows read, as `expected` (absent float fields NaN); no infinite value."""
         out = np.zeros(len(raw), dtype=expected)
         for f in expected.names:
             if f in present:
                 out[f] = raw[f]
             elif expected[f].kind == "f":
                 out[f] = np.nan
-        for f in present:
-            if expected[f].kind == "f" and np.isinf(out[f]).any():
-                raise self.fail(f"{name}.{f}", "holds an infinite value")
+        self.finite(name, out, present)
         return out
+
+    def finite(self, name: str, table: np.ndarray, fields=None) -> None:
+        """No infinite value in the float fields (of `fields`) of a table: one pass over the
+        8-byte floats of all of them, a field named only when there is one."""
+        if not len(table):
+            return
+        key = (table.dtype, tuple(fields or ()))
+        if key not in _FLOATS:
+            names = [f for f in (fields or table.dtype.names) if table.dtype[f].kind == "f"]
+            fast = bool(names) and all(table.dtype[f] == np.float64 for f in names)
+            offs = np.concatenate([np.arange(table.dtype.fields[f][1],
+                                             table.dtype.fields[f][1] + 8) for f in names]) \
+                if fast else None
+            if len(_FLOATS) > 64:
+                _FLOATS.clear()
+            _FLOATS[key] = (names, offs)
+        names, offs = _FLOATS[key]
+        if not names:
+            return
+        if offs is not None:
+            flat = np.ascontiguousarray(
+                np.ascontiguousarray(table).view(np.uint8).reshape(len(table), -1)[:, offs]
+            ).view("<f8")
+            if not np.isinf(flat).any():
+                return
+        for f in names:
+            if np.isinf(table[f]).any():
+                raise self.fail(f"{name}.{f}", "holds an infinite value")
 
     def strings(self, name: str, dset, max_rows: int) -> List[Any]:
         self.dataset(name, dset)

@@ -341,14 +341,19 @@ def read(path: str) -> RunRecord:
         fh.close()
 
 
-def _read(h5, path: str) -> RunRecord:
-    import h5py
-
-    ck = recordcheck.Checker(path)
-    attrs = {k: _text(v) for k, v in h5.attrs.items()}
+def raw_attrs(items) -> Dict[str, Any]:
+    """An HDF5 file's root attributes as Python values (text decoded, numpy scalars unboxed)."""
+    attrs = {k: _text(v) for k, v in items}
     for k, v in list(attrs.items()):
         if isinstance(v, np.generic):
             attrs[k] = v.item()
+    return attrs
+
+
+def check_attrs(ck: recordcheck.Checker, attrs: Dict[str, Any]):
+    """Check the root attributes (JSON ones parsed in place): (ranks, nodes) declared.  The
+    one check of attributes, for records read from disk and rows of the index alike."""
+    path = ck.path
     if attrs.get("format") != FORMAT:
         raise RecordError(f"{path}: not an mpiwrite record")
     version = ck.integer("schema_version", attrs.get("schema_version"), 0)
@@ -372,7 +377,19 @@ def _read(h5, path: str) -> RunRecord:
         ck.imported(attrs["imported"])
     nranks = ck.integer("ranks", attrs.get("ranks"), 1, recordcheck.MAX_RANKS)
     nnodes = ck.integer("nodes", attrs.get("nodes"), 0, nranks)
-    for name in ("ranks", "iterations", "samples", "nodes", "nodes_raw", "errors"):
+    return nranks, nnodes
+
+
+REQUIRED = ("ranks", "iterations", "samples", "nodes", "nodes_raw", "errors")
+
+
+def _read(h5, path: str) -> RunRecord:
+    import h5py
+
+    ck = recordcheck.Checker(path)
+    attrs = raw_attrs(h5.attrs.items())
+    nranks, nnodes = check_attrs(ck, attrs)
+    for name in REQUIRED:
         link = h5.get(name, getlink=True)
         if link is None:
             raise RecordError(f"{path}: {name}: missing")

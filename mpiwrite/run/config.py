@@ -176,6 +176,9 @@ def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
         tags[key] = value
     if tag_file:
         for number, text in _tag_file_lines(tag_file):
+            if "=" in text:  # `fs = scratch` is fs=scratch, as people write such files
+                key, value = text.split("=", 1)
+                text = key.strip(" \t") + "=" + value.strip(" \t")
             key, value, problem = _tag_problem(text)
             if problem is None and key in tags:
                 problem = (None, "the key is given twice")

@@ -1,0 +1,441 @@
+"""A record's run-level part: what `report`, `compare` and `plot scaling` use, read fast.
+
+The root attributes, the iterations table, the nodes' facts and clocks, the client counters
+(per node and iteration) and, from the ranks table, per iteration the count, mean and sum of
+squared deviations of the ranks' write and read rates (what a report's rank mean±sd needs).
+The samples and raw node texts are checked without reading their data, the errors list is
+read and checked, layouts and latency histograms are not read: a `RunLevel` record loads the
+whole record when one of them is asked for, and refuses if the file changed since
+(docs/history.md).
+
+Reading is split in two so that rows of the index (answers/index.py) are as untrusted as
+files: `extract` reads a file into plain material (HDF5-level checks: links, storage,
+shapes and field types before any data), `build` checks every value of that material with
+the same checks as records.read and makes the record.  Files are read through a
+descriptor (regular files only, never blocking) into memory and opened as an HDF5 file
+image with h5py's low-level API and memory types made once: the high-level API translates
+every table's type on every open, which was most of a report's time (issue 20).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from mpiwrite import files
+from mpiwrite.errors import RecordError
+from mpiwrite.formats import recordcheck, records
+from mpiwrite.formats.summary import (
+    ITER_DTYPE,
+    LATER_ITER_FIELDS,
+    LATER_RANK_FIELDS,
+    LATER_SAMPLE_FIELDS,
+    RANK_DTYPE,
+    SAMPLE_DTYPE,
+)
+
+IMAGE_LIMIT = 64 * 2**20  # larger records are read as they always were (records.read)
+RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
+                        ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
+RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
+USED_RANK_FIELDS = ("iteration", "rank", "node", "MB_per_s", "read_MB_per_s")
+FINAL = ("complete", "failed", "interrupted", "timeout")  # a `running` record still changes
+_TYPES: Dict[Any, Any] = {}
+_MEMBERS: Dict[bytes, Dict[str, str]] = {}
+_PLANS: Dict[Any, Any] = {}
+
+
+def identity(st: os.stat_result) -> Tuple[int, int, int, int, int]:
+    """What says a file is still the one read: device, inode, size, mtime and ctime (ns)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _mtype(dt: np.dtype):
+    import h5py
+
+    if dt not in _TYPES:
+        if len(_TYPES) > 64:
+            _TYPES.clear()
+        _TYPES[dt] = h5py.h5t.py_create(dt)
+    return _TYPES[dt]
+
+
+def rank_stats(ranks: np.ndarray, iterations: np.ndarray) -> np.ndarray:
+    """Per iteration of the table: n, mean and squared deviations of the finite rates."""
+    out = np.zeros(len(iterations), RSTAT_DTYPE)
+    out["iteration"] = iterations["iteration"]
+    names = ranks.dtype.names or ()
+    cols = [(ranks[c], pre) for c, pre in RATE_COLUMNS.items() if c in names]
+    of = ranks["iteration"]
+    for i, it in enumerate(iterations["iteration"]):
+        this = of == it
+        for values, pre in cols:
+            v = values[this]
+            v = v[np.isfinite(v)]
+            if v.size:
+                m = float(v.mean())
+                out[pre + "n"][i], out[pre + "mean"][i] = v.size, m
+                out[pre + "m2"][i] = float(((v - m) ** 2).sum())
+    return out
+
+
+def pooled(stats: List[np.ndarray], read: bool = False) -> Tuple[int, float, float]:
+    """(n, mean, sd with ddof 1) of all the ranks' rates of these per-iteration rows, pooled
+    exactly (Chan et al.'s combination of means and squared deviations)."""
+    pre = "read_" if read else ""
+    rows = np.concatenate(stats) if stats else np.zeros(0, RSTAT_DTYPE)
+    rows = rows[rows[pre + "n"] > 0]
+    n = int(rows[pre + "n"].sum())
+    if not n:
+        return 0, float("nan"), float("nan")
+    mean = float(np.sum(rows[pre + "n"] * rows[pre + "mean"]) / n)
+    n_i, mean_i = rows[pre + "n"], rows[pre + "mean"]
+    m2 = float(np.sum(rows[pre + "m2"]) + np.sum(n_i * (mean_i - mean) ** 2))
+    return n, mean, (m2 / (n - 1)) ** 0.5 if n > 1 else float("nan")
+
+
+class RunLevel(records.RunRecord):
+    """A record of which only the run-level part was read; the rest is read on first use."""
+
+    def __init__(self, attrs, iterations, nodes, node_clock, path, ident, stats, counters):
+        self.attrs, self.iterations, self.nodes = attrs, iterations, nodes
+        self.node_clock, self.path, self.identity = node_clock, path, ident
+        self.rank_stats, self.client_counters = stats, counters
+        self._whole: Optional[records.RunRecord] = None
+
+    def __repr__(self) -> str:
+        return f"RunLevel({self.path!r}, run_id={self.run_id!r})"
+
+    def whole(self) -> records.RunRecord:
+        """The whole record, read now; RecordError if the file is no longer the one read."""
+        if self._whole is None:
+            try:
+                before = identity(os.stat(self.path))
+            except OSError as exc:
+                raise RecordError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+            rec = records.read(self.path)
+            if before != self.identity or rec.run_id != self.run_id:
+                raise RecordError(f"{self.path}: changed since it was read; run the command "
+                                  "again")
+            self._whole = rec
+        return self._whole
+
+    ranks = property(lambda self: self.whole().ranks)
+    samples = property(lambda self: self.whole().samples)
+    errors = property(lambda self: self.whole().errors)
+    layouts = property(lambda self: self.whole().layouts)
+    latency = property(lambda self: self.whole().latency)
+
+
+def stats_of(rec: records.RunRecord) -> np.ndarray:
+    """A record's per-iteration rank statistics (read or computed from its ranks)."""
+    got = getattr(rec, "rank_stats", None)
+    return got if got is not None else rank_stats(rec.ranks, rec.iterations)
+
+
+# -- reading a file ---------------------------------------------------------------------------
+def read(path: str):
+    """(record, material, identity) of the file at path; RecordError naming what is wrong."""
+    try:
+        fd = files.open_regular(path)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if st.st_size > IMAGE_LIMIT:
+            return _whole_file(path, st)
+        chunks = []
+        while True:
+            data = os.read(fd, 1 << 22)
+            if not data:
+                break
+            chunks.append(data)
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        material = extract(path, b"".join(chunks))
+    except RecordError:
+        raise
+    except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
+        raise RecordError(f"{path}: damaged or incomplete record ({exc})") from None
+    ident = identity(st)
+    return build(path, material, ident), material, ident
+
+
+def _whole_file(path: str, st) -> tuple:
+    rec = records.read(path)
+    lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, identity(st),
+                   rank_stats(rec.ranks, rec.iterations), rec.client_counters)
+    lvl._whole = rec
+    return lvl, None, identity(st)  # no material: not kept in the index
+
+
+def extract(path: str, data: bytes) -> Dict[str, Any]:
+    """The run-level material of a record's bytes, after the HDF5-level checks."""
+    import h5py
+
+    ck = recordcheck.Checker(path)
+    try:
+        fid = h5py.h5f.open_file_image(data)
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
+    root = h5py.h5g.open(fid, b"/")
+    attrs = records.raw_attrs(_attrs(root))
+    material: Dict[str, Any] = {"attrs": dict(attrs)}
+    nranks, nnodes = records.check_attrs(ck, attrs)
+    for name in records.REQUIRED:
+        try:
+            kind = root.links.get_info(name.encode()).type
+        except KeyError:
+            raise RecordError(f"{path}: {name}: missing") from None
+        if kind != h5py.h5l.TYPE_HARD:
+            what = "SoftLink" if kind == h5py.h5l.TYPE_SOFT else "ExternalLink"
+            raise RecordError(f"{path}: {name}: is a {what} (refused)")
+    its = _table(ck, root, "iterations", ITER_DTYPE, recordcheck.MAX_ITERATIONS,
+                 LATER_ITER_FIELDS)
+    per_rank = (len(its) + 1) * nranks
+    ranks = _table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
+    d, n, tid = _dataset(ck, root, "nodes")
+    names = _members(tid)
+    for f in ("facts_json", "clock_offset_seconds", "clock_uncertainty_seconds"):
+        if f not in names:
+            raise RecordError(f"{path}: nodes: missing field {f}")
+    ck_rows(ck, "nodes", n, max(nnodes, 1), tid.get_size())
+    ndt = np.dtype([("facts_json", h5py.string_dtype()), ("clock_offset_seconds", "<f8"),
+                    ("clock_uncertainty_seconds", "<f8")])
+    nodes = np.empty(n, ndt)
+    if n:
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, _mtype(ndt))
+    facts = [records._text(v) for v in nodes["facts_json"]]
+    if len(ranks):
+        if not n:
+            raise RecordError(f"{path}: nodes: empty, but the ranks table has rows")
+        bad = (ranks["node"] < 0) | (ranks["node"] >= n)
+        if bad.any():
+            raise RecordError(f"{path}: ranks.node: index {int(ranks['node'][bad][0])} out of "
+                              f"range 0..{n - 1}")
+        if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
+            raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
+    _unread(ck, root, per_rank, n)
+    counters: List[Dict[str, Any]] = []
+    if "client_counters" in _links(root):
+        with h5py.File(fid) as h5:  # rare (Lustre, NFS, ceph clients): the checked reader
+            counters = ck.optional_rows(h5, "client_counters",
+                                        {"node": n, "iteration": len(its) + 1},
+                                        "counters_json", (len(its) + 1) * max(n, 1))
+    material.update(iterations=its, nodes=facts,
+                    clock=np.stack([nodes["clock_offset_seconds"],
+                                    nodes["clock_uncertainty_seconds"]], axis=1),
+                    rank_stats=rank_stats(ranks, its),
+                    counters=[dict(r, counters_json=json.dumps(r["counters_json"]))
+                              for r in counters])
+    return material
+
+
+def _unread(ck, root, per_rank: int, nnodes: int) -> None:
+    """The tables a report does not use, checked as records.read checks them but for the
+    data of the two large ones: samples (storage, fields, rows bounded: metadata only),
+    nodes_raw (storage, strings, rows), errors (a few strings, read and checked)."""
+    import h5py
+
+    _d, n, tid = _dataset(ck, root, "samples")
+    kinds = _members(tid)
+    if not kinds:
+        raise ck.fail("samples", "expected a table with fields")
+    ck.fields("samples", kinds, SAMPLE_DTYPE, LATER_SAMPLE_FIELDS)
+    ck_rows(ck, "samples", n, per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION,
+            max(SAMPLE_DTYPE.itemsize, tid.get_size()))
+    for name, bound in (("nodes_raw", nnodes), ("errors", per_rank * 4 + 1000)):
+        d, n, tid = _dataset(ck, root, name)
+        if tid.get_class() != h5py.h5t.STRING:
+            raise ck.fail(name, "expected strings")
+        ck_rows(ck, name, n, bound, 1)
+        if name == "errors" and n:
+            dt = np.dtype(h5py.string_dtype())
+            texts = np.empty(n, dt)
+            d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, _mtype(dt))
+            for i, e in enumerate(texts):
+                ck.json(f"errors[{i}]", e, dict)
+
+
+def _links(root) -> List[str]:
+    out: List[str] = []
+    root.links.iterate(lambda name: out.append(name.decode("utf-8", "replace")))
+    return out
+
+
+def _attrs(root):
+    """(name, value) of the root's attributes; scalars of text and numbers through memory
+    types made once, anything else as h5py reads it."""
+    import h5py
+
+    h5a, h5t = h5py.h5a, h5py.h5t
+    for i in range(h5a.get_num_attrs(root)):
+        a = h5a.open(root, index=i)
+        name = a.name.decode("utf-8", "replace")
+        tid, scalar = a.get_type(), a.shape == ()
+        cls = tid.get_class()
+        if scalar and cls == h5t.STRING and tid.is_variable_str():
+            dt = h5py.string_dtype()
+        elif scalar and cls == h5t.INTEGER:
+            dt = np.dtype("<i8" if tid.get_sign() == h5t.SGN_2 or tid.get_size() < 8 else "<u8")
+        elif scalar and cls == h5t.FLOAT:
+            dt = np.dtype("<f8")
+        else:
+            dt = a.dtype
+            arr = np.empty(a.shape, dt)
+            a.read(arr)
+            yield name, arr[()] if scalar else arr
+            continue
+        arr = np.empty((), dt)
+        a.read(arr, mtype=_mtype(dt))
+        yield name, arr[()]
+
+
+def _dataset(ck, root, name: str):
+    """(dataset id, rows, file type) after the checks of Checker.dataset."""
+    import h5py
+
+    try:
+        d = h5py.h5d.open(root, name.encode())
+    except (KeyError, ValueError) as exc:
+        raise ck.fail(name, f"is not a dataset ({exc})") from None
+    dcpl = d.get_create_plist()
+    if dcpl.get_layout() == h5py.h5d.VIRTUAL:
+        raise ck.fail(name, "is a virtual dataset (refused: it reads other files)")
+    if dcpl.get_external_count():
+        raise ck.fail(name, "uses external storage (refused: it reads other files)")
+    space = d.get_space()
+    if space.get_simple_extent_ndims() != 1:
+        raise ck.fail(name, f"expected one dimension, found shape "
+                      f"{space.get_simple_extent_dims()}")
+    return d, int(space.get_simple_extent_dims()[0]), d.get_type()
+
+
+def _members(tid) -> Dict[str, str]:
+    """A compound type's fields as numpy kind letters ("V": neither integer nor float)."""
+    import h5py
+
+    if tid.get_class() != h5py.h5t.COMPOUND:
+        return {}
+    key = tid.encode()  # the same type in every record of a version: looked at once
+    if key in _MEMBERS:
+        return _MEMBERS[key]
+    if len(_MEMBERS) > 64:  # bounded whatever the records hold
+        _MEMBERS.clear()
+    out = _MEMBERS[key] = {}
+    for j in range(tid.get_nmembers()):
+        cls = tid.get_member_class(j)
+        sub = tid.get_member_type(j)
+        kind = ("i" if sub.get_sign() == h5py.h5t.SGN_2 else "u") if cls == h5py.h5t.INTEGER \
+            else "f" if cls == h5py.h5t.FLOAT else "V"
+        out[tid.get_member_name(j).decode("utf-8", "replace")] = kind
+    return out
+
+
+def ck_rows(ck, name: str, n: int, max_rows: int, itemsize: int) -> None:
+    if n > max_rows or n * itemsize > recordcheck.MAX_TABLE_BYTES:
+        raise ck.fail(name, f"{n} rows is more than the declared ranks and iterations "
+                      f"allow ({max_rows}); refused before reading")
+
+
+def _table(ck, root, name: str, expected: np.dtype, max_rows: int, later: tuple,
+           used: Optional[tuple] = None):
+    """Checker.table through the low-level API: the same checks, the same result (with
+    `used`: only those fields read, every field's type checked all the same).  What a type
+    of table needs (its fields checked, the memory type) is worked out once per type."""
+    import h5py
+
+    d, n, tid = _dataset(ck, root, name)
+    full = expected.itemsize
+    key = (tid.encode(), expected, later, used)
+    plan = _PLANS.get(key)
+    if plan is None:
+        kinds = _members(tid)
+        if not kinds:
+            raise ck.fail(name, "expected a table with fields")
+        present = ck.fields(name, kinds, expected, later)  # raises: nothing kept
+        if used:
+            present = [f for f in present if f in used]
+            expected = np.dtype([(f, expected[f]) for f in expected.names if f in used])
+        mdt = np.dtype([(f, expected[f]) for f in present])
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        plan = _PLANS[key] = (present, expected, mdt, _mtype(mdt), mdt == expected)
+    present, out_dt, mdt, mtype, whole = plan
+    ck_rows(ck, name, n, max_rows, max(full, tid.get_size()))
+    raw = np.empty(n, mdt)
+    if n:
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype)
+    if whole:  # every field there: the rows read are the table
+        ck.finite(name, raw)
+        return raw
+    return ck.fill(name, raw, present, out_dt)
+
+
+# -- checking material (from a file or from the index) ----------------------------------------
+def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
+    """The record from run-level material, every value checked as records.read checks it."""
+    ck = recordcheck.Checker(path)
+    attrs = dict(m["attrs"])
+    if not all(isinstance(v, (str, int, float, type(None))) for v in attrs.values()):
+        raise ck.fail("attributes", "a value is neither text nor a number")
+    nranks, nnodes = records.check_attrs(ck, attrs)
+    its = m["iterations"]
+    if not isinstance(its, np.ndarray) or its.dtype != ITER_DTYPE or its.ndim != 1:
+        raise ck.fail("iterations", "not the iterations table")
+    ck_rows(ck, "iterations", len(its), recordcheck.MAX_ITERATIONS, ITER_DTYPE.itemsize)
+    ck.finite("iterations", its)
+    raw = m["nodes"]
+    if not isinstance(raw, list) or len(raw) > max(nnodes, 1):
+        raise ck.fail("nodes", "more rows than the declared nodes")
+    nodes = [ck.node(i, ck.json(f"nodes[{i}].facts_json", text)) for i, text in enumerate(raw)]
+    clock = np.asarray(m["clock"], dtype=float).reshape(len(nodes), 2) if nodes else None
+    stats = m["rank_stats"]
+    if not isinstance(stats, np.ndarray) or stats.dtype != RSTAT_DTYPE or \
+            len(stats) != len(its) or not np.array_equal(stats["iteration"], its["iteration"]):
+        raise ck.fail("ranks", "per-iteration rank figures do not match the iterations")
+    counts = np.concatenate([stats["n"], stats["read_n"]])
+    figures = np.concatenate([stats["mean"], stats["read_mean"], stats["m2"],
+                              stats["read_m2"]])
+    if len(stats) and (counts.min() < 0 or counts.max() > nranks
+                       or not np.isfinite(figures).all()
+                       or min(stats["m2"].min(), stats["read_m2"].min()) < 0):
+        raise ck.fail("ranks", "per-iteration rank figures out of range")
+    counters = []
+    for i, r in enumerate(m["counters"]):
+        if not isinstance(r, dict) or type(r.get("iteration")) is not int \
+                or type(r.get("node")) is not int:
+            raise ck.fail(f"client_counters[{i}]", "not a counter row")
+        if not (0 <= r["iteration"] <= len(its) and 0 <= r["node"] < max(len(nodes), 1)):
+            raise ck.fail(f"client_counters[{i}]", "index out of range")
+        row = {k: ck.number(f"client_counters[{i}].{k}", v) for k, v in r.items()
+               if k != "counters_json"}
+        counters.append(dict(row, delta=ck.json(f"client_counters[{i}].counters_json",
+                                                r.get("counters_json"), dict)))
+    return RunLevel(attrs, its, nodes, clock, path, ident, stats, counters)
+
+
+def encode(m: Dict[str, Any]) -> Tuple[str, bytes, bytes]:
+    """Material as the index keeps it: JSON text, and the two tables' bytes."""
+    doc = {"attrs": m["attrs"], "nodes": m["nodes"], "clock": m["clock"].tolist(),
+           "counters": m["counters"]}
+    return json.dumps(doc), m["iterations"].tobytes(), m["rank_stats"].tobytes()
+
+
+def decode(text: str, its: bytes, stats: bytes) -> Dict[str, Any]:
+    """Material from an index row (ValueError when it is not well formed)."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("attrs"), dict):
+        raise ValueError("not an index row")
+    if len(its) % ITER_DTYPE.itemsize or len(stats) % RSTAT_DTYPE.itemsize:
+        raise ValueError("table bytes of the wrong length")
+    return {"attrs": doc["attrs"], "nodes": doc.get("nodes"), "clock": doc.get("clock") or [],
+            "counters": doc.get("counters") or [],
+            "iterations": np.frombuffer(its, ITER_DTYPE).copy(),
+            "rank_stats": np.frombuffer(stats, RSTAT_DTYPE).copy()}

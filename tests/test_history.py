@@ -1,0 +1,289 @@
+"""A site's history (issue 20): the run-level reading, the index of records already read
+(answers/index.py) and its invalidation, --units for report/compare/plot, tag files."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+
+import pytest
+import synth
+from common import MPIWRITE, clean_env, cli
+
+from mpiwrite.answers.index import NAME, Index
+from mpiwrite.answers.results import Store, run_keys
+from mpiwrite.errors import RecordError
+from mpiwrite.formats import records, runlevel
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def aged(path, seconds=60.0):
+    """Set a file's times into the past: the index keeps only records that have settled."""
+    t = time.time_ns() - int(seconds * 1e9)
+    os.utime(path, ns=(t, t))
+
+
+def make(folder, name, values, **kw):
+    path = synth.make(folder / f"{name}.h5", values, name, **kw)
+    aged(path)
+    return path
+
+
+@pytest.fixture
+def site(tmp_path):
+    r = tmp_path / "r"
+    r.mkdir()
+    for i in range(4):
+        make(r, f"a{i}", [800.0 + i, 805.0, 795.0], tags={"config": "A"}, nodes=2,
+             ranks_per_node=4)
+        make(r, f"b{i}", [600.0 + i, 602.0, 598.0], tags={"config": "B"}, nodes=2,
+             ranks_per_node=4)
+    return r
+
+
+def store(folder, cache_dir, **kw):
+    idx = Index(str(cache_dir))
+    st = Store([str(folder)], warn=False, level="run", cache=idx, **kw)
+    return st, idx
+
+
+def report(folder, tmp_path, *extra, env=None):
+    out = cli(["report", str(folder), "--by", "config", "--format", "json", *extra],
+              cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_run_level_record_is_the_record_for_reports(site):
+    path = str(site / "a0.h5")
+    rec, material, _ident = runlevel.read(path)
+    whole = records.read(path)
+    assert rec.attrs == whole.attrs and run_keys(rec) == run_keys(whole)
+    assert rec.iterations.tobytes() == whole.iterations.tobytes()
+    n, mean, sd = runlevel.pooled([runlevel.stats_of(rec)])
+    assert n == len(whole.ranks) and mean == pytest.approx(whole.ranks["MB_per_s"].mean())
+    assert sd == pytest.approx(whole.ranks["MB_per_s"].std(ddof=1))
+    assert len(rec.ranks) == len(whole.ranks)  # the rest of the record, read when used
+    assert material is not None
+
+
+def test_a_run_level_record_refuses_the_rest_of_a_changed_file(site):
+    path = site / "a0.h5"
+    rec, _m, _i = runlevel.read(str(path))
+    make(site, "a0", [1.0, 2.0, 3.0], tags={"config": "A"})
+    with pytest.raises(RecordError, match="changed since it was read"):
+        len(rec.ranks)
+
+
+def test_hits_after_the_first_read_and_the_same_answers(site, tmp_path):
+    cache = tmp_path / "cache"
+    first, idx = store(site, cache)
+    assert (idx.hits, idx.misses) == (0, 8)
+    assert os.stat(cache / NAME).st_mode & 0o777 == 0o600
+    second, idx = store(site, cache)
+    assert (idx.hits, idx.misses, idx.invalid) == (8, 0, 0)
+    assert [run_keys(r) for r in first.runs] == [run_keys(r) for r in second.runs]
+    env = {"MPIWRITE_CACHE": str(cache)}
+    with_cache = report(site, tmp_path, env=env).stdout
+    assert with_cache == report(site, tmp_path, "--no-cache").stdout
+    assert with_cache == report(site, tmp_path, env={"MPIWRITE_CACHE": "off"}).stdout
+    assert with_cache == report(site, tmp_path, "--cache", str(tmp_path / "other")).stdout
+    whole = cli(["report", str(site), "--by", "config", "--format", "json", "--metric",
+                 "per-node"], cwd=tmp_path, env=env)  # a per-rank metric reads whole records
+    assert whole.returncode == 0, whole.stderr
+
+
+def test_a_changed_replaced_or_removed_record_is_never_served(site, tmp_path):
+    cache = tmp_path / "cache"
+    store(site, cache)
+    aged(site / "a0.h5", 120)  # touched: other mtime and ctime
+    t = time.time_ns() - 90 * 10**9
+    copy = site / "a1.copy"  # the same bytes and times under a new inode
+    shutil.copy2(site / "a1.h5", copy)
+    os.utime(copy, ns=(t, t))
+    os.replace(copy, site / "a1.h5")
+    fresh = synth.make(tmp_path / "new.h5", [100.0, 100.0, 100.0], "a2",
+                       tags={"config": "A"}, nodes=2, ranks_per_node=4)
+    aged(fresh)
+    os.replace(fresh, site / "a2.h5")  # replaced by another record
+    os.unlink(site / "b0.h5")
+    st, idx = store(site, cache)
+    assert idx.misses == 3 and idx.hits == 4
+    ids = sorted(r.run_id for r in st.runs)
+    assert ids == ["a0", "a1", "a2", "a3", "b1", "b2", "b3"]
+    a2 = next(r for r in st.runs if r.run_id == "a2")
+    assert a2.iterations["aggregate_MB_per_s"][0] == pytest.approx(100.0)
+    assert report(site, tmp_path, env={"MPIWRITE_CACHE": str(cache)}).stdout == \
+        report(site, tmp_path, "--no-cache").stdout
+
+
+def test_running_and_just_written_records_are_not_kept(tmp_path):
+    r = tmp_path / "r"
+    r.mkdir()
+    make(r, "run", [500.0], status="running")
+    synth.make(r / "new.h5", [500.0], "new")  # modified now: its mtime tick may repeat
+    cache = tmp_path / "cache"
+    store(r, cache)
+    _st, idx = store(r, cache)
+    assert idx.hits == 0 and idx.misses == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty-table"])
+def test_a_damaged_index_is_made_anew_with_a_warning(site, tmp_path, damage):
+    cache = tmp_path / "cache"
+    store(site, cache)
+    path = cache / NAME
+    if damage == "truncate":
+        with open(path, "r+b") as fh:
+            fh.truncate(os.path.getsize(path) // 3)
+    elif damage == "garbage":
+        path.write_bytes(b"not a database at all" * 200)
+    else:
+        db = sqlite3.connect(path)
+        db.execute("DROP TABLE runs")
+        db.execute("CREATE TABLE runs (path TEXT)")
+        db.commit()
+        db.close()
+    env = {"MPIWRITE_CACHE": str(cache)}
+    out = report(site, tmp_path, env=env)
+    assert out.stdout == report(site, tmp_path, "--no-cache").stdout
+    if damage != "truncate":  # a truncated file may still read as a smaller database
+        assert "is damaged" in out.stderr and "made anew" in out.stderr
+    _st, idx = store(site, cache)
+    assert idx.hits == 8
+
+
+def test_rows_that_fail_the_checks_of_a_record_are_not_used(site, tmp_path):
+    cache = tmp_path / "cache"
+    store(site, cache)
+    db = sqlite3.connect(cache / NAME)
+    for (path, doc) in db.execute("SELECT path, doc FROM runs").fetchall():
+        d = json.loads(doc)
+        if path.endswith("a0.h5"):
+            d["attrs"]["ranks"] = -5  # what a record may not say
+        elif path.endswith("a1.h5"):
+            d["nodes"] = ["[not an object]"]
+        else:
+            continue
+        db.execute("UPDATE runs SET doc = ? WHERE path = ?", (json.dumps(d), path))
+    db.execute("UPDATE runs SET iterations = x'00' WHERE path LIKE '%b0.h5'")
+    db.commit()
+    db.close()
+    st, idx = store(site, cache)
+    assert idx.invalid == 3 and idx.hits == 5 and len(st.runs) == 8
+    out = report(site, tmp_path, env={"MPIWRITE_CACHE": str(cache)})
+    assert out.stdout == report(site, tmp_path, "--no-cache").stdout
+
+
+def test_the_index_file_is_never_a_link_and_the_folder_must_be_private(site, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    os.symlink(victim, cache / NAME)
+    out = report(site, tmp_path, env={"MPIWRITE_CACHE": str(cache)})
+    assert "cannot use the index" in out.stderr
+    assert victim.read_bytes() == b"precious"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    out = report(site, tmp_path, env={"MPIWRITE_CACHE": str(shared)})
+    assert "writable by others" in out.stderr and not (shared / NAME).exists()
+
+
+def test_read_only_records_and_the_default_cache_folder(site, tmp_path):
+    for p in site.iterdir():
+        os.chmod(p, 0o444)
+    os.chmod(site, 0o555)
+    try:
+        env = clean_env({"XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        del env["MPIWRITE_CACHE"]
+        out = subprocess.run([MPIWRITE, "report", str(site), "--by", "config"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        db = sqlite3.connect(tmp_path / "xdg" / "mpiwrite" / NAME)
+        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 8
+        env["MPIWRITE_CACHE"] = "off"
+        env["XDG_CACHE_HOME"] = str(tmp_path / "xdg2")
+        out = subprocess.run([MPIWRITE, "report", str(site), "--by", "config"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and not (tmp_path / "xdg2").exists()
+    finally:
+        os.chmod(site, 0o755)
+    out = cli(["report", str(site), "--cache", "x", "--no-cache"], cwd=tmp_path)
+    assert out.returncode == 2 and "--no-cache" in out.stderr
+
+
+def test_concurrent_readers_share_one_index(site, tmp_path):
+    cache = tmp_path / "cache"
+    env = clean_env({"MPIWRITE_CACHE": str(cache)})
+    cmd = [MPIWRITE, "report", str(site), "--by", "config", "--format", "json"]
+    for _round in range(2):  # the first round writes the index, the second reads it
+        procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        outs = [p.communicate(timeout=90) for p in procs]
+        assert all(p.returncode == 0 for p in procs), outs
+        assert len({o for o, _e in outs}) == 1 and not any(e for _o, e in outs), outs
+    _st, idx = store(site, cache)
+    assert idx.hits == 8
+
+
+def test_units_mib_changes_figures_and_labels(site, tmp_path):
+    mb = json.loads(report(site, tmp_path).stdout)
+    mib = json.loads(report(site, tmp_path, "--units", "MiB").stdout)
+    assert mb["metric_unit"] == "MB/s" and mib["metric_unit"] == "MiB/s"
+    assert mib["units"] == "MiB"
+    for a, b in zip(mb["rows"], mib["rows"]):
+        assert b["mean_MiB_per_s"] == pytest.approx(a["mean_MB_per_s"] * 1e6 / 2**20)
+        assert b["rank_mean_MiB_per_s"] == pytest.approx(a["rank_mean_MB_per_s"] * 1e6 / 2**20)
+        assert "mean_MB_per_s" not in b
+    table = cli(["report", str(site), "--by", "config", "--units", "MiB"], cwd=tmp_path)
+    shown = f"{mb['rows'][0]['mean_MB_per_s'] * 1e6 / 2**20:.1f}"
+    assert "MiB/s ±95%" in table.stdout and shown in table.stdout, table.stdout
+    out = cli(["compare", "config=A", "config=B", "--in", str(site), "--units", "MiB",
+               "--json"], cwd=tmp_path)
+    doc = json.loads(out.stdout)
+    assert doc["metric_unit"] == "MiB/s" and "diff_MiB_per_s" in doc
+    assert doc["a"]["mean_MiB_per_s"] == pytest.approx(mb["rows"][0]["mean_MB_per_s"]
+                                                       * 1e6 / 2**20)
+    text = cli(["compare", "config=A", "config=B", "--in", str(site), "--units", "MiB"],
+               cwd=tmp_path).stdout
+    assert "MiB/s" in text and "MB/s" not in text
+    cpu = cli(["report", str(site), "--metric", "client-cpu", "--units", "MiB"], cwd=tmp_path)
+    assert "MiB" not in cpu.stdout or "rank mean±sd and first-done: write MiB/s" in cpu.stdout
+
+
+def test_plot_scaling_takes_units(site, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = cli(["plot", "scaling", str(site), "-o", "p.png", "--by", "config", "--units",
+               "MiB"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
+def test_tag_file_strips_spaces_and_names_a_bad_line(tmp_path):
+    from mpiwrite.errors import ConfigError
+    from mpiwrite.run import config
+
+    tags = tmp_path / "site.tags"
+    tags.write_text("# site\nfs = scratch\n\tcampaign=\t2026 \n")
+    assert config.parse_tags([], str(tags)) == {"fs": "scratch", "campaign": "2026"}
+    tags.write_text("fs = scratch\n\nno equals sign here\n")
+    with pytest.raises(ConfigError, match=r"site\.tags' line 3: not KEY=VALUE"):
+        config.parse_tags([], str(tags))
+
+
+def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path):
+    pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    whole = load(str(site))
+    cache = tmp_path / "cache"
+    light = load(str(site), tables=("runs", "iterations", "nodes"), cache=str(cache))
+    assert set(light) == {"runs", "iterations", "nodes"}
+    assert light["iterations"].equals(whole["iterations"])
+    assert (cache / NAME).exists()
+    again = load(str(site), tables=("runs", "iterations"), cache=str(cache))
+    assert again["runs"]["run_id"].tolist() == whole["runs"]["run_id"].tolist()
