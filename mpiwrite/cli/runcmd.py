@@ -7,6 +7,7 @@ run needs.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -152,6 +153,11 @@ def run(ctx, **_params):
 
 def config_from(p: dict):
     """A checked RunConfig from the parameters of the `run` command (ConfigError if bad)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # a ConfigError: under a launcher the ranks agree on one line
+        raise ConfigError("the current folder was removed; change to an existing folder") \
+            from None
     return config.build(
         target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
         count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
