@@ -337,7 +337,9 @@ class Ledger:
             latency=self.latency)
 
     def save(self, status: RunStatus, error: str = "") -> None:
-        """Write the record atomically; a failure is remembered, not raised."""
+        """Write the record atomically; a failure is remembered, not raised.  Only the last
+        save's outcome counts: a complete final record after a failed intermediate one is
+        a saved record (with a warning), not "record not saved"."""
         if self.record_file is None:
             return
         from mpiwrite.formats import records
@@ -350,6 +352,11 @@ class Ledger:
             # the end says the record is missing.
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             self.record_error = f"record not saved: {self.record_file}: {reason}"
+        else:
+            if self.record_error:
+                self.warn(f"an earlier save of the record {self.record_file} failed "
+                          f"({self.record_error.rsplit(': ', 1)[-1]}); a later one worked")
+            self.record_error = ""
 
     def finish(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
         """The final record, the summary on screen, and the JSON summary (once)."""
