@@ -96,6 +96,7 @@ class Ledger:
         self.json_folder: Optional[files.Folder] = None  # --json's folder, opened once
         self.record_error = ""
         self._saved_at, self._save_seconds = float("-inf"), 0.0  # save_running's pace
+        self._saved_iterations = 0  # in the last record saved: the first is saved at once
         self.finished = False
 
     def host_of(self, rank: int) -> str:
@@ -360,14 +361,16 @@ class Ledger:
                 self.warn(f"an earlier save of the record {self.record_file} failed "
                           f"({self.record_error.rsplit(': ', 1)[-1]}); a later one worked")
             self.record_error = ""
+            self._saved_iterations = len(self.iter_rows)
         self._saved_at, self._save_seconds = time.monotonic(), time.monotonic() - began
 
     def save_running(self) -> None:
         """The record after an iteration, so that a run killed for good leaves what it had
-        measured: at most every SAVE_EVERY seconds and never more than a tenth of the run's
-        time (each save rewrites the whole record: at every iteration, -i 1000 was
+        measured: the first iteration at once, then at most every SAVE_EVERY seconds and never
+        more than a tenth of the run's time (each save rewrites the whole record: at every iteration, -i 1000 was
         quadratic).  The set-up and the final save are always made (save())."""
-        if time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
+        if not self._saved_iterations or \
+                time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
             self.save(RunStatus.RUNNING)
 
     def finish(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
