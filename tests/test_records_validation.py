@@ -259,3 +259,23 @@ def test_one_bad_record_among_good_ones_with_and_without_skip_bad(tmp_path, caps
     assert code == 1 and out.splitlines()[1].split()[:3] == ["a", "3", "3"], (out, err)
     code, out, err = _main(["report", str(d), "--by", "cfg", "--skip-bad"], capsys)
     assert code == 0 and out.splitlines()[1].split()[:3] == ["a", "3", "3"]
+
+
+def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_path):
+    """Round 3: a 476 KB record declaring 10^7 ranks with 16M gzip'd sample rows took 1 GB
+    in `show` (the bound came from the declared ranks)."""
+    path = tmp_path / "bomb.h5"
+    synth.make(path, [500.0, 510.0], "bomb")
+    with h5py.File(path, "a") as h5:
+        h5.attrs["ranks"] = 10**7
+        dt = h5["samples"].dtype
+        del h5["samples"]
+        n, chunk = 16 * 2**20, 2**18
+        d = h5.create_dataset("samples", shape=(n,), dtype=dt, compression="gzip",
+                              chunks=(chunk,))
+        zeros = np.zeros(chunk, dtype=dt)
+        for i in range(0, n, chunk):
+            d[i:i + chunk] = zeros
+    assert path.stat().st_size < 2**20
+    with pytest.raises(RecordError, match="refused before reading"):
+        records.read(str(path))

@@ -172,3 +172,35 @@ def without_dac_override(args, cwd):
     return subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
                            MPIWRITE, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=60, env=clean_env())
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("edit", [{"size": 2**40}, {"ranks": 10**7}, {"block_size": 2**31},
+                                  {"block_size": 2**40}, {"size": 2**40, "ranks": 10**7}],
+                         ids=["size", "ranks", "block-2^31", "block-2^40", "size-and-ranks"])
+def test_a_record_edited_to_huge_sizes_is_bounded(runs, tmp_path, edit):
+    """Round 3: a kept shared file's record edited to size 2^40 and 10^7 ranks made verify
+    grow to 14 GB; block size 2^31 took 4.2 GB and 2^40 a MemoryError traceback."""
+    import json
+    import resource
+
+    import h5py
+
+    w = tmp_path / "s"
+    shutil.copytree(runs / "shared", w)
+    rec = next((w / "results").glob("*.h5"))
+    with h5py.File(rec, "a") as h5:
+        params = json.loads(h5.attrs["params"])
+        params.update({k: v for k, v in edit.items() if k != "ranks"})
+        h5.attrs["params"] = json.dumps(params)
+        if "ranks" in edit:
+            h5.attrs["ranks"] = edit["ranks"]
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+    out = subprocess.run([MPIWRITE, "verify", "d", "--record", "results"], cwd=w,
+                         capture_output=True, text=True, timeout=60, env=clean_env(),
+                         preexec_fn=limit)
+    assert "Traceback" not in out.stderr and "MemoryError" not in out.stderr, out.stderr
+    assert out.returncode in (1, 2), (out.stdout, out.stderr)

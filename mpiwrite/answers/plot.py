@@ -27,6 +27,11 @@ def _pyplot():
     except ImportError:
         raise ConfigError("plot needs matplotlib: pip install 'mpiwrite[plot]'") from None
     matplotlib.use("Agg")
+    # Labels hold tags, run ids and host names: text, never mathtext or TeX ('cost $x^$'
+    # must be drawn as written, not parsed into a ParseSyntaxException); _finish makes sure
+    # of every text object again
+    matplotlib.rcParams["text.parse_math"] = False
+    matplotlib.rcParams["text.usetex"] = False
     import matplotlib.pyplot as plt
 
     return plt
@@ -116,6 +121,11 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
 def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
     if legend:
         ax.legend(fontsize="small")
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_usetex(False)
+        text.set_parse_math(False)
     fig.tight_layout()
     import io
 

@@ -26,7 +26,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
 from mpiwrite.formats.runlevel import pooled, stats_of
 from mpiwrite.formats.status import Status
-from mpiwrite.text import printable
+from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import plural as _count
 
@@ -217,7 +217,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
                                         "schema_version"])
         for r in contract.finite(rows):
-            w.writerow([printable(r["keys"][k]) for k in by]
+            w.writerow([csv_cell(r["keys"][k]) for k in by]
                        + ["" if r.get(f) is None else r.get(f) for f in fields]
                        + [sampling.metric, unit, sampling.warmup, confidence,
                           contract.OUTPUT_VERSION])
@@ -281,8 +281,8 @@ def interval(lo: float, hi: float, digits: int = 1) -> str:
 
 
 def _md(cell: str) -> str:
-    """A markdown table cell: '|' escaped so a value cannot add columns (already printable)."""
-    return cell.replace("\\", "\\\\").replace("|", "\\|")
+    """A markdown table cell: | ` * _ [ ] < > escaped (text.markdown_cell)."""
+    return markdown_cell(cell)
 
 
 def _change_cell(r: Dict[str, Any]) -> str:

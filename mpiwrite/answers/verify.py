@@ -27,6 +27,7 @@ from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names, pattern
 
 SCAN = 64 * 2**20
+MAX_BLOCK = 2**31  # what run/config.py allows
 
 
 class FileReport(NamedTuple):
@@ -150,6 +151,13 @@ def verify_file(path: str, record=None, limit: int = 20) -> FileReport:
         exp = from_record(exp, record) if checked else infer(exp, fd, size)
         if not exp.block_size or exp.block_size <= 0:
             return FileReport(path, size, 0, 0, [], "block size unknown")
+        if exp.block_size > MAX_BLOCK:  # a record's claim, before anything is allocated
+            return FileReport(path, size, 0, 0, [], f"the record's block size {exp.block_size} "
+                              f"is beyond {MAX_BLOCK} (a run refuses it): an edited record?")
+        if checked and exp.block_size > size:  # not even one block: nothing to read
+            return FileReport(path, size, 0, exp.block_size, [pattern.Mismatch(
+                0, f"blocks of {exp.block_size} bytes", f"{size} bytes (file length)")], "",
+                True)
         return _check(fd, path, size, exp, checked, limit)
     except OSError as exc:
         return FileReport(path, 0, 0, 0, [], exc.strerror or str(exc))
@@ -163,7 +171,16 @@ def _segments(exp: Expect, size: int, checked: bool):
         return [(exp.rank, 0, exp.segment if checked and exp.segment is not None else size)]
     seg = exp.segment or size
     n = exp.ranks or -(-size // seg)
-    return [(r, r * seg, seg if checked else min(seg, size - r * seg)) for r in range(n)]
+    # only the parts that start inside the file (a record may claim 10^7 ranks): the length
+    # check names what is missing beyond it
+    inside = min(n, -(-size // seg)) if seg > 0 else 0
+    return [(r, r * seg, seg if checked else min(seg, size - r * seg)) for r in range(inside)]
+
+
+def _claimed_length(exp: Expect, segs, checked: bool) -> int:
+    if checked and exp.rank is None and exp.ranks and exp.segment:
+        return exp.ranks * exp.segment
+    return segs[-1][1] + segs[-1][2] if segs else 0
 
 
 def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
@@ -173,7 +190,7 @@ def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
     segs = _segments(exp, size, checked)
     shared = segs[1][1] if exp.rank is None and len(segs) > 1 else 0
     mismatches: List[pattern.Mismatch] = []
-    expected_len = segs[-1][1] + segs[-1][2] if segs else 0
+    expected_len = _claimed_length(exp, segs, checked)
     if checked and size != expected_len:
         mismatches.append(pattern.Mismatch(min(size, expected_len), f"{expected_len} bytes",
                                            f"{size} bytes (file length)"))

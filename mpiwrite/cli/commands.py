@@ -10,6 +10,8 @@ import click
 from mpiwrite.cli.jobscript import MPIRUN_FAMILIES
 from mpiwrite.cli.options import (
     FORMATS,
+    INT,
+    AsciiInt,
     cache_choice,
     cache_options,
     sampling_from,
@@ -244,7 +246,7 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
 @click.argument("run")
 @click.option("--in", "where", multiple=True, default=["results"], show_default=True,
               help="Where to look for a run given by its id.")
-@click.option("--iteration", type=int, default=None, help="Per-rank table of this iteration.")
+@click.option("--iteration", type=INT, default=None, help="Per-rank table of this iteration.")
 @click.option("--by", "by", type=click.Choice(["rank", "target"]), default="rank",
               show_default=True, help="target: also per storage target (OST, brick, pool): "
               "ranks, bytes, rates, and which is slower than the others beyond noise.")
@@ -293,7 +295,7 @@ def show(run, where, iteration, by, skip_bad):
 @click.option("--x", "xkey", type=click.Choice(["nodes", "ranks"]), default="nodes",
               show_default=True)
 @sampling_options
-@click.option("--iteration", type=int, default=None, help="Iteration (ranks, timeline).")
+@click.option("--iteration", type=INT, default=None, help="Iteration (ranks, timeline).")
 @click.option("--skip-bad", is_flag=True)
 @units_option
 @cache_options
@@ -327,7 +329,7 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
 @click.command(context_settings={"show_default": True})
 @click.option("--nodes", default="1", help="Node count, or a list like 1,2,4,8 for a "
               "scaling study.")
-@click.option("--ntasks-per-node", type=int, default=1)
+@click.option("--ntasks-per-node", type=AsciiInt(10 ** 5), default=1)
 @click.option("--partition", default=None)
 @click.option("--account", default=None)
 @click.option("--time-limit", default=None, help="Slurm time, e.g. 30, 1:00:00, 1-00:00.")
@@ -339,7 +341,7 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
               help="Whose mpirun syntax --launcher mpirun renders; auto: mpi4py's MPI here.")
 @click.option("--mpiexec", "mpiexec_path", default=None,
               help="The mpirun/mpiexec for --launcher mpirun [default: the family's].")
-@click.option("--repeat", type=int, default=1, help="Runs per node count.")
+@click.option("--repeat", type=AsciiInt(10 ** 4), default=1, help="Runs per node count.")
 @click.option("--job-name", default="mpiwrite")
 @click.option("--results", default="results", help="Folder for records (or give --results "
               "after `--`, once).")

@@ -49,9 +49,33 @@ def _off_the_script_folder() -> None:
         del sys.path[0]
 
 
+def _closed_streams() -> list:
+    """Standard streams that were closed at exec (`run d >&-`, `2>&-`) get /dev/null: else
+    sys.stdout is None (an AttributeError at the first print) and the next file opened
+    (a record, a data file) would take descriptor 1 or 2 and receive the prints.  Returns
+    the names of those that were closed."""
+    closed = []
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8",
+                                    errors="backslashreplace", closefd=False))
+            closed.append(name)
+    return closed
+
+
 def main() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):  # at once: kept until we know which to use
         signal.signal(s, _defer)
+    closed = _closed_streams()
+    if "stdout" in closed and "stderr" not in closed:
+        sys.stderr.write("mpiwrite: warning: standard output is closed; what would be "
+                         "printed there is discarded\n")
     _off_the_script_folder()  # before the imports below, which would stat it
     from mpiwrite.run.process import EXIT_FOR_SIGNAL
 

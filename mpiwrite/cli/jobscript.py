@@ -28,7 +28,8 @@ MPIRUN_FAMILIES = {"openmpi": "openmpi", "mpich": "hydra", "intelmpi": "hydra",
                    "mvapich": "hydra"}
 _SRUN_MPI_OF = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2", "mvapich": "pmi2",
                 "cray-mpich": "cray_shasta"}
-_TIME = re.compile(r"^(\d+-)?\d+(:\d{1,2}){0,2}$")
+_TIME = re.compile(r"^(\d{1,4}-)?\d{1,6}(:\d{1,2}){0,2}$", re.ASCII)  # '١٠' is no time
+MOST_NODES = 10 ** 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,10 +57,12 @@ class Job:
 
 
 def parse_nodes(text: str) -> List[int]:
-    try:
-        values = [int(x) for x in str(text).split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--nodes: {text!r} is not a number or a list like 1,2,4") from None
+    parts = [x.strip() for x in str(text).split(",") if x.strip()]
+    if not all(x.isascii() and x.isdigit() for x in parts):  # int() takes '١٠' and '1_0'
+        raise ConfigError(f"--nodes: {text!r} is not a number or a list like 1,2,4")
+    values = [int(x) for x in parts]
+    if any(v > MOST_NODES for v in values):
+        raise ConfigError(f"--nodes: {text!r} asks for more than {MOST_NODES} nodes")
     if not values or any(v < 1 for v in values):
         raise ConfigError(f"--nodes: {text!r} needs positive node counts")
     return sorted(set(values))
@@ -114,6 +117,14 @@ def check(job: Job) -> Job:
                                   os.path.normpath(job.stage_dir) in ("/", "/tmp")):
         raise ConfigError(f"--stage-dir: {job.stage_dir!r} must be an absolute folder of "
                           "its own (it is created, then removed at the end)")
+    if "--" in job.run_args:  # the --results the script adds would land after it
+        raise ConfigError("RUN_ARGS: a second `--` would make every run's --results an extra "
+                          "argument; give the run options after the first `--` only")
+    results = results_in(job.run_args)
+    for given in (results, job.results):
+        if given is not None and (given.startswith("-") or not given):
+            raise ConfigError(f"--results: {given!r} would be read as an option by `report` "
+                              "(or is empty); name the folder as ./" + given.lstrip("./"))
     for name in ("partition", "account", "job_name"):
         value = getattr(job, name)
         if value is not None and (not value or any(c.isspace() for c in value)):

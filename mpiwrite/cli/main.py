@@ -25,6 +25,18 @@ def _show_traceback() -> None:
     traceback.print_exc()
 
 
+def working_folder() -> str:
+    """The current folder, or ConfigError when it was removed (every relative path and
+    os.path.abspath would raise FileNotFoundError)."""
+    import os
+
+    try:
+        return os.getcwd()
+    except FileNotFoundError:
+        raise ConfigError("the current folder was removed; change to an existing folder "
+                          "(or give absolute paths from one)") from None
+
+
 def _say_error(text: str) -> None:
     sys.stderr.write(printable(f"mpiwrite: error: {text}") + "\n")
     sys.stderr.flush()
@@ -80,6 +92,10 @@ def env(path, as_json, raw, sysroot):
 
     from mpiwrite.facts import nodeinfo
 
+    import os
+
+    if not sysroot and not os.path.exists(path):  # else it would describe the folder above
+        raise ConfigError(f"PATH: {path!r} does not exist")
     facts = nodeinfo.collect(path, sysroot or "/")
     if as_json:
         if not raw:
@@ -98,6 +114,8 @@ def main(argv: Optional[list] = None) -> None:
     args = argv if argv is not None else sys.argv[1:]
     debug = "--debug" in args
     try:
+        if not _is_run(args):  # `run` says so through its ranks (runcmd.config_from)
+            working_folder()
         code = cli.main(args=argv, prog_name="mpiwrite", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code

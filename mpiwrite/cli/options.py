@@ -8,6 +8,31 @@ import click
 
 from mpiwrite.errors import ConfigError
 
+class AsciiInt(click.ParamType):
+    """An integer written in ASCII digits (an optional '-'), at most `most` in size: Python's
+    int() also takes '١٢' (Arabic-Indic digits), '1_0' and ' 12 ', which would record 12
+    iterations or render '#SBATCH --time=١٠' from a typo or a pasted value."""
+
+    name = "integer"
+
+    def __init__(self, most: int = 2 ** 62):
+        self.most = most
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value)
+            digits = text[1:] if text.startswith("-") else text
+            if not (digits.isascii() and digits.isdigit()):
+                self.fail(f"{text!r} is not a whole number in digits 0-9", param, ctx)
+            number = int(text)
+        if abs(number) > self.most:
+            self.fail(f"{number} is beyond {self.most}", param, ctx)
+        return number
+
+
+INT = AsciiInt()
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
 METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
                "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
@@ -37,7 +62,7 @@ def sampling_options(f):
                      help=METRIC_HELP),
         click.option("--unit", type=click.Choice(["auto", "run", "iteration"]),
                      default="auto", show_default=True, help=UNIT_HELP),
-        click.option("--warmup", type=int, default=0, show_default=True, help=WARMUP_HELP),
+        click.option("--warmup", type=INT, default=0, show_default=True, help=WARMUP_HELP),
         click.option("--confidence", type=float, default=0.95, show_default=True,
                      help="Confidence of the intervals and of the test."),
     ]):

@@ -7,11 +7,13 @@ run needs.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.cli.options import INT
 from mpiwrite.run import config
 from mpiwrite.run.process import launcher_size
 from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time
@@ -54,11 +56,11 @@ def _seconds(value: float) -> str:
 
 def _stripe_options(f):
     """The three options, for `mpiwrite run` (applied bottom-up like any click decorators)."""
-    f = click.option("--ost-index", type=int, default=None, metavar="I",
+    f = click.option("--ost-index", type=INT, default=None, metavar="I",
                      help="Lustre: first OST of each file (-1 any).")(f)
     f = click.option("--stripe-size", default=None, metavar="S",
                      help="Lustre: stripe size, a multiple of 64KiB (e.g. 1M, 4MiB).")(f)
-    f = click.option("--stripe-count", type=int, default=None, metavar="N",
+    f = click.option("--stripe-count", type=INT, default=None, metavar="N",
                      help="Lustre: OSTs per file (-1 all).")(f)
     return f
 
@@ -75,16 +77,16 @@ def _stripe_options(f):
 @click.option("-s", "--size", type=SIZE, default=None,
               help=f"Bytes per rank [default: {format_size(D.size)} unless --time or --count "
                    "is given].")
-@click.option("--count", type=int, default=None, help="Blocks per rank (instead of --size).")
+@click.option("--count", type=INT, default=None, help="Blocks per rank (instead of --size).")
 @click.option("-t", "--time", "time_limit", type=DURATION, default=None,
               help="Stop writing after this long, counting only completed writes (lmdd time=): "
                    "60, 60s, 5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).")
 @click.option("--fsync/--no-fsync", default=D.fsync,
               help="fsync after the last write, inside the timed interval (lmdd fsync=1).")
-@click.option("--fsync-every", type=int, default=D.fsync_every,
+@click.option("--fsync-every", type=INT, default=D.fsync_every,
               help="Also fsync after every N blocks.")
 @click.option("--direct", is_flag=True, help="O_DIRECT with an aligned buffer.")
-@click.option("-i", "--iterations", type=int, default=D.iterations, help="Repetitions.")
+@click.option("-i", "--iterations", type=INT, default=D.iterations, help="Repetitions.")
 @click.option("--delay", type=DURATION, default=_seconds(D.delay),
               help="Pause between iterations.")
 @click.option("--keep", is_flag=True, help="Keep the data files (default: remove them).")
@@ -103,15 +105,15 @@ def _stripe_options(f):
 @click.option("--timeout", type=DURATION, default=None,
               help="End the run if a rank has not finished its writes after this long "
                    "[default: 2 x --time + 300s when --time is given, else none; 0: none].")
-@click.option("--files-per-dir", type=int, default=D.files_per_dir,
+@click.option("--files-per-dir", type=INT, default=D.files_per_dir,
               help="Spread file-per-rank files over subdirectories of at most N files.")
 @click.option("--verify", is_flag=True, help="Read every block back and check it (timed "
               "separately).")
-@click.option("--verify-shift", type=int, default=D.verify_shift,
+@click.option("--verify-shift", type=INT, default=D.verify_shift,
               help="Verify the data of the rank N positions away (defeats the client cache).")
 @click.option("--read", is_flag=True, help="After writing, every rank reads (and with --verify "
               "checks) a file another rank wrote, timed like the writes.")
-@click.option("--read-shift", type=int, default=None,
+@click.option("--read-shift", type=INT, default=None,
               help="Read the file of the rank N positions away [default: the ranks per node, "
                    "so no client reads what its own cache holds].")
 @click.option("--drop-cache", is_flag=True, help="Before reading, drop the written pages from "
@@ -152,6 +154,11 @@ def run(ctx, **_params):
 
 def config_from(p: dict):
     """A checked RunConfig from the parameters of the `run` command (ConfigError if bad)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # a ConfigError: under a launcher the ranks agree on one line
+        raise ConfigError("the current folder was removed; change to an existing folder") \
+            from None
     return config.build(
         target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
         count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],

@@ -19,7 +19,8 @@ from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import EXIT_FOR_SIGNAL, Signals, launcher_size, slurm_pmi2_netmod
+from mpiwrite.run.process import (EXIT_FOR_SIGNAL, Signals, launcher_rank, launcher_size,
+                                  slurm_pmi2_netmod)
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
@@ -117,7 +118,10 @@ def start():
         if s != signal.SIGINT:
             signal.signal(s, signal.SIG_DFL)
     slurm_pmi2_netmod()
-    from mpi4py import MPI
+    try:
+        from mpi4py import MPI
+    except Exception as exc:  # MPI4PY_LIBMPI names no MPI library, ulimit -v, a broken install
+        return cannot_load_mpi(exc)
 
     problem = ""
     try:
@@ -143,6 +147,19 @@ def start():
         return 2
     team.signals = Signals()  # from here on, every wait answers signals in order
     return team
+
+
+def cannot_load_mpi(exc: BaseException) -> int:
+    """Exit 2 with one line (from the launcher's rank 0 only: every rank fails alike, and a
+    48-line traceback per rank helps nobody) when mpi4py cannot load an MPI library."""
+    if launcher_rank() == 0:
+        reason = str(exc).strip().splitlines()
+        lib = os.environ.get("MPI4PY_LIBMPI")
+        sys.stderr.write(printable(
+            f"mpiwrite: error: cannot load the MPI library"
+            f"{f' MPI4PY_LIBMPI={lib!r}' if lib else ''}: {type(exc).__name__}: "
+            f"{reason[-1] if reason else ''}"[:2000]) + "\n")
+    return 2
 
 
 def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str = "",

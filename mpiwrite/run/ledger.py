@@ -31,6 +31,7 @@ ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
+SAVE_EVERY = 1.0  # seconds: the least time between two records saved after iterations
 
 
 def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
@@ -94,6 +95,8 @@ class Ledger:
         self.results: Optional[files.Folder] = None  # --results, opened once
         self.json_folder: Optional[files.Folder] = None  # --json's folder, opened once
         self.record_error = ""
+        self._saved_at, self._save_seconds = float("-inf"), 0.0  # save_running's pace
+        self._saved_iterations = 0  # in the last record saved: the first is saved at once
         self.finished = False
 
     def host_of(self, rank: int) -> str:
@@ -211,7 +214,7 @@ class Ledger:
             self.console.line(f"  verify: {blocks} block{'s' * (blocks != 1)} "
                               f"({format_size(checked)}) checked at "
                               f"{row['verify_MB_per_s']:.1f} MB/s, none mismatched")
-        self.save(RunStatus.RUNNING)
+        self.save_running()
         return iteration_run_status(code)
 
     def add_latency(self, it: int, write: np.ndarray, fsync: np.ndarray) -> None:
@@ -337,12 +340,15 @@ class Ledger:
             latency=self.latency)
 
     def save(self, status: RunStatus, error: str = "") -> None:
-        """Write the record atomically; a failure is remembered, not raised."""
+        """Write the record atomically; a failure is remembered, not raised.  Only the last
+        save's outcome counts: a complete final record after a failed intermediate one is
+        a saved record (with a warning), not "record not saved"."""
         if self.record_file is None:
             return
         from mpiwrite.formats import records
 
         self._results_moved()
+        began = time.monotonic()
         try:
             records.write(self.build(status, error), self.record_file, self.results)
         except (OSError, RuntimeError, ValueError) as exc:
@@ -350,6 +356,22 @@ class Ledger:
             # the end says the record is missing.
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             self.record_error = f"record not saved: {self.record_file}: {reason}"
+        else:
+            if self.record_error:
+                self.warn(f"an earlier save of the record {self.record_file} failed "
+                          f"({self.record_error.rsplit(': ', 1)[-1]}); a later one worked")
+            self.record_error = ""
+            self._saved_iterations = len(self.iter_rows)
+        self._saved_at, self._save_seconds = time.monotonic(), time.monotonic() - began
+
+    def save_running(self) -> None:
+        """The record after an iteration, so that a run killed for good leaves what it had
+        measured: the first iteration at once, then at most every SAVE_EVERY seconds and never
+        more than a tenth of the run's time (each save rewrites the whole record: at every iteration, -i 1000 was
+        quadratic).  The set-up and the final save are always made (save())."""
+        if not self._saved_iterations or \
+                time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
+            self.save(RunStatus.RUNNING)
 
     def finish(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
         """The final record, the summary on screen, and the JSON summary (once)."""

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-import zlib
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -75,8 +74,10 @@ class Team:
         self._progress_buf = np.zeros(3)
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
-        color = zlib.crc32(self.host.encode("utf-8", "surrogateescape")) & 0x7FFFFFFF
-        self.node_comm = shared.Split(color, self.rank)
+        # The names themselves are compared (gathered within the shared-memory domain, one
+        # node's ranks): a hash of them made node3985819 and node4420602 one node (same crc32).
+        names = self.allgather_texts(self.host, shared)
+        self.node_comm = shared.Split(names.index(self.host), self.rank)
         shared.Free()
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
@@ -227,12 +228,13 @@ class Team:
                                          dtype=np.uint8), comm)
         return None if got is None else _split_texts(*got)
 
-    def allgather_texts(self, text: str) -> List[str]:
+    def allgather_texts(self, text: str, comm=None) -> List[str]:
+        comm = comm or self.comm
         data = np.frombuffer(text.encode("utf-8", "surrogateescape"), dtype=np.uint8)
-        counts = np.zeros(self.size, dtype=np.int64)
-        self.wait(self.comm.Iallgather(np.array([data.size], dtype=np.int64), counts))
+        counts = np.zeros(comm.Get_size(), dtype=np.int64)
+        self.wait(comm.Iallgather(np.array([data.size], dtype=np.int64), counts))
         out = np.empty(int(counts.sum()), dtype=np.uint8)
-        self.wait(self.comm.Iallgatherv(data, (out, counts)))
+        self.wait(comm.Iallgatherv(data, (out, counts)))
         return _split_texts(out, counts)
 
     def node_sums(self, values: np.ndarray) -> Optional[np.ndarray]:

@@ -39,6 +39,18 @@ def launcher_size() -> int:
     return max(sizes)
 
 
+RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def launcher_rank() -> int:
+    """This process's rank as the launcher says (0 when not under a launcher, or unknown)."""
+    for var in RANK_VARS:
+        value = os.environ.get(var, "")
+        if value.isascii() and value.isdigit():
+            return int(value)
+    return 0
+
+
 class Signals:
     """SIGINT/SIGTERM set a flag that the write loop and every wait look at."""
 

@@ -443,7 +443,8 @@ class Run:
         if not self.cfg.keep:
             for r in range(self.team.size):
                 self.files.unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
-            self.files.remove_subdirs()
+        # the subdirectories, and TARGET when this run made it (an empty TARGET was left)
+        self.files.remove_run_folders(self.ledger.warn)
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
         self.team.abort(1)

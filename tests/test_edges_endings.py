@@ -1,0 +1,132 @@
+"""Endings of issue 23, round 3: a record save that fails on the way, the record rewritten at
+every iteration (quadratic at -i 1000), --timeout with a stopped rank in a TARGET the run made,
+SIGINT twice to mpiexec."""
+
+import os
+import signal
+import time
+
+import pytest
+from common import MPIEXEC, cli, kill_group, only_record, records_in
+from test_faults import rank_pids, start, wait, wait_for_bytes
+
+QUIET = ["--progress-interval", "0"]
+# Loaded by every mpiwrite process of a test through PYTHONPATH: counts record saves in
+# SAVES_LOG and makes the saves whose numbers FAIL_SAVES lists fail with EIO.
+HOOK = '''
+import errno, os
+from mpiwrite.formats import records
+_write, _n = records.write, [0]
+def write(*a, **k):
+    _n[0] += 1
+    with open(os.environ["SAVES_LOG"], "a") as fh:
+        fh.write(f"{_n[0]}\\n")
+    if str(_n[0]) in os.environ.get("FAIL_SAVES", "").split(","):
+        raise OSError(errno.EIO, "injected by the test")
+    return _write(*a, **k)
+records.write = write
+'''
+
+
+def _hooked(tmp_path, fail=""):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    return {"PYTHONPATH": str(hook), "SAVES_LOG": str(tmp_path / "saves.log"),
+            "FAIL_SAVES": fail}
+
+
+def _saves(tmp_path):
+    return len((tmp_path / "saves.log").read_text().split())
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_intermediate_save_does_not_fail_a_complete_run(tmp_path):
+    # save 1 is the set-up's; then the first iteration's, which fails, so the next iteration
+    # saves again (1.2 s later anyway), and the final one works
+    out = cli(["run", "d", "-s", "64k", "-b", "64k", "-i", "3", "--delay", "1.2", "--results",
+               "r"] + QUIET, cwd=tmp_path, env=_hooked(tmp_path, fail="2"))
+    assert _saves(tmp_path) >= 3
+    assert out.returncode == 0, out.stderr
+    assert "record not saved" not in out.stderr.replace("an earlier save", "")
+    assert "an earlier save of the record" in out.stderr and "a later one worked" in out.stderr
+    rec = only_record(str(tmp_path / "r"))
+    assert rec.status == "complete" and len(rec.iterations) == 3
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_final_save_still_says_record_not_saved(tmp_path):
+    # one iteration of 64 KiB: the set-up's save, the first iteration's, the final one
+    out = cli(["run", "d", "-s", "64k", "-b", "64k", "--results", "r"] + QUIET,
+              cwd=tmp_path, env=_hooked(tmp_path, fail="3"))
+    assert _saves(tmp_path) == 3
+    assert out.returncode == 1 and "record not saved" in out.stderr, out.stderr
+
+
+@pytest.mark.timeout(120)
+def test_the_record_is_not_rewritten_at_every_iteration(tmp_path):
+    out = cli(["run", "d", "-s", "32", "-b", "32", "-i", "300", "--results", "r"] + QUIET,
+              cwd=tmp_path, env=_hooked(tmp_path), timeout=110)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(str(tmp_path / "r"))
+    assert len(rec.iterations) == 300 and rec.status == "complete"
+    assert _saves(tmp_path) < 60  # was 302: set-up, one per iteration, final
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_timeout_with_a_stopped_rank_leaves_no_target_it_made(tmp_path):
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = start(2, ["run", "d", "-t", "2", "--timeout", "3", "--no-fsync", "--results", "r"]
+                 + QUIET, tmp_path)
+    pids = {}
+    try:
+        pids = rank_pids(tmp_path, 2)
+        wait_for_bytes(tmp_path / "d", 1)
+        os.kill(pids[1], signal.SIGSTOP)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        for pid in pids.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        kill_group(proc)
+    assert rc != 0 and "did not finish within 3s (--timeout)" in err, err
+    assert only_record(str(tmp_path / "r")).status == "timeout"
+    assert not (tmp_path / "d").exists(), os.listdir(tmp_path / "d")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("attempt", range(2))
+def test_sigint_twice_to_mpiexec_leaves_no_data_and_no_running_run(tmp_path, attempt):
+    """MPICH's hydra forces the end on a second Ctrl-C (5.0.2's proxy even fails an assert,
+    exit 255) and SIGKILLs the ranks, which by 0.1 s have usually removed their files but not
+    yet written the `interrupted` record: `show` must then call the run abandoned, not
+    running, and `clean` removes what is left."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--fsync-every", "16", "--results",
+                     "r"] + QUIET, tmp_path)
+    try:
+        rank_pids(tmp_path, 2)
+        wait_for_bytes(tmp_path / "d", 2**20)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        kill_group(proc)
+    assert rc in (0, 130, 255), (rc, err)  # hydra's own status when it forces the end
+    time.sleep(1)  # the ranks are gone once hydra has reaped them
+    shown = cli(["show", "r"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "status interrupted" in shown.stdout or "status abandoned" in shown.stdout, \
+        shown.stdout
+    # killed for good: what the ranks had not removed yet, `clean` removes
+    cleaned = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+    assert cleaned.returncode == 0, cleaned.stderr
+    left = os.listdir(tmp_path / "d") if (tmp_path / "d").exists() else []
+    assert not [f for f in left if f.endswith(".dat")], left
