@@ -277,6 +277,58 @@ def test_compression_ab_with_compare(bed):
         assert seen == {rec.tags()["compression"]}, (path, seen, graphs[:1])
 
 
+def test_show_by_target_names_the_slow_brick(bed):
+    """12 ranks (3 hosts x 4) whose files the volume spreads over its 2 bricks by name; brick
+    1's server is kept stopped 98% of the time (SIGSTOP/SIGCONT to its pid from a
+    thread) while they write.  Each rank's record names the brick that holds its file (the
+    FUSE client's trusted.glusterfs.pathinfo), and `show --by target` names brick 1 slow and
+    brick 0 not."""
+    import signal
+    import threading
+
+    pid = bed.fs.brick_pid(1)
+    stop = threading.Event()
+
+    def throttle():
+        while not stop.is_set():
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.49)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.01)
+
+    t = threading.Thread(target=throttle, daemon=True)
+    t.start()
+    try:
+        out, doc = bed.run(HOSTS, write_args(bed, "targets", "8M"), per_host=4, timeout=240)
+    finally:
+        stop.set()
+        t.join()
+        os.kill(pid, signal.SIGCONT)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    rec = only_record(os.path.join(bed.folder, "targets"))
+    bricks = {}
+    for lay in rec.layouts:
+        assert lay["layout"]["layout"] == "glusterfs"
+        (brick,) = lay["layout"]["targets"]  # a distributed volume: one brick a file
+        bricks.setdefault(brick, []).append(lay["rank"])
+    assert sorted(bricks, key=lambda b: b[-1]) and set(b.rsplit("/", 1)[1]
+                                                      for b in bricks) <= {"brick0", "brick1"}
+    if len(bricks) < 2 or min(len(r) for r in bricks.values()) < 2:
+        pytest.skip(f"the volume put the files on one brick this time: {bricks}")
+    shown = cli(["show", rec.path, "--by", "target"], cwd=bed.folder)
+    assert shown.returncode == 0, shown.stderr
+    section = shown.stdout.split("per storage target")[1]
+    slow = next(ln for ln in section.splitlines() if ln.strip().startswith("slow:"))
+    assert slow.strip().endswith("brick1"), section
+    line0 = next(ln for ln in section.splitlines() if "brick0 " in ln)
+    assert ": slow" not in line0, section
+    from mpiwrite.answers.targets import by_target
+
+    rows, _notes = by_target(rec)
+    rate = {r["target"].rsplit("/", 1)[1]: r["mean_MB_per_s"] for r in rows}
+    assert rate["brick1"] < rate["brick0"], rows
+
+
 def test_brick_server_killed_mid_run_fails_collectively(bed):
     """A brick's server dies 2 s into a 30 s run: the ranks whose files live there get an
     error, every rank stops, one line names the host and the error, all within seconds."""
@@ -331,55 +383,3 @@ def test_brick_server_killed_mid_run_fails_collectively(bed):
 
 def _data_files(folder):
     return [f for _, _, files in os.walk(folder) for f in files if f.endswith(".dat")]
-
-
-def test_show_by_target_names_the_slow_brick(bed):
-    """12 ranks (3 hosts x 4) whose files the volume spreads over its 2 bricks by name; brick
-    1's server is kept stopped 98% of the time (SIGSTOP/SIGCONT to its pid from a
-    thread) while they write.  Each rank's record names the brick that holds its file (the
-    FUSE client's trusted.glusterfs.pathinfo), and `show --by target` names brick 1 slow and
-    brick 0 not."""
-    import signal
-    import threading
-
-    pid = bed.fs.brick_pid(1)
-    stop = threading.Event()
-
-    def throttle():
-        while not stop.is_set():
-            os.kill(pid, signal.SIGSTOP)
-            time.sleep(0.49)
-            os.kill(pid, signal.SIGCONT)
-            time.sleep(0.01)
-
-    t = threading.Thread(target=throttle, daemon=True)
-    t.start()
-    try:
-        out, doc = bed.run(HOSTS, write_args(bed, "targets", "8M"), per_host=4, timeout=240)
-    finally:
-        stop.set()
-        t.join()
-        os.kill(pid, signal.SIGCONT)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
-    rec = only_record(os.path.join(bed.folder, "targets"))
-    bricks = {}
-    for lay in rec.layouts:
-        assert lay["layout"]["layout"] == "glusterfs"
-        (brick,) = lay["layout"]["targets"]  # a distributed volume: one brick a file
-        bricks.setdefault(brick, []).append(lay["rank"])
-    assert sorted(bricks, key=lambda b: b[-1]) and set(b.rsplit("/", 1)[1]
-                                                      for b in bricks) <= {"brick0", "brick1"}
-    if len(bricks) < 2 or min(len(r) for r in bricks.values()) < 2:
-        pytest.skip(f"the volume put the files on one brick this time: {bricks}")
-    shown = cli(["show", rec.path, "--by", "target"], cwd=bed.folder)
-    assert shown.returncode == 0, shown.stderr
-    section = shown.stdout.split("per storage target")[1]
-    slow = next(ln for ln in section.splitlines() if ln.strip().startswith("slow:"))
-    assert slow.strip().endswith("brick1"), section
-    line0 = next(ln for ln in section.splitlines() if "brick0 " in ln)
-    assert ": slow" not in line0, section
-    from mpiwrite.answers.targets import by_target
-
-    rows, _notes = by_target(rec)
-    rate = {r["target"].rsplit("/", 1)[1]: r["mean_MB_per_s"] for r in rows}
-    assert rate["brick1"] < rate["brick0"], rows
