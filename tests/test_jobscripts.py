@@ -174,6 +174,25 @@ def test_stage_sends_then_runs_from_the_node_local_copy(tmp_path):
         assert bad.returncode == 2 and message in bad.stderr, bad.stderr
 
 
+def test_env_srun_mpi_names_the_plugin_of_the_mpi_mpi4py_loads(tmp_path):
+    """What the shipped scripts ask when MPI_PLUGIN is unset: the plugin for the family
+    mpi4py loads here, empty (so the script's pmi2) when the library cannot be loaded."""
+    probe = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
+                           capture_output=True, text=True, timeout=60, env=clean_env())
+    from mpiwrite.facts import mpiinfo
+
+    out = cli(["env", "--srun-mpi"], cwd=tmp_path)
+    assert out.returncode == 0
+    assert out.stdout.strip() == js.srun_mpi_for(mpiinfo.family(probe.stdout))
+    none = cli(["env", "--srun-mpi"], cwd=tmp_path, env={"MPI4PY_LIBMPI": "libnothere.so"})
+    assert none.returncode == 0 and none.stdout == "\n"
+    for name in ("single", "scaling", "checksums-ab"):
+        with open(os.path.join(ROOT, "jobscripts", f"{name}.sbatch")) as fh:
+            text = fh.read()
+        assert 'MPI_PLUGIN=${MPI_PLUGIN:-$("$MPIWRITE" env --srun-mpi 2>/dev/null)}' in text
+        assert text.index("MPIWRITE=${MPIWRITE:-") < text.index("env --srun-mpi")
+
+
 def test_srun_step_asks_for_its_own_task_count():
     """Without --ntasks a step inherits the job's task count (the largest node count x K): the
     smaller steps of a study would ask for more tasks than their nodes hold."""

@@ -86,13 +86,22 @@ def cli(ctx, debug):
 @click.option("--raw", is_flag=True, help="With --json: include the raw text of files read.")
 @click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
               help="Read /proc and /sys under this folder.")
-def env(path, as_json, raw, sysroot):
+@click.option("--srun-mpi", is_flag=True, help="Print only srun's --mpi plugin for the MPI "
+              "that mpi4py loads here (pmix for Open MPI, pmi2 for the MPICH family; empty "
+              "when not known): what the shipped jobscripts ask.")
+def env(path, as_json, raw, sysroot, srun_mpi):
     """Print this node's facts (and PATH's filesystem) without starting MPI."""
     import json
+    import os
 
     from mpiwrite.facts import nodeinfo
 
-    import os
+    if srun_mpi:
+        from mpiwrite.cli.commands import _installed_family
+        from mpiwrite.cli.jobscript import srun_mpi_for
+
+        click.echo(srun_mpi_for(_installed_family()))
+        return 0
 
     if not sysroot and not os.path.exists(path):  # else it would describe the folder above
         raise ConfigError(f"PATH: {path!r} does not exist")
