@@ -299,12 +299,38 @@ def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
     assert said and "Traceback" not in err, err
 
 
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (mpiwrite's entry installs one first;
+    Python itself catches only SIGINT)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            caught = next(int(ln.split()[1], 16) for ln in fh if ln.startswith("SigCgt:"))
+    except (OSError, StopIteration, ValueError):
+        return False
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
 @pytest.mark.mpi
-@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
+@pytest.mark.parametrize("delay", [0.0, 0.15, 0.45])
 def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
+    """SIGINT to mpiexec `delay` s after every rank's mpiwrite entry has its handlers (while
+    the ranks still import and start MPI): 130, no traceback.  Not earlier: before that the
+    interpreter itself is starting (site, the editable install's .pth) and answers SIGINT
+    with "Fatal Python error: init_import_site", which no program can change."""
+    from test_faults import rank_pids
+
     # a run that cannot finish before the signal (30 s, no I/O)
     proc = _start(tmp_path, 2, ["run", "d", "-t", "30", "--engine", "null", "--results", "r"]
                   + QUIET)
+    try:
+        pids = rank_pids(tmp_path, 2)
+        end = time.monotonic() + 20
+        while not all(_catches_sigterm(p) for p in pids.values()):
+            assert time.monotonic() < end and proc.poll() is None, "no rank got to its entry"
+            time.sleep(0.005)
+    except BaseException:
+        kill_group(proc)
+        raise
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     try:
