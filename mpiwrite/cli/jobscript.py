@@ -220,6 +220,20 @@ def stage_lines(job: Job) -> List[str]:
     ]
 
 
+def tool_lines(job: Job) -> List[str]:
+    """The mpiwrite (and mpirun) the script runs, the MPI library it loads, and the staged
+    environment: the same in a run's script and a study's."""
+    return [
+        "# The mpiwrite to run (the one that rendered this script, unless MPIWRITE is set).",
+        f"MPIWRITE=${{MPIWRITE:-{shlex.quote(job.mpiwrite)}}}",
+        *([f"MPIEXEC=${{MPIEXEC:-{shlex.quote(job.mpiexec)}}}"] if job.launcher == "mpirun"
+          else []),
+        *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
+          if job.libmpi else []),
+        *stage_lines(job),
+    ]
+
+
 def unstage_lines(job: Job) -> List[str]:
     if not job.stage:
         return []
@@ -267,13 +281,7 @@ def render(job: Job) -> str:
         f"# {job.repeat} repetition(s) each, launched with {_launch_comment(job)}. Edit freely.",
         "set -uo pipefail",
         "",
-        "# The mpiwrite to run (the one that rendered this script, unless MPIWRITE is set).",
-        f"MPIWRITE=${{MPIWRITE:-{shlex.quote(job.mpiwrite)}}}",
-        *([f"MPIEXEC=${{MPIEXEC:-{shlex.quote(job.mpiexec)}}}"] if job.launcher == "mpirun"
-          else []),
-        *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
-          if job.libmpi else []),
-        *stage_lines(job),
+        *tool_lines(job),
         f"RESULTS={shlex.quote(results)}",
         "# Arguments for `mpiwrite run` (target, sizes, iterations, tags, results folder).",
         f"RUN_ARGS=({shlex.join(run_args)})",
@@ -312,12 +320,7 @@ def render_study(job: Job) -> str:
         "complete. Edit freely.",
         "set -uo pipefail",
         "",
-        f"MPIWRITE=${{MPIWRITE:-{shlex.quote(job.mpiwrite)}}}",
-        *([f"MPIEXEC=${{MPIEXEC:-{shlex.quote(job.mpiexec)}}}"] if job.launcher == "mpirun"
-          else []),
-        *([f"export MPI4PY_LIBMPI=${{MPI4PY_LIBMPI:-{shlex.quote(job.libmpi)}}}"]
-          if job.libmpi else []),
-        *stage_lines(job),
+        *tool_lines(job),
         f"STUDY={shlex.quote(job.study)}",
         f"RESULTS={shlex.quote(results)}",
         "",
