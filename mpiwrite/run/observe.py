@@ -46,7 +46,8 @@ class NodeWatch:
 
     def gather(self, it: int, delta, path: str, created: bool, res, ledger) -> None:
         """Counter deltas of every node; each rank's file layout and the storage targets of its
-        data where the client tells (iteration 0: a getxattr or two per rank; facts/targets.py);
+        data where the client tells (every iteration: each writes new files, which may land on
+        other targets; a getxattr or two per rank, after the timed phase; facts/targets.py);
         every node's write() and fsync() latency histograms."""
         team = self.team
         if team.is_leader:
@@ -55,21 +56,20 @@ class NodeWatch:
                 ledger.client_counters += [
                     {"iteration": it, "node": i, "delta": json.loads(t)}
                     for i, t in enumerate(texts) if t and t != "null"]
-        if it == 0:  # every rank, whatever the filesystem: the gather is collective
-            from mpiwrite.facts import lustre_layout, targets
+        # every rank, every iteration, whatever the filesystem: the gather is collective
+        from mpiwrite.facts import lustre_layout, targets
 
-            lay = None
-            if created or self.cfg.layout == "shared":
-                lay = lustre_layout.rank_layout(path) if self.on_lustre else \
-                    targets.of_file(path)
-            texts = team.gather_texts(json.dumps(lay))
-            if texts is not None:
-                ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
-                                   for r, t in enumerate(texts) if t and t != "null"]
-                if self.on_lustre:
-                    from mpiwrite.facts import nodeinfo
+        lay = None
+        if created or (self.cfg.layout == "shared" and it == 0):  # one shared file: once
+            lay = lustre_layout.rank_layout(path) if self.on_lustre else targets.of_file(path)
+        texts = team.gather_texts(json.dumps(lay))
+        if texts is not None:
+            ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
+                               for r, t in enumerate(texts) if t and t != "null"]
+            if self.on_lustre and it == 0:
+                from mpiwrite.facts import nodeinfo
 
-                    ledger.extra["stripe"] = nodeinfo.stripe_of(path)
+                ledger.extra["stripe"] = nodeinfo.stripe_of(path)
         self._gather_latency(it, res, ledger)
 
     def _gather_latency(self, it: int, res, ledger) -> None:
