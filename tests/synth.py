@@ -19,14 +19,14 @@ def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18", patched="p
 
 def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="complete",
          params=None, hosts=None, start_time=None, rank_rates=None, layouts=None, cpus=None,
-         **keys):
+         per_rank=2**30, node_facts=None, attrs=None, **keys):
     """A record whose iterations have exactly these aggregate MB/s values; or, with
     `rank_rates` (per iteration, per rank MB/s), ranks with exactly these rates.  `layouts`:
-    the record's rank_layouts rows; `cpus`: a CPU model per node."""
+    the record's rank_layouts rows; `cpus`: a CPU model per node; `node_facts`: each node's
+    facts instead of node()'s Lustre client."""
     if rank_rates is not None:
         values = [float(np.mean(x)) for x in rank_rates]  # only spaces the iterations
     n = nodes * ranks_per_node
-    per_rank = 2**30
     rank_rows, iters = [], []
     for it, v in enumerate(values):
         r = np.zeros(n, dtype=summary.RANK_DTYPE)
@@ -50,7 +50,7 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     hosts = hosts or [f"n{i + 1}" for i in range(nodes)]
     nd = [node(host=hosts[i], **keys, **({"cpu": cpus[i]} if cpus else {}))
-          for i in range(nodes)]
+          for i in range(nodes)] if node_facts is None else node_facts
     from mpiwrite.facts.nodeinfo import common_keys
 
     rec = records.RunRecord(
@@ -58,7 +58,8 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
                "start_time": start_time or f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
                "params": json.dumps(cfg), "tags": json.dumps(tags or {}),
                "keys": json.dumps(common_keys(nd)), "ranks": n, "nodes": nodes,
-               "host": hosts[0], "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
+               "host": hosts[0], "command_line": "mpiwrite run (synthetic)", "warnings": "[]",
+               **(attrs or {})},
         ranks=np.concatenate(rank_rows), iterations=np.array(iters, dtype=summary.ITER_DTYPE),
         samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[], layouts=layouts or [])
     records.write(rec, str(path))
@@ -142,11 +143,38 @@ def bricks_run(path, seed: int = 5, slow: float = 0.6, iterations: int = 3):
     return where, rates
 
 
+# A site's IOR history beside mpiwrite runs of the same configuration (README): IOR's
+# `-a POSIX -w -F -e -b 64m -t 1m` on 2 tasks of one node (tests/fixtures/import/, real),
+# and three mpiwrite runs of 2 ranks, fpp, fsync'd, 1 MiB blocks, 64 MiB a rank, 3 iterations,
+# on the same kind of node (a tmpfs /scratch), figures invented near IOR's, 2% noise.
+def tmpfs_node(host="vm"):
+    return {"host": host, "kernel": "6.1.0-28-amd64", "cpu_model": "AMD EPYC", "cores": 2,
+            "fs": {"fstype": "tmpfs"}, "lustre": {"present": False},
+            "mem_total_bytes": 25 * 2**30, "raw": {}}
+
+
+def ior_site(folder, runs: int = 3, seed: int = 3, mbps: float = 4300.0):
+    import os
+
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    for rep in range(runs):
+        vals = mbps * (1 + 0.02 * rng.standard_normal(3))
+        make(os.path.join(folder, f"mpiwrite-{rep}.h5"), vals,
+             f"20261201T10{rep:02d}00Z-5173{rep:02d}", tags={"site": "a"}, nodes=1,
+             ranks_per_node=2, hosts=["vm"], per_rank=64 * 2**20, node_facts=[tmpfs_node()],
+             start_time=f"2026-12-01T10:{rep:02d}:00Z",
+             params={"target": "/scratch/mpiwrite", "block_size": 2**20},
+             attrs={"mpi_library": "MPICH Version: 5.0.2"})
+
+
 if __name__ == "__main__":
     import sys
 
     folder = sys.argv[1] if len(sys.argv) > 1 else "original-study"
     if sys.argv[2:] == ["explain"]:
         explain_study(folder)
+    elif sys.argv[2:] == ["ior-site"]:
+        ior_site(folder)
     else:
         original_study(folder)
