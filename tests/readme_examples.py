@@ -7,8 +7,8 @@
 Each example is a README block that shows a command (in a ```sh block, its last line) and
 then, in the next ``` block, exactly what it prints.  The records it reads are made in a
 fresh temporary folder by the example's set-up: tests/synth.py for synthetic studies (the
-real record writer, fixed seeds) and `mpiwrite import` of the real tool outputs in
-tests/fixtures/import/.  Excerpts (the explain examples, with `...` where lines are left
+real record writer, fixed seeds), `mpiwrite import` of the real tool outputs in
+tests/fixtures/import/, or the README's own ```sh block, run by bash as it stands.  Excerpts (the explain examples, with `...` where lines are left
 out) are not rewritten here: tests/test_explain.py and tests/test_import.py check that
 their lines are printed, in order.
 """
@@ -32,11 +32,13 @@ SYNTH = [sys.executable, str(HERE / "synth.py")]
 class Example(NamedTuple):
     command: str  # as the README shows it (the ```sh block's last line)
     setup: List[List[str]]  # run first, in the folder; "mpiwrite" is this Python's mpiwrite
+    block: bool = False  # also run the README's ```sh block before the command, as it stands
 
 
 EXAMPLES = [
     Example("mpiwrite report original-study --by lustre,checksums --baseline lustre=1.6.4.3",
             [SYNTH + ["original-study"]]),
+    Example("mpiwrite report imported --by tool,site,layout,fsync,block_size", [], True),
     Example("mpiwrite compare tool=mpiwrite tool=ior --in site-history --metric ior",
             [["mpiwrite", "import", "tests/fixtures/import/fpp-write-fsync-i3.json",
               "tests/fixtures/import/fpp-write-i2.txt", "--results", "site-history",
@@ -60,12 +62,22 @@ def _run(argv: List[str], cwd: str) -> str:
     return out.stdout
 
 
-def output(example: Example) -> str:
+def _sh_block(text: str, command: str) -> str:
+    """The ```sh block's lines before `command`, its last line."""
+    head = text[:text.index(f"{command}\n```\n```\n")]
+    return head[head.rindex("```sh\n") + len("```sh\n"):]
+
+
+def output(example: Example, text: str) -> str:
     """What the example's command prints on records its set-up makes."""
     with tempfile.TemporaryDirectory(prefix="mpiwrite-readme-") as tmp:
         os.symlink(HERE, os.path.join(tmp, "tests"))  # the fixtures, as from the repository
         for argv in example.setup:
             _run(argv, tmp)
+        if example.block:  # with this Python's mpiwrite first on PATH
+            path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"
+            _run(["bash", "-euc", f"export PATH={shlex.quote(path)}\n"
+                  + _sh_block(text, example.command)], tmp)
         return _run(shlex.split(example.command), tmp)
 
 
@@ -93,7 +105,7 @@ def main(argv: List[str]) -> int:
                 raise SystemExit(f"readme_examples: the README does not show {' '.join(argv)!r}")
     new, failed = text, 0
     for ex in EXAMPLES:
-        got = output(ex)
+        got = output(ex, text)
         start, end = _block(new, ex.command)
         shown = new[start:end]
         if mode == "--print":

@@ -287,8 +287,9 @@ def test_the_readme_example_is_what_report_prints(study, tmp_path):
 
 @pytest.mark.timeout(300)
 def test_the_readme_examples_are_what_the_regenerating_command_prints(tmp_path):
-    """`python tests/readme_examples.py --check` (the report table above, the IOR history
-    compared with mpiwrite runs) passes on the README; on a copy with a stale table it fails
+    """`python tests/readme_examples.py --check` (the original study's report table, the
+    imported IOR and lmdd table, the IOR history compared with mpiwrite runs) passes on the
+    README; on a copy with a stale table it fails
     with the difference, and `--write` puts back exactly what the commands print."""
     import shutil
     import subprocess
