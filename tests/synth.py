@@ -127,16 +127,16 @@ def explain_study(folder, runs: int = 5, seed: int = 11, noise: float = 0.02):
 BRICKS = ("srv0:/b/brick0", "srv1:/b/brick1")
 
 
-def bricks_run(path, seed: int = 5, slow: float = 0.6, iterations: int = 3):
+def bricks_run(path, seed: int = 5, slow: float = 0.6, iterations: int = 3, per_host: int = 4):
     rng = np.random.default_rng(seed)
-    nranks = 12
+    nranks = 3 * per_host
     where = [[int(rng.integers(0, 2)) for _r in range(nranks)] for _it in range(iterations)]
     rates = [[400.0 * (slow if where[it][r] else 1.0) * (1 + 0.03 * rng.standard_normal())
               for r in range(nranks)] for it in range(iterations)]
     layouts = [{"iteration": it, "rank": r,
                 "layout": {"layout": "glusterfs", "targets": [BRICKS[where[it][r]]]}}
                for it in range(iterations) for r in range(nranks)]
-    make(path, None, "20261201T120000Z-b71c45", nodes=3, ranks_per_node=4,
+    make(path, None, "20261201T120000Z-b71c45", nodes=3, ranks_per_node=per_host,
          hosts=["h0", "h1", "h2"], rank_rates=rates, layouts=layouts,
          cpus=["Intel Xeon 5160", "Intel Xeon 5160", "AMD Opteron 2218"],
          params={"target": "/mnt/gluster/x"})

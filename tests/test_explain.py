@@ -10,6 +10,7 @@ from common import cli, mpirun
 
 from mpiwrite import stats
 from mpiwrite.answers.explain import explain, format_explain
+from mpiwrite.answers.explain_run import explain_run
 from mpiwrite.answers.report import Sampling
 from mpiwrite.answers.results import Store
 from mpiwrite.formats import contract
@@ -236,6 +237,8 @@ def test_one_run_names_the_slow_brick_and_what_else_varies(bricks, tmp_path):
     for key in ("host", "cpu_model"):
         assert _factor(doc, key)["p_value"] > 0.05, key
     assert _factor(doc, "rank")["determines"] == ["host", "cpu_model"]
+    clear = [f["p_value"] < 0.05 for f in doc["factors"]]  # the clear ones first
+    assert clear == sorted(clear, reverse=True)
     rows = {r["target"]: r for r in doc["targets"]["rows"]}
     assert rows[synth.BRICKS[1]]["verdict"] == "slow" and rows[synth.BRICKS[1]]["files"] == on1
     assert rows[synth.BRICKS[0]]["verdict"] == "fast"
@@ -294,3 +297,24 @@ def test_many_cells_sum_by_bincount_as_the_product_does(monkeypatch):
     monkeypatch.setattr(stats, "_MANY_CELLS", 10**9)
     slow = stats.variance_share(y, labels, strata)
     assert fast.share == pytest.approx(slow.share, rel=1e-12) and fast.p_value == slow.p_value
+
+
+@pytest.mark.timeout(120)
+def test_one_run_of_many_ranks_shows_the_extremes_of_each_key(tmp_path):
+    """48 ranks x 3 iterations: the text shows a key's 5 lowest and 5 highest groups (the
+    JSON has all 48), and a within level's 3 lowest and 3 highest means."""
+    from mpiwrite.formats import records
+
+    path = tmp_path / "many.h5"
+    synth.bricks_run(str(path), per_host=16)
+    doc = explain_run(records.read(str(path)), Sampling())
+    jsonschema.validate(contract.finite(doc), contract.schema("explain"))
+    ranks = _factor(doc, "rank")
+    assert len(ranks["groups"]) == 48
+    text = format_explain(doc)
+    block = text.split(next(ln for ln in text.splitlines() if ". rank: " in ln))[1]
+    shown = block.split("\n")[1:14]
+    assert any("... 38 more (all in --format json)" in ln for ln in shown), shown
+    means = sorted(g["mean_MB_per_s"] for g in ranks["groups"])
+    assert f"{means[0]:.1f}" in "\n".join(shown) and f"{means[-1]:.1f}" in "\n".join(shown)
+    assert max(len(ln) for ln in text.splitlines()) < 600  # not one mean per rank

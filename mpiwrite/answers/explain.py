@@ -32,6 +32,8 @@ MISSING_KEPT = 64
 FACTORS_SHOWN = 12  # in the text; the JSON has every factor
 SAME_SHOWN = 30  # keys listed as the same everywhere in the text
 LEVELS_SHOWN = 4  # a within entry shows each level's share when there are this few
+GROUPS_SHOWN = 16  # a factor with more groups (the ranks of a run) shows its 5 lowest and
+MEANS_SHOWN = 8  # 5 highest means in the text; a within level, its 3 lowest and 3 highest
 
 
 def _order(key: str):
@@ -128,9 +130,11 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
 
 
 def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
-            seed: int = stats.SEED) -> Dict[str, Any]:
+            seed: int = stats.SEED, clear_first: bool = False) -> Dict[str, Any]:
     """What explain finds in samples `s` (Samples, or any object with its attributes): the
-    document's test, total, factors, within, same_everywhere and unique_per_run."""
+    document's test, total, factors, within, same_everywhere and unique_per_run.  Factors by
+    share; with `clear_first`, those with p < ALPHA before the others (the ranks of a run:
+    a key with a level per few samples, `rank`, has a large share by chance alone)."""
     n_runs = len(s.runs)
     same, unique, groups = {}, [], {}
     for k, col in s.keys.items():
@@ -144,7 +148,9 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
     factors = []
     for keys in groups.values():
         factors.append(_factor(s, keys, conf, suffix, permutations, seed))
-    factors.sort(key=lambda f: (-f["variance_share"], _order(f["keys"][0])))
+    factors.sort(key=lambda f: (clear_first and not (f["p_value"] is not None
+                                                     and f["p_value"] < ALPHA),
+                                -f["variance_share"], _order(f["keys"][0])))
     for f in factors:  # a host has one CPU model: what the host explains includes the CPU's
         col = s.keys[f["key"]]
         f["determines"] = [g["key"] for g in factors if g is not f
@@ -333,7 +339,11 @@ def _within_levels(w: Dict[str, Any], noun: str = "runs") -> List[str]:
         elif lv["variance_share"] is None:
             parts.append(f"{lv['level']}: a value per {noun[:-1]}")
         else:
-            means = ", ".join(f"{k} {_num(v)}" for k, v in lv["means"].items())
+            items = list(lv["means"].items())
+            if len(items) > MEANS_SHOWN:  # the lowest and highest, by mean
+                items.sort(key=lambda kv: (kv[1] is None, kv[1] or 0.0))
+                items = items[:3] + [(f"... {len(items) - 6} more ...", None)] + items[-3:]
+            means = ", ".join(k if v is None else f"{k} {_num(v)}" for k, v in items)
             parts.append(f"{lv['level']}: {_pct(lv['variance_share'])} "
                          f"{_p(lv['p_value'])} ({means})")
     return parts
@@ -354,8 +364,9 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
 
         t = doc["targets"]
         lines += [""] + format_targets(t["rows"], t["notes"], doc["iterations"], md)
-    lines += ["", "## factors, by the share they explain" if md else
-              "factors, by the share they explain:"]
+    order = ("clear ones (p < 0.05) first, then by the share they explain"
+             if doc.get("scope") == "ranks" else "by the share they explain")
+    lines += ["", f"## factors, {order}" if md else f"factors, {order}:"]
     if len(doc["factors"]) and doc["total"]["n"] > 1 and not doc["total"][
             f"std_{info.suffix}"]:
         lines.append("the metric has the same value in every sample: there is nothing to "
@@ -391,7 +402,14 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
             if f["missing_combinations"]:
                 miss = "; ".join(_combo(c) for c in f["missing_combinations"][:MISSING_SHOWN])
                 lines.append(("" if md else "     ") + f"{noun} that would separate them: {miss}")
-        cells = [_group_cells(g, info.suffix, info.digits, noun) for g in f["groups"]]
+        groups = f["groups"]
+        if len(groups) > GROUPS_SHOWN:  # the 5 lowest and 5 highest means
+            groups = sorted(groups, key=lambda g: (g[f"mean_{info.suffix}"] is None,
+                                                   g[f"mean_{info.suffix}"] or 0.0))
+            groups = groups[:5] + [None] + groups[-5:]
+        cells = [_group_cells(g, info.suffix, info.digits, noun) if g else
+                 [f"... {len(f['groups']) - 10} more (all in --format json)", "", ""]
+                 for g in groups]
         head_cells = [" / ".join(f["facts"]), noun, f"{info.header} ±{_conf(doc)}"]
         lines += _table(head_cells, cells, md, "     ")
     if len(doc["factors"]) > FACTORS_SHOWN:

@@ -96,6 +96,7 @@ def explain_run(rec, sampling: Sampling, permutations: int = history.stats.PERMU
                runs_without_figure=0, iterations=iterations,
                ranks=len({r for _it, r in s.runs}), nodes=len(set(s.keys["host"])),
                targets={"rows": rows, "notes": notes})
-    doc.update(history.analyse(s, sampling.confidence, info.suffix, permutations, seed))
+    doc.update(history.analyse(s, sampling.confidence, info.suffix, permutations, seed,
+                               clear_first=True))
     return contract.finite(doc)
 
