@@ -406,6 +406,8 @@ def test_show_and_the_python_api_read_imported_records(tmp_path, capsys):
     assert "stated by the user, not measured: checksums=on" in out
     code, _o, err = cli(capsys, "plot", "ranks", rec.path, "-o", tmp_path / "r.png")
     assert code == 2 and "no per-rank figures" in err
+    code, _o, err = cli(capsys, "explain", rec.path)  # one record: its ranks, and it has none
+    assert code == 2 and "no per-rank figures (imported from ior)" in err
     pd = pytest.importorskip("pandas")
     from mpiwrite.answers.results import load
 

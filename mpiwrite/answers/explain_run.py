@@ -79,6 +79,10 @@ def explain_run(rec, sampling: Sampling, permutations: int = history.stats.PERMU
     if sampling.unit != "auto":
         raise ConfigError(f"--unit: {sampling.unit} does not apply to one run: its samples are "
                           "its ranks, one per rank and iteration")
+    if not len(rec.ranks):
+        said = f" (imported from {rec.imported().get('tool')})" if rec.imported() else ""
+        raise ConfigError(f"RUN: {rec.path} has no per-rank figures{said}: nothing varies "
+                          "between ranks to explain; give its folder to explain the runs")
     iterations = good_iterations(rec, sampling.warmup)
     s = RankSamples(rec, iterations)
     if not s.values:
