@@ -85,3 +85,14 @@ def test_a_record_with_iteration_0s_targets_only_says_so(tmp_path):
     assert sum(r["files"] for r in rows) == 12
     assert notes == ["no targets recorded for iterations 1-2 (a record made before mpiwrite "
                      "read them for every iteration): left out"]
+
+
+def test_targets_are_gathered_every_iteration_except_on_local_filesystems():
+    """run/observe.fs_kind: the GlusterFS FUSE client and CephFS may tell targets (every
+    iteration), Lustre has layouts, a local filesystem has none (iteration 0's gather only)."""
+    from mpiwrite.run.observe import fs_kind
+
+    assert [fs_kind(t) for t in ("fuse.glusterfs", "ceph", "fuse.ceph-fuse", "nfs4")] == \
+        ["other"] * 4
+    assert fs_kind("lustre") == fs_kind("mixed") == "lustre"
+    assert fs_kind("ext4") == fs_kind("tmpfs") == fs_kind("xfs") == "local"
