@@ -8,9 +8,10 @@ Each example is a README block that shows a command (in a ```sh block, its last 
 then, in the next ``` block, exactly what it prints.  The records it reads are made in a
 fresh temporary folder by the example's set-up: tests/synth.py for synthetic studies (the
 real record writer, fixed seeds), `mpiwrite import` of the real tool outputs in
-tests/fixtures/import/, or the README's own ```sh block, run by bash as it stands.  Excerpts (the explain examples, with `...` where lines are left
-out) are not rewritten here: tests/test_explain.py and tests/test_import.py check that
-their lines are printed, in order.
+tests/fixtures/import/, or the README's own ```sh block, run by bash as it stands.
+Excerpts (the explain examples, with `...` where lines are left out) are not rewritten
+here: tests/test_explain.py and tests/test_import.py check that their lines are printed,
+in order.
 """
 
 from __future__ import annotations
