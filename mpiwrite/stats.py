@@ -206,6 +206,7 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
 PERMUTATIONS = 2000
 SEED = 20080606  # any fixed number: the output must not change from one call to the next
 _BLOCK = 2_000_000  # permuted samples held at once (16 MB of float64)
+_MANY_CELLS = 64  # beyond this many cells, sums by bincount rather than a one-hot product
 
 
 def _codes(labels: Sequence) -> np.ndarray:
@@ -220,7 +221,17 @@ class Share(NamedTuple):
 
 
 def _cell_term(y: np.ndarray, cells: np.ndarray, ncells: int) -> np.ndarray:
-    """sum over cells of (cell sum)^2 / cell size, for each row of y (rows: permutations)."""
+    """sum over cells of (cell sum)^2 / cell size, for each row of y (rows: permutations).
+    Many cells (the ranks of a run, its hosts): sums by bincount, O(samples) instead of
+    O(samples x cells) (a 3,072-sample run's rank x target cells took 14 s as a product)."""
+    if ncells > _MANY_CELLS:
+        rows = y.reshape(-1, y.shape[-1])
+        size = np.bincount(cells, minlength=ncells)
+        at = (np.arange(rows.shape[0])[:, None] * ncells + cells[None, :]).ravel()
+        sums = np.bincount(at, weights=rows.ravel(), minlength=rows.shape[0] * ncells)
+        sums = sums.reshape(rows.shape[0], ncells)
+        out = (sums * sums / np.maximum(size, 1)).sum(axis=-1)
+        return out.reshape(y.shape[:-1])
     onehot = np.zeros((y.shape[-1], ncells))
     onehot[np.arange(y.shape[-1]), cells] = 1.0
     sums = y @ onehot

@@ -18,10 +18,15 @@ def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18", patched="p
 
 
 def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="complete",
-         params=None, hosts=None, start_time=None, **keys):
-    """A record whose iterations have exactly these aggregate MB/s values."""
+         params=None, hosts=None, start_time=None, rank_rates=None, layouts=None, cpus=None,
+         per_rank=2**30, node_facts=None, attrs=None, **keys):
+    """A record whose iterations have exactly these aggregate MB/s values; or, with
+    `rank_rates` (per iteration, per rank MB/s), ranks with exactly these rates.  `layouts`:
+    the record's rank_layouts rows; `cpus`: a CPU model per node; `node_facts`: each node's
+    facts instead of node()'s Lustre client."""
+    if rank_rates is not None:
+        values = [float(np.mean(x)) for x in rank_rates]  # only spaces the iterations
     n = nodes * ranks_per_node
-    per_rank = 2**30
     rank_rows, iters = [], []
     for it, v in enumerate(values):
         r = np.zeros(n, dtype=summary.RANK_DTYPE)
@@ -33,6 +38,9 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
         r["t_write_start"] = start
         r["t_write_end"] = start + span * 0.9
         r["t_fsync_end"] = start + span * np.linspace(0.95, 1.0, n)
+        if rank_rates is not None:
+            r["t_fsync_end"] = start + per_rank / (np.asarray(rank_rates[it], float) * 1e6)
+            r["t_write_end"] = start + (r["t_fsync_end"] - start) * 0.9
         r["t_close_end"] = r["t_fsync_end"]
         r["verify_seconds"] = np.nan
         summary.fill_rates(r)
@@ -41,7 +49,8 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
     cfg = {"block_size": 2**20, "size": per_rank, "layout": "fpp", "fsync": True,
            "fsync_every": 0, "direct": False, "target": "/mnt/lustre/x", **(params or {})}
     hosts = hosts or [f"n{i + 1}" for i in range(nodes)]
-    nd = [node(host=hosts[i], **keys) for i in range(nodes)]
+    nd = [node(host=hosts[i], **keys, **({"cpu": cpus[i]} if cpus else {}))
+          for i in range(nodes)] if node_facts is None else node_facts
     from mpiwrite.facts.nodeinfo import common_keys
 
     rec = records.RunRecord(
@@ -49,9 +58,10 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
                "start_time": start_time or f"2026-01-01T00:00:{len(run_id) % 60:02d}Z",
                "params": json.dumps(cfg), "tags": json.dumps(tags or {}),
                "keys": json.dumps(common_keys(nd)), "ranks": n, "nodes": nodes,
-               "host": hosts[0], "command_line": "mpiwrite run (synthetic)", "warnings": "[]"},
+               "host": hosts[0], "command_line": "mpiwrite run (synthetic)", "warnings": "[]",
+               **(attrs or {})},
         ranks=np.concatenate(rank_rows), iterations=np.array(iters, dtype=summary.ITER_DTYPE),
-        samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[])
+        samples=np.zeros(0, summary.SAMPLE_DTYPE), nodes=nd, errors=[], layouts=layouts or [])
     records.write(rec, str(path))
     return str(path)
 
@@ -110,11 +120,61 @@ def explain_study(folder, runs: int = 5, seed: int = 11, noise: float = 0.02):
     return count
 
 
+# One run on a distributed volume of 2 bricks (GlusterFS-like): 3 hosts x 4 ranks, 3
+# iterations; each iteration's files land on a brick by name (so a rank's brick changes
+# between iterations), brick1 is 40% slower, 3% noise; the third host has another CPU model
+# (no effect).  For `explain RUN` and `show --by target`: brick1 must be named.
+BRICKS = ("srv0:/b/brick0", "srv1:/b/brick1")
+
+
+def bricks_run(path, seed: int = 5, slow: float = 0.6, iterations: int = 3, per_host: int = 4):
+    rng = np.random.default_rng(seed)
+    nranks = 3 * per_host
+    where = [[int(rng.integers(0, 2)) for _r in range(nranks)] for _it in range(iterations)]
+    rates = [[400.0 * (slow if where[it][r] else 1.0) * (1 + 0.03 * rng.standard_normal())
+              for r in range(nranks)] for it in range(iterations)]
+    layouts = [{"iteration": it, "rank": r,
+                "layout": {"layout": "glusterfs", "targets": [BRICKS[where[it][r]]]}}
+               for it in range(iterations) for r in range(nranks)]
+    make(path, None, "20261201T120000Z-b71c45", nodes=3, ranks_per_node=per_host,
+         hosts=["h0", "h1", "h2"], rank_rates=rates, layouts=layouts,
+         cpus=["Intel Xeon 5160", "Intel Xeon 5160", "AMD Opteron 2218"],
+         params={"target": "/mnt/gluster/x"})
+    return where, rates
+
+
+# A site's IOR history beside mpiwrite runs of the same configuration (README): IOR's
+# `-a POSIX -w -F -e -b 64m -t 1m` on 2 tasks of one node (tests/fixtures/import/, real),
+# and three mpiwrite runs of 2 ranks, fpp, fsync'd, 1 MiB blocks, 64 MiB a rank, 3 iterations,
+# on the same kind of node (a tmpfs /scratch), figures invented near IOR's, 2% noise.
+def tmpfs_node(host="vm"):
+    return {"host": host, "kernel": "6.1.0-28-amd64", "cpu_model": "AMD EPYC", "cores": 2,
+            "fs": {"fstype": "tmpfs"}, "lustre": {"present": False},
+            "mem_total_bytes": 25 * 2**30, "raw": {}}
+
+
+def ior_site(folder, runs: int = 3, seed: int = 3, mbps: float = 4300.0):
+    import os
+
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    for rep in range(runs):
+        vals = mbps * (1 + 0.02 * rng.standard_normal(3))
+        make(os.path.join(folder, f"mpiwrite-{rep}.h5"), vals,
+             f"20261201T10{rep:02d}00Z-5173{rep:02d}", tags={"site": "a"}, nodes=1,
+             ranks_per_node=2, hosts=["vm"], per_rank=64 * 2**20, node_facts=[tmpfs_node()],
+             start_time=f"2026-12-01T10:{rep:02d}:00Z",
+             params={"target": "/scratch/mpiwrite", "block_size": 2**20},
+             attrs={"mpi_library": "MPICH Version: 5.0.2"})
+
+
 if __name__ == "__main__":
     import sys
 
     folder = sys.argv[1] if len(sys.argv) > 1 else "original-study"
     if sys.argv[2:] == ["explain"]:
         explain_study(folder)
+    elif sys.argv[2:] == ["ior-site"]:
+        ior_site(folder)
     else:
         original_study(folder)

@@ -10,6 +10,7 @@ from common import cli, mpirun
 
 from mpiwrite import stats
 from mpiwrite.answers.explain import explain, format_explain
+from mpiwrite.answers.explain_run import explain_run
 from mpiwrite.answers.report import Sampling
 from mpiwrite.answers.results import Store
 from mpiwrite.formats import contract
@@ -203,3 +204,117 @@ def test_the_readme_example_is_what_explain_prints(tmp_path):
     for line in shown:
         assert line in printed[at:], line
         at = printed.index(line, at) + (1 if line else 0)
+
+
+# -- one run: the variation between its ranks --------------------------------------------------
+@pytest.fixture(scope="module")
+def bricks(tmp_path_factory):
+    path = tmp_path_factory.mktemp("one") / "bricks.h5"
+    where, rates = synth.bricks_run(str(path))
+    return path, where, rates
+
+
+@pytest.mark.timeout(120)
+def test_one_run_names_the_slow_brick_and_what_else_varies(bricks, tmp_path):
+    """synth.bricks_run: 12 ranks on 3 hosts, 3 iterations, each file on one of 2 bricks by
+    name, brick1 40% slower.  The target is the first factor, brick1 is named slow in the
+    target table, hosts and the third host's CPU explain nothing, and a rank decides its host."""
+    path, where, rates = bricks
+    out = cli(["explain", str(path), "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    jsonschema.validate(doc, contract.schema("explain"))
+    assert doc["scope"] == "ranks" and doc["unit"] == "rank" and doc["runs"] == 1
+    assert doc["samples"] == 36 and doc["ranks"] == 12 and doc["nodes"] == 3
+    assert doc["iterations"] == [0, 1, 2]
+    top = doc["factors"][0]
+    assert top["keys"] == ["target"] and top["variance_share"] > 0.9 and top["p_value"] < 0.01
+    on1 = sum(w for it in where for w in it)
+    slow = next(g for g in top["groups"] if g["values"] == {"target": synth.BRICKS[1]})
+    assert slow["ranks"] == on1 and slow["n"] == on1
+    want = [r for it, w in zip(rates, where) for r, b in zip(it, w) if b]
+    assert slow["mean_MB_per_s"] == pytest.approx(sum(want) / len(want), rel=1e-6)
+    for key in ("host", "cpu_model"):
+        assert _factor(doc, key)["p_value"] > 0.05, key
+    assert _factor(doc, "rank")["determines"] == ["host", "cpu_model"]
+    clear = [f["p_value"] < 0.05 for f in doc["factors"]]  # the clear ones first
+    assert clear == sorted(clear, reverse=True)
+    rows = {r["target"]: r for r in doc["targets"]["rows"]}
+    assert rows[synth.BRICKS[1]]["verdict"] == "slow" and rows[synth.BRICKS[1]]["files"] == on1
+    assert rows[synth.BRICKS[0]]["verdict"] == "fast"
+    assert rows[synth.BRICKS[1]]["iterations"] == [0, 1, 2]
+    text = cli(["explain", str(path)], cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert f"  slow: {synth.BRICKS[1]}" in text.stdout.splitlines()
+    assert "1. target: " in text.stdout and "12 ranks on 3 node(s) x 3 iteration(s)" in \
+        text.stdout
+    md = cli(["explain", str(path), "--format", "markdown"], cwd=tmp_path)
+    assert md.returncode == 0 and "| target | ranks | files |" in md.stdout, md.stderr
+    warm = json.loads(cli(["explain", str(path), "--warmup", "1", "--format", "json"],
+                          cwd=tmp_path).stdout)
+    assert warm["iterations"] == [1, 2] and warm["samples"] == 24
+
+
+@pytest.mark.timeout(120)
+def test_one_run_refuses_what_has_no_per_rank_meaning(bricks, tmp_path):
+    path = str(bricks[0])
+    for args, needle in ((["--where", "host=h0"], "--where"), (["--metric", "read"], "--metric"),
+                         (["--unit", "run"], "--unit"), (["--warmup", "3"], "--warmup 3")):
+        out = cli(["explain", path, *args], cwd=tmp_path)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert needle in out.stderr, out.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_one_real_run_explained_by_its_ranks(tmp_path):
+    out = mpirun(4, ["run", "d", "-s", "2M", "-i", "2", "--results", "r"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (rec,) = [p for p in (tmp_path / "r").iterdir() if p.suffix == ".h5"]
+    got = cli(["explain", str(rec), "--format", "json"], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    jsonschema.validate(doc, contract.schema("explain"))
+    assert doc["scope"] == "ranks" and doc["samples"] == 8 and doc["ranks"] == 4
+    assert doc["targets"]["rows"] == [] and "no storage targets" in doc["targets"]["notes"][0]
+    assert {f["key"] for f in doc["factors"]} == {"rank", "iteration"}  # one host, no target
+    assert doc["same_everywhere"]["host"]
+    folder = cli(["explain", "r"], cwd=tmp_path)  # the folder: the runs, one of them
+    assert folder.returncode == 0 and "give its record file" in folder.stdout, folder.stderr
+
+
+@pytest.mark.timeout(60)
+def test_many_cells_sum_by_bincount_as_the_product_does(monkeypatch):
+    """stats._cell_term's two ways (a one-hot product, bincount past _MANY_CELLS cells) give
+    the same share and p."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(600)
+    labels, strata = rng.integers(0, 150, 600), rng.integers(0, 3, 600)
+    fast = stats.variance_share(y, labels, strata)
+    monkeypatch.setattr(stats, "_MANY_CELLS", 10**9)
+    slow = stats.variance_share(y, labels, strata)
+    assert fast.share == pytest.approx(slow.share, rel=1e-12) and fast.p_value == slow.p_value
+
+
+@pytest.mark.timeout(120)
+def test_one_run_of_many_ranks_shows_the_extremes_of_each_key(tmp_path):
+    """48 ranks x 3 iterations: the text shows a key's 5 lowest and 5 highest groups (the
+    JSON has all 48), and a within level's 3 lowest and 3 highest means."""
+    from mpiwrite.formats import records
+
+    path = tmp_path / "many.h5"
+    synth.bricks_run(str(path), per_host=16)
+    doc = explain_run(records.read(str(path)), Sampling())
+    jsonschema.validate(contract.finite(doc), contract.schema("explain"))
+    ranks = _factor(doc, "rank")
+    assert len(ranks["groups"]) == 48
+    text = format_explain(doc)
+    block = text.split(next(ln for ln in text.splitlines() if ". rank: " in ln))[1]
+    shown = block.split("\n")[1:14]
+    assert any("... 38 more (all in --format json)" in ln for ln in shown), shown
+    means = sorted(g["mean_MB_per_s"] for g in ranks["groups"])
+    assert f"{means[0]:.1f}" in "\n".join(shown) and f"{means[-1]:.1f}" in "\n".join(shown)
+    assert max(len(ln) for ln in text.splitlines()) < 600  # not one mean per rank

@@ -280,9 +280,9 @@ def test_compression_ab_with_compare(bed):
 def test_show_by_target_names_the_slow_brick(bed):
     """12 ranks (3 hosts x 4) whose files the volume spreads over its 2 bricks by name; brick
     1's server is kept stopped 98% of the time (SIGSTOP/SIGCONT to its pid from a
-    thread) while they write.  Each rank's record names the brick that holds its file (the
-    FUSE client's trusted.glusterfs.pathinfo), and `show --by target` names brick 1 slow and
-    brick 0 not."""
+    thread) while they write, two iterations.  The record names the brick that holds each
+    rank's file in each iteration (the FUSE client's trusted.glusterfs.pathinfo), and `show
+    --by target` and `explain RECORD` name brick 1 slow and brick 0 not."""
     import signal
     import threading
 
@@ -299,7 +299,8 @@ def test_show_by_target_names_the_slow_brick(bed):
     t = threading.Thread(target=throttle, daemon=True)
     t.start()
     try:
-        out, doc = bed.run(HOSTS, write_args(bed, "targets", "8M"), per_host=4, timeout=240)
+        out, doc = bed.run(HOSTS, write_args(bed, "targets", "8M", "-i", "2", "--delay", "0"),
+                           per_host=4, timeout=240)
     finally:
         stop.set()
         t.join()
@@ -311,6 +312,8 @@ def test_show_by_target_names_the_slow_brick(bed):
         assert lay["layout"]["layout"] == "glusterfs"
         (brick,) = lay["layout"]["targets"]  # a distributed volume: one brick a file
         bricks.setdefault(brick, []).append(lay["rank"])
+    assert sorted((lay["iteration"], lay["rank"]) for lay in rec.layouts) == [
+        (it, r) for it in range(2) for r in range(HOSTS * 4)]  # every iteration's files
     assert sorted(bricks, key=lambda b: b[-1]) and set(b.rsplit("/", 1)[1]
                                                       for b in bricks) <= {"brick0", "brick1"}
     if len(bricks) < 2 or min(len(r) for r in bricks.values()) < 2:
@@ -327,6 +330,14 @@ def test_show_by_target_names_the_slow_brick(bed):
     rows, _notes = by_target(rec)
     rate = {r["target"].rsplit("/", 1)[1]: r["mean_MB_per_s"] for r in rows}
     assert rate["brick1"] < rate["brick0"], rows
+    assert sum(r["files"] for r in rows) == 2 * HOSTS * 4
+    told = cli(["explain", rec.path, "--format", "json"], cwd=bed.folder)
+    assert told.returncode == 0, told.stderr
+    found = json.loads(told.stdout)
+    verdict = {r["target"].rsplit("/", 1)[1]: r["verdict"] for r in found["targets"]["rows"]}
+    assert verdict["brick1"] == "slow" and verdict["brick0"] != "slow", found["targets"]
+    target = next(f for f in found["factors"] if "target" in f["keys"])
+    assert target["p_value"] < 0.05, target
 
 
 def test_brick_server_killed_mid_run_fails_collectively(bed):

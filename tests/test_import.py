@@ -406,6 +406,8 @@ def test_show_and_the_python_api_read_imported_records(tmp_path, capsys):
     assert "stated by the user, not measured: checksums=on" in out
     code, _o, err = cli(capsys, "plot", "ranks", rec.path, "-o", tmp_path / "r.png")
     assert code == 2 and "no per-rank figures" in err
+    code, _o, err = cli(capsys, "explain", rec.path)  # one record: its ranks, and it has none
+    assert code == 2 and "no per-rank figures (imported from ior)" in err
     pd = pytest.importorskip("pandas")
     from mpiwrite.answers.results import load
 
@@ -526,31 +528,28 @@ def test_ior_json_with_two_tests_gives_two_records(tmp_path, capsys):
 
 @pytest.mark.timeout(120)
 def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
-    """The README's example: three configurations of lmdd lines imported with stated facts,
-    then `explain`: checksums first (about 92%), the Lustre build second, and the missing
-    combination named; the lines the README shows are what explain prints."""
+    """The README's example, its shell block run as it stands (printf the lmdd lines, import
+    them with stated facts and a tag, explain): checksums first (about 92%), the Lustre build
+    second, the missing combination named; the lines the README shows are what explain
+    prints, in order."""
+    from common import BIN, TEST_CACHE, bounded
     from common import cli as mw
 
     readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
-    block = readme.split("mpiwrite explain lmdd-history\n```\n```\n")[1].split("```")[0]
-    lines = {"1.6.4.3-off": (832, 815, 841), "1.6.5-off": (681, 667, 693),
-             "1.6.5-on": (326, 322, 332)}
-    for name, rates in lines.items():
-        (tmp_path / f"{name}.txt").write_text("".join(
-            f"{r * 200:.4f} MB in 200.0000 secs, {r:.4f} MB/sec\n" for r in rates))
-        version, sums = name.rsplit("-", 1)
-        out = mw(["import", f"{name}.txt", "--results", "lmdd-history", "--fact",
-                   f"lustre={version}", "--fact", f"checksums={sums}", "--command",
-                   "lmdd of=/lustre/f bs=1M time=200 fsync=1"], cwd=tmp_path)
-        assert out.returncode == 0, out.stderr
-        assert all(f"{r * 200:.4f} MB in 200.0000 secs, {r:.4f} MB/sec" in readme
-                   for r in rates)
-    text = mw(["explain", "lmdd-history"], cwd=tmp_path)
-    assert text.returncode == 0, text.stderr
-    for line in block.strip().splitlines():
+    head, block = readme.split("mpiwrite explain lmdd-history\n```\n```\n")
+    script = head[head.rindex("```sh\n") + len("```sh\n"):] + "mpiwrite explain lmdd-history\n"
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", MPIWRITE_CACHE=TEST_CACHE)
+    out = bounded(["bash", "-euc", script], 120, cwd=str(tmp_path), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    printed = out.stdout.splitlines()
+    at = 0
+    for line in block.split("```")[0].strip().splitlines():
         if line != "...":
-            assert line in text.stdout.splitlines(), (line, text.stdout)
+            assert line in printed[at:], (line, out.stdout)
+            at = printed.index(line, at) + 1
+    assert len(list((tmp_path / "lmdd-history").glob("*.h5"))) == 9
     doc = json.loads(mw(["explain", "lmdd-history", "--format", "json"], cwd=tmp_path).stdout)
     assert doc["factors"][0]["keys"] == ["checksums"]
     assert 0.9 < doc["factors"][0]["variance_share"] < 0.93
     assert doc["factors"][1]["keys"] == ["lustre"]
+    assert doc["same_everywhere"]["site"] == "b"  # the tag, on every imported record

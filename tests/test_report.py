@@ -283,3 +283,31 @@ def test_the_readme_example_is_what_report_prints(study, tmp_path):
                "lustre=1.6.4.3"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout == block
+
+
+@pytest.mark.timeout(300)
+def test_the_readme_examples_are_what_the_regenerating_command_prints(tmp_path):
+    """`python tests/readme_examples.py --check` (the original study's report table, the
+    imported IOR and lmdd table, the IOR history compared with mpiwrite runs) passes on the
+    README; on a copy with a stale table it fails
+    with the difference, and `--write` puts back exactly what the commands print."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    script = [sys.executable, str(root / "tests" / "readme_examples.py")]
+    ok = subprocess.run(script + ["--check"], capture_output=True, text=True, timeout=280)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    stale = tmp_path / "README.md"
+    shutil.copy(root / "README.md", stale)
+    good = stale.read_text()
+    assert good.count("1.6.5    on            5  5  324.0 ±2.7") == 1
+    stale.write_text(good.replace("1.6.5    on            5  5  324.0 ±2.7",
+                                  "1.6.5    off           5  4  324.0 ±2.7"))
+    bad = subprocess.run(script + ["--check", str(stale)], capture_output=True, text=True,
+                         timeout=280)
+    assert bad.returncode == 1 and "+1.6.5    on            5  5  324.0 ±2.7" in bad.stdout
+    wrote = subprocess.run(script + ["--write", str(stale)], capture_output=True, text=True,
+                           timeout=280)
+    assert wrote.returncode == 0 and stale.read_text() == good, wrote.stdout + wrote.stderr

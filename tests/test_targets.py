@@ -39,3 +39,60 @@ def test_a_local_file_has_no_targets(tmp_path):
     f = tmp_path / "f"
     f.write_bytes(b"x")
     assert targets.of_file(str(f)) is None
+
+
+def test_show_by_target_uses_every_iterations_files(tmp_path):
+    """A rank's file lands on another brick in another iteration: each (iteration, rank)
+    file is its brick's sample; `--iteration N` takes that iteration's only."""
+    import synth
+    from common import cli
+
+    from mpiwrite.answers.targets import by_target
+    from mpiwrite.formats import records
+
+    path = tmp_path / "b.h5"
+    where, rates = synth.bricks_run(str(path))
+    rec = records.read(str(path))
+    rows, notes = by_target(rec)
+    got = {r["target"]: r for r in rows}
+    on1 = [(it, r) for it in range(3) for r in range(12) if where[it][r]]
+    assert got[synth.BRICKS[1]]["files"] == len(on1) and notes == []
+    assert got[synth.BRICKS[1]]["ranks"] == sorted({r for _it, r in on1})
+    assert got[synth.BRICKS[1]]["max_MB_per_s"] == pytest.approx(
+        max(rates[it][r] for it, r in on1))
+    assert got[synth.BRICKS[1]]["verdict"] == "slow"
+    out = cli(["show", str(path), "--by", "target", "--iteration", "1"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    section = out.stdout.split("per storage target, iteration 1 ")[1]
+    line = next(ln for ln in section.splitlines() if ln.startswith(f"  {synth.BRICKS[1]} "))
+    assert line.split()[2] == str(sum(where[1])), line  # files of iteration 1 only
+    assert f"  slow: {synth.BRICKS[1]}" in section.splitlines()
+
+
+def test_a_record_with_iteration_0s_targets_only_says_so(tmp_path):
+    """Records made before targets were read every iteration: the others are left out, and
+    the note says which."""
+    import synth
+
+    from mpiwrite.answers.targets import by_target
+    from mpiwrite.formats import records
+
+    path = tmp_path / "b.h5"
+    synth.bricks_run(str(path))
+    rec = records.read(str(path))
+    rec.layouts = [lay for lay in rec.layouts if lay["iteration"] == 0]
+    rows, notes = by_target(rec)
+    assert sum(r["files"] for r in rows) == 12
+    assert notes == ["no targets recorded for iterations 1-2 (a record made before mpiwrite "
+                     "read them for every iteration): left out"]
+
+
+def test_targets_are_gathered_every_iteration_except_on_local_filesystems():
+    """run/observe.fs_kind: the GlusterFS FUSE client and CephFS may tell targets (every
+    iteration), Lustre has layouts, a local filesystem has none (iteration 0's gather only)."""
+    from mpiwrite.run.observe import fs_kind
+
+    assert [fs_kind(t) for t in ("fuse.glusterfs", "ceph", "fuse.ceph-fuse", "nfs4")] == \
+        ["other"] * 4
+    assert fs_kind("lustre") == fs_kind("mixed") == "lustre"
+    assert fs_kind("ext4") == fs_kind("tmpfs") == fs_kind("xfs") == "local"

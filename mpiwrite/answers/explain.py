@@ -32,6 +32,8 @@ MISSING_KEPT = 64
 FACTORS_SHOWN = 12  # in the text; the JSON has every factor
 SAME_SHOWN = 30  # keys listed as the same everywhere in the text
 LEVELS_SHOWN = 4  # a within entry shows each level's share when there are this few
+GROUPS_SHOWN = 16  # a factor with more groups (the ranks of a run) shows its 5 lowest and
+MEANS_SHOWN = 8  # 5 highest means in the text; a within level, its 3 lowest and 3 highest
 
 
 def _order(key: str):
@@ -66,7 +68,11 @@ def _levels(values: Sequence[str]) -> List[str]:
 
 
 class Samples:
-    """The samples of the runs and, per sample, the run's key values."""
+    """The samples of the runs and, per sample, the run's key values.  The analysis below
+    reads `values`, `run_of` (the unit each sample is of), `keys` (per unit) and
+    `count_key` (what a group counts: runs here; explain_run.RankSamples counts ranks)."""
+
+    count_key = "runs"
 
     def __init__(self, runs, keys_of, sampling: Sampling, unit: str):
         self.runs, self.values, self.run_of = [], [], []
@@ -111,7 +117,25 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     if not s.values:
         raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
                                          within_warmup(runs, sampling.metric, sampling.warmup)))
-    n_runs, conf = len(s.runs), sampling.confidence
+    doc = contract.header("explain")
+    doc.update(scope="runs", metric=sampling.metric,
+               metric_unit=metric_info(sampling.metric).unit,
+               higher_is_better=metric_info(sampling.metric).higher_is_better, unit=unit,
+               unit_requested=sampling.unit, warmup=sampling.warmup,
+               confidence=sampling.confidence, runs=len(s.runs), samples=len(s.values),
+               runs_without_figure=len(runs) - len(s.runs))
+    doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
+                       permutations, seed))
+    return contract.finite(doc)
+
+
+def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
+            seed: int = stats.SEED, clear_first: bool = False) -> Dict[str, Any]:
+    """What explain finds in samples `s` (Samples, or any object with its attributes): the
+    document's test, total, factors, within, same_everywhere and unique_per_run.  Factors by
+    share; with `clear_first`, those with p < ALPHA before the others (the ranks of a run:
+    a key with a level per few samples, `rank`, has a large share by chance alone)."""
+    n_runs = len(s.runs)
     same, unique, groups = {}, [], {}
     for k, col in s.keys.items():
         nvals = len(set(col))
@@ -121,11 +145,12 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
             unique.append(k)
         else:
             groups.setdefault(_partition(col), []).append(k)
-    suffix = metric_info(sampling.metric).suffix
     factors = []
     for keys in groups.values():
         factors.append(_factor(s, keys, conf, suffix, permutations, seed))
-    factors.sort(key=lambda f: (-f["variance_share"], _order(f["keys"][0])))
+    factors.sort(key=lambda f: (clear_first and not (f["p_value"] is not None
+                                                     and f["p_value"] < ALPHA),
+                                -f["variance_share"], _order(f["keys"][0])))
     for f in factors:  # a host has one CPU model: what the host explains includes the CPU's
         col = s.keys[f["key"]]
         f["determines"] = [g["key"] for g in factors if g is not f
@@ -140,15 +165,9 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
         g = f["given_others"]
         f["hidden"] = bool(g and g["varied"] and (f["p_value"] is None or f["p_value"] >= ALPHA)
                            and g["p_value"] is not None and g["p_value"] < ALPHA)
-    doc = contract.header("explain")
-    doc.update(metric=sampling.metric, metric_unit=metric_info(sampling.metric).unit,
-               higher_is_better=metric_info(sampling.metric).higher_is_better, unit=unit,
-               unit_requested=sampling.unit, warmup=sampling.warmup, confidence=conf,
-               runs=n_runs, samples=len(s.values), runs_without_figure=len(runs) - n_runs,
-               test="permutation", permutations=permutations, seed=seed,
-               total=contract.stat_block(s.values, conf, suffix),
-               factors=factors, within=within, same_everywhere=same, unique_per_run=unique)
-    return contract.finite(doc)
+    return dict(test="permutation", permutations=permutations, seed=seed,
+                total=contract.stat_block(s.values, conf, suffix),
+                factors=factors, within=within, same_everywhere=same, unique_per_run=unique)
 
 
 def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations: int,
@@ -171,7 +190,7 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
         vals = [v for v, lab in zip(s.values, labels) if lab == level]
         at = s.keys[main].index(level)
         groups.append(dict(values={k: s.keys[k][at] for k in facts},
-                           runs=s.keys[main].count(level),
+                           **{s.count_key: s.keys[main].count(level)},
                            **contract.stat_block(vals, conf, suffix)))
     missing = []
     for other in [k for k in facts if k != main]:  # what would separate main from each
@@ -200,7 +219,7 @@ def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
             if 1 < len(present) < nruns else None
         means = {x: sum(v for v, lab in zip(vals, labs) if lab == x)
                  / labs.count(x) for x in present}
-        levels.append({"level": level, "runs": nruns,
+        levels.append({"level": level, s.count_key: nruns,
                        "values": present, "means": means,
                        "variance_share": sh.share if sh else None,
                        "p_value": sh.p_value if sh else None})
@@ -265,9 +284,14 @@ def _combo(c: Dict[str, str]) -> str:
     return " with ".join(f"{k}={v}" for k, v in c.items())
 
 
-def confounded_text(f: Dict[str, Any]) -> str:
+def confounded_text(f: Dict[str, Any], noun: str = "runs") -> str:
     """'kernel and lustre change together here: the runs cannot tell them apart'."""
-    return f"{_names(f['facts'])} change together here: the runs cannot tell them apart"
+    return f"{_names(f['facts'])} change together here: the {noun} cannot tell them apart"
+
+
+def _noun(doc: Dict[str, Any]) -> str:
+    """What a sample's unit is called: runs, or the ranks of one run (explain_run.py)."""
+    return "ranks" if doc.get("scope") == "ranks" else "runs"
 
 
 def _head(doc: Dict[str, Any]) -> List[str]:
@@ -275,8 +299,20 @@ def _head(doc: Dict[str, Any]) -> List[str]:
 
     t = doc["total"]
     suffix = metric_info(doc["metric"]).suffix
-    return [f"explain: {doc['metric']} {doc['metric_unit']} over {doc['runs']} runs "
-            f"(n={t['n']}, mean {_num(t['mean_' + suffix])}, sd {_num(t['std_' + suffix])})",
+    stat = f"(n={t['n']}, mean {_num(t['mean_' + suffix])}, sd {_num(t['std_' + suffix])})"
+    if doc.get("scope") == "ranks":  # explain_run.py's document
+        from mpiwrite.answers.targets import iterations_text
+
+        its = doc["iterations"]
+        return [f"explain: each rank's write {doc['metric_unit']} within run {doc['run_id']} "
+                f"({doc['run_status']}): {doc['ranks']} ranks on {doc['nodes']} node(s) x "
+                f"{len(its)} iteration(s) {stat}",
+                f"samples: one per rank and iteration ({iterations_text(its)}; warm-up "
+                f"{doc['warmup'] or 'none'} dropped)",
+                f"share: of the variance between the ranks, between the key's groups (eta "
+                f"squared); p: permutation test, {doc['permutations']} permutations, seed "
+                f"{doc['seed']}"]
+    return [f"explain: {doc['metric']} {doc['metric_unit']} over {doc['runs']} runs {stat}",
             f"samples: {unit_text(doc['unit'], doc['unit_requested'], doc['warmup'])}",
             f"share: of the variance, between the key's groups (eta squared); p: permutation "
             f"test, {doc['permutations']} permutations, seed {doc['seed']}"]
@@ -288,22 +324,26 @@ def _num(x, digits: int = 1) -> str:
     return format_number(x, digits)
 
 
-def _group_cells(g: Dict[str, Any], suffix: str, digits: int) -> List[str]:
+def _group_cells(g: Dict[str, Any], suffix: str, digits: int, noun: str) -> List[str]:
     mean, lo, hi = (g[f"{k}_{suffix}"] for k in ("mean", "ci_lo", "ci_hi"))
     half = "±?" if lo is None else f"±{_num((hi - lo) / 2, digits)}"
-    return [" / ".join(g["values"].values()), str(g["runs"]), f"{_num(mean, digits)} {half}"]
+    return [" / ".join(g["values"].values()), str(g[noun]), f"{_num(mean, digits)} {half}"]
 
 
-def _within_levels(w: Dict[str, Any]) -> List[str]:
+def _within_levels(w: Dict[str, Any], noun: str = "runs") -> List[str]:
     """One line per level of the second key: the first key's share there and its means."""
     parts = []
     for lv in w["levels"]:
         if lv["variance_share"] is None and len(lv["values"]) == 1:
             parts.append(f"{lv['level']}: one value ({lv['values'][0]})")
         elif lv["variance_share"] is None:
-            parts.append(f"{lv['level']}: a value per run")
+            parts.append(f"{lv['level']}: a value per {noun[:-1]}")
         else:
-            means = ", ".join(f"{k} {_num(v)}" for k, v in lv["means"].items())
+            items = list(lv["means"].items())
+            if len(items) > MEANS_SHOWN:  # the lowest and highest, by mean
+                items.sort(key=lambda kv: (kv[1] is None, kv[1] or 0.0))
+                items = items[:3] + [(f"... {len(items) - 6} more ...", None)] + items[-3:]
+            means = ", ".join(k if v is None else f"{k} {_num(v)}" for k, v in items)
             parts.append(f"{lv['level']}: {_pct(lv['variance_share'])} "
                          f"{_p(lv['p_value'])} ({means})")
     return parts
@@ -317,16 +357,26 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, json")
     md = fmt == "markdown"
     info = metric_info(doc["metric"])
+    noun, one = _noun(doc), _noun(doc)[:-1]
     lines = [("- " if md else "") + ln for ln in _head(doc)]
-    lines += ["", "## factors, by the share they explain" if md else
-              "factors, by the share they explain:"]
+    if doc.get("targets") is not None:
+        from mpiwrite.answers.targets import format_targets
+
+        t = doc["targets"]
+        lines += [""] + format_targets(t["rows"], t["notes"], doc["iterations"], md)
+    order = ("clear ones (p < 0.05) first, then by the share they explain"
+             if doc.get("scope") == "ranks" else "by the share they explain")
+    lines += ["", f"## factors, {order}" if md else f"factors, {order}:"]
     if len(doc["factors"]) and doc["total"]["n"] > 1 and not doc["total"][
             f"std_{info.suffix}"]:
         lines.append("the metric has the same value in every sample: there is nothing to "
                      "explain")
     if not doc["factors"]:
-        lines.append("no factor: no key has two values or more over these runs without having "
-                     "one for every run")
+        lines.append(f"no factor: no key has two values or more over these {noun} without "
+                     f"having one for every {one}")
+        if doc["runs"] == 1 and noun == "runs":
+            lines.append("one run: give its record file (explain RECORD.h5) to explain the "
+                         "variation between its ranks")
     for i, f in enumerate(doc["factors"][:FACTORS_SHOWN], 1):
         given = f.get("given_others")
         extra = ""
@@ -345,15 +395,22 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
                          f"{' and '.join(dec)} explain{'s' * (len(dec) == 1)}")
         if f.get("hidden"):
             lines.append(("" if md else "     ") + "hidden by bigger effects: small over all "
-                         f"runs, clear once {', '.join(f['given_others']['keys'])} are "
+                         f"{noun}, clear once {', '.join(f['given_others']['keys'])} are "
                          "taken out")
         if f["confounded"]:
-            lines.append(("" if md else "     ") + confounded_text(f))
+            lines.append(("" if md else "     ") + confounded_text(f, noun))
             if f["missing_combinations"]:
                 miss = "; ".join(_combo(c) for c in f["missing_combinations"][:MISSING_SHOWN])
-                lines.append(("" if md else "     ") + f"runs that would separate them: {miss}")
-        cells = [_group_cells(g, info.suffix, info.digits) for g in f["groups"]]
-        head_cells = [" / ".join(f["facts"]), "runs", f"{info.header} ±{_conf(doc)}"]
+                lines.append(("" if md else "     ") + f"{noun} that would separate them: {miss}")
+        groups = f["groups"]
+        if len(groups) > GROUPS_SHOWN:  # the 5 lowest and 5 highest means
+            groups = sorted(groups, key=lambda g: (g[f"mean_{info.suffix}"] is None,
+                                                   g[f"mean_{info.suffix}"] or 0.0))
+            groups = groups[:5] + [None] + groups[-5:]
+        cells = [_group_cells(g, info.suffix, info.digits, noun) if g else
+                 [f"... {len(f['groups']) - 10} more (all in --format json)", "", ""]
+                 for g in groups]
+        head_cells = [" / ".join(f["facts"]), noun, f"{info.header} ±{_conf(doc)}"]
         lines += _table(head_cells, cells, md, "     ")
     if len(doc["factors"]) > FACTORS_SHOWN:
         rest = doc["factors"][FACTORS_SHOWN:]
@@ -369,9 +426,9 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
             text = (f"{'/'.join(w['keys'])} within {'/'.join(w['within_keys'])}: "
                     f"{_pct(w['variance_share'])} {_p(w['p_value'])}")
             lines.append(("- " if md else "  ") + text)
-            sub = _within_levels(w) if len(w["levels"]) <= LEVELS_SHOWN else []
+            sub = _within_levels(w, noun) if len(w["levels"]) <= LEVELS_SHOWN else []
             if w["missing_combinations"]:
-                sub.append("no run has: " + "; ".join(
+                sub.append(f"no {one} has: " + "; ".join(
                     _combo(c) for c in w["missing_combinations"][:MISSING_SHOWN]))
             lines += [("  - " if md else "     ") + x for x in sub]
     if doc["same_everywhere"]:
@@ -383,8 +440,8 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
             same += f", ... {len(items) - SAME_SHOWN} more in --format json"
         lines += ["", f"the same everywhere (cannot explain anything): {same}"]
     if doc["unique_per_run"]:
-        lines += ["", "unique per run (a value for every run: cannot be told from run-to-run "
-                  f"noise): {', '.join(doc['unique_per_run'])}"]
+        lines += ["", f"unique per {one} (a value for every {one}: cannot be told from "
+                  f"{one}-to-{one} noise): {', '.join(doc['unique_per_run'])}"]
     return "\n".join(printable(ln) if not md else _md_line(ln) for ln in lines)
 
 

@@ -248,8 +248,9 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
               help="Where to look for a run given by its id.")
 @click.option("--iteration", type=INT, default=None, help="Per-rank table of this iteration.")
 @click.option("--by", "by", type=click.Choice(["rank", "target"]), default="rank",
-              show_default=True, help="target: also per storage target (OST, brick, pool): "
-              "ranks, bytes, rates, and which is slower than the others beyond noise.")
+              show_default=True, help="target: also per storage target (OST, brick, pool), "
+              "over every iteration's files (or --iteration's): ranks, bytes, rates, and which "
+              "is slower than the others beyond noise.")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 def show(run, where, iteration, by, skip_bad):
     """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
@@ -280,7 +281,8 @@ def show(run, where, iteration, by, skip_bad):
         if by == "target":
             from mpiwrite.answers.targets import target_lines
 
-            text += "\n" + "\n".join(target_lines(rec))
+            text += "\n" + "\n".join(target_lines(
+                rec, iterations=None if iteration is None else [iteration]))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise RunError(f"{rec.path}: unusable record ({type(exc).__name__}: {exc})") from None
     click.echo(text)

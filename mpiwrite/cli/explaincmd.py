@@ -1,7 +1,9 @@
-"""`explain`: which keys account for a metric's variation over the records under PATHS."""
+"""`explain`: which keys account for a metric's variation over the records under PATHS, or
+between the ranks of one run (PATHS one record file)."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -25,16 +27,19 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     """Which node facts, run parameters and tags explain the metric's variation over the
     complete runs under PATHS: each key's share of the variance with a permutation p, keys
     that change together named as confounded, effects within each other's levels
-    (docs/explain.md)."""
+    (docs/explain.md).  PATHS one record file: the variation between that run's ranks, per
+    storage target, host and node fact."""
     from mpiwrite.answers.explain import explain as explain_runs
     from mpiwrite.answers.explain import format_explain
     from mpiwrite.answers.results import parse_filter
 
+    sampling = sampling_from(metric, unit, warmup, confidence)
+    if len(paths) == 1 and os.path.isfile(paths[0]):
+        return _one_run(paths[0], where, sampling, fmt)
     store, code = _store(paths, skip_bad)
     flt = {}
     for text in where:
         flt.update(parse_filter(text, "--where"))
-    sampling = sampling_from(metric, unit, warmup, confidence)
     runs = store.select(flt)
     if not runs:
         text = (f"--where: no complete run matches {', '.join(where)}" if flt and
@@ -53,3 +58,21 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
         sys.stderr.write(printable(f"mpiwrite: {sum(skipped.values())} run(s) that did not "
                                    f"complete were left out ({said})") + "\n")
     return code
+
+
+def _one_run(path, where, sampling, fmt):
+    """`explain RECORD`: the ranks of one run (answers/explain_run.py)."""
+    from mpiwrite.answers.explain import format_explain
+    from mpiwrite.answers.explain_run import explain_run
+    from mpiwrite.formats import records
+
+    if where:
+        raise ConfigError("--where: selects runs; PATHS is one record, whose ranks are "
+                          "explained (give a folder to select runs in it)")
+    rec = records.read(path)  # RecordError: named, exit 1
+    try:
+        doc = explain_run(rec, sampling)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise RunError(f"{path}: unusable record ({type(exc).__name__}: {exc})") from None
+    click.echo(format_explain(doc, fmt))
+    return 0

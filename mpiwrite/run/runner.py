@@ -24,7 +24,7 @@ from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig, differing_options
-from mpiwrite.run.observe import NodeWatch
+from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import (
     Signals,
@@ -161,9 +161,8 @@ class Run:
             problem = self._prepare_target(ledger, [s["space"] for s in spaces])
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: one answer from rank 0
-        self.watch.on_lustre = team.bcast_text(
-            ("1" if self.ledger.keys["fstype"] in ("lustre", "mixed") else "")
-            if self.rank == 0 else None) == "1"
+        kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"]) if self.rank == 0 else None)
+        self.watch.on_lustre, self.watch.local = kind == "lustre", kind == "local"
         if cfg.read:
             # default: the ranks per node, so that (with ranks placed by node) every rank reads
             # a file written on another node, as IOR's -C with -Q
