@@ -37,7 +37,7 @@ b = team.bcast_text("broadcast ✓" if rank == 0 else None)
 bs = 4096 + 17
 needs = sorted({rank, (rank + 1) % team.size})
 into = {r: bytearray(bs) for r in needs}
-team.node_bodies(needs, lambda r: pattern.body(bs, 99, r), into)
+team.node_bodies(needs, lambda r: pattern.body(bs, 99, r), into, bs)
 
 problems = []
 for r in needs:

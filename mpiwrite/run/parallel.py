@@ -269,28 +269,31 @@ class Team:
         return flat.reshape(-1, len(mine))
 
     def node_bodies(self, needs: Sequence[int], make: Callable[[int], object],
-                    into: Dict[int, object]) -> None:
-        """Pattern bodies made by each node's leader for its ranks: `needs` are the world
-        ranks whose body this rank needs, `into[r]` a writable buffer for each (of the block
-        size).  The leader makes each with `make(r)` (numpy: only leaders load it) and sends
-        it, one at a time (so it holds one body at once); a rank receives into its buffers.
-        A leader fills its own `into` itself."""
-        node = self.node_comm
-        assert len(needs) <= 7
-        if not self.is_leader:
-            self.wait(node.Isend([array("q", [len(needs)] + list(needs)), self.MPI.INT64_T],
-                                 dest=0, tag=TAG_BODY))
-            reqs = [node.Irecv([into[r], self.MPI.BYTE], source=0, tag=TAG_BODY)
-                    for r in needs]
-            self.waitall(reqs)
-            return
-        for r in needs:
-            memoryview(into[r])[:] = make(r)
-        for peer in range(1, self.local_size):
-            head = array("q", bytes(8 * 8))  # a count and up to 7 ranks (a run needs 2)
-            self.wait(node.Irecv([head, self.MPI.INT64_T], source=peer, tag=TAG_BODY))
-            for r in head[1:1 + head[0]]:
-                self.wait(node.Isend([make(r), self.MPI.BYTE], dest=peer, tag=TAG_BODY))
+                    into: Dict[int, object], size: int) -> None:
+        """Pattern bodies of `size` bytes made by each node's leader for its ranks: this rank
+        needs those of the world ranks `needs`, into the writable buffers `into[r]`.  The
+        leader makes each with `make(r)` (numpy: only leaders load it) and sends them one at
+        a time; it fills its own `into` itself.  Waits allow for a node's bodies made in
+        series (2 a rank at 50 MB/s; 400 measured here) beyond --timeout's stall limit."""
+        node, saved = self.node_comm, self.stall_seconds
+        if saved:
+            self.stall_seconds = saved + self.local_size * 2 * size / 50e6
+        try:
+            if not self.is_leader:
+                self.wait(node.Isend([array("q", [len(needs), *needs]), self.MPI.INT64_T],
+                                     dest=0, tag=TAG_BODY))
+                self.waitall([node.Irecv([into[r], self.MPI.BYTE], source=0, tag=TAG_BODY)
+                              for r in needs])
+                return
+            for r in needs:
+                memoryview(into[r])[:] = make(r)
+            for peer in range(1, self.local_size):
+                head = array("q", bytes(8 * 8))  # a count and up to 7 ranks (a run needs 2)
+                self.wait(node.Irecv([head, self.MPI.INT64_T], source=peer, tag=TAG_BODY))
+                for r in head[1:1 + head[0]]:
+                    self.wait(node.Isend([make(r), self.MPI.BYTE], dest=peer, tag=TAG_BODY))
+        finally:
+            self.stall_seconds = saved
 
     def agree(self, problem: str) -> List[Dict]:
         """Every rank's problem, or '' for none, agreed: the same list on every rank of

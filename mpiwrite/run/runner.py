@@ -194,7 +194,7 @@ class Run:
         self.source = (self.rank + shift) % team.size if cfg.verify else -1
         if self.source not in (-1, self.rank):
             into[self.source] = bytearray(bs)
-        team.node_bodies(list(into), lambda r: pattern.body(bs, self.key, r), into)
+        team.node_bodies(list(into), lambda r: pattern.body(bs, self.key, r), into, bs)
         self.expect = into.get(self.source) if self.source != self.rank else bytes(self.buf)
 
     def _prepare_target(self, ledger, spaces) -> str:
