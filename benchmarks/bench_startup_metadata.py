@@ -21,9 +21,11 @@ folder; fd-based calls by the fd's path, which `strace -y` prints):
   other        everything else: /proc, /sys, /dev, /etc, the C library's folders, the cwd
 
 Beside each run, launched the same way in the same round: the bare start (`python -c 'from
-mpi4py import MPI'`), and two references: "+numpy" (the bare start and `import numpy`) and
-"floor" (and `import numpy, numpy.random, click`), which every rank of a run needs whatever
-mpiwrite does; what a run adds above "floor" is mpiwrite's own.
+mpi4py import MPI'`), and two references: "+numpy" (the bare start and `import numpy`, which
+node leaders and rank 0 load: they make the pattern and keep the record) and "+click" (the
+bare start and `import click`), which every rank loads (each parses its own command line, so
+that a rank names its own bad input); what a rank other than a leader adds above "+click" is
+mpiwrite's own.
 
 Rank 0 (facts, preflight, the HDF5 record, h5py) is shown apart from the median of the other
 ranks.  Counts are medians over --repeat rounds; each round runs the bare start, then the
@@ -54,12 +56,12 @@ from bench_startup import BIN, bytecode
 
 CLASSES = ("install", "interpreter", "target", "other")
 # The bare start, and two references launched the same way: a bare start that also imports
-# numpy, and the floor of any rank of a run: numpy (its buffers and typed messages),
-# numpy.random (the data pattern is numpy's PCG64 stream) and click (each rank parses its
-# own command line).  What a run adds above "floor" is mpiwrite's own.
+# numpy (node leaders and rank 0: the pattern, numpy's PCG64 stream, and the record), and
+# one that also imports click (every rank: each parses its own command line).  What a rank
+# other than a node leader adds above "+click" is mpiwrite's own.
 BARE = {"bare": "from mpi4py import MPI",
         "+numpy": "from mpi4py import MPI; import numpy",
-        "floor": "from mpi4py import MPI; import numpy, numpy.random, click"}
+        "+click": "from mpi4py import MPI; import click"}
 TRACE = ["-f", "-y", "-qq", "-s", "4096", "-e", "trace=%file,getdents64"]
 # One line of strace -f -y -o FILE: "PID name(args) = result", or a call split in two by
 # another thread ("... <unfinished ...>" then "PID <... name resumed> ..."): counted once.
@@ -237,7 +239,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--posix-ranks", type=int, default=4,
                     help="rank count of the one posix run (0: none)")
-    ap.add_argument("--size", default="64k", help="bytes per rank of the runs")
+    ap.add_argument("--size", default="1M", help="bytes per rank of the runs, and their "
+                    "block size (1M: the default block; under 256k every rank loads numpy for "
+                    "its latency histograms, run/latency.py)")
     ap.add_argument("--nodes", type=int, default=1,
                     help="pretend the ranks are on this many nodes (MPIWRITE_HOSTNAME), so "
                     "that node leaders other than rank 0 are counted apart")

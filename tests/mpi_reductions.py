@@ -9,6 +9,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
+from mpiwrite.formats import pattern
 from mpiwrite.run.parallel import Team
 
 team = Team(MPI)
@@ -32,7 +33,16 @@ got_sum = team.allreduce_sum(rank)
 offsets = team.clock_offsets()
 b = team.bcast_text("broadcast ✓" if rank == 0 else None)
 
+# pattern bodies from each node's leader: this rank's and the next rank's (verify's source)
+bs = 4096 + 17
+needs = sorted({rank, (rank + 1) % team.size})
+into = {r: bytearray(bs) for r in needs}
+team.node_bodies(needs, lambda r: pattern.body(bs, 99, r), into, bs)
+
 problems = []
+for r in needs:
+    if bytes(into[r]) != pattern.body(bs, 99, r).tobytes():
+        problems.append(f"rank {rank}: node_bodies for rank {r}")
 if b != "broadcast ✓":
     problems.append(f"rank {rank}: bcast_text")
 if got_max != team.size - 1 or got_sum != team.size * (team.size - 1) // 2:

@@ -108,3 +108,10 @@ def test_statuses_are_written_once_and_keep_the_codes_records_store():
     assert iteration_run_status(Status.CLOCK) is RunStatus.COMPLETE  # the run goes on
     assert iteration_run_status(Status.FAILED) is RunStatus.FAILED
     assert iteration_run_status(Status.INTERRUPTED) is RunStatus.INTERRUPTED
+
+
+def test_the_row_names_the_latency_fields_the_record_has():
+    """rows.py names the latency fields itself (formats/summary loads numpy, which ranks
+    other than the node leaders never do): the same names, in the same order."""
+    assert rows.LATENCY_RANK_FIELDS == summary.LATENCY_RANK_FIELDS
+    assert rows.ROW_FIELDS[-len(rows.LATENCY_RANK_FIELDS):] == summary.LATENCY_RANK_FIELDS

@@ -75,6 +75,48 @@ def test_only_rank_zero_imports_h5py(tmp_path):
         assert "pandas" not in mods[r]
 
 
+NUMPY_PROBE = (
+    "import os, sys\n"
+    "import mpiwrite.cli.main as cli\n"
+    "leave = cli._leave_run\n"
+    "def dump(code):\n"
+    "    r = os.environ.get('PMI_RANK', '0')\n"
+    "    open(f'mods.{r}', 'w').write('\\n'.join(sorted(sys.modules)))\n"
+    "    leave(code)\n"
+    "cli._leave_run = dump\n"
+    "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
+    "cli.main()\n")
+
+
+@pytest.mark.mpi
+def test_only_node_leaders_import_numpy_and_the_data_verifies(tmp_path):
+    """Two nodes of two ranks, 1 MiB blocks, --verify with a shift that crosses nodes: the
+    leaders (ranks 0 and 2) make the pattern (numpy) and send ranks 1 and 3 theirs and the
+    one each verifies; ranks 1 and 3 never load numpy (nor hashlib), and every byte of every
+    file is the pattern (`mpiwrite verify`)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    probe = tmp_path / "probe.py"
+    probe.write_text(NUMPY_PROBE)
+    args = [sys.executable, str(probe), "run", "d", "-s", "3M", "-b", "1M", "--verify",
+            "--verify-shift", "1", "--keep", "--results", "r"]
+    cmd = [MPIEXEC, "-n", "2", "-env", "MPIWRITE_HOSTNAME", "left", *args, ":",
+           "-n", "2", "-env", "MPIWRITE_HOSTNAME", "right", *args]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env=clean_env())
+    assert out.returncode == 0, out.stderr
+    assert "none mismatched" in out.stdout
+    mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(4)}
+    for r in (0, 2):
+        assert "numpy" in mods[r]
+    for r in (1, 3):
+        assert "numpy" not in mods[r] and "hashlib" not in mods[r], r
+    check = subprocess.run([MPIWRITE, "verify", "d"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120, env=clean_env())
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count(": ok (3 blocks of 1048576 bytes)") == 4, check.stdout
+
+
 @pytest.mark.mpi
 def test_files_per_dir_spreads_and_cleans_up(tmp_path):
     out = mpirun(5, ["run", "d", "-s", "1M", "--files-per-dir", "2", "--keep", "--results", "r",

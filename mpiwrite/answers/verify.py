@@ -20,8 +20,6 @@ import os
 import stat
 from typing import Dict, Iterator, List, NamedTuple, Optional
 
-import numpy as np
-
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names, pattern
@@ -196,12 +194,12 @@ def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
                                            f"{size} bytes (file length)"))
     buf = bytearray(bs)
     view = memoryview(buf)
-    bodies: Dict[int, np.ndarray] = {}
+    bodies: Dict[int, bytes] = {}
     blocks = 0
     for rank, start, nbytes in segs:
         body = bodies.get(rank)
         if body is None:
-            body = bodies[rank] = pattern.body(bs, key, rank)
+            body = bodies[rank] = pattern.body_bytes(bs, key, rank)
         for off, n in pattern.blocks(start, max(0, min(nbytes, size - start)), bs):
             got = os.preadv(fd, [view[:n]], off)
             blocks += 1

@@ -17,10 +17,7 @@ exists, else the same xattr written with a v1 header and no stripes.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import struct
-import subprocess
 from typing import Any, Dict, List, Optional
 
 MAGIC_V1, MAGIC_V3, MAGIC_COMP = 0x0BD10BD0, 0x0BD30BD0, 0x0BD60BD0
@@ -118,6 +115,10 @@ def apply_stripe(path: str, count: Optional[int] = None, size: Optional[int] = N
     """Set the default layout of directory `path` (inherited by files created in it):
     `lfs setstripe` where lfs is on PATH (or given), else the lustre.lov xattr.  Returns how
     ('lfs' or 'xattr'); raises OSError with the reason when neither works."""
+    import shutil  # here, not above: every rank on Lustre imports this module, rank 0 runs this
+    import signal
+    import subprocess
+
     lfs = lfs or shutil.which("lfs")
     if lfs:
         proc = subprocess.Popen(setstripe_argv(lfs, path, count, size, ost),

@@ -8,12 +8,12 @@ and rank can check every byte of every block.
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import struct
-from typing import Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAGIC = b"MPIW"
 HEADER = struct.Struct("<4sIQQI4x")  # magic, rank, run key, offset, iteration: 32 bytes
@@ -23,21 +23,44 @@ assert HEADER.size == 32
 
 
 def run_key(run_id: str) -> int:
-    """A 64-bit key derived from the run id, stored in every block header."""
+    """A 64-bit key derived from the run id, stored in every block header (a run's rank 0
+    derives it and sends it: hashlib, with OpenSSL, is not loaded on the other ranks)."""
+    import hashlib
+
     return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "little")
 
 
 def body(block_size: int, key: int, rank: int) -> np.ndarray:
+    """The block's bytes after its header (from byte 0: the header overwrites the first 32).
+    numpy is imported here, not above: a run's ranks other than the node leaders receive
+    their bodies from their leader and never load numpy (docs/scaling.md)."""
+    import numpy as np
+
     rng = np.random.default_rng([key & 0xFFFFFFFF, key >> 32, rank])
     return rng.integers(0, 256, size=block_size, dtype=np.uint8)
 
 
-def make_buffer(block_size: int, key: int, rank: int, iteration: int) -> mmap.mmap:
-    """A page-aligned buffer (mmap, so O_DIRECT accepts it) holding one block's pattern."""
+def make_buffer(block_size: int, key: int, rank: int, iteration: int,
+                fill: bool = True) -> mmap.mmap:
+    """A page-aligned buffer (mmap, so O_DIRECT accepts it) holding one block's pattern;
+    with fill=False only the header (the body is received into it: set_header after)."""
     buf = mmap.mmap(-1, block_size)
-    np.frombuffer(buf, dtype=np.uint8)[:] = body(block_size, key, rank)
+    if fill:
+        import numpy as np
+
+        np.frombuffer(buf, dtype=np.uint8)[:] = body(block_size, key, rank)
     HEADER.pack_into(buf, 0, MAGIC, rank, key, 0, iteration)
     return buf
+
+
+def body_bytes(block_size: int, key: int, rank: int) -> bytes:
+    return body(block_size, key, rank).tobytes()
+
+
+def as_bytes(expect_body) -> bytes:
+    """A body (numpy's array, or bytes received from a node leader) as bytes-like."""
+    return expect_body if isinstance(expect_body, (bytes, bytearray)) else \
+        memoryview(expect_body).cast("B").tobytes()
 
 
 class Mismatch(NamedTuple):
@@ -46,9 +69,10 @@ class Mismatch(NamedTuple):
     found: str
 
 
-def check_block(data: bytes, offset: int, expect_body: np.ndarray, key: int, rank: int,
+def check_block(data: bytes, offset: int, expect_body, key: int, rank: int,
                 iteration: int) -> Optional[Mismatch]:
-    """Compare one block read back with what was written; None when it matches."""
+    """Compare one block read back with what was written; None when it matches.
+    `expect_body`: bytes or bytearray (as_bytes; else converted here, at a copy a block)."""
     n = len(data)
     want_hdr = HEADER.pack(MAGIC, rank, key, offset, iteration)
     hdr_len = min(n, HEADER.size)
@@ -57,13 +81,18 @@ def check_block(data: bytes, offset: int, expect_body: np.ndarray, key: int, ran
             if data[i] != want_hdr[i]:
                 return Mismatch(offset + i, f"0x{want_hdr[i]:02x}", f"0x{data[i]:02x}")
     if n > HEADER.size:
-        got = np.frombuffer(data, dtype=np.uint8, count=n - HEADER.size, offset=HEADER.size)
-        want = expect_body[HEADER.size:n]
-        diff = np.flatnonzero(got != want)
-        if diff.size:
-            i = int(diff[0])
-            return Mismatch(offset + HEADER.size + i, f"0x{int(want[i]):02x}",
-                            f"0x{int(got[i]):02x}")
+        want = as_bytes(expect_body)
+        got = memoryview(data)[HEADER.size:n]
+        if not want.startswith(got, HEADER.size):  # one memcmp, no copy
+            lo, hi = 0, len(got)  # got[:lo] matches; the first difference lies in [lo, hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if want.startswith(got[lo:mid], HEADER.size + lo):
+                    lo = mid
+                else:
+                    hi = mid
+            return Mismatch(offset + HEADER.size + lo, f"0x{want[HEADER.size + lo]:02x}",
+                            f"0x{got[lo]:02x}")
     return None
 
 

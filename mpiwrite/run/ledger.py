@@ -296,6 +296,19 @@ class Ledger:
                       f"wrote {shown} its RAM: the page cache may inflate the figure "
                       f"(write over 2x RAM, or use --fsync / --direct)")
 
+    def check_read_shift(self, shift: int) -> None:
+        """--read: warn when ranks would read a file written on their own node."""
+        node_of, n, cfg = self.node_of, len(self.node_of), self.cfg
+        source = (np.arange(n) + shift) % n
+        same = np.flatnonzero(node_of[source] == node_of)
+        self.extra["read_shift"] = shift
+        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.warn(f"--read: with read shift {shift}, {len(same)} of {n} rank(s) read "
+                      f"{what}: the client's page cache may serve those reads (use more "
+                      f"nodes, --read-shift{'' if cfg.drop_cache else ', or --drop-cache'})")
+
     def warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)

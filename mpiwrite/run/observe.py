@@ -6,9 +6,8 @@ phase, deltas after it, and the gathers that bring them to rank 0's ledger.
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Dict
-
-import numpy as np
 
 from mpiwrite.run import rows
 
@@ -46,7 +45,7 @@ class NodeWatch:
         """((busy, iowait) fractions of the node's CPUs, client counter delta) once every rank
         of the node has finished; (NaN, NaN), None on other ranks."""
         if before is None:
-            return (np.nan, np.nan), None
+            return (rows.NAN, rows.NAN), None
         from mpiwrite.facts import fsclients, nodeinfo
 
         cpu, client = before
@@ -76,11 +75,16 @@ class NodeWatch:
         targets there, and the gather cost 2.4 s in 300 iterations of 8 ranks on 2 cores (8
         ms an iteration; 7 alternated rounds, each slower with it)."""
         team = self.team
-        from mpiwrite.facts import lustre_layout, targets
-
         lay = None
         if created or (self.cfg.layout == "shared" and it == 0):  # one shared file: once
-            lay = lustre_layout.rank_layout(path) if self.on_lustre else targets.of_file(path)
+            if self.on_lustre:  # each module only where it is used (start-up metadata)
+                from mpiwrite.facts import lustre_layout
+
+                lay = lustre_layout.rank_layout(path)
+            else:
+                from mpiwrite.facts import targets
+
+                lay = targets.of_file(path)
         texts = team.gather_texts(json.dumps(lay))
         if texts is not None:
             ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
@@ -95,13 +99,13 @@ class NodeWatch:
         from mpiwrite.run import latency
 
         lat = res.latency
-        mine = np.zeros(2 * latency.NBUCKETS + 2)
+        mine = array("d", bytes(8 * (2 * latency.NBUCKETS + 2)))
         if lat is not None:
-            mine[:latency.NBUCKETS] = lat.write
-            mine[latency.NBUCKETS:2 * latency.NBUCKETS] = lat.fsync
-            mine[-2:] = lat.write_max, lat.fsync_max
+            mine = array("d", [*lat.write, *lat.fsync, lat.write_max, lat.fsync_max])
         # maxima as sums would be wrong: take them per rank from the rank table instead
         sums = self.team.node_sums(mine)
         if sums is not None and self.team.rank == 0:
+            import numpy as np
+
             ledger.add_latency(it, sums[:, :latency.NBUCKETS].astype(np.int64),
                                sums[:, latency.NBUCKETS:2 * latency.NBUCKETS].astype(np.int64))

@@ -6,8 +6,10 @@ library's traffic runs on two duplicates of COMM_WORLD: `comm` for the run's own
 (docs/architecture.md).  No rank ever blocks in MPI: collectives are non-blocking and waited
 for by `Team.wait`, which keeps looking at the failure channel and at this rank's signals, so
 one rank's failure, wherever it happens, reaches every rank within milliseconds instead of
-leaving them in a collective until the wall-clock limit.  Reductions are typed (numpy
-buffers); nothing per rank is pickled.
+leaving them in a collective until the wall-clock limit.  Messages are typed buffers
+(array.array, bytes) with their MPI datatype named; nothing per rank is pickled.  numpy is
+used only where rank 0 (or a node leader) receives a table, and imported there: the other
+ranks never load it (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -16,19 +18,22 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from array import array
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import Interrupted, PeerFailed, Stalled
 from mpiwrite.facts.host import host_name
 from mpiwrite.run.process import clock
 from mpiwrite.text import printable
 
+if TYPE_CHECKING:
+    import numpy as np
+
 TAG_ABORT = 101
 TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
 TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
+TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
 CLOCK_ROUNDS = 8
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 
@@ -68,10 +73,10 @@ class Team:
         self._fail_sends: list = []
         self._fail_data: list = []
         self._abort_req = None
-        self._abort_buf = np.zeros(1, dtype=np.int64)
+        self._abort_buf = array("q", [0])
         self._abort_sends: list = []
         self._progress_sends: list = []
-        self._progress_buf = np.zeros(3)
+        self._progress_buf = array("d", [0.0, 0.0, 0.0])
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
         # The names themselves are compared (gathered within the shared-memory domain, one
@@ -82,10 +87,10 @@ class Team:
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
         self.leaders = self.comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, self.rank)
-        info = np.zeros(2, dtype=np.int64)
+        info = array("q", [0, 0])
         if self.local_rank == 0:
-            info[:] = (self.leaders.Get_rank(), self.leaders.Get_size())
-        self.wait(self.node_comm.Ibcast(info, root=0))
+            info[:] = array("q", [self.leaders.Get_rank(), self.leaders.Get_size()])
+        self.wait(self.node_comm.Ibcast([info, MPI.INT64_T], root=0))
         self.node, self.nnodes = int(info[0]), int(info[1])
 
     @property
@@ -179,77 +184,116 @@ class Team:
     def bcast_text(self, text: Optional[str], root: int = 0) -> str:
         """Broadcast a string as bytes (length first): no pickling."""
         data = (text or "").encode("utf-8", "surrogateescape") if self.rank == root else b""
-        n = np.array([len(data)], dtype=np.int64)
-        self.wait(self.comm.Ibcast(n, root=root))
-        buf = np.frombuffer(data, dtype=np.uint8).copy() if self.rank == root else np.empty(
-            int(n[0]), dtype=np.uint8)
-        self.wait(self.comm.Ibcast(buf, root=root))
-        return buf.tobytes().decode("utf-8", "surrogateescape")
+        n = array("q", [len(data)])
+        self.wait(self.comm.Ibcast([n, self.MPI.INT64_T], root=root))
+        buf = bytearray(data) if self.rank == root else bytearray(n[0])
+        self.wait(self.comm.Ibcast([buf, self.MPI.BYTE], root=root))
+        return buf.decode("utf-8", "surrogateescape")
 
-    def allreduce(self, values: Sequence[float], op: str = "max") -> np.ndarray:
-        mine = np.asarray(values, dtype=np.float64)
-        out = np.zeros_like(mine)
-        self.wait(self.comm.Iallreduce(mine, out, op={"max": self.MPI.MAX,
-                                                      "sum": self.MPI.SUM}[op]))
-        return out
+    def allreduce(self, values: Sequence[float], op: str = "max") -> List[float]:
+        mine = array("d", [float(v) for v in values])
+        out = array("d", bytes(len(mine) * 8))
+        self.wait(self.comm.Iallreduce([mine, self.MPI.DOUBLE], [out, self.MPI.DOUBLE],
+                                       op={"max": self.MPI.MAX, "sum": self.MPI.SUM}[op]))
+        return list(out)
 
     def allreduce_max(self, value: float) -> float:
         return float(self.allreduce([float(value)], "max")[0])
 
     def allreduce_sum(self, value: int) -> int:
-        out = np.zeros(1, dtype=np.int64)
-        self.wait(self.comm.Iallreduce(np.array([int(value)], dtype=np.int64), out,
-                                       op=self.MPI.SUM))
+        out = array("q", [0])
+        self.wait(self.comm.Iallreduce([array("q", [int(value)]), self.MPI.INT64_T],
+                                       [out, self.MPI.INT64_T], op=self.MPI.SUM))
         return int(out[0])
 
-    def gather_rows(self, row: np.ndarray) -> Optional[np.ndarray]:
+    def gather_rows(self, row: Sequence[float]) -> Optional[np.ndarray]:
         """Gather one fixed-length float64 row per rank into a (size, n) array on rank 0."""
-        row = np.ascontiguousarray(row, dtype=np.float64)
-        out = np.empty((self.size, row.size)) if self.rank == 0 else None
-        self.wait(self.comm.Igather(row, out, root=0))
+        row = array("d", row)
+        out = None
+        if self.rank == 0:
+            import numpy as np
+
+            out = np.empty((self.size, len(row)), dtype=np.float64)
+        self.wait(self.comm.Igather([row, self.MPI.DOUBLE],
+                                    [out, self.MPI.DOUBLE] if out is not None else None, root=0))
         return out
 
-    def gatherv(self, data: np.ndarray, comm=None) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-        """Gather variable-length 1-D arrays to rank 0: (concatenated, counts)."""
+    def gatherv(self, data, comm=None) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """Gather variable-length 1-D data to rank 0 of `comm`: (concatenated, counts) as
+        numpy arrays there.  `data`: bytes (uint8), or floats (float64: array('d'), ...)."""
         comm = comm or self.comm
-        data = np.ascontiguousarray(data)
-        counts = np.zeros(comm.Get_size(), dtype=np.int64)
-        self.wait(comm.Igather(np.array([data.size], dtype=np.int64), counts, root=0))
-        if comm.Get_rank() == 0:
-            out = np.empty(int(counts.sum()), dtype=data.dtype)
-            self.wait(comm.Igatherv(data, (out, counts), root=0))
-            return out, counts
-        self.wait(comm.Igatherv(data, None, root=0))
+        floats = not isinstance(data, (bytes, bytearray))
+        data = array("d", data) if floats and not isinstance(data, array) else data
+        kind = self.MPI.DOUBLE if floats else self.MPI.BYTE
+        counts = array("q", bytes(8 * comm.Get_size())) if comm.Get_rank() == 0 else None
+        self.wait(comm.Igather([array("q", [len(data)]), self.MPI.INT64_T],
+                               [counts, self.MPI.INT64_T] if counts is not None else None,
+                               root=0))
+        if counts is not None:
+            import numpy as np
+
+            out = np.empty(sum(counts), dtype=np.float64 if floats else np.uint8)
+            self.wait(comm.Igatherv([data, kind], [out, list(counts), kind], root=0))
+            return out, np.array(counts, dtype=np.int64)
+        self.wait(comm.Igatherv([data, kind], None, root=0))
         return None
 
     def gather_texts(self, text: str, comm=None) -> Optional[List[str]]:
         """Gather one short string per rank of `comm` to its rank 0, as bytes."""
-        got = self.gatherv(np.frombuffer(text.encode("utf-8", "surrogateescape"),
-                                         dtype=np.uint8), comm)
-        return None if got is None else _split_texts(*got)
+        got = self.gatherv(text.encode("utf-8", "surrogateescape"), comm)
+        return None if got is None else _split_texts(got[0].tobytes(), got[1])
 
     def allgather_texts(self, text: str, comm=None) -> List[str]:
         comm = comm or self.comm
-        data = np.frombuffer(text.encode("utf-8", "surrogateescape"), dtype=np.uint8)
-        counts = np.zeros(comm.Get_size(), dtype=np.int64)
-        self.wait(comm.Iallgather(np.array([data.size], dtype=np.int64), counts))
-        out = np.empty(int(counts.sum()), dtype=np.uint8)
-        self.wait(comm.Iallgatherv(data, (out, counts)))
+        data = text.encode("utf-8", "surrogateescape")
+        counts = array("q", bytes(8 * comm.Get_size()))
+        self.wait(comm.Iallgather([array("q", [len(data)]), self.MPI.INT64_T],
+                                  [counts, self.MPI.INT64_T]))
+        out = bytearray(sum(counts))
+        self.wait(comm.Iallgatherv([data, self.MPI.BYTE], [out, list(counts), self.MPI.BYTE]))
         return _split_texts(out, counts)
 
-    def node_sums(self, values: np.ndarray) -> Optional[np.ndarray]:
+    def node_sums(self, values: Sequence[float]) -> Optional[np.ndarray]:
         """The sum of `values` over each node's ranks, as an (nnodes, len) array on rank 0:
         a reduction on the node communicator, then the leaders' rows gathered."""
-        mine = np.ascontiguousarray(values, dtype=np.float64)
-        total = np.zeros_like(mine)
-        self.wait(self.node_comm.Ireduce(mine, total, op=self.MPI.SUM, root=0))
+        mine = array("d", values)
+        total = array("d", bytes(8 * len(mine)))
+        self.wait(self.node_comm.Ireduce([mine, self.MPI.DOUBLE], [total, self.MPI.DOUBLE],
+                                         op=self.MPI.SUM, root=0))
         if not self.is_leader:
             return None
         got = self.gatherv(total, self.leaders)
         if got is None:
             return None
         flat, _counts = got
-        return flat.reshape(-1, mine.size)
+        return flat.reshape(-1, len(mine))
+
+    def node_bodies(self, needs: Sequence[int], make: Callable[[int], object],
+                    into: Dict[int, object], size: int) -> None:
+        """Pattern bodies of `size` bytes made by each node's leader for its ranks: this rank
+        needs those of the world ranks `needs`, into the writable buffers `into[r]`.  The
+        leader makes each with `make(r)` (numpy: only leaders load it) and sends them one at
+        a time; it fills its own `into` itself.  Waits allow for a node's bodies made in
+        series (2 a rank at 50 MB/s; 400 measured here) beyond --timeout's stall limit."""
+        node, saved = self.node_comm, self.stall_seconds
+        if saved:
+            self.stall_seconds = saved + self.local_size * 2 * size / 50e6
+        try:
+            if not self.is_leader:
+                self.wait(node.Isend([array("q", [len(needs), *needs]), self.MPI.INT64_T],
+                                     dest=0, tag=TAG_BODY))
+                self.waitall([node.Irecv([into[r], self.MPI.BYTE], source=0, tag=TAG_BODY)
+                              for r in needs])
+                return
+            for r in needs:
+                memoryview(into[r])[:] = make(r)
+            for peer in range(1, self.local_size):
+                head = array("q", bytes(8 * 8))  # a count and up to 7 ranks (a run needs 2)
+                self.wait(node.Irecv([head, self.MPI.INT64_T], source=peer, tag=TAG_BODY))
+                for r in head[1:1 + head[0]]:
+                    self.wait(node.Isend([make(r), self.MPI.BYTE], dest=peer, tag=TAG_BODY))
+        finally:
+            self.stall_seconds = saved
 
     def agree(self, problem: str) -> List[Dict]:
         """Every rank's problem, or '' for none, agreed: the same list on every rank of
@@ -277,9 +321,11 @@ class Team:
         if self.leaders != self.MPI.COMM_NULL:
             lc = self.leaders
             if lc.Get_rank() == 0:
+                import numpy as np
+
                 result = np.zeros((lc.Get_size(), 2))
-                ping = np.zeros(1)
-                pong = np.zeros(1)
+                ping = array("d", [0.0])
+                pong = array("d", [0.0])
                 for peer in range(1, lc.Get_size()):
                     best = (float("inf"), 0.0)
                     for _ in range(CLOCK_ROUNDS):
@@ -292,7 +338,7 @@ class Team:
                             best = (tb - ta, (ta + tb) / 2 - pong[0])
                     result[peer] = (best[1], best[0] / 2)
             else:
-                buf = np.zeros(1)
+                buf = array("d", [0.0])
                 for _ in range(CLOCK_ROUNDS):
                     self.wait(lc.Irecv(buf, source=0, tag=TAG_CLOCK))
                     buf[0] = clock()
@@ -315,7 +361,7 @@ class Team:
         if self._forwarded:
             return
         self._forwarded = True
-        msg = np.array([self.rank], dtype=np.int64)
+        msg = array("q", [self.rank])
         for peer in range(1, self.size):
             self._abort_sends.append(self.comm.Isend(msg, dest=peer, tag=TAG_ABORT))
 
@@ -325,7 +371,7 @@ class Team:
             self._forward()
         elif not self._sent_to_root:
             self._sent_to_root = True
-            msg = np.array([self.rank], dtype=np.int64)
+            msg = array("q", [self.rank])
             self._abort_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_ABORT))
 
     def poll_abort(self) -> bool:
@@ -338,9 +384,10 @@ class Team:
 
     def disarm_abort(self, extra: Sequence[int] = ()) -> List[int]:
         """Match every abort message still in flight; returns the sums of `extra` over ranks."""
-        mine = np.array([int(self._sent_to_root), int(self._forwarded), *extra], dtype=np.int64)
-        sums = np.zeros_like(mine)
-        self.wait(self.comm.Iallreduce(mine, sums, op=self.MPI.SUM))
+        mine = array("q", [int(self._sent_to_root), int(self._forwarded), *extra])
+        sums = array("q", bytes(8 * len(mine)))
+        self.wait(self.comm.Iallreduce([mine, self.MPI.INT64_T], [sums, self.MPI.INT64_T],
+                                       op=self.MPI.SUM))
         expect = int(sums[0]) if self.rank == 0 else int(sums[1])
         req = self._abort_req
         if expect == 0:
@@ -356,7 +403,7 @@ class Team:
         self._abort_req = None
         return [int(x) for x in sums[2:]]
 
-    def receive_any(self, buf: np.ndarray, tag: int, poll: float = 0.001) -> int:
+    def receive_any(self, buf, tag: int, poll: float = 0.001) -> int:
         """Receive one message of `tag` from any rank; returns its source.
 
         Matched probes only: with MPICH 5 over UCX, a Recv(ANY_SOURCE) posted after a message
@@ -377,7 +424,7 @@ class Team:
         """To rank 0: [rank, bytes so far, done] (progress.py owns the protocol)."""
         if self.rank == 0:
             return
-        msg = np.array([self.rank, nbytes, 1.0 if done else 0.0])
+        msg = array("d", [self.rank, nbytes, 1.0 if done else 0.0])
         self._progress_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_PROGRESS))
         if len(self._progress_sends) > 64:
             self.waitall(self._progress_sends)
@@ -442,7 +489,10 @@ def decode_report(data: bytes, source: int) -> Dict:
     return {"rank": source, "host": "?", "phase": "?", "message": "unreadable failure report"}
 
 
-def _split_texts(flat: np.ndarray, counts: np.ndarray) -> List[str]:
-    ends = np.cumsum(counts)
-    return [flat[e - c:e].tobytes().decode("utf-8", "surrogateescape")
-            for c, e in zip(counts, ends)]
+def _split_texts(flat: bytes, counts: Sequence[int]) -> List[str]:
+    out, at = [], 0
+    for c in counts:
+        c = int(c)
+        out.append(bytes(flat[at:at + c]).decode("utf-8", "surrogateescape"))
+        at += c
+    return out

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Callable, List, Optional
 
-import numpy as np
-
 from mpiwrite.run.process import clock
 
 
@@ -22,6 +20,8 @@ class ProgressBoard:
     """Rank 0's view of every rank's bytes so far, fed by progress and done messages."""
 
     def __init__(self, team):
+        import numpy as np  # rank 0 only: the other ranks never load numpy
+
         self.team = team
         self.latest = np.zeros(team.size)
         self.done = np.zeros(team.size, dtype=bool)
@@ -30,7 +30,7 @@ class ProgressBoard:
         return self.team.drain_progress(self.latest, self.done)
 
     def missing(self) -> List[int]:
-        return [int(r) for r in np.flatnonzero(~self.done)]
+        return [r for r, done in enumerate(self.done) if not done]
 
 
 class Progress:

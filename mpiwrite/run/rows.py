@@ -5,25 +5,34 @@ A rank packs what it did into one float64 row (`pack_row`); rank 0 turns the gat
 into the per-rank table on the common timeline (`rank_table`, `sample_table`) and decides the
 iteration's status (`iteration_status`).  An error a rank saw becomes one entry (`rank_error`, an
 `errors.error_entry`).
-The runner and benchmarks/bench_records.py use the same functions.
+The runner and benchmarks/bench_records.py use the same functions.  `pack_row` and
+`rank_error` run on every rank and use no numpy (ranks other than the node leaders never load
+it, docs/scaling.md); the tables are rank 0's and import numpy (and formats/summary) there.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
-
-import numpy as np
+from array import array
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from mpiwrite.errors import error_entry
-from mpiwrite.formats import summary
 from mpiwrite.formats.status import Status
+
+if TYPE_CHECKING:
+    import numpy as np
+
+NAN = float("nan")
+# summary.LATENCY_RANK_FIELDS (formats/summary loads numpy; tests/test_rows.py checks they agree)
+LATENCY_RANK_FIELDS = ("write_latency_p50_seconds", "write_latency_p99_seconds",
+                       "write_latency_max_seconds", "fsync_latency_max_seconds")
 
 ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_write_end",
               "t_fsync_end", "t_close_end", "status", "errno", "stopped_by_time",
               "verify_bytes", "verify_seconds", "verify_mismatches", "cpu_user_seconds",
               "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait", "read_source_rank",
               "read_status", "read_errno", "read_bytes", "t_read_open_start", "t_read_start",
-              "t_read_close_end") + summary.LATENCY_RANK_FIELDS
+              "t_read_close_end") + LATENCY_RANK_FIELDS
+
 
 def rank_status(res, signalled: bool) -> Status:
     if res.failed:
@@ -46,8 +55,8 @@ def cpu_fractions(before, after) -> Tuple[float, float]:
     return busy / total, d[4] / total
 
 
-def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan),
-             read=None, read_source: int = -1) -> np.ndarray:
+def pack_row(res, verify=None, signalled: bool = False, node_cpu=(NAN, NAN),
+             read=None, read_source: int = -1) -> array:
     """One rank's iteration as a float64 row in ROW_FIELDS order (times on its own clock).
     `node_cpu`: (busy, iowait) fractions of the node's CPUs, from its leader (else NaN);
     `read`: the read phase's result (writer.ReadResult), whose pattern check counts as the
@@ -62,43 +71,47 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(np.nan, np.nan
         "t_close_end": res.t_close_end, "status": status, "errno": res.error_errno,
         "stopped_by_time": 1 if res.stopped_by == "time" else 0,
         "verify_bytes": verify.bytes if verify else 0,
-        "verify_seconds": verify.seconds if verify else np.nan,
+        "verify_seconds": verify.seconds if verify else NAN,
         "verify_mismatches": (verify.mismatches + (1 if verify.error_text else 0))
         if verify else 0,
-        "cpu_user_seconds": getattr(res, "cpu_user", np.nan),
-        "cpu_system_seconds": getattr(res, "cpu_system", np.nan),
+        "cpu_user_seconds": getattr(res, "cpu_user", NAN),
+        "cpu_system_seconds": getattr(res, "cpu_system", NAN),
         "node_cpu_busy": node_cpu[0], "node_cpu_iowait": node_cpu[1],
         "read_source_rank": read_source, "read_status": Status.OK, "read_errno": 0,
-        "read_bytes": 0, "t_read_open_start": np.nan, "t_read_start": np.nan,
-        "t_read_close_end": np.nan,
+        "read_bytes": 0, "t_read_open_start": NAN, "t_read_start": NAN,
+        "t_read_close_end": NAN,
     }
     lat = getattr(res, "latency", None)
-    for k in summary.LATENCY_RANK_FIELDS:
-        values[k] = np.nan
+    for k in LATENCY_RANK_FIELDS:
+        values[k] = NAN
     if lat is not None:
         from mpiwrite.run import latency
 
-        w = latency.percentiles(lat.write, lat.write_max if lat.write.any() else np.nan)
+        w = latency.percentiles(lat.write, lat.write_max if any(lat.write) else NAN)
         values.update(write_latency_p50_seconds=w["p50"], write_latency_p99_seconds=w["p99"],
                       write_latency_max_seconds=w["max"],
-                      fsync_latency_max_seconds=lat.fsync_max if lat.fsync.any() else np.nan)
+                      fsync_latency_max_seconds=lat.fsync_max if any(lat.fsync) else NAN)
     if read is not None:
         values.update(read_status=rank_status(read, signalled), read_errno=read.error_errno,
                       read_bytes=read.bytes, t_read_open_start=read.t_open_start,
                       t_read_start=read.t_write_start,
-                      t_read_close_end=np.nan if read.failed else read.t_close_end)
+                      t_read_close_end=NAN if read.failed else read.t_close_end)
         if verify is read:
-            values["verify_bytes"], values["verify_seconds"] = read.bytes, np.nan
+            values["verify_bytes"], values["verify_seconds"] = read.bytes, NAN
             values["verify_mismatches"] = read.mismatches
     if status == Status.FAILED:  # a stream that did not finish has no valid end times
-        values["t_fsync_end"] = values["t_close_end"] = np.nan
-    return np.array([values[k] for k in ROW_FIELDS], dtype=np.float64)
+        values["t_fsync_end"] = values["t_close_end"] = NAN
+    return array("d", [float(values[k]) for k in ROW_FIELDS])
 
 
 def rank_table(it: int, rows: np.ndarray, node_of: np.ndarray, offsets: np.ndarray,
                origin: float) -> np.ndarray:
     """The per-rank table of one iteration, every time moved onto rank 0's clock (minus the
     run's origin) with its node's offset."""
+    import numpy as np
+
+    from mpiwrite.formats import summary
+
     n = len(rows)
     ranks = np.zeros(n, dtype=summary.RANK_DTYPE)
     ranks["iteration"], ranks["rank"], ranks["node"] = it, np.arange(n), node_of
@@ -122,6 +135,10 @@ def rank_table(it: int, rows: np.ndarray, node_of: np.ndarray, offsets: np.ndarr
 def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndarray,
                  offsets: np.ndarray, origin: float, phase: int = 0) -> np.ndarray:
     """(t, bytes) pairs gathered from every rank as a sample table on the common timeline."""
+    import numpy as np
+
+    from mpiwrite.formats import summary
+
     pairs = np.asarray(flat, dtype=np.float64).reshape(-1, 2)
     srows = np.zeros(len(pairs), dtype=summary.SAMPLE_DTYPE)
     owner = np.repeat(np.arange(len(counts)), np.asarray(counts) // 2)
@@ -134,6 +151,8 @@ def sample_table(it: int, flat: np.ndarray, counts: np.ndarray, node_of: np.ndar
 
 def iteration_status(ranks: np.ndarray, signalled: bool) -> Status:
     """OK, FAILED or INTERRUPTED for one iteration's per-rank table."""
+    import numpy as np
+
     if np.any(ranks["status"] == Status.FAILED) or np.any(ranks["read_status"] ==
                                                           Status.FAILED):
         return Status.FAILED
@@ -152,6 +171,8 @@ def clock_outliers(ranks: np.ndarray, window: Tuple[float, float], slack: float)
     that clock with its node's offset, must lie inside (give or take the offset's uncertainty
     and `slack`); if not, that rank's clock disagrees with its node leader's, and the node
     offset does not apply to it."""
+    import numpy as np
+
     lo, hi = window
     unc = np.nan_to_num(ranks["clock_uncertainty_seconds"]) + slack
     bad = np.zeros(len(ranks), dtype=bool)

@@ -12,17 +12,17 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
+import mmap
 import os
 import sys
 import time
+from array import array
 from typing import List, Optional, Sequence
-
-import numpy as np
 
 from mpiwrite.errors import ConfigError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import layout, rows
+from mpiwrite.run import latency, layout, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
@@ -108,16 +108,17 @@ class Run:
             team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
         lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
         mpi_library = clean(lines[0] if lines else "unknown")
-        self.run_id = self.files.run_id = team.bcast_text(layout.new_run_id() if self.rank == 0
-                                                           else None)
+        run_id = layout.new_run_id() if self.rank == 0 else ""  # and its key: hashlib on 0 only
+        text = team.bcast_text(f"{run_id} {pattern.run_key(run_id)}" if self.rank == 0 else None)
+        self.run_id, key = text.split(" ")
+        self.files.run_id, self.key = self.run_id, int(key)
         self.root_host = team.bcast_text(team.host if self.rank == 0 else None)
-        self.key = pattern.run_key(self.run_id)
         problem = ""
+        latency.prepare(cfg.block_size)  # numpy for small blocks' latency folds: loaded now
         try:  # every rank: memory for the buffer, before anything is written anywhere
-            self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0)
+            self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0,
+                                           fill=team.is_leader)  # others: _share_bodies
             if cfg.read:  # reads land in a buffer of their own: the pattern stays intact
-                import mmap
-
                 self.rbuf = mmap.mmap(-1, cfg.block_size)
         except (MemoryError, OSError, ValueError) as exc:
             problem = (f"--block-size: cannot allocate the {format_size(cfg.block_size)} write "
@@ -142,9 +143,11 @@ class Run:
                                                   "process": this_process()}), team.leaders)
             if texts is not None:
                 spaces = [json.loads(t) for t in texts]
-        node_rows = team.gather_rows(np.array([team.node, team.local_rank], dtype=float))
+        node_rows = team.gather_rows([float(team.node), float(team.local_rank)])
         problem = ""
         if self.rank == 0:
+            import numpy as np
+
             from mpiwrite.facts import nodeinfo
             from mpiwrite.run import console
             from mpiwrite.run.ledger import Ledger  # rank 0 only
@@ -169,7 +172,8 @@ class Run:
             per_node = int(team.allreduce_max(team.local_size))
             self.read_shift = cfg.read_shift if cfg.read_shift is not None else per_node
             if self.rank == 0:
-                self._check_read_shift(node_rows[:, 0].astype(np.int64))
+                self.ledger.check_read_shift(self.read_shift)
+        self._share_bodies()
         if self.rank == 0:
             self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
                                        self.ledger.keys, self.ledger.nodes[0]["fs"])
@@ -180,19 +184,17 @@ class Run:
         team.barrier()
         self.origin = clock()
 
-    def _check_read_shift(self, node_of: np.ndarray) -> None:
-        n = len(node_of)
-        source = (np.arange(n) + self.read_shift) % n
-        same = np.flatnonzero(node_of[source] == node_of)
-        self.ledger.extra["read_shift"] = self.read_shift
-        cfg = self.cfg
-        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
-            own = np.flatnonzero(source == np.arange(n))
-            what = "its own file" if len(own) == n else "a file written on its own node"
-            self.ledger.warn(f"--read: with read shift {self.read_shift}, {len(same)} of {n} "
-                             f"rank(s) read {what}: the client's page cache may serve those "
-                             f"reads (use more nodes, --read-shift"
-                             f"{'' if cfg.drop_cache else ', or --drop-cache'})")
+    def _share_bodies(self) -> None:
+        """The pattern from each node's leader (only leaders load numpy, docs/scaling.md);
+        with --verify also the body of the rank whose data this one checks (self.expect)."""
+        team, cfg, bs = self.team, self.cfg, self.cfg.block_size
+        into = {} if team.is_leader else {self.rank: self.buf}
+        shift = self.read_shift if cfg.read else cfg.verify_shift
+        self.source = (self.rank + shift) % team.size if cfg.verify else -1
+        if self.source not in (-1, self.rank):
+            into[self.source] = bytearray(bs)
+        team.node_bodies(list(into), lambda r: pattern.body(bs, self.key, r), into, bs)
+        self.expect = into.get(self.source) if self.source != self.rank else bytes(self.buf)
 
     def _prepare_target(self, ledger, spaces) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
@@ -294,9 +296,9 @@ class Run:
         row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu, read,
                             read_source)
         gathered = team.gather_rows(row)
-        samples = team.gatherv(np.asarray(res.samples, dtype=np.float64).ravel())
-        read_samples = team.gatherv(np.asarray(read.samples if read is not None else [],
-                                               dtype=np.float64).ravel()) if cfg.read else None
+        samples = team.gatherv(array("d", [x for pair in res.samples for x in pair]))
+        read_samples = team.gatherv(array("d", [x for pair in read.samples for x in pair]
+                                          if read is not None else [])) if cfg.read else None
         self.watch.gather(it, client_delta, plan.path, plan.path in self.files.created, res,
                           self.ledger)
         self.phase = f"iteration {it}: clean-up"
@@ -382,6 +384,7 @@ class Run:
                          nbytes=nbytes, block_size=cfg.block_size,
                          sample_interval=cfg.sample_interval, direct=cfg.direct,
                          check=(self.key, source, it) if cfg.verify else None,
+                         expect=self.expect if source == self.source else None,
                          dir_fd=folder.fd if folder is not None else None, expect_ino=ino,
                          refuse=refused)
         read, failed, signalled, _ = self._timed_phase(
@@ -460,7 +463,8 @@ class Run:
         team.barrier()
         return verify_segment(path, offset, nbytes, cfg.block_size, self.key, source, it,
                               dir_fd=folder.fd if folder is not None else None,
-                              expect_ino=ino, refuse=refused)
+                              expect_ino=ino, refuse=refused,
+                              expect=self.expect if source == self.source else None)
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:

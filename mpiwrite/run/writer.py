@@ -180,7 +180,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     # The blocks run in chunks that fill the readings list, so its index is the for loop's
     # own counter (k) and storing a reading costs one list store.
     lat_on = plan.latency
-    lat = res.latency = latency.Log(t0) if lat_on else None
+    lat = res.latency = latency.Log(t0, bs < latency.VECTOR_BELOW) if lat_on else None
     stamps = lat.stamps if lat_on else None
     marks = lat.marks if lat_on else None
     room = latency.CAPACITY if lat_on else UNBOUNDED
@@ -330,6 +330,7 @@ class ReadPlan:
     sample_interval: float = 1.0
     direct: bool = False
     check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
+    expect: Optional[bytes] = None  # the check's body (from the node leader); None: made here
     dir_fd: Optional[int] = None  # the open folder of `path`
     expect_ino: int = 0  # the inode the writer wrote (0: not known)
     refuse: str = ""  # why this file must not be opened (its folder was replaced): a failure
@@ -350,7 +351,7 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     res = ReadResult(path=plan.path)
     bs = plan.block_size
     view = memoryview(buf)
-    expect = pattern.body(bs, plan.check[0], plan.check[1]) if plan.check else None
+    expect = plan.expect or (pattern.body_bytes(bs, *plan.check[:2]) if plan.check else None)
     res.t_open_start = clock()
     if plan.refuse:
         res.fail("open", OSError(errno.ESTALE, plan.refuse))
@@ -469,16 +470,15 @@ class VerifyResult:
 
 def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: int, rank: int,
                    iteration: int, dir_fd: Optional[int] = None, expect_ino: int = 0,
-                   refuse: str = "") -> VerifyResult:
+                   refuse: str = "", expect: Optional[bytes] = None) -> VerifyResult:
     """Read a segment back and check every block's header and body (open_written: the file
     rank `rank` wrote, a regular file, never a FIFO or a symlink someone put in its place)."""
     res = VerifyResult(path=path)
     if refuse:
         res.error_text = refuse
         return res
-    expect = pattern.body(block_size, key, rank)
-    buf = bytearray(block_size)
-    view = memoryview(buf)
+    expect = expect or pattern.body_bytes(block_size, key, rank)
+    view = memoryview(bytearray(block_size))
     t0 = clock()
     try:
         with os.fdopen(open_written(path, dir_fd, expect_ino, (key, rank, iteration)), "rb",
