@@ -1,9 +1,11 @@
 """Rank 0's ledger of a run: hosts, progress, timeouts, the page-cache guard, the figures of
 every iteration, the HDF5 record and the JSON summary.
 
-Only rank 0 has one, and it knows no MPI: the runner hands it gathered tables and it answers
-with statuses and messages.  The record is rewritten after every iteration (status "running")
-and at the end; a failure to write it is remembered and reported, never raised mid-run.
+Only rank 0 has one (the other ranks hold a prepare.NullLedger, which takes the same calls
+and keeps nothing), and it makes no MPI call: the runner hands it gathered tables and it
+answers with statuses and messages.  The record is rewritten after iterations (status
+"running") and at the end; a failure to write it is remembered and reported, never raised
+mid-run.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
-from mpiwrite.text import world_ranks_of
+from mpiwrite.text import printable, world_ranks_of
 from mpiwrite.units import format_size
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_")
@@ -69,6 +71,8 @@ def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
 
 
 class Ledger:
+    keeps_record = True  # the other ranks' NullLedger: False
+
     def __init__(self, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
                  nodes: List[Dict[str, Any]], node_of: np.ndarray, keys: Dict[str, str],
                  mpi_library: str, console: Console):
@@ -131,6 +135,25 @@ class Ledger:
                   f"{', now ' + where if where else ''}, written there by descriptor, never "
                   f"through the new path")
 
+    def show_header(self) -> None:
+        self.console.header(self.run_id, self.nranks, self.hosts, self.keys,
+                            self.nodes[0]["fs"])
+
+    def check_read_shift(self, read_shift: int) -> None:
+        """--read: note the shift, and warn when some ranks read a file of their own node."""
+        n = len(self.node_of)
+        source = (np.arange(n) + read_shift) % n
+        same = np.flatnonzero(self.node_of[source] == self.node_of)
+        self.extra["read_shift"] = read_shift
+        cfg = self.cfg
+        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.warn(f"--read: with read shift {read_shift}, {len(same)} of {n} "
+                      f"rank(s) read {what}: the client's page cache may serve those "
+                      f"reads (use more nodes, --read-shift"
+                      f"{'' if cfg.drop_cache else ', or --drop-cache'})")
+
     # ------------------------------------------------------------------ during the run
     def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
         planned = (self.cfg.size or 0) * self.nranks
@@ -155,9 +178,10 @@ class Ledger:
         self.finish(RunStatus.TIMEOUT, msg)
         return msg
 
-    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray],
-                   origin: float) -> None:
-        """Errors gathered from the ranks, their times moved onto the common timeline."""
+    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray] = None,
+                   origin: float = 0.0) -> None:
+        """Errors gathered from the ranks, their times moved onto the common timeline (with
+        the clock offsets of the iteration)."""
         for e in entries:
             t = e.get("t")
             if isinstance(t, (int, float)) and offsets is not None:
@@ -165,15 +189,17 @@ class Ledger:
                 e["t"] = float(t) + float(offsets[node, 0]) - origin
             self.errors.append(e)
 
-    def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
-                      counts: np.ndarray, offsets: np.ndarray, origin: float,
-                      signalled: bool, window=None, read_samples=None) -> RunStatus:
+    def add_iteration(self, it: int, rank_rows: np.ndarray, samples, offsets: np.ndarray,
+                      origin: float, signalled: bool, window=None,
+                      read_samples=None) -> RunStatus:
         """One iteration's gathered rows into figures, screen and record; returns the run
-        status it leads to (COMPLETE: the run goes on).
+        status it leads to (COMPLETE: the run goes on).  `samples`, `read_samples`: the
+        gathered (flat, counts) of the phases' samples.
 
         `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
         whose times fall outside has a clock of its own, and the iteration is excluded."""
         ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
+        flat, counts = samples
         srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
         if read_samples is not None:
             rflat, rcounts = read_samples
@@ -367,8 +393,9 @@ class Ledger:
     def save_running(self) -> None:
         """The record after an iteration, so that a run killed for good leaves what it had
         measured: the first iteration at once, then at most every SAVE_EVERY seconds and never
-        more than a tenth of the run's time (each save rewrites the whole record: at every iteration, -i 1000 was
-        quadratic).  The set-up and the final save are always made (save())."""
+        more than a tenth of the run's time (each save rewrites the whole record: at every
+        iteration, -i 1000 was quadratic).  The set-up and the final save are always made
+        (save())."""
         if not self._saved_iterations or \
                 time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
             self.save(RunStatus.RUNNING)
@@ -421,6 +448,18 @@ class Ledger:
                                                      f"{self.hosts[0]}: "
                                                      + files.about(self.cfg.json_path, exc))
         return out
+
+    def end(self, final: RunStatus, code: int) -> int:
+        """The run's end on rank 0: the final record and JSON, the failure (if any) in one
+        line; returns `code`, or 1 when the record could not be saved."""
+        message = self.failure_message(final)
+        self.finish(final, message)
+        if message:
+            sys.stderr.write(printable(message) + "\n")
+        if self.record_error:
+            sys.stderr.write(printable(f"mpiwrite: {self.record_error}") + "\n")
+            code = code or 1
+        return code
 
     def failure_message(self, final: RunStatus) -> str:
         """One line naming the first failing rank, its host, path and error."""
