@@ -34,40 +34,9 @@ CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 SAVE_EVERY = 1.0  # seconds: the least time between two records saved after iterations
-
-
-def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
-    """--json PATH must be writable as a file before any data is written (ConfigError).
-
-    Its folder must exist and take a new file (a probe is created and removed: access() says
-    yes to root in /proc, creating does not); PATH must be free or a regular file of this user,
-    never a symlink (check_replaceable).  Returns the folder, opened once: the summary is
-    written there at the end, by descriptor (files.replace_file)."""
-    if not path or path == "-":
-        return None
-    parent = os.path.dirname(os.path.abspath(path))
-    try:
-        folder = files.Folder.open(parent)
-    except FileNotFoundError:
-        raise ConfigError(f"--json: folder {parent!r} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"--json: cannot reach folder {parent!r}: {exc.strerror}") from None
-    name = os.path.basename(path)
-    try:
-        try:
-            files.check_replaceable(name, folder.fd)
-        except OSError as exc:
-            raise ConfigError(f"--json: {files.about(repr(path), exc)}") from None
-        probe = files.temp_names(name)[0]
-        try:
-            files.write_new(probe, b"", dir_fd=folder.fd)
-            os.unlink(probe, dir_fd=folder.fd)
-        except OSError as exc:
-            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
-    except BaseException:
-        folder.close()
-        raise
-    return folder
+# what the record says where the run JSON says null (Ledger.shared)
+RECORD_DEFAULTS = {"error": "", "first_done_note": "", "startup_seconds": float("nan"),
+                   "mkdir_seconds": 0.0}
 
 
 class Ledger:
@@ -109,6 +78,8 @@ class Ledger:
     # ------------------------------------------------------------------ before data
     def check_destinations(self) -> None:
         """--json and --results, checked before TARGET sees a single byte (ConfigError)."""
+        from mpiwrite.formats.contract import check_json_destination
+
         self.json_folder = check_json_destination(self.cfg.json_path)
         if self.cfg.results is None:
             return
@@ -328,28 +299,41 @@ class Ledger:
             self.console.warn(text)
 
     # ------------------------------------------------------------------ the record
-    def attrs(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
+    def shared(self, status: RunStatus, error: str = "",
+               end_time: Optional[str] = None) -> Dict[str, Any]:
+        """The keys the record's attributes and the run JSON share, each written once here
+        (None: not known; the record has its own defaults, RECORD_DEFAULTS)."""
         return {
-            "run_id": self.run_id, "status": str(status), "error": error,
-            "command_line": " ".join(self.argv), "start_time": self.start_time,
-            "end_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "params": self.cfg.to_json(), "tags": json.dumps(self.cfg.tags),
-            "keys": json.dumps(self.keys), "warnings": json.dumps(self.warnings),
-            "ranks": self.nranks, "nodes": len(self.nodes), "mpi_library": self.mpi_library,
+            "start_time": self.start_time,
+            "end_time": end_time or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command_line": " ".join(self.argv), "run_id": self.run_id,
+            "status": str(status), "error": error or None,
+            "ranks": self.nranks, "nodes": len(self.nodes), "keys": self.keys,
+            "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
+            "warnings": self.warnings, "first_done_note": self.extra.get("first_done_note"),
+            "notes": self.notes, "startup_seconds": self.extra.get("startup_seconds"),
+            "mkdir_seconds": self.extra.get("mkdir_seconds"),
+        }
+
+    def attrs(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
+        """The record's attributes: the shared keys (dicts and lists as JSON text) and the
+        record's own."""
+        out = {k: json.dumps(v) if isinstance(v, (dict, list)) else
+               (RECORD_DEFAULTS[k] if v is None else v)
+               for k, v in self.shared(status, error).items()}
+        out.update({
+            "mpi_library": self.mpi_library,
             "mpi_family": mpiinfo.family(self.mpi_library), "launcher": mpiinfo.launcher(),
             "host": self.hosts[0], "mpiwrite_version": __version__,
-            "mkdir_seconds": self.extra.get("mkdir_seconds", 0.0),
-            "startup_seconds": self.extra.get("startup_seconds", float("nan")),
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
-            "first_done_note": self.extra.get("first_done_note", ""),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
-            "notes": json.dumps(self.notes),
             "processes": json.dumps(self.processes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
-        }
+        })
+        return out
 
     def build(self, status: RunStatus, error: str = ""):
         from mpiwrite.formats import records
@@ -420,19 +404,13 @@ class Ledger:
         from mpiwrite.formats import contract
 
         out = contract.header("run")
-        out.update({"start_time": self.start_time, "end_time": rec.attrs.get("end_time"),
-                    "command_line": " ".join(self.argv)})
-        out.update({"run_id": self.run_id, "status": str(status), "error": error or None,
-               "record": saved, "record_error": self.record_error or None,
-               "ranks": self.nranks, "nodes": len(self.nodes), "hosts": self.hosts,
-               "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
-               "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
-                              for row in rec.iterations],
-               "summary": contract.run_summary(stats, rec.iterations),
-               "warnings": self.warnings, "errors": self.errors,
-               "first_done_note": self.extra.get("first_done_note"), "notes": self.notes,
-               "startup_seconds": self.extra.get("startup_seconds"),
-               "mkdir_seconds": self.extra.get("mkdir_seconds")})
+        out.update(self.shared(status, error, rec.attrs["end_time"]))
+        out.update({"record": saved, "record_error": self.record_error or None,
+                    "hosts": self.hosts,
+                    "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
+                                   for row in rec.iterations],
+                    "summary": contract.run_summary(stats, rec.iterations),
+                    "errors": self.errors})
         if self.cfg.json_path:
             text = contract.dumps(out)
             if self.cfg.json_path == "-":
