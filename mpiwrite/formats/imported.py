@@ -27,6 +27,7 @@ import numpy as np
 
 from mpiwrite import __version__, files
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
 
@@ -294,7 +295,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     params = dict(test.params)
     params.setdefault("iterations", len(iterations(test)))
     attrs = {
-        "run_id": run_id(src, test.tool, test.index), "status": "complete",
+        "run_id": run_id(src, test.tool, test.index), "status": RunStatus.COMPLETE.value,
         "start_time": test.start_time, "end_time": test.end_time,
         "command_line": clean(test.command) if test.command else "",
         "host": clean(test.host), "error": "", "mpi_library": "",

@@ -28,6 +28,7 @@ import numpy as np
 from mpiwrite import files
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import recordcheck, records
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -42,7 +43,7 @@ RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m
                         ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
 USED_RANK_FIELDS = ("iteration", "rank", "node", "MB_per_s", "read_MB_per_s")
-FINAL = ("complete", "failed", "interrupted", "timeout")  # a `running` record still changes
+FINAL = tuple(s.value for s in RunStatus if s is not RunStatus.RUNNING)  # `running` changes
 _TYPES: Dict[Any, Any] = {}
 _MEMBERS: Dict[bytes, Dict[str, str]] = {}
 _PLANS: Dict[Any, Any] = {}
