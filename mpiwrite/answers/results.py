@@ -24,7 +24,6 @@ from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
-
 # Keys an imported record states itself (what params cannot say: "unknown").
 IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
 

@@ -8,6 +8,7 @@ import click
 
 from mpiwrite.errors import ConfigError
 
+
 class AsciiInt(click.ParamType):
     """An integer written in ASCII digits (an optional '-'), at most `most` in size: Python's
     int() also takes '١٢' (Arabic-Indic digits), '1_0' and ' 12 ', which would record 12
