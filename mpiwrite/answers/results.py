@@ -17,7 +17,7 @@ import numpy as np
 
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
-from mpiwrite.facts.nodeinfo import common_value, fact_keys
+from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
 from mpiwrite.formats import records
 from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus, Status
@@ -46,7 +46,7 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         host=rec.attrs.get("host"),
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
-        lustre_kernel=common_value([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
+        lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
     )
     imported = rec.imported()
     if imported:  # what the importer read (or stated as unknown), not derived from params
