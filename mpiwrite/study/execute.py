@@ -68,7 +68,7 @@ def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
     except FileNotFoundError:
         return done, []
     for name in names:
-        if not (name.startswith("mpiwrite-") and name.endswith(".h5")):
+        if not names.looks_like_record(name):
             continue
         try:
             rec = records.read(os.path.join(results, name))
