@@ -37,8 +37,9 @@ from mpiwrite.formats.summary import (
     RANK_DTYPE,
     SAMPLE_DTYPE,
 )
+from mpiwrite.units import MiB
 
-IMAGE_LIMIT = 64 * 2**20  # larger records are read as they always were (records.read)
+IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (records.read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
                         ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
