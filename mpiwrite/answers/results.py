@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
+from mpiwrite.answers import metricnames
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
@@ -300,7 +301,7 @@ CPU_METRICS = {
     # client CPU seconds (user + system, all ranks) per 10^9 bytes written
     "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
 }
-METRIC_NAMES = list(METRICS) + ["per-node"] + list(CPU_METRICS)
+METRIC_NAMES = list(metricnames.NAMES)  # each a key of METRICS or CPU_METRICS, or per-node
 CPU_MISSING = ("records from before mpiwrite measured client CPU have none, nor do runs with "
                "MPIWRITE_NO_ACCOUNTING=1")
 

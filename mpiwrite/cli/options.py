@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from mpiwrite.answers import metricnames  # no numpy: results.py is not loaded here
 from mpiwrite.errors import ConfigError
 
 
@@ -40,9 +41,7 @@ METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the l
                "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
                "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
                "system seconds of all ranks per 10^9 bytes written), where less is better.")
-# the same names as results.METRIC_NAMES (results imports numpy: not at start-up)
-METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior",
-                        "client-cpu", "cpu-per-GB"])
+METRICS = click.Choice(list(metricnames.NAMES))
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
