@@ -336,20 +336,7 @@ class Run:
         """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
         so a file swapped for a symlink or another file between create and open is refused."""
         team = self.team
-        ident, err = "", ""
-        if self.rank == 0 and refused:
-            err = refused
-        elif self.rank == 0:
-            try:
-                fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                    | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
-                self.files.add_created(plan.path, folder)
-                st = os.fstat(fd)
-                os.close(fd)
-                ident = f"{st.st_dev}:{st.st_ino}"
-            except OSError as exc:
-                err = exc.strerror or str(exc)
-        text = team.bcast_text(f"{ident}\n{err}")  # rank 0's
+        text = team.bcast_text(self._create(plan, folder, refused) if self.rank == 0 else "")
         ident, err = text.split("\n", 1)
         if err:
             self.ledger.add_errors([error_entry(0, team.host, "create", err, iteration=it,
@@ -357,6 +344,20 @@ class Run:
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
         return dataclasses.replace(plan, expect_inode=(dev, ino)), False
+
+    def _create(self, plan, folder, refused: str) -> str:
+        """Rank 0: the shared file made (O_EXCL); 'device:inode\n' or '\nwhy not'."""
+        if refused:
+            return f"\n{refused}"
+        try:
+            fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
+            self.files.add_created(plan.path, folder)
+            st = os.fstat(fd)
+            os.close(fd)
+            return f"{st.st_dev}:{st.st_ino}\n"
+        except OSError as exc:
+            return f"\n{exc.strerror or str(exc)}"
 
     def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
         """What the watchdog says: a rank still writing names itself; a rank that finished
