@@ -29,6 +29,11 @@ SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
            "compare": "compare-json.schema.json", "explain": "explain-json.schema.json"}
 STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
+# `run --json`'s top level after the header, in the order docs/output.md gives
+RUN_ORDER = ("start_time", "end_time", "command_line", "run_id", "status", "error", "record",
+             "record_error", "ranks", "nodes", "hosts", "keys", "tags", "params", "iterations",
+             "summary", "warnings", "errors", "first_done_note", "notes", "startup_seconds",
+             "mkdir_seconds")
 
 
 def stat_keys(suffix: str = "MB_per_s") -> tuple:

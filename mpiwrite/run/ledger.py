@@ -403,14 +403,15 @@ class Ledger:
             self.console.line(f"record {saved}")
         from mpiwrite.formats import contract
 
+        values = self.shared(status, error, rec.attrs["end_time"])
+        values.update({"record": saved, "record_error": self.record_error or None,
+                       "hosts": self.hosts,
+                       "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
+                                      for row in rec.iterations],
+                       "summary": contract.run_summary(stats, rec.iterations),
+                       "errors": self.errors})
         out = contract.header("run")
-        out.update(self.shared(status, error, rec.attrs["end_time"]))
-        out.update({"record": saved, "record_error": self.record_error or None,
-                    "hosts": self.hosts,
-                    "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
-                                   for row in rec.iterations],
-                    "summary": contract.run_summary(stats, rec.iterations),
-                    "errors": self.errors})
+        out.update((k, values[k]) for k in contract.RUN_ORDER)
         if self.cfg.json_path:
             text = contract.dumps(out)
             if self.cfg.json_path == "-":
