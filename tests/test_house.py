@@ -198,3 +198,23 @@ def test_every_metric_name_has_its_figures():
 
     assert set(metricnames.NAMES) == set(results.METRICS) | set(results.CPU_METRICS) | {
         "per-node"}
+
+
+def test_the_null_ledger_takes_every_call_the_steps_make():
+    """Ranks other than 0 hold run/prepare.NullLedger (docs/architecture.md): each ledger
+    call in runner.py and guard.py must be one it takes (but those only rank 0 reaches: the
+    timeout, from rank 0's progress board; finish, behind keeps_record), and it must offer
+    nothing the real Ledger lacks."""
+    import re
+
+    from mpiwrite.run.ledger import Ledger
+    from mpiwrite.run.prepare import NullLedger
+
+    used = set()
+    for name in ("runner.py", "guard.py"):
+        used |= set(re.findall(r"(?:self|run)\.ledger\.(\w+)", (PKG / "run" / name).read_text()))
+    null = NullLedger()
+    assert {n for n in used - {"timed_out", "finish"} if not hasattr(null, n)} == set()
+    offered = {n for n in dir(null) if not n.startswith("_")}
+    assert {n for n in offered if not hasattr(Ledger, n) and n not in ("extra", "keys")} \
+        == set()

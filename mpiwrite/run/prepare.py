@@ -117,7 +117,6 @@ class NullLedger:
     (runner.py, guard.py), keeps nothing."""
 
     keeps_record = False  # rank 0's Ledger: True
-    record_error = ""
 
     def __init__(self) -> None:
         self.extra: Dict[str, Any] = {}  # written to, never read
