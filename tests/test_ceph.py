@@ -18,9 +18,9 @@ import testbed
 from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
 
 from mpiwrite.facts import fs_fuse
-from mpiwrite.formats import records
 from mpiwrite.facts.fscommon import command
 from mpiwrite.facts.sysroot import Reader
+from mpiwrite.formats import records
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.timeout(300)]
 

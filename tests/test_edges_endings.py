@@ -7,7 +7,7 @@ import signal
 import time
 
 import pytest
-from common import MPIEXEC, cli, kill_group, only_record, records_in
+from common import MPIEXEC, cli, kill_group, only_record
 from test_faults import rank_pids, start, wait, wait_for_bytes
 
 QUIET = ["--progress-interval", "0"]

@@ -140,7 +140,7 @@ def test_subpackage_init_files_are_empty():
 
 
 def test_the_runner_and_guard_make_no_mpi_calls_of_their_own():
-    for name in ("runner.py", "guard.py"):
+    for name in ("runner.py", "guard.py", "prepare.py"):
         text = (PKG / "run" / name).read_text()
         assert "comm." not in text and "COMM_WORLD" not in text and "Abort(" not in text, name
 
@@ -189,3 +189,32 @@ def test_no_module_is_over_500_lines():
     """A module that grows past this holds more than one concept: split it by concept."""
     long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
     assert not {n: k for n, k in long.items() if k > 500}, long
+
+
+def test_every_metric_name_has_its_figures():
+    """--metric's names are written once (answers/metricnames.py, which the command line reads
+    without numpy); each is a rate, a CPU metric or per-node in answers/results.py."""
+    from mpiwrite.answers import metricnames, results
+
+    assert set(metricnames.NAMES) == set(results.METRICS) | set(results.CPU_METRICS) | {
+        "per-node"}
+
+
+def test_the_null_ledger_takes_every_call_the_steps_make():
+    """Ranks other than 0 hold run/prepare.NullLedger (docs/architecture.md): each ledger
+    call in runner.py and guard.py must be one it takes (but those only rank 0 reaches: the
+    timeout, from rank 0's progress board; finish, behind keeps_record), and it must offer
+    nothing the real Ledger lacks."""
+    import re
+
+    from mpiwrite.run.ledger import Ledger
+    from mpiwrite.run.prepare import NullLedger
+
+    used = set()
+    for name in ("runner.py", "guard.py"):
+        used |= set(re.findall(r"(?:self|run)\.ledger\.(\w+)", (PKG / "run" / name).read_text()))
+    null = NullLedger()
+    assert {n for n in used - {"timed_out", "finish"} if not hasattr(null, n)} == set()
+    offered = {n for n in dir(null) if not n.startswith("_")}
+    assert {n for n in offered if not hasattr(Ledger, n) and n not in ("extra", "keys")} \
+        == set()

@@ -238,7 +238,8 @@ ranks_per_node = [1, 2]
 STAGED_MPIWRITE = """#!/bin/sh
 # the staged environment's mpiwrite: says on which node it ran from where, then runs
 echo "$(hostname) $0" >> {log}
-exec "$(dirname "$0")/python" -c 'import sys; from mpiwrite.cli.entry import main; sys.argv[0] = "mpiwrite"; sys.exit(main())' "$@"
+exec "$(dirname "$0")/python" -c 'import sys; from mpiwrite.cli.entry import main; \
+sys.argv[0] = "mpiwrite"; sys.exit(main())' "$@"
 """
 
 

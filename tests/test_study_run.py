@@ -9,7 +9,7 @@ import subprocess
 import time
 
 import pytest
-from common import MPIEXEC, MPIWRITE, cli, clean_env, kill_group, mpirun, records_in
+from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, records_in
 
 from mpiwrite.formats import records
 
@@ -22,7 +22,8 @@ root=${MPIWRITE_SYSROOT:?}
 if [ "$1" = get_param ]; then cat "$root"/proc/fs/lustre/osc/*/checksums; exit 0; fi
 [ "$1" = set_param ] || exit 2
 value=${2##*=}
-if [ "$value" = 9 ]; then echo "error: set_param: osc.*.checksums=9: Invalid argument" >&2; exit 22; fi
+if [ "$value" = 9 ]; then \
+echo "error: set_param: osc.*.checksums=9: Invalid argument" >&2; exit 22; fi
 for f in "$root"/proc/fs/lustre/osc/*/checksums; do echo "$value" > "$f"; done
 echo "$value" >> "$root/lctl.log"
 """

@@ -17,6 +17,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names
+from mpiwrite.formats.status import RunStatus
 
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -36,7 +37,7 @@ class Plan(NamedTuple):
 
 def plan(target: str, states: Dict[str, str]) -> Plan:
     """What `clean` would remove from TARGET, given each recorded run id's state."""
-    over = {rid for rid, s in states.items() if s != "running"}
+    over = {rid for rid, s in states.items() if s != RunStatus.RUNNING}
     files: List[Found] = []
     folders: List[Tuple[str, str]] = []
     left: Dict[str, int] = {}

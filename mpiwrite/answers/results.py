@@ -15,15 +15,15 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
+from mpiwrite.answers import metricnames
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
-from mpiwrite.facts.nodeinfo import common_value, fact_keys
+from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
 from mpiwrite.formats import records
 from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
-
 
 # Keys an imported record states itself (what params cannot say: "unknown").
 IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
@@ -47,7 +47,7 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         host=rec.attrs.get("host"),
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
-        lustre_kernel=common_value([n.get("lustre", {}).get("kernel", "n/a") for n in rec.nodes]),
+        lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
     )
     imported = rec.imported()
     if imported:  # what the importer read (or stated as unknown), not derived from params
@@ -301,7 +301,7 @@ CPU_METRICS = {
     # client CPU seconds (user + system, all ranks) per 10^9 bytes written
     "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
 }
-METRIC_NAMES = list(METRICS) + ["per-node"] + list(CPU_METRICS)
+METRIC_NAMES = list(metricnames.NAMES)  # each a key of METRICS or CPU_METRICS, or per-node
 CPU_MISSING = ("records from before mpiwrite measured client CPU have none, nor do runs with "
                "MPIWRITE_NO_ACCOUNTING=1")
 

@@ -23,8 +23,9 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names, pattern
+from mpiwrite.units import MiB
 
-SCAN = 64 * 2**20
+SCAN = 64 * MiB
 MAX_BLOCK = 2**31  # what run/config.py allows
 
 
@@ -80,7 +81,7 @@ def data_files(paths) -> Iterator[str]:
         for root, dirs, listed in os.walk(p, onerror=fail):
             dirs.sort()
             for f in sorted(listed):
-                if f.startswith("mpiwrite-") and f.endswith(".dat"):  # named or refused
+                if names.looks_like_data_file(f):  # named or refused
                     yield os.path.join(root, f)
 
 

@@ -153,7 +153,9 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
         said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
         sys.stderr.write(f"mpiwrite: {sum(skipped.values())} run(s) that did not complete were "
                          f"left out ({said})\n")
-        if "abandoned" in skipped:
+        from mpiwrite.answers.state import ABANDONED
+
+        if ABANDONED in skipped:
             sys.stderr.write("mpiwrite: an abandoned run was killed for good; `mpiwrite clean "
                              "TARGET --results DIR` removes the data files it left\n")
     return code

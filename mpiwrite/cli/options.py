@@ -8,6 +8,7 @@ import click
 
 from mpiwrite.errors import ConfigError
 
+
 class AsciiInt(click.ParamType):
     """An integer written in ASCII digits (an optional '-'), at most `most` in size: Python's
     int() also takes '١٢' (Arabic-Indic digits), '1_0' and ' 12 ', which would record 12
@@ -39,9 +40,6 @@ METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the l
                "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
                "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
                "system seconds of all ranks per 10^9 bytes written), where less is better.")
-# the same names as results.METRIC_NAMES (results imports numpy: not at start-up)
-METRICS = click.Choice(["aggregate", "first-done", "rank-mean", "per-node", "read", "ior",
-                        "client-cpu", "cpu-per-GB"])
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
@@ -57,9 +55,11 @@ def sampling_from(metric, unit, warmup, confidence, units="MB"):
 
 def sampling_options(f):
     """--metric, --unit, --warmup and --confidence, the same for report and compare."""
+    from mpiwrite.answers import metricnames  # not results.py (numpy); not on `run`'s ranks
+
     for opt in reversed([
-        click.option("--metric", type=METRICS, default="aggregate", show_default=True,
-                     help=METRIC_HELP),
+        click.option("--metric", type=click.Choice(list(metricnames.NAMES)),
+                     default="aggregate", show_default=True, help=METRIC_HELP),
         click.option("--unit", type=click.Choice(["auto", "run", "iteration"]),
                      default="auto", show_default=True, help=UNIT_HELP),
         click.option("--warmup", type=INT, default=0, show_default=True, help=WARMUP_HELP),

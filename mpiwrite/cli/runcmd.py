@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from mpiwrite.errors import ConfigError
 from mpiwrite.cli.options import INT
+from mpiwrite.errors import ConfigError
 from mpiwrite.run import config
 from mpiwrite.run.process import launcher_size
 from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time

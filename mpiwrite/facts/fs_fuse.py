@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 from mpiwrite.facts import fs_ceph as ceph
 from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
+from mpiwrite.units import MiB
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
 # subtype -> (client name, packages, version command); the command's program is the daemon's
@@ -137,7 +138,7 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     return info
 
 
-GRAPH_LOG_BYTES = 4 * 2**20  # the end of the client's log, where its last graph is
+GRAPH_LOG_BYTES = 4 * MiB  # the end of the client's log, where its last graph is
 _GRAPH_LINE = re.compile(r"^\s*\d+:\s?(.*)$")
 
 

@@ -16,6 +16,7 @@ import subprocess
 from typing import Dict, Optional, Sequence, Tuple
 
 from mpiwrite.facts.sysroot import Reader
+from mpiwrite.units import MiB
 
 COMMAND_TIMEOUT = 5.0  # seconds; a hung daemon (mmdiag waits for mmfsd) must not stall a run
 COMMAND_OUTPUT = 64 * 1024
@@ -58,7 +59,7 @@ def scrub(text: Optional[str]) -> Optional[str]:
 def package_version(reader: Reader, names: Sequence[str]) -> Tuple[Optional[str], str]:
     """(upstream version, package) of the first installed package of `names` in the dpkg
     database ('10.3-5' -> '10.3', epoch and Debian revision dropped); (None, '') if none."""
-    text, _ = reader.read(DPKG_STATUS, keep=False, limit=8 * 2**20)
+    text, _ = reader.read(DPKG_STATUS, keep=False, limit=8 * MiB)
     if not text:
         return None, ""
     wanted = set(names)

@@ -18,9 +18,10 @@ import stat
 from typing import Dict, List, Optional, Tuple
 
 from mpiwrite.files import require_directory
+from mpiwrite.units import MiB
 
 MAX_READ = 256 * 1024
-MAX_LIST = 8 * 2**20  # a package database (dpkg status) read to find one package, not kept
+MAX_LIST = 8 * MiB  # a package database (dpkg status) read to find one package, not kept
 MAX_INT = 2**62
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -118,7 +119,7 @@ def _read_upto(fd: int, limit: int) -> bytes:
     parts = []
     left = limit
     while left > 0:
-        chunk = os.read(fd, min(left, 2**20))
+        chunk = os.read(fd, min(left, MiB))
         if not chunk:
             break
         parts.append(chunk)

@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
+from mpiwrite import files
+from mpiwrite.errors import ConfigError
 from mpiwrite.formats.status import Status
 
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
@@ -27,6 +29,11 @@ SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
            "compare": "compare-json.schema.json", "explain": "explain-json.schema.json"}
 STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
+# `run --json`'s top level after the header, in the order docs/output.md gives
+RUN_ORDER = ("start_time", "end_time", "command_line", "run_id", "status", "error", "record",
+             "record_error", "ranks", "nodes", "hosts", "keys", "tags", "params", "iterations",
+             "summary", "warnings", "errors", "first_done_note", "notes", "startup_seconds",
+             "mkdir_seconds")
 
 
 def stat_keys(suffix: str = "MB_per_s") -> tuple:
@@ -109,3 +116,37 @@ def run_summary(run_stats: Dict[str, Any], iterations: np.ndarray) -> Dict[str, 
     last = [int(i) for i in good["iteration"]] if len(good) else []
     out["nodes_iteration"] = max(last) if last else None
     return finite(out)
+
+
+def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
+    """--json PATH must be writable as a file before any data is written (ConfigError).
+
+    Its folder must exist and take a new file (a probe is created and removed: access() says
+    yes to root in /proc, creating does not); PATH must be free or a regular file of this user,
+    never a symlink (check_replaceable).  Returns the folder, opened once: the summary is
+    written there at the end, by descriptor (files.replace_file)."""
+    if not path or path == "-":
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        folder = files.Folder.open(parent)
+    except FileNotFoundError:
+        raise ConfigError(f"--json: folder {parent!r} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"--json: cannot reach folder {parent!r}: {exc.strerror}") from None
+    name = os.path.basename(path)
+    try:
+        try:
+            files.check_replaceable(name, folder.fd)
+        except OSError as exc:
+            raise ConfigError(f"--json: {files.about(repr(path), exc)}") from None
+        probe = files.temp_names(name)[0]
+        try:
+            files.write_new(probe, b"", dir_fd=folder.fd)
+            os.unlink(probe, dir_fd=folder.fd)
+        except OSError as exc:
+            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
+    except BaseException:
+        folder.close()
+        raise
+    return folder

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 
 from mpiwrite.formats.imported import UNKNOWN, Phase, Source, Test, refuse
 from mpiwrite.text import printable
-from mpiwrite.units import format_size
+from mpiwrite.units import MB, format_size
 
 LMDD_LINE = re.compile(r"^\s*(\d+(?:\.\d+)?) MB in (\d+(?:\.\d+)?) secs, "
                        r"(\d+(?:\.\d+)?) MB/sec\s*$")
@@ -145,7 +145,7 @@ def parse_lmdd(src: Source, command: str = "") -> List[Test]:
         mb, secs, rate = (float(x) for x in m.groups())
         if secs <= 0:
             raise refuse(src.path, f"line {number}: {secs} seconds")
-        t = _test(len(out), "lmdd", "", round(mb * 1e6), rate, command, src,
+        t = _test(len(out), "lmdd", "", round(mb * MB), rate, command, src,
                   {"line": str(number), "text": ln.strip()}, exact_bytes=False)
         t.derived["aggregate_MB_per_s"] = "lmdd's MB/sec as printed (MB = 10^6 B)"
         out.append(t)
@@ -170,7 +170,7 @@ def parse_dd(src: Source, command: str = "") -> List[Test]:
                 raise refuse(src.path, f"line {number}: {secs} seconds")
             if "out" not in records:
                 continue  # a status=progress line: the summary comes after `records out`
-            t = _test(len(out), "dd", "", nbytes, nbytes / secs / 1e6, command, src,
+            t = _test(len(out), "dd", "", nbytes, nbytes / secs / MB, command, src,
                       {"line": str(number), "text": ln, "records_in": records.get("in", ""),
                        "records_out": records["out"]}, exact_bytes=True)
             t.derived["aggregate_MB_per_s"] = ("bytes / seconds as dd printed them (its rate "

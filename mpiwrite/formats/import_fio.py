@@ -22,7 +22,7 @@ from mpiwrite.formats.imported import (
     size_text,
 )
 from mpiwrite.text import printable
-from mpiwrite.units import format_size
+from mpiwrite.units import MB, format_size
 
 # fio options that decide durability, in the order they are named
 _FSYNC_EVERY = ("fsync", "fdatasync")
@@ -140,7 +140,7 @@ def parse(src: Source, command: str = "") -> List[Test]:
             if runtime <= 0:
                 raise refuse(src.path, f"{where}: {nbytes} bytes in a runtime of 0 ms")
             ios = sum(int(_num(p, "total_ios", src.path, where)) for p in parts)
-            phases[op] = Phase(bytes=[nbytes], MB_per_s=[nbytes / runtime / 1e6])
+            phases[op] = Phase(bytes=[nbytes], MB_per_s=[nbytes / runtime / MB])
             if ios and op == "write" and nbytes % ios == 0:
                 test.params["block_size"] = nbytes // ios
             test.original.append({"operation": op, "jobs": [

@@ -27,7 +27,7 @@ from mpiwrite.formats.imported import (
     size_text,
 )
 from mpiwrite.text import printable
-from mpiwrite.units import format_size
+from mpiwrite.units import MiB, format_size
 
 # IOR's short options that take a value (the others are flags).
 _VALUED = set("abdDfGiIjJlMNoOQsStTUXx")
@@ -414,7 +414,7 @@ def from_csv(src: Source, command: str = "") -> List[Test]:
                 blk = int(float(got[0]["block(KiB)"]) * 1024)
                 xfer = int(float(got[0]["xfer(KiB)"]) * 1024)
                 rates = [float(r["bw(MiB/s)"]) for r in got]
-                est = rates[0] * float(got[0]["total(s)"]) * 2**20 / (blk * tasks)
+                est = rates[0] * float(got[0]["total(s)"]) * MiB / (blk * tasks)
             except (ValueError, ZeroDivisionError):
                 raise refuse(src.path, f"{label}: {op}: a cell of the IOR CSV is not a "
                              "number") from None

@@ -27,10 +27,12 @@ import numpy as np
 
 from mpiwrite import __version__, files
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
+from mpiwrite.units import MB, MiB
 
-MAX_INPUT_BYTES = 64 * 2**20  # larger files are refused before they are read
+MAX_INPUT_BYTES = 64 * MiB  # larger files are refused before they are read
 TOOLS = ("ior", "fio", "lmdd", "dd")
 # The node facts every run has as keys; unknown unless the user states them (--fact).
 FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client",
@@ -43,7 +45,7 @@ NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size
              "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
              "fsync_every", "mpi", "engine", "tool", "tool_version")
 UNKNOWN = "unknown"
-MIB_TO_MB = 2**20 / 1e6
+MIB_TO_MB = MiB / MB
 
 
 class ImportRefused(ConfigError):
@@ -106,7 +108,7 @@ def read_source(path: str) -> Source:
         data = files.read_regular(path, MAX_INPUT_BYTES)
     except OSError as exc:
         if exc.errno == errno.EFBIG:
-            raise refuse(path, f"larger than {MAX_INPUT_BYTES // 2**20} MiB; refused "
+            raise refuse(path, f"larger than {MAX_INPUT_BYTES // MiB} MiB; refused "
                          "(no tool's summary is that large)") from None
         raise refuse(path, f"cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data:
@@ -178,7 +180,7 @@ def parse_facts(items) -> Dict[str, str]:
     return out
 
 
-MAX_NODE_FACTS_BYTES = 16 * 2**20
+MAX_NODE_FACTS_BYTES = 16 * MiB
 
 
 def read_node_facts(path: str) -> Dict[str, Any]:
@@ -294,7 +296,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     params = dict(test.params)
     params.setdefault("iterations", len(iterations(test)))
     attrs = {
-        "run_id": run_id(src, test.tool, test.index), "status": "complete",
+        "run_id": run_id(src, test.tool, test.index), "status": RunStatus.COMPLETE.value,
         "start_time": test.start_time, "end_time": test.end_time,
         "command_line": clean(test.command) if test.command else "",
         "host": clean(test.host), "error": "", "mpi_library": "",

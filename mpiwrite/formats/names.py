@@ -4,7 +4,7 @@ Every name carries the run id, so a run (or `verify`, or a later clean-up) can t
 files from anyone else's: `mpiwrite-<run id>-i<iteration>-r<rank:06d>.dat` (a file per rank),
 `mpiwrite-<run id>-i<iteration>-shared.dat` (one shared file), `mpiwrite-<run id>-d<index:05d>`
 (a run subdirectory), `.mpiwrite-<run id>-probe` (the preflight's probe block) and the record
-`mpiwrite-<run id>.h5` (records.py).
+`mpiwrite-<run id>.h5`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ def data_file(run_id: str, iteration: int, rank: Optional[int]) -> str:
     if rank is None:
         return f"mpiwrite-{run_id}-i{iteration}-shared.dat"
     return f"mpiwrite-{run_id}-i{iteration}-r{rank:06d}.dat"
+
+
+def looks_like_data_file(name: str) -> bool:
+    """mpiwrite-*.dat: a data file's name, or one made to look like it (verify names both)."""
+    return name.startswith("mpiwrite-") and name.endswith(".dat")
 
 
 def parse_data_file(name: str) -> Optional[DataName]:
@@ -59,3 +64,15 @@ def parse_probe(name: str) -> Optional[str]:
     """The run id of a probe file's name, or None."""
     m = PROBE_NAME.match(name)
     return m["run"] if m else None
+
+
+RECORD_SUFFIX = ".h5"
+
+
+def record(run_id: str) -> str:
+    """The record of a run (in the results folder)."""
+    return f"mpiwrite-{run_id}{RECORD_SUFFIX}"
+
+
+def looks_like_record(name: str) -> bool:
+    return name.startswith("mpiwrite-") and name.endswith(RECORD_SUFFIX)

@@ -17,8 +17,9 @@ from typing import Any, Dict, List
 import numpy as np
 
 from mpiwrite.errors import RecordError
+from mpiwrite.units import MiB
 
-MAX_JSON_CHARS = 16 * 2**20  # one attribute or one table cell
+MAX_JSON_CHARS = 16 * MiB  # one attribute or one table cell
 MAX_JSON_DEPTH = 64
 MAX_RANKS = 10**7
 MAX_ITERATIONS = 10**6

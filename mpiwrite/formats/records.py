@@ -21,7 +21,7 @@ import numpy as np
 
 from mpiwrite import SCHEMA_VERSION, __version__, files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import recordcheck
+from mpiwrite.formats import names, recordcheck
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -32,7 +32,7 @@ from mpiwrite.formats.summary import (
 )
 
 FORMAT = "mpiwrite-run"
-SUFFIX = ".h5"
+SUFFIX = names.RECORD_SUFFIX
 NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
                 "fstype", "client")
 # Optional tables (added after schema 1; absent in older records, which read as empty lists):
@@ -129,7 +129,7 @@ class RunRecord:
 
 
 def record_path(results: str, run_id: str) -> str:
-    return os.path.join(results, f"mpiwrite-{run_id}{SUFFIX}")
+    return os.path.join(results, names.record(run_id))
 
 
 def _dataset(h5, name: str, data: np.ndarray) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 from mpiwrite import files
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import recordcheck, records
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -36,13 +37,14 @@ from mpiwrite.formats.summary import (
     RANK_DTYPE,
     SAMPLE_DTYPE,
 )
+from mpiwrite.units import MiB
 
-IMAGE_LIMIT = 64 * 2**20  # larger records are read as they always were (records.read)
+IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (records.read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
                         ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
 USED_RANK_FIELDS = ("iteration", "rank", "node", "MB_per_s", "read_MB_per_s")
-FINAL = ("complete", "failed", "interrupted", "timeout")  # a `running` record still changes
+FINAL = tuple(s.value for s in RunStatus if s is not RunStatus.RUNNING)  # `running` changes
 _TYPES: Dict[Any, Any] = {}
 _MEMBERS: Dict[bytes, Dict[str, str]] = {}
 _PLANS: Dict[Any, Any] = {}

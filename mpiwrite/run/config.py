@@ -16,11 +16,11 @@ from typing import Dict, Optional
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats.pattern import HEADER
 from mpiwrite.run.writer import ENGINES as STREAMS
-from mpiwrite.units import MAX_BYTES, MAX_SECONDS
+from mpiwrite.units import MAX_BYTES, MAX_SECONDS, MiB
 
 DEFAULT_TARGET = "mpiwrite-data"
 DEFAULT_RESULTS = "results"
-DEFAULT_SIZE = 256 * 2**20
+DEFAULT_SIZE = 256 * MiB
 DEFAULT_BLOCK = 2**20
 DEFAULT_FILES_PER_DIR = 1000
 ENGINES = tuple(STREAMS)  # posix; null writes nothing (coordination tests)

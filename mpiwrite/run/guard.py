@@ -19,8 +19,14 @@ from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import (EXIT_FOR_SIGNAL, Signals, launcher_rank, launcher_size,
-                                  slurm_pmi2_netmod)
+from mpiwrite.run.prepare import NullLedger
+from mpiwrite.run.process import (
+    EXIT_FOR_SIGNAL,
+    Signals,
+    launcher_rank,
+    launcher_size,
+    slurm_pmi2_netmod,
+)
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
 
@@ -64,13 +70,13 @@ def end_job(run: Run, exc: BaseException) -> None:
         if team.rank == 0 and isinstance(exc, Interrupted):
             sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
                              f"rank answered within {team.grace:.0f}s, ending the job\n")
-        if team.rank == 0 and run.ledger is not None:
+        if run.ledger.keeps_record:  # rank 0, once set-up made its ledger
             left = sorted(set(left + files.remove_files_of(range(team.size), run.iteration_now)))
             if left:  # a dead server, a read-only remount: the user must remove them
                 run.ledger.warn(f"could not remove {leftover_text(left)}")
             files.remove_run_folders(run.ledger.warn)
-            entry = dict(report, iteration=report.get("iteration", run.iteration_now))
-            run.ledger.errors.append(entry)
+            run.ledger.add_errors([dict(report, iteration=report.get("iteration",
+                                                                      run.iteration_now))])
             status = RunStatus.INTERRUPTED if isinstance(exc, Interrupted) else RunStatus.FAILED
             run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
                                       f"{report.get('phase')}: {report.get('message')}")
@@ -186,12 +192,13 @@ def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str 
 
 
 class Unmade:
-    """What end_job needs of a Run whose making failed: nothing created, no ledger."""
+    """What end_job needs of a Run whose making failed: nothing created, a ledger that keeps
+    nothing."""
 
     phase = "start-up"
     files = None
-    ledger = None
     iteration_now = -1
 
     def __init__(self, team: Team):
         self.team = team
+        self.ledger = NullLedger()

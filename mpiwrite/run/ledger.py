@@ -1,9 +1,11 @@
 """Rank 0's ledger of a run: hosts, progress, timeouts, the page-cache guard, the figures of
 every iteration, the HDF5 record and the JSON summary.
 
-Only rank 0 has one, and it knows no MPI: the runner hands it gathered tables and it answers
-with statuses and messages.  The record is rewritten after every iteration (status "running")
-and at the end; a failure to write it is remembered and reported, never raised mid-run.
+Only rank 0 has one (the other ranks hold a prepare.NullLedger, which takes the same calls
+and keeps nothing), and it makes no MPI call: the runner hands it gathered tables and it
+answers with statuses and messages.  The record is rewritten after iterations (status
+"running") and at the end; a failure to write it is remembered and reported, never raised
+mid-run.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
-from mpiwrite.text import world_ranks_of
+from mpiwrite.text import printable, world_ranks_of
 from mpiwrite.units import format_size
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_")
@@ -32,43 +34,14 @@ CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 SAVE_EVERY = 1.0  # seconds: the least time between two records saved after iterations
-
-
-def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
-    """--json PATH must be writable as a file before any data is written (ConfigError).
-
-    Its folder must exist and take a new file (a probe is created and removed: access() says
-    yes to root in /proc, creating does not); PATH must be free or a regular file of this user,
-    never a symlink (check_replaceable).  Returns the folder, opened once: the summary is
-    written there at the end, by descriptor (files.replace_file)."""
-    if not path or path == "-":
-        return None
-    parent = os.path.dirname(os.path.abspath(path))
-    try:
-        folder = files.Folder.open(parent)
-    except FileNotFoundError:
-        raise ConfigError(f"--json: folder {parent!r} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"--json: cannot reach folder {parent!r}: {exc.strerror}") from None
-    name = os.path.basename(path)
-    try:
-        try:
-            files.check_replaceable(name, folder.fd)
-        except OSError as exc:
-            raise ConfigError(f"--json: {files.about(repr(path), exc)}") from None
-        probe = files.temp_names(name)[0]
-        try:
-            files.write_new(probe, b"", dir_fd=folder.fd)
-            os.unlink(probe, dir_fd=folder.fd)
-        except OSError as exc:
-            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
-    except BaseException:
-        folder.close()
-        raise
-    return folder
+# what the record says where the run JSON says null (Ledger.shared)
+RECORD_DEFAULTS = {"error": "", "first_done_note": "", "startup_seconds": float("nan"),
+                   "mkdir_seconds": 0.0}
 
 
 class Ledger:
+    keeps_record = True  # the other ranks' NullLedger: False
+
     def __init__(self, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
                  nodes: List[Dict[str, Any]], node_of: np.ndarray, keys: Dict[str, str],
                  mpi_library: str, console: Console):
@@ -105,6 +78,8 @@ class Ledger:
     # ------------------------------------------------------------------ before data
     def check_destinations(self) -> None:
         """--json and --results, checked before TARGET sees a single byte (ConfigError)."""
+        from mpiwrite.formats.contract import check_json_destination
+
         self.json_folder = check_json_destination(self.cfg.json_path)
         if self.cfg.results is None:
             return
@@ -131,6 +106,25 @@ class Ledger:
                   f"{', now ' + where if where else ''}, written there by descriptor, never "
                   f"through the new path")
 
+    def show_header(self) -> None:
+        self.console.header(self.run_id, self.nranks, self.hosts, self.keys,
+                            self.nodes[0]["fs"])
+
+    def check_read_shift(self, read_shift: int) -> None:
+        """--read: note the shift, and warn when some ranks read a file of their own node."""
+        n = len(self.node_of)
+        source = (np.arange(n) + read_shift) % n
+        same = np.flatnonzero(self.node_of[source] == self.node_of)
+        self.extra["read_shift"] = read_shift
+        cfg = self.cfg
+        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.warn(f"--read: with read shift {read_shift}, {len(same)} of {n} "
+                      f"rank(s) read {what}: the client's page cache may serve those "
+                      f"reads (use more nodes, --read-shift"
+                      f"{'' if cfg.drop_cache else ', or --drop-cache'})")
+
     # ------------------------------------------------------------------ during the run
     def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
         planned = (self.cfg.size or 0) * self.nranks
@@ -155,9 +149,10 @@ class Ledger:
         self.finish(RunStatus.TIMEOUT, msg)
         return msg
 
-    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray],
-                   origin: float) -> None:
-        """Errors gathered from the ranks, their times moved onto the common timeline."""
+    def add_errors(self, entries: List[Dict[str, Any]], offsets: Optional[np.ndarray] = None,
+                   origin: float = 0.0) -> None:
+        """Errors gathered from the ranks, their times moved onto the common timeline (with
+        the clock offsets of the iteration)."""
         for e in entries:
             t = e.get("t")
             if isinstance(t, (int, float)) and offsets is not None:
@@ -165,15 +160,17 @@ class Ledger:
                 e["t"] = float(t) + float(offsets[node, 0]) - origin
             self.errors.append(e)
 
-    def add_iteration(self, it: int, rank_rows: np.ndarray, flat: np.ndarray,
-                      counts: np.ndarray, offsets: np.ndarray, origin: float,
-                      signalled: bool, window=None, read_samples=None) -> RunStatus:
+    def add_iteration(self, it: int, rank_rows: np.ndarray, samples, offsets: np.ndarray,
+                      origin: float, signalled: bool, window=None,
+                      read_samples=None) -> RunStatus:
         """One iteration's gathered rows into figures, screen and record; returns the run
-        status it leads to (COMPLETE: the run goes on).
+        status it leads to (COMPLETE: the run goes on).  `samples`, `read_samples`: the
+        gathered (flat, counts) of the phases' samples.
 
         `window`: rank 0's (start, end) of the write phase on the common timeline; a rank
         whose times fall outside has a clock of its own, and the iteration is excluded."""
         ranks = rows.rank_table(it, rank_rows, self.node_of, offsets, origin)
+        flat, counts = samples
         srows = rows.sample_table(it, flat, counts, self.node_of, offsets, origin)
         if read_samples is not None:
             rflat, rcounts = read_samples
@@ -296,47 +293,47 @@ class Ledger:
                       f"wrote {shown} its RAM: the page cache may inflate the figure "
                       f"(write over 2x RAM, or use --fsync / --direct)")
 
-    def check_read_shift(self, shift: int) -> None:
-        """--read: warn when ranks would read a file written on their own node."""
-        node_of, n, cfg = self.node_of, len(self.node_of), self.cfg
-        source = (np.arange(n) + shift) % n
-        same = np.flatnonzero(node_of[source] == node_of)
-        self.extra["read_shift"] = shift
-        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
-            own = np.flatnonzero(source == np.arange(n))
-            what = "its own file" if len(own) == n else "a file written on its own node"
-            self.warn(f"--read: with read shift {shift}, {len(same)} of {n} rank(s) read "
-                      f"{what}: the client's page cache may serve those reads (use more "
-                      f"nodes, --read-shift{'' if cfg.drop_cache else ', or --drop-cache'})")
-
     def warn(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
             self.console.warn(text)
 
     # ------------------------------------------------------------------ the record
-    def attrs(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
+    def shared(self, status: RunStatus, error: str = "",
+               end_time: Optional[str] = None) -> Dict[str, Any]:
+        """The keys the record's attributes and the run JSON share, each written once here
+        (None: not known; the record has its own defaults, RECORD_DEFAULTS)."""
         return {
-            "run_id": self.run_id, "status": str(status), "error": error,
-            "command_line": " ".join(self.argv), "start_time": self.start_time,
-            "end_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "params": self.cfg.to_json(), "tags": json.dumps(self.cfg.tags),
-            "keys": json.dumps(self.keys), "warnings": json.dumps(self.warnings),
-            "ranks": self.nranks, "nodes": len(self.nodes), "mpi_library": self.mpi_library,
+            "start_time": self.start_time,
+            "end_time": end_time or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command_line": " ".join(self.argv), "run_id": self.run_id,
+            "status": str(status), "error": error or None,
+            "ranks": self.nranks, "nodes": len(self.nodes), "keys": self.keys,
+            "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
+            "warnings": self.warnings, "first_done_note": self.extra.get("first_done_note"),
+            "notes": self.notes, "startup_seconds": self.extra.get("startup_seconds"),
+            "mkdir_seconds": self.extra.get("mkdir_seconds"),
+        }
+
+    def attrs(self, status: RunStatus, error: str = "") -> Dict[str, Any]:
+        """The record's attributes: the shared keys (dicts and lists as JSON text) and the
+        record's own."""
+        out = {k: json.dumps(v) if isinstance(v, (dict, list)) else
+               (RECORD_DEFAULTS[k] if v is None else v)
+               for k, v in self.shared(status, error).items()}
+        out.update({
+            "mpi_library": self.mpi_library,
             "mpi_family": mpiinfo.family(self.mpi_library), "launcher": mpiinfo.launcher(),
             "host": self.hosts[0], "mpiwrite_version": __version__,
-            "mkdir_seconds": self.extra.get("mkdir_seconds", 0.0),
-            "startup_seconds": self.extra.get("startup_seconds", float("nan")),
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
-            "first_done_note": self.extra.get("first_done_note", ""),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
-            "notes": json.dumps(self.notes),
             "processes": json.dumps(self.processes),
             "environment": json.dumps({k: v for k, v in os.environ.items()
                                        if k.startswith(ENV_PREFIXES)}),
-        }
+        })
+        return out
 
     def build(self, status: RunStatus, error: str = ""):
         from mpiwrite.formats import records
@@ -380,8 +377,9 @@ class Ledger:
     def save_running(self) -> None:
         """The record after an iteration, so that a run killed for good leaves what it had
         measured: the first iteration at once, then at most every SAVE_EVERY seconds and never
-        more than a tenth of the run's time (each save rewrites the whole record: at every iteration, -i 1000 was
-        quadratic).  The set-up and the final save are always made (save())."""
+        more than a tenth of the run's time (each save rewrites the whole record: at every
+        iteration, -i 1000 was quadratic).  The set-up and the final save are always made
+        (save())."""
         if not self._saved_iterations or \
                 time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
             self.save(RunStatus.RUNNING)
@@ -405,20 +403,15 @@ class Ledger:
             self.console.line(f"record {saved}")
         from mpiwrite.formats import contract
 
+        values = self.shared(status, error, rec.attrs["end_time"])
+        values.update({"record": saved, "record_error": self.record_error or None,
+                       "hosts": self.hosts,
+                       "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
+                                      for row in rec.iterations],
+                       "summary": contract.run_summary(stats, rec.iterations),
+                       "errors": self.errors})
         out = contract.header("run")
-        out.update({"start_time": self.start_time, "end_time": rec.attrs.get("end_time"),
-                    "command_line": " ".join(self.argv)})
-        out.update({"run_id": self.run_id, "status": str(status), "error": error or None,
-               "record": saved, "record_error": self.record_error or None,
-               "ranks": self.nranks, "nodes": len(self.nodes), "hosts": self.hosts,
-               "keys": self.keys, "tags": self.cfg.tags, "params": json.loads(self.cfg.to_json()),
-               "iterations": [{k: row[k].item() for k in summary.ITER_DTYPE.names}
-                              for row in rec.iterations],
-               "summary": contract.run_summary(stats, rec.iterations),
-               "warnings": self.warnings, "errors": self.errors,
-               "first_done_note": self.extra.get("first_done_note"), "notes": self.notes,
-               "startup_seconds": self.extra.get("startup_seconds"),
-               "mkdir_seconds": self.extra.get("mkdir_seconds")})
+        out.update((k, values[k]) for k in contract.RUN_ORDER)
         if self.cfg.json_path:
             text = contract.dumps(out)
             if self.cfg.json_path == "-":
@@ -434,6 +427,18 @@ class Ledger:
                                                      f"{self.hosts[0]}: "
                                                      + files.about(self.cfg.json_path, exc))
         return out
+
+    def end(self, final: RunStatus, code: int) -> int:
+        """The run's end on rank 0: the final record and JSON, the failure (if any) in one
+        line; returns `code`, or 1 when the record could not be saved."""
+        message = self.failure_message(final)
+        self.finish(final, message)
+        if message:
+            sys.stderr.write(printable(message) + "\n")
+        if self.record_error:
+            sys.stderr.write(printable(f"mpiwrite: {self.record_error}") + "\n")
+            code = code or 1
+        return code
 
     def failure_message(self, final: RunStatus) -> str:
         """One line naming the first failing rank, its host, path and error."""

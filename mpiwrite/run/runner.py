@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import json
-import mmap
 import os
 import sys
 import time
 from array import array
-from typing import List, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
-from mpiwrite.errors import ConfigError, Interrupted, PeerFailed, error_entry, raise_agreed
+from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import latency, layout, rows
+from mpiwrite.run import latency, layout, prepare, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
@@ -32,7 +32,6 @@ from mpiwrite.run.process import (
     clock,
     parse_inject,
     seconds_since_exec,
-    this_process,
 )
 from mpiwrite.run.progress import Progress
 from mpiwrite.run.writer import (
@@ -44,7 +43,17 @@ from mpiwrite.run.writer import (
     verify_segment,
 )
 from mpiwrite.text import clean, printable
-from mpiwrite.units import format_size
+
+
+class Segment(NamedTuple):
+    """Another rank's data, to read back: the rank, file, offset, bytes, inode, folder."""
+    source: int
+    path: str
+    offset: int
+    nbytes: int
+    ino: int
+    dir_fd: Optional[int]
+    refused: str
 
 
 class Run:
@@ -61,7 +70,7 @@ class Run:
         # phase; docs/architecture.md)
         self._inject = parse_inject(os.environ.get("MPIWRITE_INJECT", ""))
         self.phase = "start-up"
-        self.ledger = None  # rank 0 only: ledger.Ledger
+        self.ledger = prepare.NullLedger()  # rank 0's becomes a ledger.Ledger in setup
         # the data files this rank creates, and their removal (None: this rank's input was bad)
         self.files = layout.RankFiles(cfg, "", self.rank, team.size) if cfg is not None else None
         self.run_id = ""
@@ -90,7 +99,7 @@ class Run:
         self.phase = "checking input"
         raise_agreed(team.agree(problem), team.size)
         mine = self.cfg.to_json()
-        root = team.bcast_text(mine if self.rank == 0 else None)
+        root = team.bcast_text(mine)  # rank 0's
         diff = differing_options(json.loads(root), json.loads(mine))
         raise_agreed(team.agree(f"settings differ from rank 0's: {', '.join(diff)}"
                                 if diff else ""), team.size)
@@ -101,6 +110,8 @@ class Run:
                                       "own data")], team.size)
 
     def setup(self) -> None:
+        """Every rank's set-up, in steps that each return what the next one needs; each
+        problem found is one agreement (exit 2 on every rank)."""
         team, cfg = self.team, self.cfg
         self.phase = "set-up"
         watch_s = cfg.watchdog_seconds()
@@ -108,79 +119,43 @@ class Run:
             team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
         lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
         mpi_library = clean(lines[0] if lines else "unknown")
-        run_id = layout.new_run_id() if self.rank == 0 else ""  # and its key: hashlib on 0 only
-        text = team.bcast_text(f"{run_id} {pattern.run_key(run_id)}" if self.rank == 0 else None)
+        # bcast_text sends rank 0's text: what the other ranks pass is not read; the run's
+        # key is worked out there too (hashlib on rank 0 only: start-up, docs/scaling.md)
+        run_id = layout.new_run_id() if self.rank == 0 else ""
+        text = team.bcast_text(f"{run_id} {pattern.run_key(run_id)}" if run_id else "")
         self.run_id, key = text.split(" ")
         self.files.run_id, self.key = self.run_id, int(key)
-        self.root_host = team.bcast_text(team.host if self.rank == 0 else None)
-        problem = ""
+        self.root_host = team.bcast_text(team.host)
         latency.prepare(cfg.block_size)  # numpy for small blocks' latency folds: loaded now
-        try:  # every rank: memory for the buffer, before anything is written anywhere
-            self.buf = pattern.make_buffer(cfg.block_size, self.key, self.rank, 0,
-                                           fill=team.is_leader)  # others: _share_bodies
-            if cfg.read:  # reads land in a buffer of their own: the pattern stays intact
-                self.rbuf = mmap.mmap(-1, cfg.block_size)
-        except (MemoryError, OSError, ValueError) as exc:
-            problem = (f"--block-size: cannot allocate the {format_size(cfg.block_size)} write "
-                       f"buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
-        facts_text = ""
-        if team.is_leader and not problem:
-            from mpiwrite.facts import nodeinfo
-
-            facts = nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=team.host)
-            self.watch.node_fs = facts.get("fs") or {}
-            self.watch.node_client = facts.get("client") or {}
-            facts_text = json.dumps(facts)
+        # others' pattern bodies come from their node's leader (_share_bodies)
+        self.buf, self.rbuf, problem = prepare.buffers(cfg, self.key, self.rank,
+                                                       fill=team.is_leader)
+        facts = prepare.node_facts(cfg, mpi_library, team.host) \
+            if team.is_leader and not problem else None
+        self.watch.node_fs = (facts or {}).get("fs") or {}
+        self.watch.node_client = (facts or {}).get("client") or {}
         raise_agreed(team.agree(problem), team.size)
-        nodes = spaces = None
-        if team.is_leader:
-            texts = team.gather_texts(facts_text, team.leaders)
-            if texts is not None:
-                nodes = [json.loads(t) for t in texts]
-            # each node's free space on TARGET, and the process that identifies the node's
-            # part of the run (so that a run killed for good is later known as abandoned)
-            texts = team.gather_texts(json.dumps({"space": layout.free_space(cfg.target),
-                                                  "process": this_process()}), team.leaders)
-            if texts is not None:
-                spaces = [json.loads(t) for t in texts]
+        nodes, spaces = prepare.gather_nodes(team, cfg, facts)
         node_rows = team.gather_rows([float(team.node), float(team.local_rank)])
-        problem = ""
-        if self.rank == 0:
-            import numpy as np
-
-            from mpiwrite.facts import nodeinfo
-            from mpiwrite.run import console
-            from mpiwrite.run.ledger import Ledger  # rank 0 only
-
-            console.configure(**self.screen)
-            node_of = node_rows[:, 0].astype(np.int64)
-            ledger = self.ledger = Ledger(cfg, self.argv, self.run_id, team.size, nodes,
-                                          node_of, nodeinfo.common_keys(nodes), mpi_library,
-                                          console.Console(cfg))
-            ledger.processes = [dict(s["process"], host=ledger.hosts[i])
-                                for i, s in enumerate(spaces)]
-            for text in self.given_notes:
-                ledger.note(text)
-            problem = self._prepare_target(ledger, [s["space"] for s in spaces])
+        self.ledger = prepare.ledger(self.rank, cfg, self.argv, self.run_id, team.size, nodes,
+                                     spaces, node_rows, mpi_library, self.screen,
+                                     self.given_notes)
+        problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces) \
+            if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)
-        # every rank must take the same branch at the layout gather: one answer from rank 0
-        kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"]) if self.rank == 0 else None)
+        # every rank must take the same branch at the layout gather: rank 0's answer
+        kind = team.bcast_text(fs_kind(self.ledger.keys.get("fstype", "")))
         self.watch.on_lustre, self.watch.local = kind == "lustre", kind == "local"
         if cfg.read:
             # default: the ranks per node, so that (with ranks placed by node) every rank reads
             # a file written on another node, as IOR's -C with -Q
             per_node = int(team.allreduce_max(team.local_size))
             self.read_shift = cfg.read_shift if cfg.read_shift is not None else per_node
-            if self.rank == 0:
-                self.ledger.check_read_shift(self.read_shift)
+            self.ledger.check_read_shift(self.read_shift)
         self._share_bodies()
-        if self.rank == 0:
-            self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
-                                       self.ledger.keys, self.ledger.nodes[0]["fs"])
+        self.ledger.show_header()
         self.files.open_target()  # TARGET exists now (rank 0's preflight): every rank holds it
-        startup = team.allreduce_max(seconds_since_exec())
-        if self.ledger is not None:
-            self.ledger.extra["startup_seconds"] = startup
+        self.ledger.extra["startup_seconds"] = team.allreduce_max(seconds_since_exec())
         team.barrier()
         self.origin = clock()
 
@@ -196,45 +171,19 @@ class Run:
         team.node_bodies(list(into), lambda r: pattern.body(bs, self.key, r), into, bs)
         self.expect = into.get(self.source) if self.source != self.rank else bytes(self.buf)
 
-    def _prepare_target(self, ledger, spaces) -> str:
-        """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
-
-        Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
-        cfg = self.cfg
-        results_existed = cfg.results is None or os.path.isdir(cfg.results)
-        target_existed = os.path.isdir(cfg.target)
-        try:
-            ledger.check_destinations()
-            layout.check_space(cfg, ledger.node_of, spaces)
-            from mpiwrite.run import stripeopts
-
-            stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
-                                      ledger.keys["fstype"])
-            self.files.target = layout.preflight(cfg, self.run_id, ledger.keys["fstype"])
-            self.files.created_target = not target_existed
-            ledger.extra["mkdir_seconds"] = layout.make_subdirs(cfg, self.run_id,
-                                                                ledger.nranks, stripe,
-                                                                self.files.target)
-            if stripe is not None:
-                ledger.extra["stripe_request"] = stripe
-            ledger.save(RunStatus.RUNNING)
-            if ledger.record_error:
-                raise ConfigError(f"--results: {ledger.record_error}")
-            return ""
-        except ConfigError as exc:
-            message = str(exc)
-        except OSError as exc:
-            message = f"TARGET: cannot create run directories: {exc.strerror}"
-        self.files.remove_subdirs()
-        if self.files.created_target:
-            layout.remove_dir_if_empty(cfg.target)
-        if not results_existed:
-            layout.remove_dir_if_empty(cfg.results)
-        return message
-
     # ------------------------------------------------------------------ one iteration
     def iteration(self, it: int) -> RunStatus:
-        """One iteration on every rank; the run status it leads to (COMPLETE: go on)."""
+        """One iteration on every rank; the run status it leads to (COMPLETE: go on).
+
+        Its messages, in the order every rank makes them (each is collective: a rank that
+        skipped one would hang the others): the clock ping-pong of the leaders; with
+        --layout shared, rank 0's create (bcast); the write phase (barrier, progress to rank
+        0, the agreed outcome); with --read, the read phase (allgather of sizes, then the
+        same); with --verify, its allgather and barrier, then one allreduce of mismatches;
+        after a failure, the error entries (gather); the rank rows (gather), the samples
+        (gatherv), with --read the read samples (gatherv); the node watch (counters from the
+        leaders, iteration 0 the layouts, the latency histograms); the clean-up barrier;
+        rank 0's answer (bcast)."""
         team, cfg = self.team, self.cfg
         self.iteration_now = it
         self.phase = f"iteration {it}: clock offsets"
@@ -250,27 +199,7 @@ class Run:
             plan, shared_failed = self._create_shared(plan, it, folder, refused)
         pattern.HEADER.pack_into(self.buf, 0, pattern.MAGIC, self.rank, self.key, 0, it)
         before = self.watch.before()
-
-        def write(poll):
-            nonlocal folder
-            if refused:
-                res = StreamResult(path=plan.path)
-                res.fail("open", OSError(errno.ESTALE, refused))
-                return res
-            if shared_failed:
-                return StreamResult(path=plan.path, stopped_by="abort")
-            res = engine(cfg.engine)(plan, self.buf, poll)
-            if (res.error_phase == "open" and res.error_errno == errno.ENOENT and plan.create
-                    and folder is not None):
-                # a concurrent run sharing TARGET removed it (empty) just now: make it again
-                folder, problem = self.files.folder_for(plan.path)
-                if folder is not None:
-                    res = engine(cfg.engine)(dataclasses.replace(plan, dir_fd=folder.fd),
-                                             self.buf, poll)
-            if res.created:
-                self.files.add_created(plan.path, folder)
-            return res
-
+        write = functools.partial(self._write, plan, folder, refused, shared_failed)
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
         node_cpu, client_delta = self.watch.after(before)
         read, read_source = None, -1
@@ -290,9 +219,9 @@ class Run:
         self.phase = f"iteration {it}: gather"
         if any_failed or any_signal or bad_verify:
             entry = rows.rank_error(it, self.rank, team.host, res, verify, read)
-            texts = team.gather_texts(json.dumps(entry) if entry else "")
-            if texts is not None:
-                self.ledger.add_errors([json.loads(t) for t in texts if t], offsets, self.origin)
+            texts = team.gather_texts(json.dumps(entry) if entry else "")  # None but on 0
+            self.ledger.add_errors([json.loads(t) for t in texts or () if t], offsets,
+                                   self.origin)
         row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu, read,
                             read_source)
         gathered = team.gather_rows(row)
@@ -303,14 +232,47 @@ class Run:
                           self.ledger)
         self.phase = f"iteration {it}: clean-up"
         self.files.after_iteration(plan.path, team.barrier)
-        status = RunStatus.COMPLETE
-        if self.rank == 0:
-            self.phase = f"iteration {it}: record"
-            flat, counts = samples
-            status = self.ledger.add_iteration(
-                it, gathered, flat, counts, offsets, self.origin, bool(self.signals.received),
-                window=tuple(t - self.origin for t in window), read_samples=read_samples)
-        return RunStatus(team.bcast_text(status.value if self.rank == 0 else None))
+        self.phase = f"iteration {it}: record"  # rank 0's; the others wait for its answer
+        status = self.ledger.add_iteration(
+            it, gathered, samples, offsets, self.origin, bool(self.signals.received),
+            window=tuple(t - self.origin for t in window), read_samples=read_samples)
+        return RunStatus(team.bcast_text(status.value))
+
+    def _write(self, plan, folder, refused: str, shared_failed: bool, poll) -> StreamResult:
+        """This rank's write stream (a refused folder or a failed shared create: no write)."""
+        if refused:
+            res = StreamResult(path=plan.path)
+            res.fail("open", OSError(errno.ESTALE, refused))
+            return res
+        if shared_failed:
+            return StreamResult(path=plan.path, stopped_by="abort")
+        res = engine(self.cfg.engine)(plan, self.buf, poll)
+        if (res.error_phase == "open" and res.error_errno == errno.ENOENT and plan.create
+                and folder is not None):
+            # a concurrent run sharing TARGET removed it (empty) just now: make it again
+            folder, problem = self.files.folder_for(plan.path)
+            if folder is not None:
+                res = engine(self.cfg.engine)(dataclasses.replace(plan, dir_fd=folder.fd),
+                                              self.buf, poll)
+        if res.created:
+            self.files.add_created(plan.path, folder)
+        return res
+
+    def _poll(self, progress: Progress, now: float, nbytes: int) -> bool:
+        """The stream's poll in a timed phase: True stops it (a signal, a peer's failure, an
+        abort); else progress, once per interval."""
+        if self.signals.received:
+            self.team.raise_abort()
+            return True
+        try:
+            self.team.check()
+        except (PeerFailed, Interrupted) as exc:
+            self.stop_reason = exc  # raised once the stream has closed its file
+            return True
+        if self.team.poll_abort():
+            return True
+        progress.poll(now, nbytes)
+        return False
 
     def _timed_phase(self, it: int, name: str, stream, path: str):
         """One timed phase on every rank: a barrier, the stream (which polls for aborts,
@@ -318,23 +280,7 @@ class Run:
         agreed outcome.  Returns (result, any rank failed, any rank signalled, rank 0's
         (start, end) bracket of the phase on its own clock)."""
         team, cfg = self.team, self.cfg
-        progress = Progress(team, cfg.progress_interval,
-                            self.ledger.progress if self.rank == 0 else None)
-
-        def poll(now: float, nbytes: int) -> bool:
-            if self.signals.received:
-                team.raise_abort()
-                return True
-            try:
-                team.check()
-            except (PeerFailed, Interrupted) as exc:
-                self.stop_reason = exc  # raised once the stream has closed its file
-                return True
-            if team.poll_abort():
-                return True
-            progress.poll(now, nbytes)
-            return False
-
+        progress = Progress(team, cfg.progress_interval, self.ledger.progress)
         self.phase = f"iteration {it}: {name}"
         team.arm_abort()
         window_start = clock()  # rank 0's bracket of the phase (the clock check)
@@ -346,7 +292,7 @@ class Run:
                             lambda: self._stuck_message(path, watch_s, name))
         progress.start()
         try:
-            res = stream(poll)
+            res = stream(functools.partial(self._poll, progress))
             if self.stop_reason is not None:
                 raise self.stop_reason
             self.finished_writing = True
@@ -366,31 +312,37 @@ class Run:
     def _read_phase(self, it: int, res: StreamResult, plan):
         """Every rank reads the segment `read_shift` ranks away (by default on the next node),
         after an optional drop of its own written pages."""
-        team, cfg = self.team, self.cfg
+        cfg = self.cfg
         self.phase = f"iteration {it}: prepare read"
         if cfg.drop_cache and cfg.engine == "posix":
             from mpiwrite.run.writer import drop_cache
 
             why = drop_cache(plan.path, plan.offset, res.bytes, plan.dir_fd) if res.bytes \
                 else ""
-            if why and self.rank == 0:
+            if why:
                 self.ledger.warn(f"--drop-cache: {plan.path}: {why}")
-        written = team.allgather_texts(f"{res.bytes} {res.ino}")
-        source = (self.rank + self.read_shift) % team.size
-        nbytes, ino = (int(x) for x in written[source].split())
-        path = layout.data_path(cfg, self.run_id, team.size, source, it)
-        folder, refused = self._folder(path, make=False)
-        rplan = ReadPlan(path=path, offset=source * cfg.size if cfg.layout == "shared" else 0,
-                         nbytes=nbytes, block_size=cfg.block_size,
-                         sample_interval=cfg.sample_interval, direct=cfg.direct,
-                         check=(self.key, source, it) if cfg.verify else None,
-                         expect=self.expect if source == self.source else None,
-                         dir_fd=folder.fd if folder is not None else None, expect_ino=ino,
-                         refuse=refused)
+        seg = self._segment(it, res, self.read_shift)
+        rplan = ReadPlan(path=seg.path, offset=seg.offset, nbytes=seg.nbytes,
+                         block_size=cfg.block_size, sample_interval=cfg.sample_interval,
+                         direct=cfg.direct, check=(self.key, seg.source, it) if cfg.verify
+                         else None, dir_fd=seg.dir_fd, expect_ino=seg.ino, refuse=seg.refused,
+                         expect=self.expect if seg.source == self.source else None)
         read, failed, signalled, _ = self._timed_phase(
             it, "read", lambda poll: read_engine(cfg.engine)(rplan, self.rbuf, poll),
             rplan.path)
-        return read, source, failed, signalled
+        return read, seg.source, failed, signalled
+
+    def _segment(self, it: int, res: StreamResult, shift: int) -> Segment:
+        """The segment `shift` ranks away as its writer left it (one allgather of every
+        rank's bytes and inode), and its folder, held open or refused."""
+        team, cfg = self.team, self.cfg
+        written = team.allgather_texts(f"{res.bytes} {res.ino}")
+        source = (self.rank + shift) % team.size
+        nbytes, ino = (int(x) for x in written[source].split())
+        path = layout.data_path(cfg, self.run_id, team.size, source, it)
+        folder, refused = self._folder(path, make=False)
+        return Segment(source, path, source * cfg.size if cfg.layout == "shared" else 0, nbytes,
+                       ino, folder.fd if folder is not None else None, refused)
 
     def _folder(self, path: str, make: bool = True):
         """(open folder of a data file, '') or (None, why it is refused); (None, '') for the
@@ -403,28 +355,28 @@ class Run:
         """Rank 0 creates the shared file (O_EXCL); every rank learns its device and inode,
         so a file swapped for a symlink or another file between create and open is refused."""
         team = self.team
-        ident, err = "", ""
-        if self.rank == 0 and refused:
-            err = refused
-        elif self.rank == 0:
-            try:
-                fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                    | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
-                self.files.add_created(plan.path, folder)
-                st = os.fstat(fd)
-                os.close(fd)
-                ident = f"{st.st_dev}:{st.st_ino}"
-            except OSError as exc:
-                err = exc.strerror or str(exc)
-        text = team.bcast_text(f"{ident}\n{err}" if self.rank == 0 else None)
+        text = team.bcast_text(self._create(plan, folder, refused) if self.rank == 0 else "")
         ident, err = text.split("\n", 1)
         if err:
-            if self.rank == 0:
-                self.ledger.errors.append(error_entry(0, team.host, "create", err,
-                                                      iteration=it, path=plan.path))
+            self.ledger.add_errors([error_entry(0, team.host, "create", err, iteration=it,
+                                                path=plan.path)])
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
         return dataclasses.replace(plan, expect_inode=(dev, ino)), False
+
+    def _create(self, plan, folder, refused: str) -> str:
+        """Rank 0: the shared file made (O_EXCL); 'device:inode\n' or '\nwhy not'."""
+        if refused:
+            return f"\n{refused}"
+        try:
+            fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
+            self.files.add_created(plan.path, folder)
+            st = os.fstat(fd)
+            os.close(fd)
+            return f"{st.st_dev}:{st.st_ino}\n"
+        except OSError as exc:
+            return f"\n{exc.strerror or str(exc)}"
 
     def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
         """What the watchdog says: a rank still writing names itself; a rank that finished
@@ -453,18 +405,12 @@ class Run:
 
     def verify(self, it: int, res: StreamResult):
         """Read back (own data, or the rank --verify-shift away) after a barrier."""
-        team, cfg = self.team, self.cfg
-        written = team.allgather_texts(f"{res.bytes} {res.ino}")
-        source = (self.rank + cfg.verify_shift) % team.size
-        nbytes, ino = (int(x) for x in written[source].split())
-        path = layout.data_path(cfg, self.run_id, team.size, source, it)
-        offset = source * cfg.size if cfg.layout == "shared" else 0
-        folder, refused = self._folder(path, make=False)
-        team.barrier()
-        return verify_segment(path, offset, nbytes, cfg.block_size, self.key, source, it,
-                              dir_fd=folder.fd if folder is not None else None,
-                              expect_ino=ino, refuse=refused,
-                              expect=self.expect if source == self.source else None)
+        seg = self._segment(it, res, self.cfg.verify_shift)
+        self.team.barrier()
+        return verify_segment(seg.path, seg.offset, seg.nbytes, self.cfg.block_size, self.key,
+                              seg.source, it, dir_fd=seg.dir_fd, expect_ino=seg.ino,
+                              refuse=seg.refused,
+                              expect=self.expect if seg.source == self.source else None)
 
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
@@ -487,13 +433,7 @@ class Run:
         if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         self.team.barrier()
-        if self.rank == 0:
+        if self.ledger.keeps_record:  # rank 0: the run's folders are its own
             self.files.remove_run_folders(self.ledger.warn)
-            message = self.ledger.failure_message(final)
-            self.ledger.finish(final, message)
-            if message:
-                sys.stderr.write(printable(message) + "\n")
-            if self.ledger.record_error:
-                sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
-                code = code or 1
+        code = self.ledger.end(final, code)
         return int(self.team.allreduce_max(code))

@@ -23,6 +23,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
+from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
 from mpiwrite.run.parallel import Team
@@ -67,7 +68,7 @@ def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
     except FileNotFoundError:
         return done, []
     for name in names:
-        if not (name.startswith("mpiwrite-") and name.endswith(".h5")):
+        if not names.looks_like_record(name):
             continue
         try:
             rec = records.read(os.path.join(results, name))
@@ -80,7 +81,7 @@ def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
             others.add(str(tags.get("study_hash")))
             continue
         mine = True
-        if rec.status == "complete" and not new:
+        if rec.status == RunStatus.COMPLETE and not new:
             try:
                 done.add((int(tags["study_point"]), int(tags["study_repeat"])))
             except (KeyError, ValueError):

@@ -1,0 +1,148 @@
+"""A run's set-up, in steps that each return what the next one needs (runner.Run.setup
+calls them in order; every problem is one agreement there).
+
+Each rank gets its buffers; node leaders read their node's facts and rank 0 gathers them;
+rank 0 gets the run's ledger (ledger.Ledger) and every other rank a NullLedger, which takes
+the same calls and keeps nothing (the null-object habit: the steps need no `rank == 0` test
+around each call); rank 0 then checks the destinations and prepares TARGET.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from mpiwrite.errors import ConfigError
+from mpiwrite.formats import pattern
+from mpiwrite.formats.status import RunStatus
+from mpiwrite.run import layout
+from mpiwrite.run.config import RunConfig
+from mpiwrite.run.process import this_process
+from mpiwrite.units import format_size
+
+
+def buffers(cfg: RunConfig, key: int, rank: int, fill: bool = True) -> Tuple[Any, Any, str]:
+    """Every rank: (write buffer, read buffer or None, '') before anything is written
+    anywhere, or (None, None, the problem). fill=False: only the header (the body comes
+    from the node's leader: runner.Run._share_bodies)."""
+    try:
+        buf = pattern.make_buffer(cfg.block_size, key, rank, 0, fill=fill)
+        rbuf = None
+        if cfg.read:  # reads land in a buffer of their own: the pattern stays intact
+            import mmap
+
+            rbuf = mmap.mmap(-1, cfg.block_size)
+    except (MemoryError, OSError, ValueError) as exc:
+        return None, None, (f"--block-size: cannot allocate the {format_size(cfg.block_size)} "
+                            f"write buffer: {getattr(exc, 'strerror', None) or 'out of memory'}")
+    return buf, rbuf, ""
+
+
+def node_facts(cfg: RunConfig, mpi_library: str, host: str) -> Dict[str, Any]:
+    """A node leader: its node's facts."""
+    from mpiwrite.facts import nodeinfo
+
+    return nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=host)
+
+
+def gather_nodes(team, cfg: RunConfig, facts: Optional[Dict[str, Any]]):
+    """The node leaders' facts, and each node's free space on TARGET and the process that
+    identifies the node's part of the run (so that a run killed for good is later known as
+    abandoned): (nodes, spaces) on rank 0, ([], []) elsewhere."""
+    if not team.is_leader:
+        return [], []
+    texts = team.gather_texts(json.dumps(facts), team.leaders)
+    spaces = team.gather_texts(json.dumps({"space": layout.free_space(cfg.target),
+                                           "process": this_process()}), team.leaders)
+    return [json.loads(t) for t in texts or ()], [json.loads(t) for t in spaces or ()]
+
+
+def ledger(rank: int, cfg: RunConfig, argv: List[str], run_id: str, nranks: int, nodes,
+           spaces, node_rows, mpi_library: str, screen: Dict[str, Any], notes: Sequence[str]):
+    """Rank 0's Ledger (and its console); every other rank's NullLedger."""
+    if rank != 0:
+        return NullLedger()
+    import numpy as np
+
+    from mpiwrite.facts import nodeinfo
+    from mpiwrite.run import console
+    from mpiwrite.run.ledger import Ledger  # rank 0 only
+
+    console.configure(**screen)
+    led = Ledger(cfg, argv, run_id, nranks, nodes, node_rows[:, 0].astype(np.int64),
+                 nodeinfo.common_keys(nodes), mpi_library, console.Console(cfg))
+    led.processes = [dict(s["process"], host=led.hosts[i]) for i, s in enumerate(spaces)]
+    for text in notes:
+        led.note(text)
+    return led
+
+
+def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces) -> str:
+    """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
+
+    Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
+    results_existed = cfg.results is None or os.path.isdir(cfg.results)
+    target_existed = os.path.isdir(cfg.target)
+    try:
+        led.check_destinations()
+        layout.check_space(cfg, led.node_of, [s["space"] for s in spaces])
+        from mpiwrite.run import stripeopts
+
+        stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
+                                  led.keys["fstype"])
+        files.target = layout.preflight(cfg, run_id, led.keys["fstype"])
+        files.created_target = not target_existed
+        led.extra["mkdir_seconds"] = layout.make_subdirs(cfg, run_id, led.nranks, stripe,
+                                                         files.target)
+        if stripe is not None:
+            led.extra["stripe_request"] = stripe
+        led.save(RunStatus.RUNNING)
+        if led.record_error:
+            raise ConfigError(f"--results: {led.record_error}")
+        return ""
+    except ConfigError as exc:
+        message = str(exc)
+    except OSError as exc:
+        message = f"TARGET: cannot create run directories: {exc.strerror}"
+    files.remove_subdirs()
+    if files.created_target:
+        layout.remove_dir_if_empty(cfg.target)
+    if not results_existed:
+        layout.remove_dir_if_empty(cfg.results)
+    return message
+
+
+class NullLedger:
+    """The ledger of every rank but 0: takes every call rank 0's Ledger takes from the steps
+    (runner.py, guard.py), keeps nothing."""
+
+    keeps_record = False  # rank 0's Ledger: True
+
+    def __init__(self) -> None:
+        self.extra: Dict[str, Any] = {}  # written to, never read
+        self.keys: Dict[str, str] = {}  # rank 0's answers reach the other ranks by broadcast
+
+    def progress(self, latest, done, elapsed: float) -> None:
+        pass
+
+    def warn(self, text: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def add_errors(self, entries, offsets=None, origin: float = 0.0) -> None:
+        pass
+
+    def add_iteration(self, it: int, *args, **kwargs) -> RunStatus:
+        return RunStatus.COMPLETE  # rank 0's answer is broadcast (runner.Run.iteration)
+
+    def check_read_shift(self, read_shift: int) -> None:
+        pass
+
+    def show_header(self) -> None:
+        pass
+
+    def end(self, final: RunStatus, code: int) -> int:
+        return code
