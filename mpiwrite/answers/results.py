@@ -24,7 +24,6 @@ from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
-
 # Keys an imported record states itself (what params cannot say: "unknown").
 IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
 
@@ -126,8 +125,14 @@ class Store:
 
     def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
         try:
-            rec = self._run_level(path, index) if level == "run" else records.read(path)
-            keys = run_keys(rec)
+            if level == "run":
+                rec, keys = self._run_level(path, index)
+            else:
+                rec, keys = records.read(path), None
+            if keys is None:
+                keys = run_keys(rec)
+                if level == "run" and index is not None:
+                    index.put(os.path.abspath(path), rec.identity, rec, keys)
         except RecordError as exc:
             self._bad(path, str(exc), warn)
             return
@@ -145,23 +150,21 @@ class Store:
         self._keys[id(rec)] = keys
 
     @staticmethod
-    def _run_level(path: str, index) -> records.RunRecord:
+    def _run_level(path: str, index):
+        """(record, its keys when the index had them, else None)."""
         from mpiwrite.formats import runlevel
 
-        key = os.path.abspath(path)
         if index is not None:
             try:
                 st = os.stat(path)
             except OSError:
                 st = None  # runlevel.read names what is wrong
             if st is not None and stat.S_ISREG(st.st_mode):
-                rec = index.get(key, path, runlevel.identity(st))
-                if rec is not None:
-                    return rec
-        rec, material, ident = runlevel.read(path)
-        if index is not None:
-            index.put(key, ident, material, rec.status)
-        return rec
+                got = index.get(os.path.abspath(path), path, runlevel.identity(st))
+                if got is not None:
+                    return got
+        rec, _material, _ident = runlevel.read(path)
+        return rec, None
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))
