@@ -273,7 +273,8 @@ class Index:
                "counters": rec.client_counters}
         try:
             text = json.dumps(doc)
-            if not _same(json.loads(text), doc):  # e.g. a tuple: not kept, read each time
+            back = json.loads(text)
+            if back != doc and not _same(back, doc):  # a tuple, say: read each time
                 return
         except (TypeError, ValueError, RecursionError):
             return
@@ -338,6 +339,34 @@ def _unpack(shown: str, ident: Tuple[int, ...], doc: bytes, its: bytes, stats: b
     clock = np.asarray(d["clock"], dtype=float).reshape(len(nodes), 2) if nodes else None
     rec = runlevel.RunLevel(attrs, iterations, nodes, clock, shown, ident, rstats, counters)
     return rec, keys
+
+
+def lookup(paths: List[str], level: str, index: Optional[Index]) -> List[Tuple[str, Any]]:
+    """Per path: ("hit", (record, keys)) from the index, or ("answer", a worker's answer):
+    libhdf5 reads a record that is not served from the index only in a child process
+    first (formats/isolated.py), several records at once."""
+    from mpiwrite.formats import isolated
+
+    out: List[Tuple[str, Any]] = [("", None)] * len(paths)
+    ask: List[int] = []
+    for n, path in enumerate(paths):
+        got = None
+        if index is not None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None  # the worker names what is wrong
+            if st is not None and stat.S_ISREG(st.st_mode):
+                got = index.get(os.path.abspath(path), path, runlevel.identity(st))
+        if got is not None:
+            out[n] = ("hit", got)
+        else:
+            ask.append(n)
+    op = "runlevel" if level == "run" else "whole"
+    answers = isolated.pool().run([(op, paths[n]) for n in ask]) if ask else []
+    for n, answer in zip(ask, answers):
+        out[n] = ("answer", answer)
+    return out
 
 
 def open_index(option: Any = None, warn=_say) -> Optional[Index]:

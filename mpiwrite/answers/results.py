@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mpiwrite.answers.index import lookup
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys
@@ -67,6 +67,7 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
 
 
 LEVELS = ("run", "full")
+BATCH = 1024  # records read at a time (the workers' answers held in memory)
 # metrics whose values come from the per-rank table: a store for them reads whole records
 PER_RANK_METRICS = ("per-node", "cpu-per-GB")
 
@@ -108,8 +109,11 @@ class Store:
                 cache, _say if warn else (lambda _text: None))
         self.index = index
         try:
-            for path in find(paths, option, self.leftovers):
-                self._add(path, level, index, warn, by_id)
+            found = find(paths, option, self.leftovers)
+            for at in range(0, len(found), BATCH):
+                batch = found[at:at + BATCH]
+                for path, got in zip(batch, lookup(batch, level, index)):
+                    self._add(path, got, level, index, warn, by_id)
         finally:
             if index is not None:
                 index.close()
@@ -123,12 +127,20 @@ class Store:
                                  "each run is counted once\n")
         self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
 
-    def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
+    def _add(self, path: str, got: Tuple[str, Any], level: str, index, warn: bool,
+             by_id) -> None:
+        from mpiwrite.formats import isolated, runlevel
+
         try:
-            if level == "run":
-                rec, keys = self._run_level(path, index)
+            keys = None
+            if got[0] == "hit":
+                rec, keys = got[1]
+            elif level == "run":
+                rec = runlevel.answered(path, got[1])
+            elif got[1]["ok"]:  # read whole here, as the worker read it (the same file)
+                rec = records.read(path, expect=isolated._ident(got[1]))
             else:
-                rec, keys = records.read(path), None
+                raise RecordError(str(got[1].get("error")))
             if keys is None:
                 keys = run_keys(rec)
                 if level == "run" and index is not None:
@@ -148,23 +160,6 @@ class Store:
         by_id[rec.run_id] = rec
         self.runs.append(rec)
         self._keys[id(rec)] = keys
-
-    @staticmethod
-    def _run_level(path: str, index):
-        """(record, its keys when the index had them, else None)."""
-        from mpiwrite.formats import runlevel
-
-        if index is not None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None  # runlevel.read names what is wrong
-            if st is not None and stat.S_ISREG(st.st_mode):
-                got = index.get(os.path.abspath(path), path, runlevel.identity(st))
-                if got is not None:
-                    return got
-        rec, _material, _ident = runlevel.read(path)
-        return rec, None
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))

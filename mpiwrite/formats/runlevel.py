@@ -116,7 +116,9 @@ class RunLevel(records.RunRecord):
                 before = identity(os.stat(self.path))
             except OSError as exc:
                 raise RecordError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-            rec = records.read(self.path)
+            from mpiwrite.formats import isolated
+
+            rec = isolated.read_whole(self.path)
             if before != self.identity or rec.run_id != self.run_id:
                 raise RecordError(f"{self.path}: changed since it was read; run the command "
                                   "again")
@@ -139,6 +141,16 @@ def stats_of(rec: records.RunRecord) -> np.ndarray:
 # -- reading a file ---------------------------------------------------------------------------
 def read(path: str):
     """(record, material, identity) of the file at path; RecordError naming what is wrong."""
+    material, ident = read_material(path)
+    if material is None:
+        return _whole_file(path, ident)
+    return build(path, material, ident), material, ident
+
+
+def read_material(path: str):
+    """(material, identity) of the file at path, after the HDF5-level checks only (what a
+    worker of formats/isolated.py does; the values are checked by `build`); material None
+    for a record too large to be read as an image."""
     try:
         fd = files.open_regular(path)
     except OSError as exc:
@@ -146,7 +158,7 @@ def read(path: str):
     try:
         st = os.fstat(fd)
         if st.st_size > IMAGE_LIMIT:
-            return _whole_file(path, st)
+            return None, identity(st)
         chunks = []
         while True:
             data = os.read(fd, 1 << 22)
@@ -163,16 +175,32 @@ def read(path: str):
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
         raise RecordError(f"{path}: damaged or incomplete record ({exc})") from None
-    ident = identity(st)
-    return build(path, material, ident), material, ident
+    return material, identity(st)
 
 
-def _whole_file(path: str, st) -> tuple:
-    rec = records.read(path)
-    lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, identity(st),
+def _whole_file(path: str, ident: Tuple[int, ...], reader=None) -> tuple:
+    rec = (reader or (lambda p: records.read(p, expect=ident)))(path)
+    lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, ident,
                    rank_stats(rec.ranks, rec.iterations), rec.client_counters)
     lvl._whole = rec
-    return lvl, None, identity(st)  # no material: not kept in the index
+    return lvl, None, ident  # no material: not read as an image
+
+
+def answered(path: str, got: Dict[str, Any]) -> RunLevel:
+    """The record from a worker's answer (formats/isolated.py), checked here as a row of the
+    index is: the worker ran libhdf5 on the file, it is not trusted for anything else."""
+    from mpiwrite.formats import isolated
+
+    if not got.get("ok"):
+        raise RecordError(str(got.get("error")))
+    ident = isolated._ident(got)
+    if got.get("whole"):  # too large for an image: the worker read it whole, as here
+        return _whole_file(path, ident)[0]
+    try:
+        material = decode(got["doc"], isolated.unb64(got["its"]), isolated.unb64(got["stats"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") from None
+    return build(path, material, ident)
 
 
 def extract(path: str, data: bytes) -> Dict[str, Any]:
