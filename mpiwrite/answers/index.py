@@ -30,10 +30,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-import numpy as np
-
 from mpiwrite import SCHEMA_VERSION, __version__
-from mpiwrite.formats import runlevel
+from mpiwrite.formats import isolated, runlevel
 from mpiwrite.text import printable
 
 ENV = "MPIWRITE_CACHE"
@@ -46,8 +44,8 @@ BUSY_MS = 10000
 OFF = ("off", "no", "none", "0", "false")
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER,"
            " size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, reader TEXT, run_id TEXT,"
-           " status TEXT, doc TEXT, iterations BLOB, rank_stats BLOB, mac BLOB)")
-_COLUMNS = "dev, ino, size, mtime_ns, ctime_ns, reader, doc, iterations, rank_stats, mac"
+           " status TEXT, doc TEXT, keys TEXT, iterations BLOB, rank_stats BLOB, mac BLOB)")
+_COLUMNS = "dev, ino, size, mtime_ns, ctime_ns, reader, doc, keys, iterations, rank_stats, mac"
 
 
 def folder_for(option: Any = None) -> Optional[str]:
@@ -114,12 +112,11 @@ def _key(folder: str) -> bytes:
     raise OSError(errno.EIO, f"{KEY_NAME} could not be read")
 
 
-def seal(key: bytes, path: str, ident: Tuple[int, ...], doc: bytes, its: bytes,
-         stats: bytes) -> bytes:
+def seal(key: bytes, path: str, ident: Tuple[int, ...], *parts: bytes) -> bytes:
     """The HMAC of a row: what it is of (path, file identity, reader) and what it holds."""
-    head = "\0".join([path, *map(str, ident), READER, str(len(doc)), str(len(its)),
-                      str(len(stats)), ""]).encode("utf-8", "surrogateescape")
-    return hmac.digest(key, b"".join((head, doc, its, stats)), "sha256")
+    head = "\0".join([path, *map(str, ident), READER, *(str(len(p)) for p in parts),
+                      ""]).encode("utf-8", "surrogateescape")
+    return hmac.digest(key, b"".join((head, *parts)), "sha256")
 
 
 class Index:
@@ -247,12 +244,16 @@ class Index:
             self.misses += 1
             return None
         try:
-            doc, its, stats, mac = row[6].encode("utf-8", "surrogateescape"), *row[7:10]
+            doc, keys = (t.encode("utf-8", "surrogateescape") for t in row[6:8])
+            its, stats, mac = row[8:11]
             if not (isinstance(its, bytes) and isinstance(stats, bytes)
-                    and isinstance(mac, bytes)) or \
-                    not hmac.compare_digest(mac, seal(self.key, key, ident, doc, its, stats)):
+                    and isinstance(mac, bytes)) or not hmac.compare_digest(
+                        mac, seal(self.key, key, ident, doc, keys, its, stats)):
                 raise ValueError("the row's seal does not verify")
-            got = _unpack(shown, ident, doc, its, stats)
+            got = runlevel.from_doc(shown, ident, json.loads(doc), its, stats), \
+                json.loads(keys)
+            if not isinstance(got[1], dict):
+                raise ValueError("not an index row")
         except Exception:  # noqa: BLE001 - any row that does not verify is not used
             self.invalid += 1
             return None
@@ -267,21 +268,15 @@ class Index:
             return
         if time.time() - ident[3] / 1e9 < SETTLE:
             return
-        clock = rec.node_clock
-        doc = {"attrs": rec.attrs, "nodes": rec.nodes, "keys": keys,
-               "clock": clock.tolist() if clock is not None else None,
-               "counters": rec.client_counters}
-        try:
-            text = json.dumps(doc)
-            back = json.loads(text)
-            if back != doc and not _same(back, doc):  # a tuple, say: read each time
-                return
-        except (TypeError, ValueError, RecursionError):
+        text = getattr(rec, "row_text", None) or _text(runlevel.doc_of(rec))
+        keys_text = _text(keys)
+        if text is None or keys_text is None:  # a tuple, say: not kept, read each time
             return
         its, stats = rec.iterations.tobytes(), rec.rank_stats.tobytes()
-        mac = seal(self.key, key, ident, text.encode("utf-8", "surrogateescape"), its, stats)
-        self.pending.append((key, *ident, READER, rec.run_id, rec.status, text, its, stats,
-                             mac))
+        doc, kdoc = (t.encode("utf-8", "surrogateescape") for t in (text, keys_text))
+        mac = seal(self.key, key, ident, doc, kdoc, its, stats)
+        self.pending.append((key, *ident, READER, rec.run_id, rec.status, text, keys_text,
+                             its, stats, mac))
 
     def close(self) -> None:
         """Write the new rows (one transaction) and close; a busy index keeps its rows."""
@@ -290,7 +285,7 @@ class Index:
             try:
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("INSERT OR REPLACE INTO runs VALUES "
-                               "(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                self.pending)
                 db.execute("COMMIT")
             except sqlite3.OperationalError as exc:
@@ -313,32 +308,9 @@ class Index:
             self.db = None
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether JSON read back (a) is the value written (b): of the same types, NaN equal."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b or (isinstance(a, float) and a != a and b != b)
-
-
-def _unpack(shown: str, ident: Tuple[int, ...], doc: bytes, its: bytes, stats: bytes):
-    """(record, keys) of a verified row, with the checks of its types (cheap: the row is what
-    this reader wrote after every check of a record)."""
-    d = json.loads(doc)
-    attrs, nodes, keys, counters = d["attrs"], d["nodes"], d["keys"], d["counters"]
-    if not (isinstance(attrs, dict) and isinstance(nodes, list) and isinstance(keys, dict)
-            and isinstance(counters, list) and all(isinstance(n, dict) for n in nodes)):
-        raise ValueError("not an index row")
-    iterations = np.frombuffer(its, runlevel.ITER_DTYPE).copy()
-    rstats = np.frombuffer(stats, runlevel.RSTAT_DTYPE).copy()
-    if len(rstats) != len(iterations):
-        raise ValueError("table lengths differ")
-    clock = np.asarray(d["clock"], dtype=float).reshape(len(nodes), 2) if nodes else None
-    rec = runlevel.RunLevel(attrs, iterations, nodes, clock, shown, ident, rstats, counters)
-    return rec, keys
+def _text(value: Any) -> Optional[str]:
+    """JSON text of value if it reads back exactly (runlevel.json_text), else None."""
+    return isolated.json_text(value)
 
 
 def lookup(paths: List[str], level: str, index: Optional[Index]) -> List[Tuple[str, Any]]:

@@ -198,6 +198,27 @@ def _answer(line: bytes, path: str) -> Dict[str, Any]:
     return {"ok": False, "error": f"{path}: the record reader gave no answer"}
 
 
+def json_text(value: Any) -> Optional[str]:
+    """JSON text of value if it reads back as the very value (types kept, NaN equal), else
+    None (a tuple, a dict key that is not text)."""
+    try:
+        text = json.dumps(value)
+        back = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if back == value or _same(back, value) else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and a != a and b != b)
+
+
 _POOL: Optional[Pool] = None
 
 

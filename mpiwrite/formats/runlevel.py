@@ -187,8 +187,8 @@ def _whole_file(path: str, ident: Tuple[int, ...], reader=None) -> tuple:
 
 
 def answered(path: str, got: Dict[str, Any]) -> RunLevel:
-    """The record from a worker's answer (formats/isolated.py), checked here as a row of the
-    index is: the worker ran libhdf5 on the file, it is not trusted for anything else."""
+    """The record from a worker's answer (formats/isolated.py): the worker read the file and
+    checked every value (`build`); here the answer's types are checked, as an index row's."""
     from mpiwrite.formats import isolated
 
     if not got.get("ok"):
@@ -197,10 +197,40 @@ def answered(path: str, got: Dict[str, Any]) -> RunLevel:
     if got.get("whole"):  # too large for an image: the worker read it whole, as here
         return _whole_file(path, ident)[0]
     try:
-        material = decode(got["doc"], isolated.unb64(got["its"]), isolated.unb64(got["stats"]))
+        doc = got["doc"]
+        rec = from_doc(path, ident, json.loads(doc), isolated.unb64(got["its"]),
+                       isolated.unb64(got["stats"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") from None
-    return build(path, material, ident)
+    rec.row_text = doc if got.get("keep") else None
+    return rec
+
+
+def doc_of(rec: RunLevel) -> Dict[str, Any]:
+    """What a checked record's run-level part is, as JSON: the index's rows and the
+    workers' answers (the tables go as bytes)."""
+    clock = rec.node_clock
+    return {"attrs": rec.attrs, "nodes": rec.nodes,
+            "clock": clock.tolist() if clock is not None else None,
+            "counters": rec.client_counters}
+
+
+def from_doc(shown: str, ident, d: Any, its: bytes, stats: bytes) -> RunLevel:
+    """A record from a checked run-level part (doc_of, tables as bytes), with the checks of
+    its types only: what an index row that verified, or a worker, gives."""
+    if not isinstance(d, dict):
+        raise ValueError("not a run-level part")
+    attrs, nodes, counters = d["attrs"], d["nodes"], d["counters"]
+    if not (isinstance(attrs, dict) and isinstance(nodes, list) and isinstance(counters, list)
+            and all(isinstance(n, dict) for n in nodes)
+            and all(isinstance(c, dict) for c in counters)):
+        raise ValueError("not a run-level part")
+    iterations = np.frombuffer(its, ITER_DTYPE).copy()
+    rstats = np.frombuffer(stats, RSTAT_DTYPE).copy()
+    if len(rstats) != len(iterations):
+        raise ValueError("table lengths differ")
+    clock = np.asarray(d["clock"], dtype=float).reshape(len(nodes), 2) if nodes else None
+    return RunLevel(attrs, iterations, nodes, clock, shown, ident, rstats, counters)
 
 
 def extract(path: str, data: bytes) -> Dict[str, Any]:
@@ -447,23 +477,3 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
         counters.append(dict(row, delta=ck.json(f"client_counters[{i}].counters_json",
                                                 r.get("counters_json"), dict)))
     return RunLevel(attrs, its, nodes, clock, path, ident, stats, counters)
-
-
-def encode(m: Dict[str, Any]) -> Tuple[str, bytes, bytes]:
-    """Material as the index keeps it: JSON text, and the two tables' bytes."""
-    doc = {"attrs": m["attrs"], "nodes": m["nodes"], "clock": m["clock"].tolist(),
-           "counters": m["counters"]}
-    return json.dumps(doc), m["iterations"].tobytes(), m["rank_stats"].tobytes()
-
-
-def decode(text: str, its: bytes, stats: bytes) -> Dict[str, Any]:
-    """Material from an index row (ValueError when it is not well formed)."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or not isinstance(doc.get("attrs"), dict):
-        raise ValueError("not an index row")
-    if len(its) % ITER_DTYPE.itemsize or len(stats) % RSTAT_DTYPE.itemsize:
-        raise ValueError("table bytes of the wrong length")
-    return {"attrs": doc["attrs"], "nodes": doc.get("nodes"), "clock": doc.get("clock") or [],
-            "counters": doc.get("counters") or [],
-            "iterations": np.frombuffer(its, ITER_DTYPE).copy(),
-            "rank_stats": np.frombuffer(stats, RSTAT_DTYPE).copy()}

@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any, Dict
 
+from mpiwrite.formats import isolated
 from mpiwrite.formats.isolated import MEMORY_BYTES, b64
 
 
@@ -26,8 +27,12 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
     if material is None:  # too large for an image: read whole here, and whole again there
         records.read(path, expect=ident)
         return {"ok": True, "whole": True, "ident": list(ident)}
-    doc, its, stats = runlevel.encode(material)
-    return {"ok": True, "ident": list(ident), "doc": doc, "its": b64(its), "stats": b64(stats)}
+    rec = runlevel.build(path, material, ident)  # every value checked here
+    doc = runlevel.doc_of(rec)
+    text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
+    return {"ok": True, "ident": list(ident), "doc": text or json.dumps(doc),
+            "keep": text is not None, "its": b64(rec.iterations.tobytes()),
+            "stats": b64(rec.rank_stats.tobytes())}
 
 
 def serve() -> None:
