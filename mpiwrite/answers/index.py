@@ -31,7 +31,7 @@ import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from mpiwrite import SCHEMA_VERSION, __version__
-from mpiwrite.formats import isolated, runlevel
+from mpiwrite.formats import isolated, runlevel, runrows
 from mpiwrite.text import printable
 
 ENV = "MPIWRITE_CACHE"
@@ -44,8 +44,10 @@ BUSY_MS = 10000
 OFF = ("off", "no", "none", "0", "false")
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS runs (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER,"
            " size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, reader TEXT, run_id TEXT,"
-           " status TEXT, doc TEXT, keys TEXT, iterations BLOB, rank_stats BLOB, mac BLOB)")
-_COLUMNS = "dev, ino, size, mtime_ns, ctime_ns, reader, doc, keys, iterations, rank_stats, mac"
+           " status TEXT, head TEXT, doc TEXT, keys TEXT, iterations BLOB, rank_stats BLOB,"
+           " mac BLOB)")
+_COLUMNS = ("dev, ino, size, mtime_ns, ctime_ns, reader, head, doc, keys, iterations, "
+            "rank_stats, mac")
 
 
 def folder_for(option: Any = None) -> Optional[str]:
@@ -244,16 +246,18 @@ class Index:
             self.misses += 1
             return None
         try:
-            doc, keys = (t.encode("utf-8", "surrogateescape") for t in row[6:8])
-            its, stats, mac = row[8:11]
+            head, doc, keys = (t.encode("utf-8", "surrogateescape") for t in row[6:9])
+            its, stats, mac = row[9:12]
             if not (isinstance(its, bytes) and isinstance(stats, bytes)
                     and isinstance(mac, bytes)) or not hmac.compare_digest(
-                        mac, seal(self.key, key, ident, doc, keys, its, stats)):
+                        mac, seal(self.key, key, ident, head, doc, keys, its, stats)):
                 raise ValueError("the row's seal does not verify")
-            got = runlevel.from_doc(shown, ident, json.loads(doc), its, stats), \
-                json.loads(keys)
-            if not isinstance(got[1], dict):
+            first, keys = json.loads(head), json.loads(keys)
+            if not (isinstance(keys, dict) and isinstance(first, list) and len(first) == 3
+                    and all(isinstance(x, str) for x in first)):
                 raise ValueError("not an index row")
+            iterations, rstats = runrows.tables(its, stats)
+            got = runrows.Lazy(row[7], first, iterations, shown, ident, rstats), keys
         except Exception:  # noqa: BLE001 - any row that does not verify is not used
             self.invalid += 1
             return None
@@ -268,15 +272,17 @@ class Index:
             return
         if time.time() - ident[3] / 1e9 < SETTLE:
             return
-        text = getattr(rec, "row_text", None) or _text(runlevel.doc_of(rec))
+        text = getattr(rec, "row_text", None) or _text(runrows.doc_of(rec))
         keys_text = _text(keys)
         if text is None or keys_text is None:  # a tuple, say: not kept, read each time
             return
         its, stats = rec.iterations.tobytes(), rec.rank_stats.tobytes()
-        doc, kdoc = (t.encode("utf-8", "surrogateescape") for t in (text, keys_text))
-        mac = seal(self.key, key, ident, doc, kdoc, its, stats)
-        self.pending.append((key, *ident, READER, rec.run_id, rec.status, text, keys_text,
-                             its, stats, mac))
+        head_text = json.dumps(runrows.head_of(rec))
+        head, doc, kdoc = (t.encode("utf-8", "surrogateescape")
+                           for t in (head_text, text, keys_text))
+        mac = seal(self.key, key, ident, head, doc, kdoc, its, stats)
+        self.pending.append((key, *ident, READER, rec.run_id, rec.status, head_text, text,
+                             keys_text, its, stats, mac))
 
     def close(self) -> None:
         """Write the new rows (one transaction) and close; a busy index keeps its rows."""
@@ -285,7 +291,7 @@ class Index:
             try:
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("INSERT OR REPLACE INTO runs VALUES "
-                               "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                self.pending)
                 db.execute("COMMIT")
             except sqlite3.OperationalError as exc:

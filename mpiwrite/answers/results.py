@@ -125,18 +125,19 @@ class Store:
                 sys.stderr.write(f"mpiwrite: note: {len(self.duplicates)} record(s) repeat a "
                                  f"run already read (e.g. {printable(self.duplicates[0])}); "
                                  "each run is counted once\n")
-        self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
+        self.runs.sort(key=lambda r: (getattr(r, "start_time", None)
+                                      or str(r.attrs.get("start_time")), r.run_id))
 
     def _add(self, path: str, got: Tuple[str, Any], level: str, index, warn: bool,
              by_id) -> None:
-        from mpiwrite.formats import isolated, runlevel
+        from mpiwrite.formats import isolated, runrows
 
         try:
             keys = None
             if got[0] == "hit":
                 rec, keys = got[1]
             elif level == "run":
-                rec = runlevel.answered(path, got[1])
+                rec = runrows.answered(path, got[1])
             elif got[1]["ok"]:  # read whole here, as the worker read it (the same file)
                 rec = records.read(path, expect=isolated._ident(got[1]))
             else:

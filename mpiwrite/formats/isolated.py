@@ -40,7 +40,7 @@ MAX_WORKERS = 4
 AHEAD = 8  # requests sent to a worker before its answers come back
 ATTEMPTS = 2
 HANG_SECONDS = 60.0  # a worker that answers nothing for this long is ended
-MEMORY_BYTES = 2 * 2**30
+MEMORY_BYTES = 3 * 2**31  # three tables of the largest size recordcheck lets through
 
 
 def _cores() -> int:

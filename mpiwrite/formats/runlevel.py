@@ -186,53 +186,6 @@ def _whole_file(path: str, ident: Tuple[int, ...], reader=None) -> tuple:
     return lvl, None, ident  # no material: not read as an image
 
 
-def answered(path: str, got: Dict[str, Any]) -> RunLevel:
-    """The record from a worker's answer (formats/isolated.py): the worker read the file and
-    checked every value (`build`); here the answer's types are checked, as an index row's."""
-    from mpiwrite.formats import isolated
-
-    if not got.get("ok"):
-        raise RecordError(str(got.get("error")))
-    ident = isolated._ident(got)
-    if got.get("whole"):  # too large for an image: the worker read it whole, as here
-        return _whole_file(path, ident)[0]
-    try:
-        doc = got["doc"]
-        rec = from_doc(path, ident, json.loads(doc), isolated.unb64(got["its"]),
-                       isolated.unb64(got["stats"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") from None
-    rec.row_text = doc if got.get("keep") else None
-    return rec
-
-
-def doc_of(rec: RunLevel) -> Dict[str, Any]:
-    """What a checked record's run-level part is, as JSON: the index's rows and the
-    workers' answers (the tables go as bytes)."""
-    clock = rec.node_clock
-    return {"attrs": rec.attrs, "nodes": rec.nodes,
-            "clock": clock.tolist() if clock is not None else None,
-            "counters": rec.client_counters}
-
-
-def from_doc(shown: str, ident, d: Any, its: bytes, stats: bytes) -> RunLevel:
-    """A record from a checked run-level part (doc_of, tables as bytes), with the checks of
-    its types only: what an index row that verified, or a worker, gives."""
-    if not isinstance(d, dict):
-        raise ValueError("not a run-level part")
-    attrs, nodes, counters = d["attrs"], d["nodes"], d["counters"]
-    if not (isinstance(attrs, dict) and isinstance(nodes, list) and isinstance(counters, list)
-            and all(isinstance(n, dict) for n in nodes)
-            and all(isinstance(c, dict) for c in counters)):
-        raise ValueError("not a run-level part")
-    iterations = np.frombuffer(its, ITER_DTYPE).copy()
-    rstats = np.frombuffer(stats, RSTAT_DTYPE).copy()
-    if len(rstats) != len(iterations):
-        raise ValueError("table lengths differ")
-    clock = np.asarray(d["clock"], dtype=float).reshape(len(nodes), 2) if nodes else None
-    return RunLevel(attrs, iterations, nodes, clock, shown, ident, rstats, counters)
-
-
 def extract(path: str, data: bytes) -> Dict[str, Any]:
     """The run-level material of a record's bytes, after the HDF5-level checks."""
     import h5py

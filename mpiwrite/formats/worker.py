@@ -18,7 +18,7 @@ from mpiwrite.formats.isolated import MEMORY_BYTES, b64
 
 
 def _serve_one(op: str, path: str) -> Dict[str, Any]:
-    from mpiwrite.formats import records, runlevel
+    from mpiwrite.formats import records, runlevel, runrows
 
     if op == "whole":
         rec = records.read(path)
@@ -28,7 +28,7 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
         records.read(path, expect=ident)
         return {"ok": True, "whole": True, "ident": list(ident)}
     rec = runlevel.build(path, material, ident)  # every value checked here
-    doc = runlevel.doc_of(rec)
+    doc = runrows.doc_of(rec)
     text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
     return {"ok": True, "ident": list(ident), "doc": text or json.dumps(doc),
             "keep": text is not None, "its": b64(rec.iterations.tobytes()),
