@@ -28,7 +28,7 @@ import sqlite3
 import stat
 import sys
 import time
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from mpiwrite import SCHEMA_VERSION, __version__
 from mpiwrite.formats import isolated, runlevel, runrows
@@ -319,15 +319,15 @@ def _text(value: Any) -> Optional[str]:
     return isolated.json_text(value)
 
 
-def lookup(paths: List[str], level: str, index: Optional[Index]) -> List[Tuple[str, Any]]:
-    """Per path: ("hit", (record, keys)) from the index, or ("answer", a worker's answer):
-    libhdf5 reads a record that is not served from the index only in a child process
-    first (formats/isolated.py), several records at once."""
+def lookup(paths: List[str], level: str, index: Optional[Index]) -> Iterator[Tuple[str, Any]]:
+    """Per path, in order: ("hit", (record, keys)) from the index, or ("answer", a worker's
+    answer): libhdf5 reads a record that is not served from the index only in a child
+    process first (formats/isolated.py), several records at once, while the caller works on
+    the answers already in."""
     from mpiwrite.formats import isolated
 
-    out: List[Tuple[str, Any]] = [("", None)] * len(paths)
-    ask: List[int] = []
-    for n, path in enumerate(paths):
+    hits: List[Any] = []
+    for path in paths:
         got = None
         if index is not None:
             try:
@@ -336,15 +336,12 @@ def lookup(paths: List[str], level: str, index: Optional[Index]) -> List[Tuple[s
                 st = None  # the worker names what is wrong
             if st is not None and stat.S_ISREG(st.st_mode):
                 got = index.get(os.path.abspath(path), path, runlevel.identity(st))
-        if got is not None:
-            out[n] = ("hit", got)
-        else:
-            ask.append(n)
+        hits.append(got)
     op = "runlevel" if level == "run" else "whole"
-    answers = isolated.pool().run([(op, paths[n]) for n in ask]) if ask else []
-    for n, answer in zip(ask, answers):
-        out[n] = ("answer", answer)
-    return out
+    ask = [(op, p) for p, got in zip(paths, hits) if got is None]
+    answers = isolated.pool().imap(ask) if ask else iter(())
+    for got in hits:
+        yield ("hit", got) if got is not None else ("answer", next(answers))
 
 
 def open_index(option: Any = None, warn=_say) -> Optional[Index]:

@@ -34,10 +34,10 @@ import subprocess
 import sys
 import time
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
 MAX_WORKERS = 4
-AHEAD = 8  # requests sent to a worker before its answers come back
+AHEAD = 16  # requests sent to a worker before its answers come back
 ATTEMPTS = 2
 HANG_SECONDS = 60.0  # a worker that answers nothing for this long is ended
 MEMORY_BYTES = 3 * 2**31  # three tables of the largest size recordcheck lets through
@@ -126,6 +126,11 @@ class Pool:
     def run(self, jobs: List[Tuple[str, str]]) -> List[Dict[str, Any]]:
         """The answers to (op, path) jobs, in order: {"ok": True, ...} or {"ok": False,
         "error": message naming the file}."""
+        return list(self.imap(jobs))
+
+    def imap(self, jobs: List[Tuple[str, str]]) -> Iterator[Dict[str, Any]]:
+        """The answers, in order, each as soon as it and those before it are in: the caller
+        works on one while the workers read the next ones."""
         out: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
         todo: Deque[int] = deque(range(len(jobs)))
         tries = [0] * len(jobs)
@@ -133,16 +138,22 @@ class Pool:
         while len(self.workers) < want:
             self.workers.append(_Worker())
         sel = selectors.DefaultSelector()
+        done = 0
         try:
             for w in self.workers:
                 sel.register(w.fd, selectors.EVENT_READ, w)
-            while todo or any(w.sent for w in self.workers):
+            while done < len(jobs):
                 for w in list(self.workers):
                     while todo and len(w.sent) < AHEAD:
                         n = todo.popleft()
                         if not w.send(n, *jobs[n]):
                             todo.appendleft(n)
                             break
+                if out[done] is not None:
+                    got, out[done] = out[done], None
+                    done += 1
+                    yield got  # type: ignore[misc]
+                    continue
                 now = time.monotonic()
                 for w in self.workers:
                     if w.sent and now - w.since > HANG_SECONDS and not w.hung:
@@ -150,8 +161,8 @@ class Pool:
                         w.proc.kill()  # our own child, by its pid: its end is read below
                 for key, _ev in sel.select(timeout=1.0):
                     w = key.data
-                    got = w.lines()
-                    if got is None:
+                    lines = w.lines()
+                    if lines is None:
                         sel.unregister(w.fd)
                         self._died(w, jobs, out, todo, tries)
                         if todo or any(x.sent for x in self.workers if x is not w):
@@ -159,7 +170,7 @@ class Pool:
                             self.workers.append(fresh)
                             sel.register(fresh.fd, selectors.EVENT_READ, fresh)
                         continue
-                    for line in got:
+                    for line in lines:
                         n = w.sent.popleft()
                         out[n] = _answer(line, jobs[n][1])
         finally:
@@ -167,7 +178,6 @@ class Pool:
             for w in [w for w in self.workers if w.sent]:  # left mid-way: its answers are
                 w.end()  # of no one now
                 self.workers.remove(w)
-        return out  # type: ignore[return-value]
 
     def _died(self, w: _Worker, jobs, out, todo, tries) -> None:
         code = w.end()
