@@ -70,9 +70,15 @@ class _Worker:
         env = dict(os.environ)
         top = os.path.dirname(os.path.dirname(os.path.abspath(mpiwrite.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
-        self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.formats.worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.formats.worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        except OSError as exc:
+            from mpiwrite.errors import RunError
+
+            raise RunError(f"cannot start a process to read records in ({sys.executable}: "
+                           f"{exc.strerror or exc})") from None
         self.fd = self.proc.stdout.fileno()
         self.buf = b""
         self.sent: Deque[int] = deque()  # job numbers whose answers are awaited, in order
