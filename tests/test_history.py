@@ -96,6 +96,33 @@ def test_hits_after_the_first_read_and_the_same_answers(site, tmp_path):
     assert whole.returncode == 0, whole.stderr
 
 
+def test_rows_parsed_when_used_give_what_the_records_give(site, tmp_path):
+    """A warm row's attributes, node facts and counters are parsed only when used: compare
+    (its "also different") and the run-level tables of results.load give what the records
+    give, and so does each record's run id, status, start time and keys."""
+    cache = tmp_path / "cache"
+    cold, _idx = store(site, cache)
+    warm, idx = store(site, cache)
+    assert idx.hits == 8
+    for a, b in zip(cold.runs, warm.runs):
+        assert (a.run_id, a.status, a.attrs, a.nodes, a.client_counters) == \
+            (b.run_id, b.status, b.attrs, b.nodes, b.client_counters)
+        assert run_keys(a) == warm.keys(b)
+    args = ["compare", "config=A", "config=B", "--in", str(site)]
+    env = {"MPIWRITE_CACHE": str(cache)}
+    with_rows = cli(args, cwd=tmp_path, env=env)
+    assert with_rows.returncode == 0, with_rows.stderr
+    assert with_rows.stdout == cli(args + ["--no-cache"], cwd=tmp_path).stdout
+    pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    tables = ("runs", "iterations", "nodes")
+    a, b = load(str(site), tables=tables, cache=False), load(str(site), tables=tables,
+                                                              cache=str(cache))
+    for name in tables:
+        assert a[name].to_json() == b[name].to_json(), name
+
+
 def test_a_changed_replaced_or_removed_record_is_never_served(site, tmp_path):
     cache = tmp_path / "cache"
     store(site, cache)
