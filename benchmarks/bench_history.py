@@ -11,8 +11,10 @@ and importing h5py:
          run-level part and writes the index)
   warm   the same command again (the index is there)
 
-with each command's peak RSS (wait4).  Records are dated a minute back once written, as any
-record of a history is: the index keeps only records that have settled (answers/index.py).
+with each command's peak RSS (wait4), and the CPU time of cold over bare (cpu c/b: what
+the load of other processes changes least; cold's includes its worker processes).
+Records are dated a minute back once written, as any record of a history is: the index
+keeps only records that have settled (answers/index.py).
 Goals (issue 20): 10,000 records warm under 2 s; cold within 5x of bare; under 1 GiB.
 
     python benchmarks/bench_history.py [--counts 1000,3000] [--repeat 3] [--folder DIR]
@@ -67,7 +69,8 @@ def make_records(folder: str, count: int, chunk: int) -> list:
 
 
 def timed(cmd, env) -> tuple:
-    """(seconds, peak RSS in bytes) of one command, which must succeed."""
+    """(seconds, peak RSS in bytes, CPU seconds) of one command, which must succeed; its
+    CPU time includes the worker processes it waited for (formats/isolated.py)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _pid, status, usage = os.wait4(proc.pid, 0)
@@ -76,7 +79,7 @@ def timed(cmd, env) -> tuple:
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{err}")
-    return seconds, usage.ru_maxrss * 1024
+    return seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -101,7 +104,7 @@ def main() -> int:
         print(f"records: {max(counts)} in {folder} ({time.perf_counter() - t0:.0f} s to "
               f"make); 64 ranks x 3 iterations each; medians of {args.repeat}")
         print(f"{'records':>8} {'bare ms':>8} {'cold ms':>8} {'warm ms':>8} {'cold/bare':>9} "
-              f"{'warm s':>7} {'cold s':>7} {'peak MiB':>9}")
+              f"{'warm s':>7} {'cold s':>7} {'peak MiB':>9} {'cpu c/b':>8}")
         for n in counts:
             folders = all_folders[:n // chunk]
             listing = os.path.join(work, f"list-{n}")
@@ -110,22 +113,24 @@ def main() -> int:
                     for name in sorted(os.listdir(f)):
                         if name.endswith(".h5"):
                             fh.write(os.path.join(f, name) + "\n")
-            bare, cold, warm, peak = [], [], [], 0
+            bare, cold, warm, peak, cpu = [], [], [], 0, []
             for rep in range(args.repeat):
                 cache = os.path.join(work, f"cache-{n}-{rep}")
                 report = [mpiwrite, "report", *folders, "--by", "config", "--cache", cache]
-                s, _rss = timed([sys.executable, "-c", BARE, listing], env)
+                s, _rss, bare_cpu = timed([sys.executable, "-c", BARE, listing], env)
                 bare.append(s)
-                s, rss = timed(report, env)
+                s, rss, cold_cpu = timed(report, env)
                 cold.append(s)
+                cpu.append(cold_cpu / bare_cpu)
                 peak = max(peak, rss)
-                s, rss = timed(report, env)
+                s, rss, _cpu = timed(report, env)
                 warm.append(s)
                 peak = max(peak, rss)
                 shutil.rmtree(cache, ignore_errors=True)
             b, c, w = (statistics.median(x) for x in (bare, cold, warm))
             print(f"{n:>8} {b / n * 1e3:8.3f} {c / n * 1e3:8.3f} {w / n * 1e3:8.3f} "
-                  f"{c / b:9.2f} {w:7.2f} {c:7.2f} {peak / 2**20:9.0f}", flush=True)
+                  f"{c / b:9.2f} {w:7.2f} {c:7.2f} {peak / 2**20:9.0f} "
+                  f"{statistics.median(cpu):8.2f}", flush=True)
             ok &= c / b <= 5 and peak < 2**30 and (n < 10000 or w < 2.0)
     finally:
         shutil.rmtree(work, ignore_errors=True)

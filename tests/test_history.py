@@ -12,7 +12,7 @@ import pytest
 import synth
 from common import MPIWRITE, clean_env, cli
 
-from mpiwrite.answers.index import NAME, Index
+from mpiwrite.answers.index import KEY_NAME, NAME, Index
 from mpiwrite.answers.results import Store, run_keys
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import records, runlevel
@@ -96,6 +96,33 @@ def test_hits_after_the_first_read_and_the_same_answers(site, tmp_path):
     assert whole.returncode == 0, whole.stderr
 
 
+def test_rows_parsed_when_used_give_what_the_records_give(site, tmp_path):
+    """A warm row's attributes, node facts and counters are parsed only when used: compare
+    (its "also different") and the run-level tables of results.load give what the records
+    give, and so does each record's run id, status, start time and keys."""
+    cache = tmp_path / "cache"
+    cold, _idx = store(site, cache)
+    warm, idx = store(site, cache)
+    assert idx.hits == 8
+    for a, b in zip(cold.runs, warm.runs):
+        assert (a.run_id, a.status, a.attrs, a.nodes, a.client_counters) == \
+            (b.run_id, b.status, b.attrs, b.nodes, b.client_counters)
+        assert run_keys(a) == warm.keys(b)
+    args = ["compare", "config=A", "config=B", "--in", str(site)]
+    env = {"MPIWRITE_CACHE": str(cache)}
+    with_rows = cli(args, cwd=tmp_path, env=env)
+    assert with_rows.returncode == 0, with_rows.stderr
+    assert with_rows.stdout == cli(args + ["--no-cache"], cwd=tmp_path).stdout
+    pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    tables = ("runs", "iterations", "nodes")
+    a, b = load(str(site), tables=tables, cache=False), load(str(site), tables=tables,
+                                                              cache=str(cache))
+    for name in tables:
+        assert a[name].to_json() == b[name].to_json(), name
+
+
 def test_a_changed_replaced_or_removed_record_is_never_served(site, tmp_path):
     cache = tmp_path / "cache"
     store(site, cache)
@@ -176,6 +203,30 @@ def test_rows_that_fail_the_checks_of_a_record_are_not_used(site, tmp_path):
     assert idx.invalid == 3 and idx.hits == 5 and len(st.runs) == 8
     out = report(site, tmp_path, env={"MPIWRITE_CACHE": str(cache)})
     assert out.stdout == report(site, tmp_path, "--no-cache").stdout
+
+
+def test_a_row_sealed_for_another_file_or_key_is_not_used(site, tmp_path):
+    """Rows are sealed (HMAC) with the path and identity of their file under the index's
+    own key: a row copied onto another record's path and identity, or rows under a key
+    made anew, are read again, never served; the answers stay those of the records."""
+    cache = tmp_path / "cache"
+    store(site, cache)
+    assert os.stat(cache / KEY_NAME).st_mode & 0o777 == 0o600
+    db = sqlite3.connect(cache / NAME)
+    a0 = db.execute("SELECT doc, iterations, rank_stats, mac FROM runs WHERE path LIKE "
+                    "'%/a0.h5'").fetchone()
+    db.execute("UPDATE runs SET doc = ?, iterations = ?, rank_stats = ?, mac = ? WHERE "
+               "path LIKE '%/b0.h5'", a0)  # b0's row now says what a0's does
+    db.commit()
+    db.close()
+    st, idx = store(site, cache)
+    assert (idx.invalid, idx.hits) == (1, 7)
+    assert sorted(r.run_id for r in st.runs)[4] == "b0"
+    os.unlink(cache / KEY_NAME)
+    _st, idx = store(site, cache)
+    assert (idx.invalid, idx.hits) == (8, 0)
+    _st, idx = store(site, cache)
+    assert (idx.invalid, idx.hits) == (0, 8)
 
 
 def test_the_index_file_is_never_a_link_and_the_folder_must_be_private(site, tmp_path):

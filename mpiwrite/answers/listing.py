@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import stat
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Tuple
 
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import records
@@ -21,7 +21,7 @@ def find(paths: Iterable[str], option: str = "PATHS",
     other spellings, symlinks) is listed once.  Temporary records left by killed runs are
     added to `leftovers` when given.  ConfigError (naming `option`) for a path that does not
     exist or cannot be listed."""
-    out: List[str] = []
+    out: List[Tuple[str, Optional[str]]] = []  # (path, its real path when known)
     for p in paths:
         if os.path.lexists(p):
             matches = [p]
@@ -37,28 +37,44 @@ def find(paths: Iterable[str], option: str = "PATHS",
             except OSError as exc:
                 raise ConfigError(f"{option}: {printable(m)!r}: {why(exc)}") from None
             if stat.S_ISDIR(st.st_mode):
-                out += _walk(m, option, leftovers)
+                _walk(m, os.path.realpath(m), option, leftovers, out)
             else:
-                out.append(m)
+                out.append((m, None))
     seen, once = set(), []
-    for p in out:
-        real = os.path.realpath(p)  # once a path: it looks at every component
+    for p, real in out:
+        real = real or os.path.realpath(p)  # once a path: it looks at every component
         if real not in seen:
             seen.add(real)
             once.append(p)
     return once
 
 
-def _walk(top: str, option: str, leftovers: Optional[List[str]]) -> List[str]:
-    def fail(exc: OSError):
+def _walk(top: str, real: str, option: str, leftovers: Optional[List[str]],
+          out: List[Tuple[str, Optional[str]]]) -> None:
+    """As os.walk, top-down in sorted order, not into linked folders; a file that is not a
+    link has the real path of its folder's real path and its name (one realpath a folder,
+    not one a file: a history has thousands of records)."""
+    try:
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
         raise ConfigError(f"{option}: cannot list {printable(exc.filename or top)!r}: "
-                          f"{why(exc)}")
-
-    out = []
-    for root, dirs, names in os.walk(top, onerror=fail):
-        dirs.sort()
-        out += [os.path.join(root, f) for f in sorted(names)
-                if f.endswith(records.SUFFIX) and not f.startswith(".")]
-        if leftovers is not None:
-            leftovers += records.leftovers(root, names)
-    return out
+                          f"{why(exc)}") from None
+    dirs, names = [], []
+    for e in entries:
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if not e.is_symlink():
+                dirs.append(e)
+        else:
+            names.append(e.name)
+            if e.name.endswith(records.SUFFIX) and not e.name.startswith("."):
+                out.append((os.path.join(top, e.name),
+                            None if e.is_symlink() else os.path.join(real, e.name)))
+    if leftovers is not None:
+        leftovers += records.leftovers(top, names)
+    for d in dirs:
+        _walk(os.path.join(top, d.name), os.path.join(real, d.name), option, leftovers, out)

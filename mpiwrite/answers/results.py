@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mpiwrite.answers import metricnames
+from mpiwrite.answers.index import lookup
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
@@ -68,6 +68,7 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
 
 
 LEVELS = ("run", "full")
+BATCH = 1024  # records read at a time (the workers' answers held in memory)
 # metrics whose values come from the per-rank table: a store for them reads whole records
 PER_RANK_METRICS = ("per-node", "cpu-per-GB")
 
@@ -109,8 +110,11 @@ class Store:
                 cache, _say if warn else (lambda _text: None))
         self.index = index
         try:
-            for path in find(paths, option, self.leftovers):
-                self._add(path, level, index, warn, by_id)
+            found = find(paths, option, self.leftovers)
+            for at in range(0, len(found), BATCH):
+                batch = found[at:at + BATCH]
+                for path, got in zip(batch, lookup(batch, level, index)):
+                    self._add(path, got, level, index, warn, by_id)
         finally:
             if index is not None:
                 index.close()
@@ -122,12 +126,27 @@ class Store:
                 sys.stderr.write(f"mpiwrite: note: {len(self.duplicates)} record(s) repeat a "
                                  f"run already read (e.g. {printable(self.duplicates[0])}); "
                                  "each run is counted once\n")
-        self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
+        self.runs.sort(key=lambda r: (getattr(r, "start_time", None)
+                                      or str(r.attrs.get("start_time")), r.run_id))
 
-    def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
+    def _add(self, path: str, got: Tuple[str, Any], level: str, index, warn: bool,
+             by_id) -> None:
+        from mpiwrite.formats import isolated, runrows
+
         try:
-            rec = self._run_level(path, index) if level == "run" else records.read(path)
-            keys = run_keys(rec)
+            keys = None
+            if got[0] == "hit":
+                rec, keys = got[1]
+            elif level == "run":
+                rec = runrows.answered(path, got[1])
+            elif got[1]["ok"]:  # read whole here, as the worker read it (the same file)
+                rec = records.read(path, expect=isolated._ident(got[1]))
+            else:
+                raise RecordError(str(got[1].get("error")))
+            if keys is None:
+                keys = run_keys(rec)
+                if level == "run" and index is not None:
+                    index.put(os.path.abspath(path), rec.identity, rec, keys)
         except RecordError as exc:
             self._bad(path, str(exc), warn)
             return
@@ -143,25 +162,6 @@ class Store:
         by_id[rec.run_id] = rec
         self.runs.append(rec)
         self._keys[id(rec)] = keys
-
-    @staticmethod
-    def _run_level(path: str, index) -> records.RunRecord:
-        from mpiwrite.formats import runlevel
-
-        key = os.path.abspath(path)
-        if index is not None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None  # runlevel.read names what is wrong
-            if st is not None and stat.S_ISREG(st.st_mode):
-                rec = index.get(key, path, runlevel.identity(st))
-                if rec is not None:
-                    return rec
-        rec, material, ident = runlevel.read(path)
-        if index is not None:
-            index.put(key, ident, material, rec.status)
-        return rec
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))

@@ -96,7 +96,7 @@ class _RecordFinder:
     def get(self, run_id: str):
         if run_id in self.cache:
             return self.cache[run_id]
-        from mpiwrite.formats import records
+        from mpiwrite.formats import isolated, records
 
         rec = None
         for p in self.paths:
@@ -104,7 +104,7 @@ class _RecordFinder:
             if not os.path.lexists(path):
                 continue
             try:
-                got = records.read(path)
+                got = isolated.read_whole(path)  # libhdf5 on it in a child first
             except RecordError as exc:
                 sys.stderr.write(f"mpiwrite: warning: {printable(exc)}\n")
                 continue
@@ -261,7 +261,6 @@ def show(run, where, iteration, by, skip_bad):
     random suffix (the last part, e.g. 524bd3) looked up in --in."""
     from mpiwrite.answers.results import run_keys
     from mpiwrite.answers.show import show_text
-    from mpiwrite.formats import records
 
     code = 0
     if os.path.isdir(run):
@@ -272,7 +271,9 @@ def show(run, where, iteration, by, skip_bad):
                               "FOLDER")
         rec = store.runs[0]
     elif os.path.lexists(run):
-        rec = records.read(run)  # RecordError: named, exit 1
+        from mpiwrite.formats import isolated
+
+        rec = isolated.read_whole(run)  # RecordError: named, exit 1 (libhdf5 in a child first)
     else:
         _missing_in(where, f"RUN: {run!r} is not a file")
         store, code = _store(where, skip_bad, "--in")

@@ -314,11 +314,13 @@ ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host
              "mpi_library", "mpiwrite_version")
 
 
-def read(path: str) -> RunRecord:
+def read(path: str, expect: Optional[tuple] = None) -> RunRecord:
     """Read and check a record; RecordError (naming the file and what is wrong) otherwise.
 
     Only a regular file is opened (a FIFO or device is refused at once, without blocking);
-    everything is checked before use (recordcheck.py)."""
+    everything is checked before use (recordcheck.py).  The record's `identity` is the file's
+    (device, inode, size, mtime, ctime in ns); with `expect`, a file that no longer has it is
+    refused before libhdf5 sees it (formats/isolated.py)."""
     import h5py
 
     try:
@@ -327,12 +329,19 @@ def read(path: str) -> RunRecord:
         raise RecordError(f"{path}: cannot open: {exc.strerror or exc}") from None
     fh = os.fdopen(fd, "rb")
     try:
+        st = os.fstat(fd)
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if expect is not None and tuple(expect) != ident:
+            raise RecordError(f"{path}: changed while it was being read; run the command "
+                              "again")
         try:
             h5 = h5py.File(fh, "r")
         except (OSError, ValueError) as exc:
             raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
         with h5:
-            return _read(h5, path)
+            rec = _read(h5, path)
+            rec.identity = ident
+            return rec
     except RecordError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:

@@ -118,7 +118,9 @@ class RunLevel(records.RunRecord):
                 before = identity(os.stat(self.path))
             except OSError as exc:
                 raise RecordError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-            rec = records.read(self.path)
+            from mpiwrite.formats import isolated
+
+            rec = isolated.read_whole(self.path)
             if before != self.identity or rec.run_id != self.run_id:
                 raise RecordError(f"{self.path}: changed since it was read; run the command "
                                   "again")
@@ -141,6 +143,16 @@ def stats_of(rec: records.RunRecord) -> np.ndarray:
 # -- reading a file ---------------------------------------------------------------------------
 def read(path: str):
     """(record, material, identity) of the file at path; RecordError naming what is wrong."""
+    material, ident = read_material(path)
+    if material is None:
+        return _whole_file(path, ident)
+    return build(path, material, ident), material, ident
+
+
+def read_material(path: str):
+    """(material, identity) of the file at path, after the HDF5-level checks only (what a
+    worker of formats/isolated.py does; the values are checked by `build`); material None
+    for a record too large to be read as an image."""
     try:
         fd = files.open_regular(path)
     except OSError as exc:
@@ -148,7 +160,7 @@ def read(path: str):
     try:
         st = os.fstat(fd)
         if st.st_size > IMAGE_LIMIT:
-            return _whole_file(path, st)
+            return None, identity(st)
         chunks = []
         while True:
             data = os.read(fd, 1 << 22)
@@ -165,16 +177,15 @@ def read(path: str):
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
         raise RecordError(f"{path}: damaged or incomplete record ({exc})") from None
-    ident = identity(st)
-    return build(path, material, ident), material, ident
+    return material, identity(st)
 
 
-def _whole_file(path: str, st) -> tuple:
-    rec = records.read(path)
-    lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, identity(st),
+def _whole_file(path: str, ident: Tuple[int, ...], reader=None) -> tuple:
+    rec = (reader or (lambda p: records.read(p, expect=ident)))(path)
+    lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, ident,
                    rank_stats(rec.ranks, rec.iterations), rec.client_counters)
     lvl._whole = rec
-    return lvl, None, identity(st)  # no material: not kept in the index
+    return lvl, None, ident  # no material: not read as an image
 
 
 def extract(path: str, data: bytes) -> Dict[str, Any]:
@@ -421,23 +432,3 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
         counters.append(dict(row, delta=ck.json(f"client_counters[{i}].counters_json",
                                                 r.get("counters_json"), dict)))
     return RunLevel(attrs, its, nodes, clock, path, ident, stats, counters)
-
-
-def encode(m: Dict[str, Any]) -> Tuple[str, bytes, bytes]:
-    """Material as the index keeps it: JSON text, and the two tables' bytes."""
-    doc = {"attrs": m["attrs"], "nodes": m["nodes"], "clock": m["clock"].tolist(),
-           "counters": m["counters"]}
-    return json.dumps(doc), m["iterations"].tobytes(), m["rank_stats"].tobytes()
-
-
-def decode(text: str, its: bytes, stats: bytes) -> Dict[str, Any]:
-    """Material from an index row (ValueError when it is not well formed)."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict) or not isinstance(doc.get("attrs"), dict):
-        raise ValueError("not an index row")
-    if len(its) % ITER_DTYPE.itemsize or len(stats) % RSTAT_DTYPE.itemsize:
-        raise ValueError("table bytes of the wrong length")
-    return {"attrs": doc["attrs"], "nodes": doc.get("nodes"), "clock": doc.get("clock") or [],
-            "counters": doc.get("counters") or [],
-            "iterations": np.frombuffer(its, ITER_DTYPE).copy(),
-            "rank_stats": np.frombuffer(stats, RSTAT_DTYPE).copy()}

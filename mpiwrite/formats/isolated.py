@@ -1,0 +1,275 @@
+"""The HDF5 library run on untrusted records only in child processes (docs/security.md).
+
+A crafted or bit-flipped record can make libhdf5 crash (SIGSEGV, glibc's heap checks) inside
+attribute or table reads: in the reading process that would take every good record of a
+report down with it.  So a record that is not served from the index is first read in a
+worker: a long-lived child process (as many as cores, at most MAX_WORKERS) that reads
+records as it is asked and answers with plain JSON, never pickle:
+
+  `runlevel`  the record's run-level material (runlevel.extract), which the parent checks
+              again (runlevel.build) as it checks a row of the index: the child is not trusted
+  `whole`     the record read whole and checked (records.read): the parent then reads the
+              same file itself, if it is still the one the child read (device, inode, size,
+              mtime, ctime): libhdf5 runs in the parent only on bytes it ran on in a child
+
+A worker that dies on a record (a signal, or any end without an answer), or that gives no
+answer for HANG_SECONDS (libhdf5 loops forever on some damaged records), is ended and started
+again for the records that remain; the record is tried once more in a fresh worker (so a
+worker killed from outside does not condemn a record), then called bad: "the HDF5 library
+crashed reading it" or "did not finish reading it".  Workers write no core files, their
+stderr (HDF5's and glibc's messages) is dropped, and their address space is bounded
+(MEMORY_BYTES more than they hold after start-up: a record's declared sizes are bounded
+before anything is allocated, this is the backstop).
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+
+MAX_WORKERS = 4
+AHEAD = 16  # requests sent to a worker before its answers come back
+ATTEMPTS = 2
+HANG_SECONDS = 60.0  # a worker that answers nothing for this long is ended
+MEMORY_BYTES = 3 * 2**31  # three tables of the largest size recordcheck lets through
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def crashed(path: str, code: int, hung: bool = False) -> str:
+    if hung:
+        return (f"{path}: the HDF5 library did not finish reading it in {HANG_SECONDS:g} s; "
+                "not read")
+    how = f"signal {-code}" if code < 0 else f"exit status {code}"
+    try:
+        if code < 0:
+            how = f"{signal.Signals(-code).name}"
+    except ValueError:
+        pass
+    return f"{path}: the HDF5 library crashed reading it ({how}); not read"
+
+
+class _Worker:
+    def __init__(self) -> None:
+        import mpiwrite
+
+        env = dict(os.environ)
+        top = os.path.dirname(os.path.dirname(os.path.abspath(mpiwrite.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.formats.worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        except OSError as exc:
+            from mpiwrite.errors import RunError
+
+            raise RunError(f"cannot start a process to read records in ({sys.executable}: "
+                           f"{exc.strerror or exc})") from None
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+        self.sent: Deque[int] = deque()  # job numbers whose answers are awaited, in order
+        self.since = time.monotonic()  # of its last answer, or of a request to an idle one
+        self.hung = False
+
+    def send(self, n: int, op: str, path: str) -> bool:
+        try:
+            self.proc.stdin.write((json.dumps({"op": op, "path": path}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:  # it died: its end is seen on its output
+            return False
+        if not self.sent:
+            self.since = time.monotonic()
+        self.sent.append(n)
+        return True
+
+    def lines(self) -> Optional[List[bytes]]:
+        """The complete answers read now; None at the worker's end."""
+        data = os.read(self.fd, 1 << 20)
+        if not data:
+            return None
+        self.buf += data
+        *done, self.buf = self.buf.split(b"\n")
+        if done:
+            self.since = time.monotonic()
+        return done
+
+    def end(self) -> int:
+        if self.hung:
+            self.proc.kill()  # our own child, by its pid
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            return self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # our own child, by its pid
+            return self.proc.wait()
+
+
+class Pool:
+    """Workers started on first use, kept for the process (closed at exit)."""
+
+    def __init__(self, size: Optional[int] = None):
+        self.size = size or min(_cores(), MAX_WORKERS)
+        self.workers: List[_Worker] = []
+
+    def run(self, jobs: List[Tuple[str, str]]) -> List[Dict[str, Any]]:
+        """The answers to (op, path) jobs, in order: {"ok": True, ...} or {"ok": False,
+        "error": message naming the file}."""
+        return list(self.imap(jobs))
+
+    def imap(self, jobs: List[Tuple[str, str]]) -> Iterator[Dict[str, Any]]:
+        """The answers, in order, each as soon as it and those before it are in: the caller
+        works on one while the workers read the next ones."""
+        out: List[Optional[Dict[str, Any]]] = [None] * len(jobs)
+        todo: Deque[int] = deque(range(len(jobs)))
+        tries = [0] * len(jobs)
+        want = min(self.size, len(jobs))
+        while len(self.workers) < want:
+            self.workers.append(_Worker())
+        sel = selectors.DefaultSelector()
+        done = 0
+        try:
+            for w in self.workers:
+                sel.register(w.fd, selectors.EVENT_READ, w)
+            while done < len(jobs):
+                for w in list(self.workers):
+                    while todo and len(w.sent) < AHEAD:
+                        n = todo.popleft()
+                        if not w.send(n, *jobs[n]):
+                            todo.appendleft(n)
+                            break
+                if out[done] is not None:
+                    got, out[done] = out[done], None
+                    done += 1
+                    yield got  # type: ignore[misc]
+                    continue
+                now = time.monotonic()
+                for w in self.workers:
+                    if w.sent and now - w.since > HANG_SECONDS and not w.hung:
+                        w.hung = True
+                        w.proc.kill()  # our own child, by its pid: its end is read below
+                for key, _ev in sel.select(timeout=1.0):
+                    w = key.data
+                    lines = w.lines()
+                    if lines is None:
+                        sel.unregister(w.fd)
+                        self._died(w, jobs, out, todo, tries)
+                        if todo or any(x.sent for x in self.workers if x is not w):
+                            fresh = _Worker()
+                            self.workers.append(fresh)
+                            sel.register(fresh.fd, selectors.EVENT_READ, fresh)
+                        continue
+                    for line in lines:
+                        n = w.sent.popleft()
+                        out[n] = _answer(line, jobs[n][1])
+        finally:
+            sel.close()
+            for w in [w for w in self.workers if w.sent]:  # left mid-way: its answers are
+                w.end()  # of no one now
+                self.workers.remove(w)
+
+    def _died(self, w: _Worker, jobs, out, todo, tries) -> None:
+        code = w.end()
+        self.workers.remove(w)
+        if not w.sent:
+            return
+        first = w.sent.popleft()
+        tries[first] += 1
+        if tries[first] >= ATTEMPTS or w.hung:  # a hang is not tried again: 60 s each
+            out[first] = {"ok": False, "error": crashed(jobs[first][1], code, w.hung)}
+        else:
+            w.sent.appendleft(first)
+        todo.extendleft(reversed(w.sent))  # the others were not read: again, in order
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.end()
+        self.workers = []
+
+
+def _answer(line: bytes, path: str) -> Dict[str, Any]:
+    try:
+        got = json.loads(line)
+        if isinstance(got, dict) and isinstance(got.get("ok"), bool):
+            return got
+    except ValueError:
+        pass
+    return {"ok": False, "error": f"{path}: the record reader gave no answer"}
+
+
+def json_text(value: Any) -> Optional[str]:
+    """JSON text of value if it reads back as the very value (types kept, NaN equal), else
+    None (a tuple, a dict key that is not text)."""
+    try:
+        text = json.dumps(value)
+        back = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return text if back == value or _same(back, value) else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (isinstance(a, float) and a != a and b != b)
+
+
+_POOL: Optional[Pool] = None
+
+
+def pool() -> Pool:
+    global _POOL
+    if _POOL is None:
+        _POOL = Pool()
+        atexit.register(_POOL.close)
+    return _POOL
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise ValueError("not base64 text")
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def read_whole(path: str):
+    """records.read, after a worker read and checked the same file whole."""
+    from mpiwrite.errors import RecordError
+    from mpiwrite.formats import records
+
+    got = pool().run([("whole", path)])[0]
+    if not got["ok"]:
+        raise RecordError(str(got.get("error")))
+    return records.read(path, expect=_ident(got))
+
+
+def _ident(got: Dict[str, Any]) -> Tuple[int, ...]:
+    ident = got.get("ident")
+    if not (isinstance(ident, list) and len(ident) == 5
+            and all(type(x) is int for x in ident)):
+        raise ValueError("no file identity in the answer")
+    return tuple(ident)

@@ -1,0 +1,74 @@
+"""A worker of formats/isolated.py: reads records as it is asked, answers in JSON.
+
+Run as `python -m mpiwrite.formats.worker`: one JSON request a line on stdin ({"op":
+"runlevel"|"whole", "path": ...}), one JSON answer a line on stdout.  No core files; the
+address space bounded; SIGINT left to the parent (its end is ours: stdin closes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Any, Dict
+
+from mpiwrite.formats import isolated
+from mpiwrite.formats.isolated import MEMORY_BYTES, b64
+
+
+def _serve_one(op: str, path: str) -> Dict[str, Any]:
+    from mpiwrite.formats import records, runlevel, runrows
+
+    if op == "whole":
+        rec = records.read(path)
+        return {"ok": True, "ident": list(getattr(rec, "identity", ()) or ())}
+    material, ident = runlevel.read_material(path)
+    if material is None:  # too large for an image: read whole here, and whole again there
+        records.read(path, expect=ident)
+        return {"ok": True, "whole": True, "ident": list(ident)}
+    rec = runlevel.build(path, material, ident)  # every value checked here
+    doc = runrows.doc_of(rec)
+    text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
+    return {"ok": True, "ident": list(ident), "doc": text or json.dumps(doc),
+            "keep": text is not None, "its": b64(rec.iterations.tobytes()),
+            "stats": b64(rec.rank_stats.tobytes())}
+
+
+def serve() -> None:
+    """A worker's loop: one JSON request a line in, one JSON answer a line out."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; its end ends us
+    import h5py  # noqa: F401 - loaded before the address space is bounded
+
+    from mpiwrite.errors import RecordError
+    from mpiwrite.formats import records, runlevel  # noqa: F401
+
+    try:
+        with open("/proc/self/statm") as fh:
+            held = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        want = held + MEMORY_BYTES
+        if hard == resource.RLIM_INFINITY or want < hard:
+            resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    except (OSError, ValueError):
+        pass
+
+    for line in sys.stdin.buffer:
+        req = json.loads(line)
+        path = str(req.get("path"))
+        try:
+            out = _serve_one(str(req.get("op")), path)
+        except RecordError as exc:
+            out = {"ok": False, "error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - named as the reading process would
+            out = {"ok": False, "error": f"{path}: unusable record ({type(exc).__name__}: "
+                                         f"{exc})"}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    serve()
