@@ -1,13 +1,14 @@
 """Endings of issue 23, round 3: a record save that fails on the way, the record rewritten at
 every iteration (quadratic at -i 1000), --timeout with a stopped rank in a TARGET the run made,
-SIGINT twice to mpiexec."""
+SIGINT twice to mpiexec, a signal while the final record is renamed."""
 
 import os
 import signal
+import subprocess
 import time
 
 import pytest
-from common import MPIEXEC, cli, kill_group, only_record, records_in
+from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, only_record, tool
 from test_faults import rank_pids, start, wait, wait_for_bytes
 
 QUIET = ["--progress-interval", "0"]
@@ -130,3 +131,44 @@ def test_sigint_twice_to_mpiexec_leaves_no_data_and_no_running_run(tmp_path, att
     assert cleaned.returncode == 0, cleaned.stderr
     left = os.listdir(tmp_path / "d") if (tmp_path / "d").exists() else []
     assert not [f for f in left if f.endswith(".dat")], left
+
+
+def _tmp_records(folder):
+    return sorted(f for f in os.listdir(folder) if ".tmp-" in f) if os.path.isdir(folder) else []
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_signal_while_the_final_record_is_renamed_leaves_a_consistent_record(tmp_path, sig):
+    """Rank 0's third rename (the set-up's save, the first iteration's, the final one) stalls
+    8 s under strace, as on a slow metadata server; the job gets the signal 1 s into it.  The
+    peers once gave rank 0 the 5 s grace and ended the job mid-rename: a finished run stayed
+    `running` beside a complete .tmp.  Now the record is final and no .tmp is left."""
+    if MPIEXEC is None or not tool("strace"):
+        pytest.skip("needs mpiexec and strace")
+    args = ["run", "d", "-s", "1M", "-b", "64k", "--results", "r"] + QUIET
+    stall = ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
+             "-e", "inject=rename,renameat,renameat2:delay_enter=8000000:when=3"]
+    proc = subprocess.Popen([MPIEXEC, "-n", "1"] + stall + [MPIWRITE] + args
+                            + [":", "-n", "1", MPIWRITE] + args, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        end = time.monotonic() + 60
+        while (tmp_path / "d").exists() or not _tmp_records(tmp_path / "r"):
+            assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1)
+        assert _tmp_records(tmp_path / "r"), "the final save is not stalled"
+        proc.send_signal(sig)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        kill_group(proc)
+    assert _tmp_records(tmp_path / "r") == [], err
+    rec = only_record(str(tmp_path / "r"))
+    assert rec.status == "complete", (rc, rec.status, err)
+    assert rc == 0, (rc, err)  # the run had ended: its status, not the signal's
+    assert f"signal {int(sig)} arrived after the run had ended" in err, err
+    assert "Traceback" not in err

@@ -117,6 +117,20 @@ class Ledger:
                               f"{exc.strerror or exc}") from None
         self.record_file = os.path.abspath(record_path(self.cfg.results, self.run_id))
 
+    def check_read_shift(self, read_shift: int, node_of: np.ndarray) -> None:
+        """--read: warn when ranks read a file written on their own node (page cache)."""
+        n = len(node_of)
+        source = (np.arange(n) + read_shift) % n
+        same = np.flatnonzero(node_of[source] == node_of)
+        self.extra["read_shift"] = read_shift
+        cfg = self.cfg
+        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
+            own = np.flatnonzero(source == np.arange(n))
+            what = "its own file" if len(own) == n else "a file written on its own node"
+            self.warn(f"--read: with read shift {read_shift}, {len(same)} of {n} rank(s) read "
+                      f"{what}: the client's page cache may serve those reads (use more nodes, "
+                      f"--read-shift{'' if cfg.drop_cache else ', or --drop-cache'})")
+
     def _results_moved(self) -> None:
         """The results folder's path no longer leads to the folder opened at the start
         (renamed, or swapped for a symlink by someone who may rename in its parent): the
@@ -367,8 +381,9 @@ class Ledger:
     def save_running(self) -> None:
         """The record after an iteration, so that a run killed for good leaves what it had
         measured: the first iteration at once, then at most every SAVE_EVERY seconds and never
-        more than a tenth of the run's time (each save rewrites the whole record: at every iteration, -i 1000 was
-        quadratic).  The set-up and the final save are always made (save())."""
+        more than a tenth of the run's time (each save rewrites the whole record: at every
+        iteration, -i 1000 was quadratic).  The set-up and the final save are always made
+        (save())."""
         if not self._saved_iterations or \
                 time.monotonic() - self._saved_at >= max(SAVE_EVERY, 10 * self._save_seconds):
             self.save(RunStatus.RUNNING)

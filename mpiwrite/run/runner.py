@@ -170,7 +170,7 @@ class Run:
             per_node = int(team.allreduce_max(team.local_size))
             self.read_shift = cfg.read_shift if cfg.read_shift is not None else per_node
             if self.rank == 0:
-                self._check_read_shift(node_rows[:, 0].astype(np.int64))
+                self.ledger.check_read_shift(self.read_shift, node_rows[:, 0].astype(np.int64))
         if self.rank == 0:
             self.ledger.console.header(self.run_id, team.size, self.ledger.hosts,
                                        self.ledger.keys, self.ledger.nodes[0]["fs"])
@@ -180,20 +180,6 @@ class Run:
             self.ledger.extra["startup_seconds"] = startup
         team.barrier()
         self.origin = clock()
-
-    def _check_read_shift(self, node_of: np.ndarray) -> None:
-        n = len(node_of)
-        source = (np.arange(n) + self.read_shift) % n
-        same = np.flatnonzero(node_of[source] == node_of)
-        self.ledger.extra["read_shift"] = self.read_shift
-        cfg = self.cfg
-        if len(same) and not cfg.direct:  # O_DIRECT reads bypass the client's page cache
-            own = np.flatnonzero(source == np.arange(n))
-            what = "its own file" if len(own) == n else "a file written on its own node"
-            self.ledger.warn(f"--read: with read shift {self.read_shift}, {len(same)} of {n} "
-                             f"rank(s) read {what}: the client's page cache may serve those "
-                             f"reads (use more nodes, --read-shift"
-                             f"{'' if cfg.drop_cache else ', or --drop-cache'})")
 
     def _prepare_target(self, ledger, spaces) -> str:
         """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
@@ -483,7 +469,11 @@ class Run:
         self.phase = "finish"
         if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
-        self.team.barrier()
+        team = self.team
+        team.barrier()
+        # the data is gone, the status known: a signal must not cut rank 0's final record
+        # short (a stalled rename once left a finished run `running` beside a complete .tmp)
+        team.await_final_record()
         if self.rank == 0:
             self.files.remove_run_folders(self.ledger.warn)
             message = self.ledger.failure_message(final)
@@ -493,4 +483,8 @@ class Run:
             if self.ledger.record_error:
                 sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
                 code = code or 1
-        return int(self.team.allreduce_max(code))
+        code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
+        if late and final is not RunStatus.INTERRUPTED and self.rank == 0:
+            sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
+                             f"record is final ({final})\n")
+        return code
