@@ -9,7 +9,7 @@ import time
 
 import pytest
 from common import cli, ext4_disk, is_root, kill_group, records_in
-from test_faults import start, wait
+from test_faults import start, wait, wait_for_bytes
 
 from mpiwrite.formats import records
 
@@ -82,3 +82,39 @@ def test_a_temporary_file_that_cannot_be_removed_is_named(tmp_path):
             assert os.listdir(folder) == left
         finally:
             subprocess.run(["chattr", "-a", folder], capture_output=True)
+
+
+@pytest.mark.timeout(150)
+def test_ranks_stuck_in_write_at_the_timeout_leave_a_timeout_record(tmp_path):
+    """The filesystem is frozen (fsfreeze) under both ranks' writes: rank 0 cannot end the
+    write phase itself, so the watchdogs must.  Once the job ended naming each rank, the record
+    stayed `running` and 163-178 MB were left.  Now the record says `timeout`, and the data
+    files are removed once the filesystem thaws, or named in one line."""
+    with ext4_disk(tmp_path, 256) as disk:
+        target = os.path.join(disk, "d")
+        proc = start(2, ["run", target, "-s", "64M", "-b", "4k", "--fsync-every", "1",
+                         "--timeout", "3", "--results", "r"] + QUIET, tmp_path)
+        try:
+            wait_for_bytes(target, 2**20)
+            subprocess.run(["fsfreeze", "-f", disk], check=True)
+            try:
+                # the watchdogs fire at --timeout plus the grace (5 s); the ranks stay inside
+                # write() until the filesystem thaws, and the launcher waits for them
+                end = time.monotonic() + 40
+                while proc.poll() is None and time.monotonic() < end and records.read(
+                        records_in(tmp_path / "r")[0]).status == "running":
+                    time.sleep(0.1)
+            finally:
+                subprocess.run(["fsfreeze", "-u", disk], check=True)
+            rc, _out, err = wait(proc, 60)
+        finally:
+            kill_group(proc)
+        left = [f for f in os.listdir(target) if f.endswith(".dat")] \
+            if os.path.isdir(target) else []
+    assert rc != 0 and "Traceback" not in err, err
+    assert records.read(records_in(tmp_path / "r")[0]).status == "timeout", err
+    said = [ln for ln in err.splitlines() if "timed out" in ln]
+    assert said and "rank" in said[0], err
+    if left:  # not removed: then named, in one line
+        named = [ln for ln in err.splitlines() if "could not remove" in ln]
+        assert len(named) == 1 and all(f in named[0] for f in left), (left, err)

@@ -22,6 +22,7 @@ from mpiwrite.run.parallel import Team, abort_world
 from mpiwrite.run.process import (EXIT_FOR_SIGNAL, Signals, launcher_rank, launcher_size,
                                   slurm_pmi2_netmod)
 from mpiwrite.run.runner import Run
+from mpiwrite.run.stuck import leftover_text
 from mpiwrite.text import printable
 
 
@@ -81,13 +82,6 @@ def end_job(run: Run, exc: BaseException) -> None:
         # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
         time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
     team.abort(code)
-
-
-def leftover_text(problems: List[str], shown: int = 3) -> str:
-    """'N data files of this run: path: reason; ...' naming the first few."""
-    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
-    return (f"{len(problems)} data file{'s' * (len(problems) != 1)} of this run: "
-            + "; ".join(problems[:shown]) + more)
 
 
 def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",

@@ -22,7 +22,7 @@ import numpy as np
 from mpiwrite.errors import ConfigError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import layout, rows
+from mpiwrite.run import layout, rows, stuck
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch
 from mpiwrite.run.parallel import Team
@@ -328,7 +328,8 @@ class Run:
         grace = max(team.grace, 0.1 * (watch_s or 0))
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: self._stuck_message(path, watch_s, name))
+                            lambda: stuck.message(self, path, watch_s, name),
+                            lambda: stuck.end(self, watch_s))
         progress.start()
         try:
             res = stream(poll)
@@ -409,20 +410,6 @@ class Run:
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
         return dataclasses.replace(plan, expect_inode=(dev, ino)), False
-
-    def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
-        """What the watchdog says: a rank still writing names itself; a rank that finished
-        names rank 0, which ends the write phase and evidently could not."""
-        self.files.remove_created()
-        t = self.team
-        if self.finished_writing and self.rank != 0:
-            self.files.remove_files_of([0], self.iteration_now)  # rank 0 cannot: stopped, hung
-            return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
-                    f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
-                    f"writes and waited); rank 0 is stopped or hung; ending the job")
-        doing = "writing" if name == "write" else "reading"
-        return (f"run timed out: rank {self.rank} on {t.host} was still {doing} {path} after "
-                f"--timeout {watch_s:g}s; ending the job")
 
     def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
