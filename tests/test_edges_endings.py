@@ -172,3 +172,43 @@ def test_a_signal_while_the_final_record_is_renamed_leaves_a_consistent_record(t
     assert rc == 0, (rc, err)  # the run had ended: its status, not the signal's
     assert f"signal {int(sig)} arrived after the run had ended" in err, err
     assert "Traceback" not in err
+
+
+def _fsync_delayed(nth, seconds):
+    return ["strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=fsync", "-e",
+            f"inject=fsync:delay_enter={int(seconds * 1e6)}:when={nth}"]
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_run_does_not_remove_a_results_folder_another_run_uses(tmp_path):
+    """`run /nonexistent/x --results r & run good --results r`, r missing: the bad run makes r,
+    fails on its TARGET and removes the (empty) r it made, while the good run already holds r
+    open; its records then went into a removed folder ("record not saved", 3 in 30 tries).
+    Made certain here: the bad run's first fsync (its probe in r) and the good run's second
+    (its TARGET probe, after it opened r) are delayed under strace."""
+    if not tool("strace"):
+        pytest.skip("needs strace")
+
+    def launch(pre, args):
+        return subprocess.Popen(pre + [MPIWRITE, "run"] + args + ["--results", "r"] + QUIET,
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=clean_env(), stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+    bad = launch(_fsync_delayed(1, 3), ["/nonexistent/x"])
+    good = None
+    try:
+        end = time.monotonic() + 30
+        while not (tmp_path / "r").exists():
+            assert time.monotonic() < end and bad.poll() is None, bad.communicate()
+            time.sleep(0.02)
+        good = launch(_fsync_delayed(2, 5), ["d", "-s", "64k", "-b", "64k"])
+        rc_bad, _o, err_bad = wait(bad, 60)
+        rc_good, _o, err_good = wait(good, 60)
+    finally:
+        kill_group(bad)
+        if good is not None:
+            kill_group(good)
+    assert rc_bad == 2 and "/nonexistent" in err_bad, err_bad
+    assert rc_good == 0 and "record not saved" not in err_good, err_good
+    assert only_record(str(tmp_path / "r")).status == "complete"
