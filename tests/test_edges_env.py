@@ -111,3 +111,39 @@ def test_hostnames_with_one_crc32_are_two_nodes(tmp_path):
     out = bounded(cmd, 120, cwd=str(tmp_path), env=clean_env())
     assert out.returncode == 0, out.stderr
     assert "ranks 2 on 2 nodes" in out.stdout, out.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("hang_up_rank_1", [False, True], ids=["complete", "SIGHUP-rank-1"])
+def test_json_on_stdout_is_not_mixed_with_what_libraries_print(tmp_path, hang_up_rank_1):
+    """`run ... --json -` with the bundled UCX logging (UCX_LOG_LEVEL=debug: it logs to
+    stdout): once 1,300 "UCX DEBUG" lines followed the JSON on stdout.  Now stdout is the JSON
+    alone; what libraries print goes to stderr."""
+    import json
+    import os
+    import signal
+
+    from test_faults import rank_pids, wait, wait_for_bytes
+
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    size = "2G" if hang_up_rank_1 else "1M"
+    proc = subprocess.Popen(
+        [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", size, "-b", "64k", "--fsync-every",
+         "16", "--results", "r", "--json", "-", "--progress-interval", "0"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        env=clean_env({"UCX_LOG_LEVEL": "debug"}), start_new_session=True)
+    try:
+        if hang_up_rank_1:
+            pids = rank_pids(tmp_path, 2)
+            wait_for_bytes(tmp_path / "d", 2**20)
+            os.kill(pids[1], signal.SIGHUP)
+        rc, out, err = wait(proc, 90)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+    if "UCX" not in out + err:
+        pytest.skip("this MPI library does not use UCX")
+    assert rc == (129 if hang_up_rank_1 else 0), err[-2000:]
+    doc = json.loads(out)  # the JSON and nothing else
+    assert doc["status"] == ("interrupted" if hang_up_rank_1 else "complete")
+    assert "UCX" in err
