@@ -346,8 +346,8 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
 @click.option("--results", default="results", help="Folder for records (or give --results "
               "after `--`, once).")
 @click.option("-o", "--output", "out_file", default=None, help="Write the script here.")
-@click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id (exit 1 if squeue says it can "
-              "never start, e.g. PartitionNodeLimit).")
+@click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id "
+              "(exit 1 if squeue says it can never start, e.g. PartitionNodeLimit).")
 @click.option("--study", "study_file", default=None, help="Render one `study run` step for "
               "this study file: the allocation and --time come from the study.")
 @click.option("--stage", default=None, metavar="TARBALL", help="A packed environment "
