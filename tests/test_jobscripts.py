@@ -429,6 +429,7 @@ def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
     assert "1 run(s) that did not complete" in log  # the script went on to its report
 
 
+@pytest.mark.mpi
 @pytest.mark.slow
 def test_a_job_that_can_never_start_is_said_so(slurm, tmp_path):
     """Two nodes from a one-node partition: once sbatch printed a job id and nothing else for
