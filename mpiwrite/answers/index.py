@@ -181,6 +181,16 @@ class Index:
         self.hits += 1
         return rec
 
+    def lookup(self, path: str) -> Optional[runlevel.RunLevel]:
+        """The record's run-level part, if the index holds this very file (get())."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None  # runlevel.read names what is wrong
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return self.get(os.path.abspath(path), path, runlevel.identity(st))
+
     def put(self, key: str, ident: Tuple[int, ...], material: Optional[Dict[str, Any]],
             status: str) -> None:
         """Keep a record just read, unless it may still change (running, just modified)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -18,12 +17,11 @@ import numpy as np
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.facts.nodeinfo import common_value, fact_keys
-from mpiwrite.formats import records
+from mpiwrite.formats import isolate, records
 from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
-
 
 # Keys an imported record states itself (what params cannot say: "unknown").
 IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
@@ -109,8 +107,14 @@ class Store:
                 cache, _say if warn else (lambda _text: None))
         self.index = index
         try:
-            for path in find(paths, option, self.leftovers):
-                self._add(path, level, index, warn, by_id)
+            found = list(find(paths, option, self.leftovers))
+            known = {p: index.lookup(p) for p in found} if index is not None else {}
+            # a record not in the index is parsed by libhdf5 in a child process, which hands
+            # back its run-level part: one that crashes or stalls libhdf5 is named, never
+            # fatal to the others (formats/isolate.py)
+            fresh = isolate.read_run_levels([p for p in found if known.get(p) is None])
+            for path in found:
+                self._add(path, level, index, warn, by_id, known.get(path), fresh.get(path))
         finally:
             if index is not None:
                 index.close()
@@ -124,9 +128,14 @@ class Store:
                                  "each run is counted once\n")
         self.runs.sort(key=lambda r: (str(r.attrs.get("start_time")), r.run_id))
 
-    def _add(self, path: str, level: str, index, warn: bool, by_id) -> None:
+    def _add(self, path: str, level: str, index, warn: bool, by_id, rec=None,
+             fresh=None) -> None:
         try:
-            rec = self._run_level(path, index) if level == "run" else records.read(path)
+            if fresh is not None and fresh[0] == "bad":
+                raise RecordError(fresh[1])
+            if rec is None:
+                rec = self._run_level(path, index, fresh) if level == "run" \
+                    else records.read(path)
             keys = run_keys(rec)
         except RecordError as exc:
             self._bad(path, str(exc), warn)
@@ -145,22 +154,16 @@ class Store:
         self._keys[id(rec)] = keys
 
     @staticmethod
-    def _run_level(path: str, index) -> records.RunRecord:
+    def _run_level(path: str, index, fresh=None) -> records.RunRecord:
         from mpiwrite.formats import runlevel
 
-        key = os.path.abspath(path)
+        if fresh is not None and fresh[0] == "ok":  # read in the child (formats/isolate.py)
+            material, ident = fresh[1]
+            rec = runlevel.build(path, material, ident)
+        else:
+            rec, material, ident = runlevel.read(path)
         if index is not None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None  # runlevel.read names what is wrong
-            if st is not None and stat.S_ISREG(st.st_mode):
-                rec = index.get(key, path, runlevel.identity(st))
-                if rec is not None:
-                    return rec
-        rec, material, ident = runlevel.read(path)
-        if index is not None:
-            index.put(key, ident, material, rec.status)
+            index.put(os.path.abspath(path), ident, material, rec.status)
         return rec
 
     def _bad(self, path: str, message: str, warn: bool) -> None:

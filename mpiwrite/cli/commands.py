@@ -269,6 +269,11 @@ def show(run, where, iteration, by, skip_bad):
                               "FOLDER")
         rec = store.runs[0]
     elif os.path.lexists(run):
+        from mpiwrite.formats import isolate
+
+        vetted = isolate.read_run_levels([run])[run]  # a crash or hang of libhdf5: named
+        if vetted[0] == "bad":
+            raise RecordError(vetted[1])
         rec = records.read(run)  # RecordError: named, exit 1
     else:
         _missing_in(where, f"RUN: {run!r} is not a file")
