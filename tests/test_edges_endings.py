@@ -212,3 +212,62 @@ def test_a_failing_run_does_not_remove_a_results_folder_another_run_uses(tmp_pat
     assert rc_bad == 2 and "/nonexistent" in err_bad, err_bad
     assert rc_good == 0 and "record not saved" not in err_good, err_good
     assert only_record(str(tmp_path / "r")).status == "complete"
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_sigterm_to_a_rank_while_rank_0_is_stopped_ends_with_a_line_and_no_data(tmp_path):
+    """Rank 0 stopped (SIGSTOP), then SIGTERM to rank 1: once only MPICH's Abort line came
+    after 10 s, and rank 0's file and a `running` record were left.  Now 143 with a line of
+    ours, no data file (rank 1 removes rank 0's too), and the record, which rank 0 cannot
+    write, is called abandoned once the job is gone."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--fsync-every", "16", "--results",
+                     "r"] + QUIET, tmp_path)
+    pids = {}
+    try:
+        pids = rank_pids(tmp_path, 2)
+        wait_for_bytes(tmp_path / "d", 2**20)
+        os.kill(pids[0], signal.SIGSTOP)
+        os.kill(pids[1], signal.SIGTERM)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        for pid in pids.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        kill_group(proc)
+    assert rc == 143, (rc, err)
+    assert [ln for ln in err.splitlines() if ln.startswith("mpiwrite:")], err
+    left = [f for f in os.listdir(tmp_path / "d") if f.endswith(".dat")] \
+        if (tmp_path / "d").exists() else []
+    assert left == [], left
+    time.sleep(1)
+    shown = cli(["show", "r"], cwd=tmp_path)
+    assert "status running" not in shown.stdout, shown.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_target_moved_mid_run_with_subdirectories_leaves_nothing(tmp_path):
+    """`mv` of TARGET mid-run with --files-per-dir 1: once two empty run subdirectories were
+    left in the moved folder."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = start(2, ["run", "d", "-s", "256M", "-b", "64k", "--files-per-dir", "1",
+                     "--results", "r"] + QUIET, tmp_path)
+    try:
+        rank_pids(tmp_path, 2)
+        end = time.monotonic() + 30
+        while not any(f.endswith(".dat") for _, _, fs in os.walk(tmp_path / "d") for f in fs):
+            assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.rename(tmp_path / "d", tmp_path / "moved")
+        rc, _out, err = wait(proc, 90)
+    finally:
+        kill_group(proc)
+    assert rc == 0, err
+    assert "renamed or removed" in err
+    assert os.listdir(tmp_path / "moved") == [], list(os.walk(tmp_path / "moved"))
