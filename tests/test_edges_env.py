@@ -57,12 +57,18 @@ def test_env_of_a_missing_path_is_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["run", "-s", "1M"], ["env"], ["jobscript", "--", "d"],
-                                  ["report", "r"]])
+                                  ["report", "r"],
+                                  pytest.param(["MX", "run", "-s", "1M"], marks=pytest.mark.mpi)])
 def test_a_removed_working_folder_is_one_line(tmp_path, args):
     gone = tmp_path / "gone"
     gone.mkdir()
+    launch = [MPIWRITE]
+    if args[0] == "MX":  # two ranks under mpiexec, started in the removed folder
+        if MPIEXEC is None:
+            pytest.skip("no mpiexec")
+        launch, args = [MPIEXEC, "-n", "2", MPIWRITE], args[1:]
     proc = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh",
-                           str(gone), MPIWRITE] + args, capture_output=True, text=True,
+                           str(gone)] + launch + args, capture_output=True, text=True,
                           timeout=60, env=clean_env())
     assert proc.returncode == 2, proc.stderr
     assert "current folder was removed" in _one_line(proc)
@@ -89,13 +95,17 @@ def test_closed_standard_streams(tmp_path, redirect, args, code):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("lib", ["/nonexistent", "libz.so.1"])
+@pytest.mark.parametrize("lib", ["/nonexistent", "libz.so.1", "libc.so.6", "ulimit -v 150000"])
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_an_unloadable_mpi_library_is_one_line(tmp_path, lib, ranks):
     if MPIEXEC is None:
         pytest.skip("no mpiexec")
-    out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
-                 env={"MPI4PY_LIBMPI": lib})
+    if lib.startswith("ulimit"):  # too little address space to map the library at all
+        out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
+                     pre=["bash", "-c", f'{lib}; exec "$@"', "x"])
+    else:
+        out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
+                     env={"MPI4PY_LIBMPI": lib})
     assert out.returncode == 2, out.stderr
     assert "cannot load the MPI library" in _one_line(out)
     assert not (tmp_path / "d").exists()
