@@ -471,6 +471,7 @@ class Run:
                 sys.stderr.write(printable(f"mpiwrite: {self.ledger.record_error}") + "\n")
                 code = code or 1
         code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
+        team.signal_patience = None  # a team that runs again (a study) starts with the grace
         if late and final is not RunStatus.INTERRUPTED and self.rank == 0:
             sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
                              f"record is final ({final})\n")
