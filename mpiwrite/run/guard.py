@@ -19,8 +19,13 @@ from mpiwrite.facts.host import host_name
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
-from mpiwrite.run.process import (EXIT_FOR_SIGNAL, Signals, launcher_rank, launcher_size,
-                                  slurm_pmi2_netmod)
+from mpiwrite.run.process import (
+    EXIT_FOR_SIGNAL,
+    Signals,
+    launcher_rank,
+    launcher_size,
+    slurm_pmi2_netmod,
+)
 from mpiwrite.run.runner import Run
 from mpiwrite.run.stuck import leftover_text
 from mpiwrite.text import printable
