@@ -71,7 +71,10 @@ def read_run_levels(paths: List[str], seconds: float = SECONDS) -> Dict[str, Tup
     out: Dict[str, Tuple[str, Any]] = {}
     todo = list(paths)
     while todo:
-        proc = _start()
+        try:
+            proc = _start()
+        except OSError:  # no process to spare (ulimit -u): read here, as before
+            return out
         done = 0
         try:
             for path in todo:
