@@ -271,7 +271,7 @@ def show(run, where, iteration, by, skip_bad):
     elif os.path.lexists(run):
         from mpiwrite.formats import isolate
 
-        vetted = isolate.read_run_levels([run])[run]  # a crash or hang of libhdf5: named
+        vetted = isolate.read_run_levels([run], whole=True)[run]  # libhdf5 crashes: named
         if vetted[0] == "bad":
             raise RecordError(vetted[1])
         rec = records.read(run)  # RecordError: named, exit 1

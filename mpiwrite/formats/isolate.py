@@ -13,8 +13,9 @@ record gets `SECONDS`; a record that kills or stalls the child is named as damag
 child takes the rest.  Cost: one interpreter start per command that reads new records (about
 0.3 s), then the reading itself.
 
-Not covered: what needs a record's whole tables (ranks, samples: `show`, per-rank metrics)
-reads them here, with libhdf5, after the run-level part read cleanly in the child.
+`show FILE` has the whole record read in the child (`whole`), and the child's own end watched.
+Not covered: other reads of whole tables (per-rank metrics, `verify --record`) happen here,
+with libhdf5, after the run-level part read cleanly in the child (docs/security.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Dict, List, Tuple
 SECONDS = 20.0  # one record's read in the child, at most
 
 
-def _child() -> None:
+def _child(whole: bool = False) -> None:
     """For every path on stdin (one JSON string a line) one JSON line: ["ok", doc, its,
     stats, ident] (tables base64), ["bad", RecordError text], or ["self"] (a record too large
     for an image: the parent reads it)."""
@@ -51,19 +52,29 @@ def _child() -> None:
             said = ["bad", str(exc)]
         except Exception as exc:  # noqa: BLE001 - named like any unusable record
             said = ["bad", f"{path}: unusable record ({type(exc).__name__}: {exc})"]
+        if whole and said[0] != "bad":  # the whole tables too (show FILE reads them next)
+            from mpiwrite.formats import records
+
+            try:
+                records.read(path)
+            except Exception:  # noqa: BLE001 - the parent names what is wrong
+                pass
         sys.stdout.write(json.dumps(said) + "\n")
         sys.stdout.flush()
 
 
-def _start() -> subprocess.Popen:
+def _start(whole: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", "from mpiwrite.formats.isolate import _child; _child()"],
+        [sys.executable, "-c", f"from mpiwrite.formats.isolate import _child; _child({whole})"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def read_run_levels(paths: List[str], seconds: float = SECONDS) -> Dict[str, Tuple[str, Any]]:
+def read_run_levels(paths: List[str], seconds: float = SECONDS,
+                    whole: bool = False) -> Dict[str, Tuple[str, Any]]:
     """{path: ("ok", (material, ident)) | ("bad", message) | ("self", None)} for each path,
-    read in a child process (see above)."""
+    read in a child process (see above).  `whole`, for one path: its whole tables are read
+    there too, and a child that then dies when it ends (memory corrupted, found at its
+    exit) names the record as damaged."""
     import numpy as np
 
     from mpiwrite.formats import runlevel
@@ -72,7 +83,7 @@ def read_run_levels(paths: List[str], seconds: float = SECONDS) -> Dict[str, Tup
     todo = list(paths)
     while todo:
         try:
-            proc = _start()
+            proc = _start(whole)
         except OSError:  # no process to spare (ulimit -u): read here, as before
             return out
         done = 0
@@ -105,6 +116,16 @@ def read_run_levels(paths: List[str], seconds: float = SECONDS) -> Dict[str, Tup
                     out[path] = (said[0], said[1] if len(said) > 1 else None)
                 done += 1
         finally:
+            if whole and len(paths) == 1 and out.get(paths[0], ("",))[0] != "bad":
+                proc.stdin.close()  # the child ends now: its heap is torn down
+                try:
+                    code = proc.wait(seconds)
+                except subprocess.TimeoutExpired:
+                    code = 0
+                if code < 0:
+                    how = f"corrupted memory ({signal.Signals(-code).name} at the end)"
+                    out[paths[0]] = ("bad", f"{paths[0]}: damaged record: the HDF5 library "
+                                            f"{how} reading it (in a separate process); not read")
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
