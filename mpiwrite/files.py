@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from typing import List, Optional
 
 from mpiwrite.errors import ConfigError
@@ -141,7 +142,13 @@ def write_replacing(name: str, data: bytes, dir_fd: Optional[int] = None, mode: 
     """Write data to a new temporary file beside name (O_EXCL|O_NOFOLLOW, fsync'd), then
     rename it over name and fsync the folder.  `check(name)` (raising OSError) is called just
     before the rename.  rename() replaces whatever is at name itself, never what a symlink
-    there points to.  On failure no temporary file is left and name is untouched."""
+    there points to.  On failure no temporary file is left and name is untouched (a folder
+    made append-only or immutable is refused before anything is written in it; a temporary
+    file that still cannot be removed is named in the error)."""
+    locked = _no_renames(dir_fd, os.path.dirname(os.path.abspath(name)))
+    if locked:
+        raise OSError(errno.EPERM, f"its folder is {locked}: nothing there can be renamed or "
+                      "removed, so the file is not replaced", name)
     last: Optional[OSError] = None
     for tmp in temp_names(name):
         try:
@@ -153,11 +160,13 @@ def write_replacing(name: str, data: bytes, dir_fd: Optional[int] = None, mode: 
             if check is not None:
                 check(name)
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=dir_fd)
-            except OSError:
-                pass
+            except OSError as stuck:
+                if isinstance(exc, OSError):
+                    raise OSError(exc.errno, f"{exc.strerror or exc}; the temporary file {tmp} "
+                                  f"is left: {stuck.strerror}", name) from exc
             raise
         if dir_fd is not None:
             _fsync_fd(dir_fd)
@@ -166,6 +175,29 @@ def write_replacing(name: str, data: bytes, dir_fd: Optional[int] = None, mode: 
         return
     raise OSError(errno.EEXIST, "every temporary name is taken (planted files or symlinks?): "
                   f"{last.filename if last else name}", name)
+
+
+FS_IOC_GETFLAGS = 0x80086601  # linux/fs.h; the kernel writes an int
+LOCKED_FLAGS = ((0x10, "immutable (chattr +i)"), (0x20, "append-only (chattr +a)"))
+
+
+def _no_renames(dir_fd: Optional[int], folder: str) -> str:
+    """'append-only (chattr +a)' or 'immutable (chattr +i)' when the folder's inode flags
+    forbid renaming and removing its entries; '' otherwise, or where the filesystem cannot
+    say (a temporary file written there could be neither renamed nor removed)."""
+    import fcntl
+
+    fd = dir_fd
+    try:
+        if fd is None:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        flags = int.from_bytes(fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:
+        return ""
+    finally:
+        if dir_fd is None and fd is not None:
+            os.close(fd)
+    return next((what for bit, what in LOCKED_FLAGS if flags & bit), "")
 
 
 def check_replaceable(name: str, dir_fd: Optional[int] = None) -> None:

@@ -114,3 +114,23 @@ def mounted(path, fstype: str, options: str = ""):
         yield str(path)
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@contextlib.contextmanager
+def ext4_disk(folder, size_mb: int = 96):
+    """An ext4 of our own on a loop device (its image on a tmpfs of ours) mounted at
+    folder/disk, for what only a real block filesystem does (chattr +a, fsfreeze); unmounted
+    and detached afterwards.  Root only."""
+    img, mnt = os.path.join(str(folder), "img"), os.path.join(str(folder), "disk")
+    with mounted(img, "tmpfs", f"size={size_mb + 16}m"):
+        image = os.path.join(img, "disk.img")
+        subprocess.run(["truncate", "-s", f"{size_mb}m", image], check=True)
+        subprocess.run(["mkfs.ext4", "-q", "-F", image], check=True, capture_output=True)
+        os.makedirs(mnt)
+        subprocess.run(["mount", "-o", "loop", image, mnt], check=True)
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["fsfreeze", "-u", mnt], capture_output=True)  # if a test froze it
+            subprocess.run(["umount", mnt], capture_output=True)
+            subprocess.run(["umount", "-l", mnt], capture_output=True)

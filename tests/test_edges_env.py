@@ -57,12 +57,18 @@ def test_env_of_a_missing_path_is_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("args", [["run", "-s", "1M"], ["env"], ["jobscript", "--", "d"],
-                                  ["report", "r"]])
+                                  ["report", "r"],
+                                  pytest.param(["MX", "run", "-s", "1M"], marks=pytest.mark.mpi)])
 def test_a_removed_working_folder_is_one_line(tmp_path, args):
     gone = tmp_path / "gone"
     gone.mkdir()
+    launch = [MPIWRITE]
+    if args[0] == "MX":  # two ranks under mpiexec, started in the removed folder
+        if MPIEXEC is None:
+            pytest.skip("no mpiexec")
+        launch, args = [MPIEXEC, "-n", "2", MPIWRITE], args[1:]
     proc = subprocess.run(["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh",
-                           str(gone), MPIWRITE] + args, capture_output=True, text=True,
+                           str(gone)] + launch + args, capture_output=True, text=True,
                           timeout=60, env=clean_env())
     assert proc.returncode == 2, proc.stderr
     assert "current folder was removed" in _one_line(proc)
@@ -89,13 +95,17 @@ def test_closed_standard_streams(tmp_path, redirect, args, code):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("lib", ["/nonexistent", "libz.so.1"])
+@pytest.mark.parametrize("lib", ["/nonexistent", "libz.so.1", "libc.so.6", "ulimit -v 150000"])
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_an_unloadable_mpi_library_is_one_line(tmp_path, lib, ranks):
     if MPIEXEC is None:
         pytest.skip("no mpiexec")
-    out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
-                 env={"MPI4PY_LIBMPI": lib})
+    if lib.startswith("ulimit"):  # too little address space to map the library at all
+        out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
+                     pre=["bash", "-c", f'{lib}; exec "$@"', "x"])
+    else:
+        out = mpirun(ranks, ["run", "d", "-s", "1M"], cwd=str(tmp_path), timeout=60,
+                     env={"MPI4PY_LIBMPI": lib})
     assert out.returncode == 2, out.stderr
     assert "cannot load the MPI library" in _one_line(out)
     assert not (tmp_path / "d").exists()
@@ -111,3 +121,39 @@ def test_hostnames_with_one_crc32_are_two_nodes(tmp_path):
     out = bounded(cmd, 120, cwd=str(tmp_path), env=clean_env())
     assert out.returncode == 0, out.stderr
     assert "ranks 2 on 2 nodes" in out.stdout, out.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("hang_up_rank_1", [False, True], ids=["complete", "SIGHUP-rank-1"])
+def test_json_on_stdout_is_not_mixed_with_what_libraries_print(tmp_path, hang_up_rank_1):
+    """`run ... --json -` with the bundled UCX logging (UCX_LOG_LEVEL=debug: it logs to
+    stdout): once 1,300 "UCX DEBUG" lines followed the JSON on stdout.  Now stdout is the JSON
+    alone; what libraries print goes to stderr."""
+    import json
+    import os
+    import signal
+
+    from test_faults import rank_pids, wait, wait_for_bytes
+
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    size = "2G" if hang_up_rank_1 else "1M"
+    proc = subprocess.Popen(
+        [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-s", size, "-b", "64k", "--fsync-every",
+         "16", "--results", "r", "--json", "-", "--progress-interval", "0"], cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        env=clean_env({"UCX_LOG_LEVEL": "debug"}), start_new_session=True)
+    try:
+        if hang_up_rank_1:
+            pids = rank_pids(tmp_path, 2)
+            wait_for_bytes(tmp_path / "d", 2**20)
+            os.kill(pids[1], signal.SIGHUP)
+        rc, out, err = wait(proc, 90)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+    if "UCX" not in out + err:
+        pytest.skip("this MPI library does not use UCX")
+    assert rc == (129 if hang_up_rank_1 else 0), err[-2000:]
+    doc = json.loads(out)  # the JSON and nothing else
+    assert doc["status"] == ("interrupted" if hang_up_rank_1 else "complete")
+    assert "UCX" in err

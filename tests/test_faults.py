@@ -169,7 +169,8 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                      (signal.SIGQUIT, 131)])  # hydra forwards Ctrl-\\ too
 def test_signal_to_the_job_records_interrupted(tmp_path, sig, code):
     proc = start(3, ["run", "d", "-t", "30", "--no-fsync", "--results", "r", "--json", "s.json",
                      "--progress-interval", "0"], tmp_path)

@@ -63,7 +63,7 @@ def test_tags_never_shadow_measured_columns_or_built_in_keys(tmp_path):
     r = tmp_path / "r"
     r.mkdir()
     crafted = {"bytes": "lots", "rank": "x", "status": "fake", "fstype": "evil",
-               "MB_per_s": "n/a", "iteration": "warm", "site": "a"}
+               "checksums": "spoofed", "MB_per_s": "n/a", "iteration": "warm", "site": "a"}
     synth.make(r / "x.h5", [800, 801], "x", tags=crafted)
     frames = load(str(r))
     ranks = frames["ranks"]
@@ -73,8 +73,12 @@ def test_tags_never_shadow_measured_columns_or_built_in_keys(tmp_path):
     runs = frames["runs"]
     assert runs["status"][0] == "complete" and runs["fstype"][0] != "evil"
     assert runs["tag.status"][0] == "fake" and runs["site"][0] == "a"
-    out = cli(["report", str(r), "--by", "fstype", "--format", "json"], cwd=tmp_path)
-    assert out.returncode == 0 and "evil" not in out.stdout, out.stdout
+    assert runs["checksums"][0] != "spoofed" and runs["tag.checksums"][0] == "spoofed"
+    for key, spoof in (("fstype", "evil"), ("checksums", "spoofed")):
+        out = cli(["report", str(r), "--by", key, "--format", "json"], cwd=tmp_path)
+        assert out.returncode == 0 and spoof not in out.stdout, out.stdout
+    shown = cli(["show", str(r / "x.h5")], cwd=tmp_path)
+    assert "status complete" in shown.stdout and "status fake" not in shown.stdout
 
 
 def test_plot_scaling_samples_as_report_does_and_refuses_to_pool_ranks(tmp_path):

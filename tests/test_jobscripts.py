@@ -427,3 +427,20 @@ def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
     log = (tmp_path / f"slurm-{job}.out").read_text()
     assert "run interrupted by a signal" in log
     assert "1 run(s) that did not complete" in log  # the script went on to its report
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_a_job_that_can_never_start_is_said_so(slurm, tmp_path):
+    """Two nodes from a one-node partition: once sbatch printed a job id and nothing else for
+    a job pending for good (PartitionNodeLimit).  Now exit 1 with a line saying so (or
+    sbatch's own refusal, where the site enforces the limits at submission)."""
+    out = subprocess.run([MPIWRITE, "jobscript", "--submit", "--nodes", "2", "--", "d", "-s",
+                          "1M"], cwd=tmp_path, capture_output=True, text=True, env=slurm.env,
+                         timeout=60)
+    job = out.stdout.strip()
+    if job.isdigit():
+        slurm.scancel(job)
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert "can never start" in out.stderr and "PartitionNodeLimit" in out.stderr \
+        or "Node count specification invalid" in out.stderr, out.stderr

@@ -52,3 +52,39 @@ def test_every_page_has_examples_and_an_exit_status(tmp_path):
     with open(os.path.join(tmp_path, "mpiwrite-run.1")) as fh:
         run = fh.read()
     assert "128+N" in run and "mpiexec \\-n 4 mpiwrite run" in run
+
+
+def test_options_say_their_defaults(tmp_path):
+    from mpiwrite.cli import manpage
+
+    manpage.write_pages(str(tmp_path))
+    run = (tmp_path / "mpiwrite-run.1").read_text()
+    for said in ("[default: 1MiB]", "[default: fpp]", "[default: results]",
+                 "[default: \\-\\-fsync]", "[default: 5s]", "[default: 1000]"):
+        assert said in run, said
+    assert "(default: remove them). [default" not in run  # said once, by its help
+    job = (tmp_path / "mpiwrite-jobscript.1").read_text()
+    assert "[default: srun]" in job and "[default: /tmp/mpiwrite\\-env]" in job
+    assert "\n [default" not in job  # an option without help gets the bracket alone
+
+
+def test_the_readme_tables_every_run_option_and_names_the_recipes():
+    import re
+
+    import click
+
+    from mpiwrite.cli.main import cli
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("| option | meaning |")
+    table = readme[start:readme.index("\n\n", start)]
+    root = click.Context(cli, info_name="mpiwrite")
+    run = cli.get_command(root, "run")
+    missing = [p.opts for p in run.get_params(click.Context(run, parent=root))
+               if isinstance(p, click.Option) and "--help" not in p.opts
+               and not any(re.search(r"[`/|]" + re.escape(o) + r"\b", table)
+                           for o in p.opts + p.secondary_opts)]
+    assert missing == [], f"README's run options table lacks {missing}"
+    for recipe in ("packaging/spack/packages/py-mpiwrite/package.py",
+                   "packaging/apptainer/mpiwrite.def"):
+        assert recipe in readme and (ROOT / recipe).is_file(), recipe

@@ -47,3 +47,41 @@ def test_a_verify_that_passes_says_so(tmp_path):
     assert out.returncode == 0, out.stderr
     said = [ln for ln in (out.stdout + out.stderr).splitlines() if "verify:" in ln]
     assert len(said) == 1 and "16 blocks" in said[0] and "none mismatched" in said[0]
+
+
+def test_show_says_what_verify_checked(tmp_path):
+    from common import cli, records_in
+
+    out = mpirun(2, ["run", "d", "-s", "8M", "--verify", "--results", "r",
+                     "--progress-interval", "0"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    shown = cli(["show", records_in(str(tmp_path / "r"))[0]], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    said = [ln for ln in shown.stdout.splitlines() if "verified" in ln]
+    assert said and "verified 16 blocks (16MiB) at" in said[0] \
+        and "none mismatched" in said[0], shown.stdout
+
+
+@pytest.mark.parametrize("fstype, status, noted", [
+    ("ext4", "OK", True), ("ext4", "FAILED", False), ("tmpfs", "OK", False)])
+def test_busy_cpu_note_only_for_a_good_iteration_on_a_real_filesystem(fstype, status, noted):
+    """The note that client CPUs were saturated, given the ranks' figures: never for a failed
+    iteration (its figures mean nothing) nor on a memory filesystem (copying is the work)."""
+    import numpy as np
+
+    from mpiwrite.formats import summary
+    from mpiwrite.formats.status import Status
+    from mpiwrite.run.config import build
+    from mpiwrite.run.console import Console
+    from mpiwrite.run.ledger import Ledger
+
+    cfg = build(target="d", size=2**20)
+    ledger = Ledger(cfg, ["mpiwrite"], "run", 2, [{"host": "n1"}], np.zeros(2, dtype=int),
+                    {"fstype": fstype}, "MPICH", Console(cfg))
+    ranks = np.zeros(2, dtype=summary.RANK_DTYPE)
+    ranks["rank"] = [0, 1]
+    ranks["node_cpu_busy"] = 0.97
+    row = np.zeros((), dtype=summary.ITER_DTYPE)
+    row["aggregate_MB_per_s"] = row["aggregate_with_open_MB_per_s"] = 100.0
+    ledger.figure_notes(0, row, ranks, getattr(Status, status))
+    assert any("client CPU 97% busy" in n for n in ledger.notes) is noted, ledger.notes

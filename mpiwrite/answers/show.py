@@ -32,6 +32,20 @@ def unique_options(text: str) -> str:
     return ",".join(seen)
 
 
+def _verified(rec, params, iteration: int) -> str:
+    """'N blocks (SIZE) ' checked by --verify in an iteration ('' where unknown)."""
+    try:
+        ranks = rec.ranks
+        done = ranks["verify_bytes"][ranks["iteration"] == iteration]
+        block = int(params.get("block_size") or 0)
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if block <= 0 or not len(done):
+        return ""
+    blocks = int(np.sum(-(-done // block)))
+    return f"{_count(blocks, 'block')} ({format_size(int(done.sum()))}) "
+
+
 def _options(text) -> str:
     return f" ({unique_options(text)})" if text else ""
 
@@ -84,7 +98,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             extra.append(f"read {_num(it['read_aggregate_MB_per_s'])} MB/s")
         if np.isfinite(it["verify_MB_per_s"]):
             bad = int(it["verify_mismatches"])
-            extra.append(f"verified at {_num(it['verify_MB_per_s'])} MB/s, "
+            extra.append(f"verified {_verified(rec, p, int(it['iteration']))}at "
+                         f"{_num(it['verify_MB_per_s'])} MB/s, "
                          + (f"{bad} mismatched" if bad else "none mismatched"))
         if np.isfinite(it["write_latency_p50_seconds"]):
             extra.append("write() p50/p99/max "

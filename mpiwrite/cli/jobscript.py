@@ -332,3 +332,54 @@ def render_study(job: Job) -> str:
         'exit "$status"',
         "",
     ])
+
+
+# squeue's reasons for a pending job that waiting does not cure: a request beyond what the
+# partition, the QOS or the association allows a job (Slurm accepts such a job unless
+# EnforcePartLimits is set, and it waits for good)
+NEVER_STARTS = {
+    "PartitionNodeLimit": "the partition allows fewer nodes than the job asks for",
+    "PartitionTimeLimit": "the partition's time limit is shorter than the job's",
+    "PartitionConfig": "the partition cannot hold the job as asked (cores, memory, account)",
+    "QOSMaxNodePerJobLimit": "the QOS allows fewer nodes per job",
+    "QOSMaxWallDurationPerJobLimit": "the QOS allows a shorter time limit",
+    "AssocMaxNodesPerJobLimit": "your association allows fewer nodes per job",
+    "AssocMaxWallDurationPerJobLimit": "your association allows a shorter time limit",
+    "BadConstraints": "no node has the features asked for",
+}
+
+
+def submit(text: str, look_seconds: float = 2.0):
+    """Hand a script to sbatch: (job id, '' or why the queued job can never start).
+
+    Slurm queues a job beyond the partition's limits unless EnforcePartLimits is set, and
+    sbatch prints its id like any other; squeue's reason for it (set at submission, looked
+    at for up to `look_seconds`) says it will wait for good.  RunError when sbatch fails."""
+    import shutil
+    import subprocess
+    import time
+
+    from mpiwrite.errors import RunError
+
+    if not shutil.which("sbatch"):
+        raise RunError("--submit: sbatch not found")
+    out = subprocess.run(["sbatch", "--parsable"], input=text, capture_output=True, text=True)
+    if out.returncode:
+        raise RunError(f"sbatch: {out.stderr.strip()}")
+    job_id = out.stdout.strip().split(";")[0]
+    if not shutil.which("squeue"):
+        return job_id, ""
+    end = time.monotonic() + look_seconds
+    while True:
+        got = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T|%r"], text=True,
+                             capture_output=True)
+        state, _, reason = got.stdout.strip().partition("|")
+        if reason in NEVER_STARTS:
+            return job_id, (f"job {job_id} was queued but can never start: squeue says "
+                            f"{reason} ({NEVER_STARTS[reason]}); change the request and "
+                            f"cancel it (scancel {job_id})")
+        # "None": the scheduler has not looked at it yet
+        if got.returncode or state != "PENDING" or reason not in ("None", "") \
+                or time.monotonic() > end:
+            return job_id, ""
+        time.sleep(0.2)

@@ -66,6 +66,24 @@ DEFAULT_EXIT = [("0", "success"), ("1", "a failure, or unreadable records withou
                 ("2", "bad input (one line says which)")]
 
 
+def _default(opt: click.Option) -> str:
+    """' [default: X]' for an option whose help does not say its default already ('' for
+    none: an unset value, an off flag, an empty list)."""
+    value = opt.default
+    if "default" in (opt.help or "").lower() or callable(value) \
+            or value in (None, False, (), [], "") or repr(value).endswith("UNSET"):
+        return ""  # said in the help already, or nothing to say (click 8.2+: Sentinel.UNSET)""
+    if opt.is_flag:
+        if value is not True:
+            return ""
+        shown = opt.opts[-1]
+    elif isinstance(value, (list, tuple)):
+        shown = ", ".join(str(v) for v in value)
+    else:
+        shown = str(value)
+    return f" [default: {shown}]"
+
+
 def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> str:
     ctx = click.Context(cmd, info_name=name.split("-", 1)[-1] if parent else name,
                         parent=parent)
@@ -81,7 +99,7 @@ def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> 
         for p in opts:
             rec = p.get_help_record(ctx)
             if rec:
-                out += [".TP", f"\\fB{_roff(rec[0])}\\fR", _roff(rec[1])]
+                out += [".TP", f"\\fB{_roff(rec[0])}\\fR", _roff((rec[1] + _default(p)).strip())]
     if isinstance(cmd, click.Group):
         out.append(".SH COMMANDS")
         for sub in cmd.list_commands(ctx):

@@ -138,6 +138,8 @@ def run(ctx, **_params):
     from mpiwrite.run import guard
 
     argv = ["mpiwrite"] + sys.argv[1:]
+    if ctx.params.get("json_path") == "-":
+        json_only_on_stdout()
     # for rank 0's console only: the other ranks never load it (start-up imports)
     screen = {"units": ctx.params.get("units", "MB"),
               "ior_summary": bool(ctx.params.get("ior_summary"))}
@@ -150,6 +152,21 @@ def run(ctx, **_params):
         # that leaves alone leaves the rest waiting (a node-local --tag-file missing on one).
         return guard.main(None, argv, str(exc), screen=screen)
     return guard.main(cfg, argv, screen=screen)
+
+
+def json_only_on_stdout() -> None:
+    """--json -: standard output carries the JSON and nothing else.  Before MPI starts,
+    every rank points its file descriptor 1 at standard error, so that what libraries write
+    there (UCX logs to stdout: with UCX_LOG_LEVEL=debug, 1,300 lines after the JSON) goes to
+    stderr; Python's sys.stdout, which only the JSON is written to (the screen goes to stderr),
+    keeps the original stream."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        return
+    sys.stdout = os.fdopen(saved, "w", closefd=True)
 
 
 def config_from(p: dict):

@@ -28,6 +28,7 @@ from mpiwrite.run.process import (
     slurm_pmi2_netmod,
 )
 from mpiwrite.run.runner import Run
+from mpiwrite.run.stuck import leftover_text
 from mpiwrite.text import printable
 
 
@@ -85,15 +86,28 @@ def end_job(run: Run, exc: BaseException) -> None:
     if team.rank != 0:
         # rank 0 records the failure and ends the job; after a signal the ranks already gave
         # it the grace period, so only a moment more (rank 0 may be the one that is stuck)
-        time.sleep(min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace)
+        waited = min(team.grace, 1.0) if isinstance(exc, Interrupted) else team.grace
+        time.sleep(waited)
+        rank_0_is_stuck(run, exc, waited)
     team.abort(code)
 
 
-def leftover_text(problems: List[str], shown: int = 3) -> str:
-    """'N data files of this run: path: reason; ...' naming the first few."""
-    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
-    return (f"{len(problems)} data file{'s' * (len(problems) != 1)} of this run: "
-            + "; ".join(problems[:shown]) + more)
+def rank_0_is_stuck(run, exc: BaseException, waited: float) -> None:
+    """A rank other than 0 still here after waiting for rank 0 to end the job: rank 0 is
+    stopped or hung.  Remove its data file of this iteration (it cannot) and say why the job
+    ends, in one line (once MPICH's Abort line was all there was)."""
+    try:
+        if run.files is not None:
+            run.files.remove_files_of([0], run.iteration_now)
+        why = (f"interrupted by signal {exc.signum}" if isinstance(exc, Interrupted)
+               else "failed")
+        sys.stderr.write(printable(
+            f"mpiwrite: run {why}; rank 0 on {getattr(run, 'root_host', '?')} did not end the "
+            f"job within {waited:g}s more (stopped or hung); rank {run.team.rank} on "
+            f"{run.team.host} ends it") + "\n")
+        sys.stderr.flush()
+    except BaseException:  # the end must come, whatever breaks on the way to it
+        pass
 
 
 def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",

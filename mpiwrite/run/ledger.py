@@ -124,6 +124,18 @@ class Ledger:
                       f"rank(s) read {what}: the client's page cache may serve those "
                       f"reads (use more nodes, --read-shift"
                       f"{'' if cfg.drop_cache else ', or --drop-cache'})")
+    def _results_made_again(self) -> None:
+        """The results folder was removed since it was opened (a concurrent run that made it
+        and then failed removes it while empty): make it again and open it, as the start did,
+        rather than write into a removed folder."""
+        if self.results is None or not self.results.gone():
+            return
+        from mpiwrite.formats.records import open_results
+
+        self.results.close()
+        self.results = open_results(self.cfg.results)
+        self.warn(f"--results {self.cfg.results} was removed during the run (by another run "
+                  f"that made it and failed?); made again")
 
     # ------------------------------------------------------------------ during the run
     def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
@@ -360,7 +372,14 @@ class Ledger:
         self._results_moved()
         began = time.monotonic()
         try:
-            records.write(self.build(status, error), self.record_file, self.results)
+            for again in (False, True):
+                try:
+                    self._results_made_again()
+                    records.write(self.build(status, error), self.record_file, self.results)
+                    break
+                except FileNotFoundError:
+                    if again or self.results is None or not self.results.gone():
+                        raise
         except (OSError, RuntimeError, ValueError) as exc:
             # h5py reports a full disk as RuntimeError; whatever it is, the run goes on and
             # the end says the record is missing.

@@ -35,6 +35,7 @@ TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
 CLOCK_ROUNDS = 8
+FINAL_RECORD_SECONDS = 60.0  # after a signal, the wait for rank 0's final record
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 
 
@@ -68,6 +69,9 @@ class Team:
         self.signals = signals
         self.grace = grace_seconds(self.size)
         self.stall_seconds: Optional[float] = None  # a wait longer than this ends the job
+        # how long after a signal a wait goes on before it ends the job (None: the grace);
+        # longer while rank 0 saves the final record (Run.execute)
+        self.signal_patience: Optional[float] = None
         self.phase = ""
         self.host = host or host_name()
         self._fail_sends: list = []
@@ -114,8 +118,17 @@ class Team:
             msg.Recv([data, self.MPI.BYTE])
             raise PeerFailed(decode_report(bytes(data), status.Get_source()))
         sig = self.signals
-        if sig is not None and sig.received and clock() - sig.at > self.grace:
+        patience = self.grace if self.signal_patience is None else self.signal_patience
+        if sig is not None and sig.received and clock() - sig.at > patience:
             raise Interrupted(sig.received)
+
+    def await_final_record(self) -> None:
+        """From here on only rank 0's final record is left to do: a signal must not cut it
+        short (the other ranks would end the job mid-rename), so after one the waits go on for
+        FINAL_RECORD_SECONDS, not the grace; still bounded (a stopped rank 0)."""
+        self.signal_patience = max(self.grace, FINAL_RECORD_SECONDS)
+        if self.stall_seconds:
+            self.stall_seconds = max(self.stall_seconds, FINAL_RECORD_SECONDS)
 
     def wait(self, req) -> None:
         """Complete one request, looking at the failure channel and signals meanwhile; a wait

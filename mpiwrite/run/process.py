@@ -79,10 +79,12 @@ class Signals:
 class Watchdog:
     """A last resort for a rank stuck outside MPI (a write that never returns): if this rank
     is still in the phase after `seconds`, it ends the whole job naming itself or whom it
-    waits for (describe()).  Never silently disabled: `seconds` is bounded by the config."""
+    waits for (describe()), after `then()` (clean-up, bounded by the caller).  Never
+    silently disabled: `seconds` is bounded by the config."""
 
-    def __init__(self, team, seconds: Optional[float], describe: Callable[[], str]):
-        self.team, self.describe = team, describe
+    def __init__(self, team, seconds: Optional[float], describe: Callable[[], str],
+                 then: Optional[Callable[[], None]] = None):
+        self.team, self.describe, self.then = team, describe, then
         self.timer = None
         if seconds:
             self.timer = threading.Timer(min(seconds, threading.TIMEOUT_MAX), self._fire)
@@ -92,6 +94,9 @@ class Watchdog:
     def _fire(self) -> None:
         try:
             sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
+            sys.stderr.flush()
+            if self.then is not None:  # the clean-up and the record (run/stuck.py)
+                self.then()
         finally:
             self.team.abort(1)
 

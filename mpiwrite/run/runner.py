@@ -22,7 +22,7 @@ from typing import List, NamedTuple, Optional, Sequence
 from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import latency, layout, prepare, rows
+from mpiwrite.run import latency, layout, prepare, rows, stuck
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
@@ -289,7 +289,8 @@ class Run:
         grace = max(team.grace, 0.1 * (watch_s or 0))
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: self._stuck_message(path, watch_s, name))
+                            lambda: stuck.message(self, path, watch_s, name),
+                            lambda: stuck.end(self, watch_s))
         progress.start()
         try:
             res = stream(functools.partial(self._poll, progress))
@@ -378,20 +379,6 @@ class Run:
         except OSError as exc:
             return f"\n{exc.strerror or str(exc)}"
 
-    def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
-        """What the watchdog says: a rank still writing names itself; a rank that finished
-        names rank 0, which ends the write phase and evidently could not."""
-        self.files.remove_created()
-        t = self.team
-        if self.finished_writing and self.rank != 0:
-            self.files.remove_files_of([0], self.iteration_now)  # rank 0 cannot: stopped, hung
-            return (f"run timed out: rank 0 on {self.root_host} did not end the write phase "
-                    f"within --timeout {watch_s:g}s (rank {self.rank} on {t.host} finished its "
-                    f"writes and waited); rank 0 is stopped or hung; ending the job")
-        doing = "writing" if name == "write" else "reading"
-        return (f"run timed out: rank {self.rank} on {t.host} was still {doing} {path} after "
-                f"--timeout {watch_s:g}s; ending the job")
-
     def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
         if not self.cfg.keep:
@@ -432,8 +419,17 @@ class Run:
         self.phase = "finish"
         if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
-        self.team.barrier()
+        team = self.team
+        team.barrier()
+        # the data is gone, the status known: a signal must not cut rank 0's final record
+        # short (a stalled rename once left a finished run `running` beside a complete .tmp)
+        team.await_final_record()
         if self.ledger.keeps_record:  # rank 0: the run's folders are its own
             self.files.remove_run_folders(self.ledger.warn)
         code = self.ledger.end(final, code)
-        return int(self.team.allreduce_max(code))
+        code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
+        team.signal_patience = None  # a team that runs again (a study) starts with the grace
+        if late and final is not RunStatus.INTERRUPTED and self.ledger.keeps_record:
+            sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
+                             f"record is final ({final})\n")
+        return code

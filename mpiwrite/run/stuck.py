@@ -1,0 +1,90 @@
+"""A rank stuck outside MPI past --timeout (a write() that does not return: a frozen
+filesystem, a dead server): what its watchdog says, and what it does before it ends the job.
+
+The clean-up runs in a thread of its own, waited for a bounded time: on a frozen filesystem
+unlink() does not return either, and a watchdog that waited for it would never end the job.
+What could not be removed in that time is named in one line; rank 0 records `timeout`.  The
+other ranks give rank 0 a moment for that before they end the job themselves (rank 0 may be
+the stopped one).  How a run ends: docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, List, Optional
+
+from mpiwrite.run import layout
+
+CLEANUP_SECONDS = 2.0  # the watchdog's clean-up, at most
+PEER_WAIT_SECONDS = 3.0  # a rank other than 0, before it ends the job: rank 0 records meanwhile
+
+
+def leftover_text(problems: List[str], shown: int = 3) -> str:
+    """'N data files of this run: path: reason; ...' naming the first few."""
+    more = f"; and {len(problems) - shown} more" if len(problems) > shown else ""
+    return (f"{len(problems)} data file{'s' * (len(problems) != 1)} of this run: "
+            + "; ".join(problems[:shown]) + more)
+
+
+def bounded(fn: Callable[[], object], seconds: float) -> Optional[list]:
+    """[fn's result] once fn returns (an exception is a result too), or None when it has not
+    returned within `seconds`: it goes on in a daemon thread, which the job's end takes down."""
+    out: list = []
+
+    def call():
+        try:
+            out.append(fn())
+        except BaseException as exc:  # noqa: B036 - the watchdog must end the job whatever
+            out.append(exc)
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return out or None
+
+
+def message(run, path: str, watch_s: float, name: str = "write") -> str:
+    """What the watchdog says: a rank still writing names itself; a rank that finished names
+    rank 0, which ends the write phase and evidently could not."""
+    t = run.team
+    if run.finished_writing and run.rank != 0:
+        return (f"run timed out: rank 0 on {run.root_host} did not end the write phase within "
+                f"--timeout {watch_s:g}s (rank {run.rank} on {t.host} finished its writes and "
+                f"waited); rank 0 is stopped or hung; ending the job")
+    doing = "writing" if name == "write" else "reading"
+    return (f"run timed out: rank {run.rank} on {t.host} was still {doing} {path} after "
+            f"--timeout {watch_s:g}s; ending the job")
+
+
+def end(run, watch_s: float) -> None:
+    """After the watchdog's line, before MPI_Abort: remove this rank's files (a rank that
+    finished: rank 0's too, which cannot), all of the iteration's on rank 0, bounded in time;
+    rank 0 names what is left and records `timeout`."""
+    files, it, rank = run.files, run.iteration_now, run.rank
+    if run.finished_writing and rank != 0:
+        bounded(lambda: files.remove_created() + files.remove_files_of([0], it),
+                CLEANUP_SECONDS)
+        return
+    mine = list(range(run.team.size)) if rank == 0 else [rank]
+    ledger = run.ledger
+
+    def clean():
+        left = files.remove_created() + files.remove_files_of(mine, it)
+        if ledger.keeps_record:  # rank 0
+            files.remove_run_folders(ledger.warn)
+        return left
+
+    done = bounded(clean, CLEANUP_SECONDS)
+    if not ledger.keeps_record:  # ranks but 0 (a NullLedger)
+        time.sleep(PEER_WAIT_SECONDS)  # rank 0's watchdog fires alike and records the timeout
+        return
+    left = done[0] if done is not None and isinstance(done[0], list) else None
+    if left is None:  # the filesystem did not answer: name every file the run may have left
+        left = [f"{layout.data_path(run.cfg, run.run_id, run.team.size, r, it)}: not removed "
+                f"within {CLEANUP_SECONDS:g}s (the filesystem does not answer)" for r in mine]
+    if left and not run.cfg.keep:
+        results = run.cfg.results if run.cfg.results is not None else "DIR"
+        ledger.warn(f"could not remove {leftover_text(left)}; once the filesystem answers, "
+                    f"`mpiwrite clean {run.cfg.target} --results {results}` removes them")
+    bounded(lambda: ledger.timed_out([0], it, watch_s), run.team.grace)
