@@ -41,10 +41,9 @@ VECTOR_BELOW = 256 * 2**10
 _EDGES = [2.0 ** ((b + SUB * LOW) / SUB) / 1e9 for b in range(1, NBUCKETS)]
 
 
-def prepare(block_size: int) -> None:
-    """Load numpy now (start-up) when this block size folds with it: never in the loop."""
-    if block_size < VECTOR_BELOW:
-        import numpy  # noqa: F401
+def uses_numpy(block_size: int) -> bool:
+    """Whether this block size folds with numpy (loaded at set-up then: never in the loop)."""
+    return block_size < VECTOR_BELOW
 
 
 def bucket(seconds: float) -> int:

@@ -34,7 +34,6 @@ TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
 TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
-CLOCK_ROUNDS = 8
 FINAL_RECORD_SECONDS = 60.0  # after a signal, the wait for rank 0's final record
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 
@@ -324,39 +323,10 @@ class Team:
 
     # ---------------------------------------------------------------- clocks
     def clock_offsets(self) -> Optional[np.ndarray]:
-        """Each node's monotonic-clock offset to rank 0's, by ping-pong (best of several).
+        """Each node's monotonic-clock offset to rank 0's (run/clocks.py)."""
+        from mpiwrite.run.clocks import offsets
 
-        Ranks on one node share a clock, so only node leaders take part.  Returns on rank 0 an
-        (nnodes, 2) array: offset to add to that node's times, and its uncertainty (half the
-        best round trip), both in seconds.
-        """
-        result = None
-        if self.leaders != self.MPI.COMM_NULL:
-            lc = self.leaders
-            if lc.Get_rank() == 0:
-                import numpy as np
-
-                result = np.zeros((lc.Get_size(), 2))
-                ping = array("d", [0.0])
-                pong = array("d", [0.0])
-                for peer in range(1, lc.Get_size()):
-                    best = (float("inf"), 0.0)
-                    for _ in range(CLOCK_ROUNDS):
-                        recv = lc.Irecv(pong, source=peer, tag=TAG_CLOCK)
-                        ta = clock()
-                        self.wait(lc.Isend(ping, dest=peer, tag=TAG_CLOCK))
-                        self.wait(recv)
-                        tb = clock()
-                        if tb - ta < best[0]:
-                            best = (tb - ta, (ta + tb) / 2 - pong[0])
-                    result[peer] = (best[1], best[0] / 2)
-            else:
-                buf = array("d", [0.0])
-                for _ in range(CLOCK_ROUNDS):
-                    self.wait(lc.Irecv(buf, source=0, tag=TAG_CLOCK))
-                    buf[0] = clock()
-                    self.wait(lc.Isend(buf, dest=0, tag=TAG_CLOCK))
-        return result if self.rank == 0 else None
+        return offsets(self, TAG_CLOCK)
 
     # ---------------------------------------------------------------- write-phase aborts
     # A rank that must stop everyone's writing (an I/O error, a signal) tells rank 0; rank 0

@@ -21,6 +21,51 @@ from mpiwrite.run.config import RunConfig
 from mpiwrite.run.process import this_process
 from mpiwrite.units import format_size
 
+# numpy's address space, measured (import numpy and numpy.random after MPI_Init, MPICH wheel,
+# numpy 2.4 with its OpenBLAS): 88 MiB with one OpenBLAS thread, 128 MiB with two; OpenBLAS
+# reserves a buffer per thread as it loads, and exit()s the process when it cannot
+NUMPY_BASE, NUMPY_PER_THREAD = 48 * 2**20, 40 * 2**20
+
+
+def load_numpy(needed: bool) -> str:
+    """Load numpy now, where a rank needs it (node leaders: the pattern; small blocks: the
+    latency fold), so that a failure is one agreed line: '' or why not.  Under an address-space
+    limit (ulimit -v) too small for it, OpenBLAS ends the process from C with a line of its
+    own (no rank, host or phase): refused before, from what the limit leaves."""
+    if not needed:
+        return ""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit != resource.RLIM_INFINITY:
+        threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+        n = int(threads) if threads and threads.isascii() and threads.isdigit() and \
+            int(threads) > 0 else (os.cpu_count() or 1)
+        need = NUMPY_BASE + NUMPY_PER_THREAD * n
+        left = limit - _address_space()
+        if left < need:
+            return (f"address space: the limit (ulimit -v) leaves {format_size(max(left, 0))}, "
+                    f"numpy with {n} OpenBLAS thread(s) needs about {format_size(need)}: raise "
+                    f"the limit, or set OPENBLAS_NUM_THREADS=1")
+    try:
+        import numpy.random  # noqa: F401
+    except (ImportError, OSError, MemoryError) as exc:
+        lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+        return f"cannot load numpy: {lines[-1] if lines else type(exc).__name__}"
+    return ""
+
+
+def _address_space() -> int:
+    """This process's mapped address space in bytes (VmSize), 0 where unknown."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
 
 def buffers(cfg: RunConfig, key: int, rank: int, fill: bool = True) -> Tuple[Any, Any, str]:
     """Every rank: (write buffer, read buffer or None, '') before anything is written

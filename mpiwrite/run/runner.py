@@ -126,10 +126,12 @@ class Run:
         self.run_id, key = text.split(" ")
         self.files.run_id, self.key = self.run_id, int(key)
         self.root_host = team.bcast_text(team.host)
-        latency.prepare(cfg.block_size)  # numpy for small blocks' latency folds: loaded now
+        # numpy where it is used (leaders: the pattern; small blocks: latency folds), now
+        problem = prepare.load_numpy(team.is_leader or latency.uses_numpy(cfg.block_size))
         # others' pattern bodies come from their node's leader (_share_bodies)
         self.buf, self.rbuf, problem = prepare.buffers(cfg, self.key, self.rank,
-                                                       fill=team.is_leader)
+                                                       fill=team.is_leader) \
+            if not problem else (None, None, problem)
         facts = prepare.node_facts(cfg, mpi_library, team.host) \
             if team.is_leader and not problem else None
         self.watch.node_fs = (facts or {}).get("fs") or {}
