@@ -323,7 +323,10 @@ class Team:
 
     # ---------------------------------------------------------------- clocks
     def clock_offsets(self) -> Optional[np.ndarray]:
-        """Each node's monotonic-clock offset to rank 0's (run/clocks.py)."""
+        """Each node's monotonic-clock offset to rank 0's (run/clocks.py): on rank 0; None
+        elsewhere (ranks that lead no node take no part, and load nothing for it)."""
+        if self.leaders == self.MPI.COMM_NULL:
+            return None
         from mpiwrite.run.clocks import offsets
 
         return offsets(self, TAG_CLOCK)
