@@ -22,7 +22,7 @@ from typing import List, NamedTuple, Optional, Sequence
 from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import latency, layout, prepare, rows, stuck
+from mpiwrite.run import latency, layout, prepare, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
@@ -146,7 +146,8 @@ class Run:
             if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: rank 0's answer
-        kind = team.bcast_text(fs_kind(self.ledger.keys.get("fstype", "")))
+        kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"])
+                               if self.ledger.keeps_record else "")  # fsclients: rank 0's
         self.watch.on_lustre, self.watch.local = kind == "lustre", kind == "local"
         if cfg.read:
             # default: the ranks per node, so that (with ranks placed by node) every rank reads
@@ -291,8 +292,8 @@ class Run:
         grace = max(team.grace, 0.1 * (watch_s or 0))
         self.finished_writing = False
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
-                            lambda: stuck.message(self, path, watch_s, name),
-                            lambda: stuck.end(self, watch_s))
+                            lambda: _stuck().message(self, path, watch_s, name),
+                            lambda: _stuck().end(self, watch_s))
         progress.start()
         try:
             res = stream(functools.partial(self._poll, progress))
@@ -435,3 +436,10 @@ class Run:
             sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
                              f"record is final ({final})\n")
         return code
+
+
+def _stuck():
+    """run/stuck.py, loaded only when a watchdog fires (start-up metadata: docs/scaling.md)."""
+    from mpiwrite.run import stuck
+
+    return stuck
