@@ -442,5 +442,8 @@ def test_a_job_that_can_never_start_is_said_so(slurm, tmp_path):
     if job.isdigit():
         slurm.scancel(job)
     assert out.returncode == 1, (out.stdout, out.stderr)
-    assert "can never start" in out.stderr and "PartitionNodeLimit" in out.stderr \
+    # Slurm 22.05 says PartitionConfig for more nodes than the partition has (PartitionNodeLimit
+    # beyond its MaxNodes)
+    assert "can never start" in out.stderr and ("PartitionNodeLimit" in out.stderr
+                                                or "PartitionConfig" in out.stderr) \
         or "Node count specification invalid" in out.stderr, out.stderr

@@ -351,7 +351,8 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
 @click.option("--results", default="results", help="Folder for records (or give --results "
               "after `--`, once).")
 @click.option("-o", "--output", "out_file", default=None, help="Write the script here.")
-@click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id.")
+@click.option("--submit", is_flag=True, help="Hand the script to sbatch; print the job id "
+              "(exit 1 if squeue says it can never start, e.g. PartitionNodeLimit).")
 @click.option("--study", "study_file", default=None, help="Render one `study run` step for "
               "this study file: the allocation and --time come from the study.")
 @click.option("--stage", default=None, metavar="TARBALL", help="A packed environment "
@@ -366,7 +367,6 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
               stage, stage_dir, run_args):
     """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
     import shutil
-    import subprocess
 
     from mpiwrite import files
     from mpiwrite.cli import jobscript as js
@@ -423,13 +423,10 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         except OSError as exc:
             raise RunError(f"-o: cannot write {out_file!r}: {exc.strerror or exc}") from None
     if submit:
-        if not shutil.which("sbatch"):
-            raise RunError("--submit: sbatch not found")
-        out = subprocess.run(["sbatch", "--parsable"], input=text, capture_output=True,
-                             text=True)
-        if out.returncode:
-            raise RunError(f"sbatch: {out.stderr.strip()}")
-        click.echo(out.stdout.strip().split(";")[0])
+        job_id, problem = js.submit(text)
+        click.echo(job_id)
+        if problem:  # queued, but it can never start (PartitionNodeLimit): say so, exit 1
+            raise RunError(problem)
     elif not out_file:
         click.echo(text, nl=False)
 

@@ -340,7 +340,7 @@ def render_study(job: Job) -> str:
 NEVER_STARTS = {
     "PartitionNodeLimit": "the partition allows fewer nodes than the job asks for",
     "PartitionTimeLimit": "the partition's time limit is shorter than the job's",
-    "PartitionConfig": "the partition cannot hold the job as asked (cores, memory, account)",
+    "PartitionConfig": "the partition cannot hold the job as asked (nodes, cores, memory, account)",
     "QOSMaxNodePerJobLimit": "the QOS allows fewer nodes per job",
     "QOSMaxWallDurationPerJobLimit": "the QOS allows a shorter time limit",
     "AssocMaxNodesPerJobLimit": "your association allows fewer nodes per job",
