@@ -275,3 +275,22 @@ def test_a_bad_file_is_one_line_per_problem_under_a_launcher_too(tmp_path):
     assert out.returncode == 2 and "[run] size" in out.stderr
     assert len([ln for ln in out.stderr.splitlines() if ln.strip()]) == 1, out.stderr
     assert not records_in(tmp_path / "results")
+
+
+@pytest.mark.timeout(120)
+def test_an_error_in_the_studys_own_steps_ends_the_job_in_seconds(tmp_path):
+    """`results` a regular file: rank 0 fails while it lists what is already done (between
+    points, outside any point's guard). Once rank 1 waited in MPI for good; now the one guard
+    ends the job with one line naming rank, host and phase."""
+    path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 1"))
+    (tmp_path / "results").write_text("not a folder\n")
+    began = time.monotonic()
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=60)
+    assert time.monotonic() - began < 30
+    assert out.returncode == 1, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite:")]
+    assert len(lines) == 1 and "rank 0 on" in lines[0] and " in study: " in lines[0], \
+        out.stderr
+    assert "Traceback" not in out.stderr
+    assert (tmp_path / "results").read_text() == "not a folder\n"
+    assert not glob.glob(str(tmp_path / "data/*"))

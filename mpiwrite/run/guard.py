@@ -213,6 +213,6 @@ class Unmade:
     files = None
     iteration_now = -1
 
-    def __init__(self, team: Team):
-        self.team = team
+    def __init__(self, team: Team, phase: str = "start-up"):
+        self.team, self.phase = team, phase
         self.ledger = NullLedger()

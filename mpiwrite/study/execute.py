@@ -60,14 +60,14 @@ def _word(v: Any) -> str:
 def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
     """(point, repetition) pairs complete in `results` for this study, and the fingerprints of
     other files recorded under the same study name (a changed file) when none is this one's."""
-    from mpiwrite.formats import records
+    from mpiwrite.formats import names, records
 
     done, others, mine = set(), set(), False
     try:
-        names = sorted(os.listdir(results))
+        listing = sorted(os.listdir(results))
     except FileNotFoundError:
         return done, []
-    for name in names:
+    for name in listing:
         if not names.looks_like_record(name):
             continue
         try:
@@ -213,6 +213,10 @@ def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: 
             for line in str(exc).split("\n"):
                 sys.stderr.write(printable(f"mpiwrite: error: {line}") + "\n")
         return exc.exit_code
+    except BaseException as exc:  # anything else in the study's own steps (between points):
+        # the one guard, as guard.run_one's around each point: the job ends in seconds
+        guard.end_job(guard.Unmade(world, phase="study"), exc)
+        return 1
 
 
 class Execution:
