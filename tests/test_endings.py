@@ -46,14 +46,22 @@ def test_a_catchable_signal_to_a_rank_ends_the_run_in_order(tmp_path, sig):
     assert records.read(records_in(tmp_path / "r")[0]).status == "interrupted"
 
 
-def _hang_up(tmp_path):
-    """SIGHUP to mpiexec mid-write (what a closed terminal or ssh session does): MPICH's hydra
-    dies of it, and its proxies kill every rank with SIGKILL; nothing can clean up."""
+def _kill_for_good(tmp_path):
+    """A run killed for good mid-write (SIGKILL of every rank, then of mpiexec: the OOM
+    killer, a node crash; a closed terminal's SIGHUP to hydra mostly ends alike, its proxies
+    SIGKILL the ranks, but under load the ranks sometimes get to end in order first, which
+    made this test fail once in CI): nothing can clean up."""
     proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--results", "r"] + QUIET, tmp_path)
     try:
-        rank_pids(tmp_path, 2)
-        wait_for_bytes(tmp_path / "d", 2**20)
-        os.kill(proc.pid, signal.SIGHUP)
+        pids = rank_pids(tmp_path, 2)
+        end = time.monotonic() + 30
+        while len([f for f in data_files(tmp_path / "d")
+                   if os.path.getsize(tmp_path / "d" / f)]) < 2:
+            assert time.monotonic() < end, "the ranks wrote nothing"
+            time.sleep(0.05)
+        for pid in pids.values():  # the ranks this test started, by pid
+            os.kill(pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
         wait(proc, 60)
     finally:
         kill_group(proc)
@@ -84,7 +92,7 @@ def _ranks_in(cwd):
 def test_a_run_killed_for_good_is_abandoned_and_clean_removes_only_its_files(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("keep me")
-    _hang_up(tmp_path)
+    _kill_for_good(tmp_path)
     left = data_files(tmp_path / "d")
     assert len(left) == 2, left  # nothing could remove them
     path = records_in(tmp_path / "r")[0]
