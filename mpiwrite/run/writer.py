@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 
 from mpiwrite import files
 from mpiwrite.formats import pattern
-from mpiwrite.run import latency, writeloop
+from mpiwrite.run import defaults, latency, writeloop
 from mpiwrite.run.writeloop import POLL_SECONDS, clock
 
 UNBOUNDED = 2**62
@@ -68,10 +68,10 @@ class StreamPlan:
     nbytes: Optional[int]  # None: until the time limit
     block_size: int
     time_limit: Optional[float] = None
-    fsync: bool = True
-    fsync_every: int = 0
-    direct: bool = False
-    sample_interval: float = 1.0
+    fsync: bool = defaults.FSYNC
+    fsync_every: int = defaults.FSYNC_EVERY
+    direct: bool = defaults.DIRECT
+    sample_interval: float = defaults.SAMPLE_INTERVAL
     expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
@@ -273,8 +273,8 @@ class ReadPlan:
     offset: int
     nbytes: int  # what the writer of that segment wrote
     block_size: int
-    sample_interval: float = 1.0
-    direct: bool = False
+    sample_interval: float = defaults.SAMPLE_INTERVAL
+    direct: bool = defaults.DIRECT
     check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
     expect: Optional[bytes] = None  # the check's body (from the node leader); None: made here
     dir_fd: Optional[int] = None  # the open folder of `path`
