@@ -13,7 +13,7 @@ import os
 import re
 from typing import Dict, Optional
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats.pattern import HEADER
 from mpiwrite.run import defaults
 from mpiwrite.run.writer import ENGINES as STREAMS
@@ -147,7 +147,7 @@ def _tag_file_lines(tag_file: str):
         data = read_regular(tag_file, TAG_FILE_LIMIT, follow=False)
     except OSError as exc:
         raise _fail("--tag-file", f"cannot read {tag_file!r}: "
-                    f"{exc.strerror or exc}") from None
+                    f"{why(exc)}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

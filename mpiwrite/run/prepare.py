@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout
@@ -104,7 +104,7 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces) ->
     except ConfigError as exc:
         message = str(exc)
     except OSError as exc:
-        message = f"TARGET: cannot create run directories: {exc.strerror}"
+        message = f"TARGET: cannot create run directories: {why(exc)}"
     files.remove_subdirs()
     if files.created_target:
         layout.remove_dir_if_empty(cfg.target)

@@ -19,7 +19,7 @@ import time
 from array import array
 from typing import List, NamedTuple, Optional, Sequence
 
-from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed
+from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed, why
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import latency, layout, prepare, rows
@@ -376,7 +376,7 @@ class Run:
             os.close(fd)
             return f"{st.st_dev}:{st.st_ino}\n"
         except OSError as exc:
-            return f"\n{exc.strerror or str(exc)}"
+            return f"\n{why(exc)}"
 
     def _stuck_message(self, path: str, watch_s: float, name: str = "write") -> str:
         """What the watchdog says: a rank still writing names itself; a rank that finished

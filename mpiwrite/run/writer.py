@@ -16,6 +16,7 @@ import time
 from typing import List, Optional, Tuple
 
 from mpiwrite import files
+from mpiwrite.errors import why
 from mpiwrite.formats import pattern
 from mpiwrite.run import defaults, latency, writeloop
 from mpiwrite.run.writeloop import POLL_SECONDS, clock
@@ -391,12 +392,12 @@ def drop_cache(path: str, offset: int = 0, length: int = 0,
     try:
         fd = open_written(path, dir_fd)
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return why(exc)
     try:
         os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
         return ""
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return why(exc)
     finally:
         os.close(fd)
 
