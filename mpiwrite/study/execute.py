@@ -60,14 +60,14 @@ def _word(v: Any) -> str:
 def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
     """(point, repetition) pairs complete in `results` for this study, and the fingerprints of
     other files recorded under the same study name (a changed file) when none is this one's."""
-    from mpiwrite.formats import records
+    from mpiwrite.formats import names, records
 
     done, others, mine = set(), set(), False
     try:
-        names = sorted(os.listdir(results))
+        listed = sorted(os.listdir(results))
     except FileNotFoundError:
         return done, []
-    for name in names:
+    for name in listed:
         if not names.looks_like_record(name):
             continue
         try:
