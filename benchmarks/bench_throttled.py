@@ -102,7 +102,8 @@ def bare(inside, path, count, bs):
 
 def bare_after_probe(inside, path, count, bs):
     """The bare loop, right after one O_DIRECT block written, fsync'd and removed: what
-    mpiwrite's preflight probe does just before its timed phase."""
+    mpiwrite's TARGET probe would cost if it came just before the timed phase (it comes at
+    least 0.1 s before: run/prepare.settle)."""
     return float(run(inside + [sys.executable, "-c", BARE, path, str(count), str(bs), "probe"])
                  .stdout)
 
@@ -162,8 +163,8 @@ def main() -> None:
           f"{args.rounds} rounds; medians: " + ", ".join(f"{k} {med[k]:.1f}" for k in names)
           + " MB/s")
     print(f"ratio medians: mpiwrite/bare {ratio('mpiwrite', 'bare'):.4f} (goal >= 0.99), "
-          f"mpiwrite/dd {ratio('mpiwrite', 'dd'):.4f}; with --no-record (the probe right "
-          f"before the phase) {ratio('mpiwrite --no-record', 'bare'):.4f} of bare, "
+          f"mpiwrite/dd {ratio('mpiwrite', 'dd'):.4f}; with --no-record (no record saved in "
+          f"the set-up) {ratio('mpiwrite --no-record', 'bare'):.4f} of bare, "
           f"{ratio('mpiwrite --no-record', 'bare after probe'):.4f} of the bare loop after "
           "the same probe")
 

@@ -143,7 +143,7 @@ def verify_file(path: str, record=None, limit: int = 20) -> FileReport:
     try:
         fd = files.open_regular(path)
     except OSError as exc:
-        return FileReport(path, 0, 0, 0, [], exc.strerror or str(exc))
+        return FileReport(path, 0, 0, 0, [], why(exc))
     try:
         size = os.fstat(fd).st_size
         checked = record is not None and record.run_id == exp.run_id
@@ -159,7 +159,7 @@ def verify_file(path: str, record=None, limit: int = 20) -> FileReport:
                 True)
         return _check(fd, path, size, exp, checked, limit)
     except OSError as exc:
-        return FileReport(path, 0, 0, 0, [], exc.strerror or str(exc))
+        return FileReport(path, 0, 0, 0, [], why(exc))
     finally:
         os.close(fd)
 

@@ -18,7 +18,7 @@ from mpiwrite.cli.options import (
     sampling_options,
     units_option,
 )
-from mpiwrite.errors import ConfigError, RecordError, RunError
+from mpiwrite.errors import ConfigError, RecordError, RunError, why
 from mpiwrite.text import printable
 
 FILTER_HELP = ("KEY=VALUE[,...]; quote values holding ',' or '=' (KEY=\"a,b\") or use "
@@ -326,7 +326,7 @@ def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iterat
                 raise ConfigError(f"PATHS: {kind} draws one run; {len(runs)} records given")
             getattr(plots, kind)(runs[0], output, iteration)
     except OSError as exc:
-        raise RunError(f"-o: cannot write {output!r}: {exc.strerror or exc}") from None
+        raise RunError(f"-o: cannot write {output!r}: {why(exc)}") from None
     click.echo(printable(output))
     return code
 
@@ -421,7 +421,7 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         try:  # a new file renamed over the name: never written through a planted link
             files.replace_file(out_file, text.encode(), mode=0o755)
         except OSError as exc:
-            raise RunError(f"-o: cannot write {out_file!r}: {exc.strerror or exc}") from None
+            raise RunError(f"-o: cannot write {out_file!r}: {why(exc)}") from None
     if submit:
         job_id, problem = js.submit(text)
         click.echo(job_id)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
 
 
@@ -58,7 +58,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
         folder = records.open_results(results)
     except OSError as exc:
         raise RunError(f"--results: cannot write records in {results!r}: "
-                       f"{exc.strerror or exc}") from None
+                       f"{why(exc)}") from None
     made = skipped = 0
     try:
         for src, tests in parsed:
@@ -71,7 +71,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
                     created = records.write_exclusive(rec, folder, name)
                 except OSError as exc:
                     raise RunError(f"{os.path.join(results, name)}: cannot write: "
-                                   f"{exc.strerror or exc}") from None
+                                   f"{why(exc)}") from None
                 shown = printable(f"{src.path}: {test.label}")
                 if created:
                     made += 1

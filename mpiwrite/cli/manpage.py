@@ -10,7 +10,7 @@ from typing import List
 
 import click
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.text import printable
 
 
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
         return 2
     except OSError as exc:
         sys.stderr.write(printable(f"mpiwrite-man: error: DIR: {args[0]!r}: "
-                                   f"{exc.strerror or exc}") + "\n")
+                                   f"{why(exc)}") + "\n")
         return 2
     for path in written:
         print(path)

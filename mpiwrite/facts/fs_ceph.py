@@ -39,6 +39,7 @@ import struct
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from mpiwrite.errors import why
 from mpiwrite.facts.fscommon import client_string, options, package_version, scrub
 from mpiwrite.facts.sysroot import Reader, first_line, to_int
 from mpiwrite.text import clean
@@ -216,7 +217,7 @@ def ask(path: str, command: Dict[str, Any], pid: Optional[int], limit: int = MAX
     except FileNotFoundError:
         return None, f"{path}: absent"
     except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
+        return None, f"{path}: {why(exc)}"
     if not stat.S_ISSOCK(st.st_mode):
         return None, f"{path}: not a socket (a symlink or file in its place is not followed)"
     if st.st_uid not in (0, me):
@@ -242,7 +243,7 @@ def ask(path: str, command: Dict[str, Any], pid: Optional[int], limit: int = MAX
     except socket.timeout:
         return None, f"{path}: no answer within {timeout:g} s"
     except OSError as exc:
-        return None, f"{path}: {exc.strerror or exc}"
+        return None, f"{path}: {why(exc)}"
     finally:
         sock.close()
     if len(data) < length:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 from typing import Dict, Optional, Sequence, Tuple
 
+from mpiwrite.errors import why
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 
@@ -105,7 +106,7 @@ def command(reader: Reader, argv: Sequence[str], key: str) -> Optional[str]:
         reader.unknown[key] = f"{' '.join(argv)}: no answer within {COMMAND_TIMEOUT:g} s"
         return None
     except OSError as exc:
-        reader.unknown[key] = f"{' '.join(argv)}: {exc.strerror or exc}"
+        reader.unknown[key] = f"{' '.join(argv)}: {why(exc)}"
         return None
     text = data[:COMMAND_OUTPUT].decode("utf-8", "replace")
     if proc.returncode != 0:

@@ -17,6 +17,7 @@ import os
 import stat
 from typing import Dict, List, Optional, Tuple
 
+from mpiwrite import errors
 from mpiwrite.files import require_directory
 from mpiwrite.units import MiB
 
@@ -78,7 +79,7 @@ class Reader:
         except IsADirectoryError:
             return None, "is a directory"
         except OSError as exc:
-            return None, exc.strerror or str(exc)
+            return None, errors.why(exc)
         text = data.decode("utf-8", "replace")
         if keep:
             self.raw["/" + rel.lstrip("/")] = text
@@ -97,7 +98,7 @@ class Reader:
         except PermissionError:
             return None, "permission denied"
         except OSError as exc:
-            return None, exc.strerror or str(exc)  # EINVAL: not a link
+            return None, errors.why(exc)  # EINVAL: not a link
         return target[:4096], ""
 
     def fact(self, key: str, rel: str) -> Optional[str]:

@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Sequence
 import numpy as np
 
 from mpiwrite import files
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats.status import Status
 
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
@@ -133,7 +133,7 @@ def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
     except FileNotFoundError:
         raise ConfigError(f"--json: folder {parent!r} does not exist") from None
     except OSError as exc:
-        raise ConfigError(f"--json: cannot reach folder {parent!r}: {exc.strerror}") from None
+        raise ConfigError(f"--json: cannot reach folder {parent!r}: {why(exc)}") from None
     name = os.path.basename(path)
     try:
         try:
@@ -145,7 +145,7 @@ def check_json_destination(path: Optional[str]) -> Optional[files.Folder]:
             files.write_new(probe, b"", dir_fd=folder.fd)
             os.unlink(probe, dir_fd=folder.fd)
         except OSError as exc:
-            raise ConfigError(f"--json: cannot create {path!r}: {exc.strerror}") from None
+            raise ConfigError(f"--json: cannot create {path!r}: {why(exc)}") from None
     except BaseException:
         folder.close()
         raise

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from mpiwrite import __version__, files
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
@@ -110,7 +110,7 @@ def read_source(path: str) -> Source:
         if exc.errno == errno.EFBIG:
             raise refuse(path, f"larger than {MAX_INPUT_BYTES // MiB} MiB; refused "
                          "(no tool's summary is that large)") from None
-        raise refuse(path, f"cannot read: {exc.strerror or exc}") from None
+        raise refuse(path, f"cannot read: {why(exc)}") from None
     if b"\x00" in data:
         raise refuse(path, "holds NUL bytes: a binary file, not a tool's output")
     text = data.decode("utf-8", "surrogateescape")
@@ -192,7 +192,7 @@ def read_node_facts(path: str) -> Dict[str, Any]:
     try:
         data = files.read_regular(path, MAX_NODE_FACTS_BYTES)
     except OSError as exc:
-        raise ConfigError(f"--node-facts: {printable(path)}: {exc.strerror or exc}") from None
+        raise ConfigError(f"--node-facts: {printable(path)}: {why(exc)}") from None
     ck = Checker(f"--node-facts: {printable(path)}")
     try:
         facts = ck.node(0, ck.json("facts", data.decode("utf-8", "replace"), dict))

@@ -13,16 +13,12 @@ import os
 import re
 from typing import Dict, Optional
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats.pattern import HEADER
+from mpiwrite.run import defaults
 from mpiwrite.run.writer import ENGINES as STREAMS
-from mpiwrite.units import MAX_BYTES, MAX_SECONDS, MiB
+from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 
-DEFAULT_TARGET = "mpiwrite-data"
-DEFAULT_RESULTS = "results"
-DEFAULT_SIZE = 256 * MiB
-DEFAULT_BLOCK = 2**20
-DEFAULT_FILES_PER_DIR = 1000
 ENGINES = tuple(STREAMS)  # posix; null writes nothing (coordination tests)
 LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
@@ -41,24 +37,24 @@ _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    target: str = DEFAULT_TARGET
+    target: str = defaults.TARGET
     layout: str = LAYOUTS[0]
-    block_size: int = DEFAULT_BLOCK
-    size: Optional[int] = DEFAULT_SIZE  # bytes per rank; None = until the time limit
+    block_size: int = defaults.BLOCK
+    size: Optional[int] = defaults.SIZE  # bytes per rank; None = until the time limit
     time_limit: Optional[float] = None
-    fsync: bool = True
-    fsync_every: int = 0
-    direct: bool = False
-    iterations: int = 1
-    delay: float = 0.0
+    fsync: bool = defaults.FSYNC
+    fsync_every: int = defaults.FSYNC_EVERY
+    direct: bool = defaults.DIRECT
+    iterations: int = defaults.ITERATIONS
+    delay: float = defaults.DELAY
     keep: bool = False
-    results: Optional[str] = DEFAULT_RESULTS  # None: do not save a record
+    results: Optional[str] = defaults.RESULTS  # None: do not save a record
     json_path: Optional[str] = None
     tags: Dict[str, str] = dataclasses.field(default_factory=dict)
-    sample_interval: float = 1.0
-    progress_interval: float = 5.0
+    sample_interval: float = defaults.SAMPLE_INTERVAL
+    progress_interval: float = defaults.PROGRESS_INTERVAL
     timeout: Optional[float] = None
-    files_per_dir: int = DEFAULT_FILES_PER_DIR
+    files_per_dir: int = defaults.FILES_PER_DIR
     verify: bool = False
     verify_shift: int = 0
     sysroot: str = "/"
@@ -88,7 +84,7 @@ class RunConfig:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
 
-DEFAULTS = RunConfig()  # every default, written once above; the command line reads them here
+DEFAULTS = RunConfig()  # every default (run/defaults.py); the command line reads them here
 
 
 # The option that sets each RunConfig field, for messages about settings.
@@ -151,7 +147,7 @@ def _tag_file_lines(tag_file: str):
         data = read_regular(tag_file, TAG_FILE_LIMIT, follow=False)
     except OSError as exc:
         raise _fail("--tag-file", f"cannot read {tag_file!r}: "
-                    f"{exc.strerror or exc}") from None
+                    f"{why(exc)}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -205,14 +201,14 @@ def build(
     *,
     target: Optional[str] = None,
     layout: str = LAYOUTS[0],
-    block_size: int = DEFAULT_BLOCK,
+    block_size: int = defaults.BLOCK,
     size: Optional[int] = None,
     count: Optional[int] = None,
     time_limit: Optional[float] = None,
     **kwargs,
 ) -> RunConfig:
     """Check the combination of options and resolve defaults into a RunConfig."""
-    target = check_target_name(target if target is not None else DEFAULT_TARGET)
+    target = check_target_name(target if target is not None else defaults.TARGET)
     if layout not in LAYOUTS:
         raise _fail("--layout", f"{layout!r} is not one of {', '.join(LAYOUTS)}")
     if block_size < HEADER_BYTES:
@@ -230,35 +226,35 @@ def build(
     if size is None and count is not None:
         size = count * block_size
     if size is None and time_limit is None:
-        size = DEFAULT_SIZE
+        size = defaults.SIZE
     if size is not None and size < block_size:
         raise _fail("--block-size", f"{block_size} bytes is larger than --size {size} bytes")
     if layout == "shared" and size is None:
         raise _fail("--layout", "shared needs --size or --count to place each rank's segment")
-    direct = kwargs.get("direct", False)
+    direct = kwargs.get("direct", defaults.DIRECT)
     if direct and block_size % DIRECT_ALIGN:
         raise _fail("--block-size", f"with --direct must be a multiple of {DIRECT_ALIGN} bytes")
     if direct and size is not None and size % DIRECT_ALIGN:
         raise _fail("--size", f"with --direct must be a multiple of {DIRECT_ALIGN} bytes")
-    if kwargs.get("iterations", 1) < 1:
+    if kwargs.get("iterations", defaults.ITERATIONS) < 1:
         raise _fail("--iterations", "must be at least 1")
-    if kwargs.get("delay", 0.0) < 0:
+    if kwargs.get("delay", defaults.DELAY) < 0:
         raise _fail("--delay", "must not be negative")
-    fsync_every = kwargs.get("fsync_every", 0)
+    fsync_every = kwargs.get("fsync_every", defaults.FSYNC_EVERY)
     if fsync_every < 0:
         raise _fail("--fsync-every", "must be a positive number of blocks")
-    if fsync_every and not kwargs.get("fsync", True):
+    if fsync_every and not kwargs.get("fsync", defaults.FSYNC):
         raise _fail("--fsync-every", "conflicts with --no-fsync")
-    if not kwargs.get("sample_interval", 1.0) > 0:
+    if not kwargs.get("sample_interval", defaults.SAMPLE_INTERVAL) > 0:
         raise _fail("--sample-interval", "must be a positive duration")
-    if kwargs.get("progress_interval", 5.0) < 0:
+    if kwargs.get("progress_interval", defaults.PROGRESS_INTERVAL) < 0:
         raise _fail("--progress-interval", "must not be negative (0 turns progress off)")
     if kwargs.get("timeout") is not None and kwargs["timeout"] < 0:
         raise _fail("--timeout", "must not be negative (0 turns the watchdog off)")
     timeout = kwargs.get("timeout")
     if timeout and time_limit and timeout <= time_limit:
         raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")
-    if kwargs.get("files_per_dir", DEFAULT_FILES_PER_DIR) < 1:
+    if kwargs.get("files_per_dir", defaults.FILES_PER_DIR) < 1:
         raise _fail("--files-per-dir", "must be at least 1")
     for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval"):
         value = time_limit if name == "time_limit" else kwargs.get(name)

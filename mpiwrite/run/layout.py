@@ -13,7 +13,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.writer import StreamPlan, open_data_file
@@ -261,7 +261,7 @@ def remove_at(dir_fd: int, name: str, shown: str) -> Optional[str]:
         os.unlink(name, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
-    except OSError as exc:
+    except OSError as exc:  # not errors.why: EPERM (an immutable file) is not "permission denied"
         return f"{shown}: {exc.strerror}"
     return None
 
@@ -321,11 +321,11 @@ class RankFiles:
         except FileExistsError:
             pass
         except OSError as exc:
-            return f"TARGET {self.cfg.target}: cannot make it again: {exc.strerror}"
+            return f"TARGET {self.cfg.target}: cannot make it again: {why(exc)}"
         try:
             new = files.Folder.open(self.cfg.target, follow=t is None)
         except OSError as exc:
-            return f"TARGET {self.cfg.target}: {exc.strerror}"
+            return f"TARGET {self.cfg.target}: {why(exc)}"
         if t is not None:
             self._retired += [t] + list(self.subdirs.values())
             self.subdirs = {}
@@ -348,7 +348,7 @@ class RankFiles:
         except FileNotFoundError:
             st = None
         except OSError as exc:
-            return None, f"run subdirectory {shown}: {exc.strerror}"
+            return None, f"run subdirectory {shown}: {why(exc)}"
         if held is not None and st is not None and held.matches(st):
             return held, ""
         if held is not None and not held.gone():
@@ -359,11 +359,11 @@ class RankFiles:
             except FileExistsError:
                 pass
             except OSError as exc:
-                return None, f"run subdirectory {shown}: cannot make it: {exc.strerror}"
+                return None, f"run subdirectory {shown}: cannot make it: {why(exc)}"
         try:
             new = files.Folder.open(shown, dir_fd=self.target.fd, follow=False, name=sub)
         except OSError as exc:
-            return None, f"run subdirectory {shown}: {exc.strerror}"
+            return None, f"run subdirectory {shown}: {why(exc)}"
         if held is not None:
             self._retired.append(held)
         self.subdirs[sub] = new
@@ -394,7 +394,7 @@ class RankFiles:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            return f"{path}: {exc.strerror}"
+            return f"{path}: {why(exc)}"
         try:
             return remove_at(fd, name, path)
         finally:

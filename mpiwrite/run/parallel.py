@@ -21,7 +21,7 @@ import time
 from array import array
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from mpiwrite.errors import Interrupted, PeerFailed, Stalled
+from mpiwrite.errors import Interrupted, PeerFailed, Stalled, error_entry
 from mpiwrite.facts.host import host_name
 from mpiwrite.run.process import clock
 from mpiwrite.text import printable
@@ -36,7 +36,6 @@ TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, mess
 TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
 FINAL_RECORD_SECONDS = 60.0  # after a signal, the wait for rank 0's final record
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
-
 
 
 def grace_seconds(nranks: int) -> float:
@@ -309,11 +308,11 @@ class Team:
 
     def agree(self, problem: str) -> List[Dict]:
         """Every rank's problem, or '' for none, agreed: the same list on every rank of
-        {"rank", "host", "message"}, empty when no rank has one.  Costs one allreduce when
-        all is well."""
+        error entries (errors.error_entry, phase "agreement"), empty when no rank has one.
+        Costs one allreduce when all is well."""
         if not self.allreduce_sum(1 if problem else 0):
             return []
-        mine = json.dumps({"rank": self.rank, "host": self.host, "message": problem}) \
+        mine = json.dumps(error_entry(self.rank, self.host, "agreement", problem)) \
             if problem else ""
         return [json.loads(t) for t in self.allgather_texts(mine) if t]
 
@@ -472,7 +471,9 @@ def decode_report(data: bytes, source: int) -> Dict:
             return report
     except ValueError:
         pass
-    return {"rank": source, "host": "?", "phase": "?", "message": "unreadable failure report"}
+    entry = error_entry(source, "?", "?", "unreadable failure report")
+    del entry["iteration"]  # not in the report: rank 0 records its own (guard.end_job)
+    return entry
 
 
 def _split_texts(flat: bytes, counts: Sequence[int]) -> List[str]:

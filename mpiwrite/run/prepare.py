@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout
@@ -123,12 +124,47 @@ def ledger(rank: int, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
     return led
 
 
-def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces) -> str:
-    """Rank 0: --json, --results, then TARGET (probe block) and run folders; '' or why not.
+# How long after the TARGET probe's write the first timed write may start (settle()).
+PROBE_SETTLE_SECONDS = 0.1
 
-    Whatever this creates is removed again when it fails, so exit 2 leaves nothing."""
+
+def probe_target(cfg: RunConfig, files: layout.RankFiles, run_id: str,
+                 nodes) -> Tuple[Optional[ConfigError], float]:
+    """Rank 0, as soon as the nodes' facts are in: TARGET made if missing, opened and probed
+    with one block (layout.preflight); (the problem, which target() says in its turn after
+    --json, --results, the space and the striping, as before; when the probe ended).
+
+    Early, so that the rest of the set-up lies between the probe's write and the timed
+    phase: on a device that throttles with a token bucket, a write just before the stream
+    costs it about one throttle slice (docs/measurement.md)."""
+    from mpiwrite.facts import nodeinfo
+
+    existed = os.path.isdir(cfg.target)
+    try:  # the fstype the ledger will name (common_keys), for the --direct message
+        files.target = layout.preflight(cfg, run_id, nodeinfo.common_keys(nodes)["fstype"])
+    except ConfigError as exc:
+        return exc, time.monotonic()
+    files.created_target = not existed
+    return None, time.monotonic()
+
+
+def settle(probed_at: Optional[float]) -> None:
+    """Rank 0, last in the set-up: wait until PROBE_SETTLE_SECONDS have passed since the
+    probe's write (None: not rank 0, nothing to wait for), so that the probe is not charged
+    to the first iteration (docs/measurement.md: a gap of 40-50 ms still cost 1-2%)."""
+    if probed_at is not None:
+        rest = probed_at + PROBE_SETTLE_SECONDS - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+
+
+def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces,
+           probed: Optional[ConfigError] = None) -> str:
+    """Rank 0: --json, --results, then TARGET (probe_target's verdict) and run folders; ''
+    or why not.
+
+    Whatever the set-up created is removed again when it fails, so exit 2 leaves nothing."""
     results_existed = cfg.results is None or os.path.isdir(cfg.results)
-    target_existed = os.path.isdir(cfg.target)
     try:
         led.check_destinations()
         layout.check_space(cfg, led.node_of, [s["space"] for s in spaces])
@@ -136,8 +172,8 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces) ->
 
         stripe = stripeopts.check(cfg.stripe_count, cfg.stripe_size, cfg.ost_index,
                                   led.keys["fstype"])
-        files.target = layout.preflight(cfg, run_id, led.keys["fstype"])
-        files.created_target = not target_existed
+        if probed is not None:
+            raise probed
         led.extra["mkdir_seconds"] = layout.make_subdirs(cfg, run_id, led.nranks, stripe,
                                                          files.target)
         if stripe is not None:
@@ -149,7 +185,7 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces) ->
     except ConfigError as exc:
         message = str(exc)
     except OSError as exc:
-        message = f"TARGET: cannot create run directories: {exc.strerror}"
+        message = f"TARGET: cannot create run directories: {why(exc)}"
     files.remove_subdirs()
     if files.created_target:
         layout.remove_dir_if_empty(cfg.target)

@@ -19,7 +19,7 @@ import time
 from array import array
 from typing import List, NamedTuple, Optional, Sequence
 
-from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed
+from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed, why
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import latency, layout, prepare, rows
@@ -138,11 +138,13 @@ class Run:
         self.watch.node_client = (facts or {}).get("client") or {}
         raise_agreed(team.agree(problem), team.size)
         nodes, spaces = prepare.gather_nodes(team, cfg, facts)
+        probed, probed_at = prepare.probe_target(cfg, self.files, self.run_id, nodes) \
+            if self.rank == 0 else (None, None)
         node_rows = team.gather_rows([float(team.node), float(team.local_rank)])
         self.ledger = prepare.ledger(self.rank, cfg, self.argv, self.run_id, team.size, nodes,
                                      spaces, node_rows, mpi_library, self.screen,
                                      self.given_notes)
-        problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces) \
+        problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces, probed) \
             if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)
         # every rank must take the same branch at the layout gather: rank 0's answer
@@ -159,6 +161,7 @@ class Run:
         self.ledger.show_header()
         self.files.open_target()  # TARGET exists now (rank 0's preflight): every rank holds it
         self.ledger.extra["startup_seconds"] = team.allreduce_max(seconds_since_exec())
+        prepare.settle(probed_at)  # rank 0: the probe's write is not charged to the stream
         team.barrier()
         self.origin = clock()
 
@@ -380,7 +383,7 @@ class Run:
             os.close(fd)
             return f"{st.st_dev}:{st.st_ino}\n"
         except OSError as exc:
-            return f"\n{exc.strerror or str(exc)}"
+            return f"\n{why(exc)}"
 
     def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""

@@ -1,9 +1,9 @@
-"""One rank's timed, single-stream write: open, write loop, fsync, close.  No MPI here.
+"""One rank's timed, single-stream write: open, write loop, fsync, close; and the read phase's
+stream.  No MPI here.
 
-The loop is the hot path: one preallocated buffer, one 8-byte header patch, one write call and
-one clock read per block.  Everything else (time limit, samples, polling the other ranks for an
-abort, progress) happens only when the clock passes the next event, a few times per second.
-The writer alone decides when to fsync.
+The write loop itself (two variants, chosen once per stream) is writeloop.py's; the open, the
+tail block, the final fsync, the error mapping and the close are here, shared by every stream
+(POSIX write and read, and the null engine's).  The writer alone decides when to fsync.
 """
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ import errno
 import os
 import resource
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from mpiwrite import files
+from mpiwrite.errors import why
 from mpiwrite.formats import pattern
-from mpiwrite.run import latency
+from mpiwrite.run import defaults, latency, writeloop
+from mpiwrite.run.writeloop import POLL_SECONDS, clock
 
-POLL_SECONDS = 0.1  # how often the loop looks up from writing
 UNBOUNDED = 2**62
-
-clock = time.monotonic
 
 
 @dataclasses.dataclass
@@ -70,16 +69,16 @@ class StreamPlan:
     nbytes: Optional[int]  # None: until the time limit
     block_size: int
     time_limit: Optional[float] = None
-    fsync: bool = True
-    fsync_every: int = 0
-    direct: bool = False
-    sample_interval: float = 1.0
+    fsync: bool = defaults.FSYNC
+    fsync_every: int = defaults.FSYNC_EVERY
+    direct: bool = defaults.DIRECT
+    sample_interval: float = defaults.SAMPLE_INTERVAL
     expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
 
 
-Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
+Poll = writeloop.Poll
 
 
 def _open_flags(plan: StreamPlan) -> int:
@@ -117,156 +116,100 @@ def open_data_file(path: str, flags: int, dir_fd: Optional[int] = None) -> int:
     return os.open(path, flags, 0o644)
 
 
-def _write_all(fd: int, view: memoryview, offset: int, positional: bool) -> int:
-    """Write the whole view; a short write is retried, and a write of 0 is an error."""
-    done = 0
-    n = len(view)
-    while done < n:
-        part = view[done:]
-        w = os.pwrite(fd, part, offset + done) if positional else os.write(fd, part)
-        if w <= 0:
-            raise OSError(errno.EIO, "short write: 0 bytes written")
-        done += w
-    return done
-
-
-def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
-    """Run one rank's stream; never raises for I/O errors (they are in the result)."""
-    res = StreamResult(path=plan.path)
-    bs = plan.block_size
-    view = memoryview(buf)
-    pack = pattern.OFFSET.pack_into
-    at = pattern.OFFSET_AT
-    positional = plan.offset != 0 or not plan.create
-    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
-    nfull, tail = divmod(total, bs)
-    fd = -1
-    res.t_open_start = clock()
+def _open_for_write(plan: StreamPlan, res: StreamResult) -> int:
+    """The data file opened (and with plan.create, created) for writing; -1 and the failure
+    in `res` when it cannot be, or is not the file rank 0 created."""
     try:
         fd = open_data_file(plan.path, _open_flags(plan), plan.dir_fd)
     except OSError as exc:
         hint = "the filesystem refuses O_DIRECT (--direct)" if (
             plan.direct and exc.errno == errno.EINVAL) else ""
         res.fail("open", exc, hint)
-        return res
+        return -1
     res.created = plan.create
     st = os.fstat(fd)
     res.ino = st.st_ino
-    if plan.expect_inode is not None:
-        if (st.st_dev, st.st_ino) != plan.expect_inode:
-            os.close(fd)
-            res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
-                                                   "(replaced after creation); refusing to write"))
-            return res
+    if plan.expect_inode is not None and (st.st_dev, st.st_ino) != plan.expect_inode:
+        os.close(fd)
+        res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
+                                               "(replaced after creation); refusing to write"))
+        return -1
+    return fd
+
+
+def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
+    """Run one rank's stream; never raises for I/O errors (they are in the result).
+
+    The loop variant (with or without latency readings: writeloop.py) is chosen here, once;
+    the tail block, the final fsync, the error mapping and the close are the same for both."""
+    res = StreamResult(path=plan.path)
+    res.t_open_start = clock()
+    fd = _open_for_write(plan, res)
+    if fd < 0:
+        return res
     cpu0 = _cpu() if plan.latency else None
     t0 = res.t_write_start = clock()
-    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
-    next_poll = t0 + POLL_SECONDS
-    next_sample = t0 + plan.sample_interval
-    next_event = min(next_poll, deadline)
-    every = plan.fsync_every
-    next_fsync = every if every else -1
-    # Samples count bytes known to be durable where the run knows them: every completed write
-    # under O_DIRECT, the last fsync'd block under --fsync-every.  Otherwise they count bytes
-    # write() accepted, and first-done is not computed from them (summary.py).
-    durable_every = bool(every) and not plan.direct
-    synced = 0
-    last_sync_sample = float("-inf")
-    off = plan.offset
-    done = 0
-    write = os.pwrite if positional else os.write
-    samples = res.samples
-    # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
-    # The blocks run in chunks that fill the readings list, so its index is the for loop's
-    # own counter (k) and storing a reading costs one list store.
-    lat_on = plan.latency
-    lat = res.latency = latency.Log(t0, bs < latency.VECTOR_BELOW) if lat_on else None
-    stamps = lat.stamps if lat_on else None
-    marks = lat.marks if lat_on else None
-    room = latency.CAPACITY if lat_on else UNBOUNDED
-    k = 0  # readings stored since the last fold
+    loop = writeloop.plain
+    if plan.latency:
+        # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
+        res.latency = latency.Log(t0, plan.block_size < latency.VECTOR_BELOW)
+        loop = writeloop.timed
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    nfull, tail = divmod(total, plan.block_size)
     try:
-        while done < nfull and not res.stopped_by:
-            if k == room:
-                t_fold = clock()
-                lat.fold(k)
-                marks = lat.marks
-                marks.append((0, clock() - t_fold))  # the next write's latency leaves it out
-                k = 0
-            first = k
-            for k in range(first, first + min(nfull - done, room - first)):
-                pack(buf, at, off)
-                w = write(fd, view, off) if positional else write(fd, view)
-                if w != bs:
-                    res.bytes = done * bs + w
-                    _write_all(fd, view[w:], off + w, positional)
-                off += bs
-                done += 1
-                if done == next_fsync:
-                    t_pre = clock()
-                    os.fsync(fd)
-                    res.fsyncs += 1
-                    next_fsync += every
-                    synced = done
-                    t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
-                    if lat_on:
-                        lat.add_fsync(t_sync - t_pre)
-                        marks.append((k, t_sync - t_pre))
-                    if t_sync - last_sync_sample >= 0.01:
-                        samples.append((t_sync, done * bs))
-                        last_sync_sample = t_sync
-                now = clock()
-                if lat_on:
-                    stamps[k] = now
-                if now >= next_event:
-                    if now >= deadline:
-                        res.stopped_by = "time"
-                        break
-                    if now >= next_sample:
-                        samples.append((now, (synced if durable_every else done) * bs))
-                        next_sample += plan.sample_interval * max(
-                            1, int((now - next_sample) / plan.sample_interval) + 1)
-                    next_poll = now + POLL_SECONDS
-                    next_event = min(next_poll, deadline)
-                    if poll is not None and poll(now, done * bs):
-                        res.stopped_by = "abort"
-                        break
-                    if lat_on:  # the next write's latency does not include this bookkeeping
-                        marks.append((k + 1, clock() - now))
-            k += 1  # stamps[:k] hold readings (the for loop ends on the last one it stored)
-        if lat_on:
-            lat.fold(k)
+        done, exc = loop(writeloop.Pace(plan, res, fd, t0, poll), plan, buf, fd, nfull)
+        _finish_write(plan, buf, fd, res, done, tail, exc)
+    finally:
+        _end(res, fd, cpu0)
+    return res
+
+
+def _finish_write(plan: StreamPlan, buf, fd: int, res: StreamResult, done: int, tail: int,
+                  exc: Optional[OSError]) -> None:
+    """After the loop: the tail block, the final fsync, or the loop's error as the result."""
+    bs = plan.block_size
+    if exc is None:
         res.bytes = done * bs
         if tail and not res.stopped_by:
-            pack(buf, at, off)
-            res.bytes += _write_all(fd, view[:tail], off, positional)
-            done += 1
-        res.blocks = done
-        res.t_write_end = clock()
-        need_fsync = plan.fsync and res.stopped_by != "abort" and (
-            not every or done % every != 0 or tail)
-        if need_fsync:
+            off = plan.offset + done * bs
+            pattern.OFFSET.pack_into(buf, pattern.OFFSET_AT, off)
+            positional = plan.offset != 0 or not plan.create
             try:
-                os.fsync(fd)
-            except OSError as exc:
-                res.fail("fsync", exc)
-                return res
-            res.fsyncs += 1
-        res.t_fsync_end = clock()
-        if lat_on and need_fsync:
-            lat.add_fsync(res.t_fsync_end - res.t_write_end)
-    except OSError as exc:
-        res.blocks = done
-        res.bytes = max(res.bytes, done * bs)
-        res.t_write_end = clock()
+                res.bytes += writeloop.write_all(fd, memoryview(buf)[:tail], off, positional)
+                done += 1
+            except OSError as err:
+                exc = err
+    res.blocks = done
+    if exc is not None:
         hint = "--direct needs aligned sizes on this filesystem" if (
             plan.direct and exc.errno == errno.EINVAL) else ""
-        res.fail("write", exc, hint)
-        return res
-    finally:
-        if fd >= 0:
-            _close(fd, res, cpu0)
-    return res
+        _failed(res, "write", exc, done * bs, hint)
+        return
+    res.t_write_end = clock()
+    every = plan.fsync_every
+    need_fsync = _ends_with_fsync(plan, res) and (not every or done % every != 0 or tail)
+    if need_fsync:
+        try:
+            os.fsync(fd)
+        except OSError as err:
+            res.fail("fsync", err)
+            return
+        res.fsyncs += 1
+    res.t_fsync_end = clock()
+    if res.latency is not None and need_fsync:
+        res.latency.add_fsync(res.t_fsync_end - res.t_write_end)
+
+
+def _ends_with_fsync(plan: StreamPlan, res: StreamResult) -> bool:
+    """A stream ends with an fsync (--fsync) unless an abort stopped it."""
+    return plan.fsync and res.stopped_by != "abort"
+
+
+def _failed(res: StreamResult, phase: str, exc: OSError, nbytes: int, hint: str = "") -> None:
+    """An I/O error stopped the stream's data phase after `nbytes`: the result says so."""
+    res.bytes = max(res.bytes, nbytes)
+    res.t_write_end = clock()
+    res.fail(phase, exc, hint)
 
 
 def _cpu() -> Tuple[float, float]:
@@ -277,14 +220,19 @@ def _cpu() -> Tuple[float, float]:
     return r.ru_utime, r.ru_stime
 
 
-def _close(fd: int, res: StreamResult, cpu0) -> None:
-    """Close a stream's file: the close phase's end, the CPU spent, the last sample."""
-    try:
-        os.close(fd)
-    except OSError as exc:
-        if not res.failed:
-            res.fail("close", exc)
-    res.t_close_end = clock()
+def _end(res: StreamResult, fd: int = -1, cpu0=None) -> None:
+    """A stream's end, the same for every engine: the file closed (the close phase's end),
+    the CPU spent, the last sample.  Without a file (the null engine) the write, fsync and
+    close phases end at one reading."""
+    if fd >= 0:
+        try:
+            os.close(fd)
+        except OSError as exc:
+            if not res.failed:
+                res.fail("close", exc)
+        res.t_close_end = clock()
+    else:
+        res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
     if cpu0 is not None:
         cpu1 = _cpu()
         res.cpu_user, res.cpu_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
@@ -313,9 +261,8 @@ def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRes
             time.sleep(0.01)
     res.bytes = done
     res.blocks = -(-done // bs)
-    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
-    res.fsyncs = 1 if plan.fsync and res.stopped_by != "abort" else 0
-    res.samples.append((res.t_close_end, res.bytes))
+    res.fsyncs = 1 if _ends_with_fsync(plan, res) else 0
+    _end(res)
     return res
 
 
@@ -327,8 +274,8 @@ class ReadPlan:
     offset: int
     nbytes: int  # what the writer of that segment wrote
     block_size: int
-    sample_interval: float = 1.0
-    direct: bool = False
+    sample_interval: float = defaults.SAMPLE_INTERVAL
+    direct: bool = defaults.DIRECT
     check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
     expect: Optional[bytes] = None  # the check's body (from the node leader); None: made here
     dir_fd: Optional[int] = None  # the open folder of `path`
@@ -394,11 +341,9 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
         res.bytes = done
         res.t_write_end = res.t_fsync_end = clock()
     except OSError as exc:
-        res.bytes = max(res.bytes, done)
-        res.t_write_end = clock()
-        res.fail("read", exc)
+        _failed(res, "read", exc, done)
     finally:
-        _close(fd, res, cpu0)
+        _end(res, fd, cpu0)
     return res
 
 
@@ -407,8 +352,7 @@ def null_read(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     res = ReadResult(path=plan.path)
     res.t_open_start = res.t_write_start = clock()
     res.bytes, res.blocks = plan.nbytes, -(-plan.nbytes // plan.block_size)
-    res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
-    res.samples.append((res.t_close_end, res.bytes))
+    _end(res)
     return res
 
 
@@ -448,12 +392,12 @@ def drop_cache(path: str, offset: int = 0, length: int = 0,
     try:
         fd = open_written(path, dir_fd)
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return why(exc)
     try:
         os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
         return ""
     except OSError as exc:
-        return exc.strerror or str(exc)
+        return why(exc)
     finally:
         os.close(fd)
 

@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
+from mpiwrite.errors import AgreedError, ConfigError, raise_agreed, why
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
@@ -114,7 +114,7 @@ class Settings:
         except subprocess.TimeoutExpired:
             return 124, f"no answer within {SETTING_TIMEOUT:.0f} s"
         except OSError as exc:
-            return 126, exc.strerror or str(exc)
+            return 126, why(exc)
         if lines and not out.returncode:  # `get`: its lines, each stripped
             return 0, "\n".join(ln.strip() for ln in out.stdout.splitlines())[:1 << 16]
         text = " ".join((out.stdout + " " + out.stderr).split())

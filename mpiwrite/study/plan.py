@@ -116,13 +116,14 @@ def _lines(text: str) -> Dict[Tuple[str, str], int]:
 def load(path: str) -> Study:
     """Read and check a study file; StudyError listing every problem otherwise."""
     from mpiwrite import files
+    from mpiwrite.errors import why
 
     try:
         fd = files.open_regular(path)
         with open(fd, "rb", closefd=True) as fh:
             raw = fh.read((1 << 20) + 1)
     except OSError as exc:
-        raise StudyError(path, [Problem(0, "", f"cannot read it: {exc.strerror or exc}")]) \
+        raise StudyError(path, [Problem(0, "", f"cannot read it: {why(exc)}")]) \
             from None
     if len(raw) > 1 << 20:
         raise StudyError(path, [Problem(0, "", "larger than 1 MiB: not a study file")])

@@ -1,0 +1,184 @@
+"""The write loop of one rank's stream, in two variants chosen once per stream (writer.py).
+
+The loop is the hot path: one preallocated buffer, one 8-byte header patch, one write call and
+one clock read per block.  `plain` does only that; `timed` also stores the clock reading for
+the latency histograms (latency.py).  Which one runs is decided before the first block, as
+elbencho binds its phase functions once, so no block asks whether latency is on.  Everything
+else (time limit, samples, polling the other ranks for an abort, an fsync every N blocks)
+happens in `Pace`, only when the clock passes the next event (a few times per second) or at
+an fsync: one shared place, off the per-block path.
+
+Both variants return (blocks written, the OSError that stopped them or None); writer.py maps
+the error and writes the tail, the final fsync and the close, the same for both.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import Callable, Optional, Tuple
+
+from mpiwrite.formats import pattern
+from mpiwrite.run import latency
+
+POLL_SECONDS = 0.1  # how often the loop looks up from writing
+
+clock = time.monotonic
+
+Poll = Callable[[float, int], bool]  # (now, bytes so far) -> stop?
+
+
+def write_all(fd: int, view: memoryview, offset: int, positional: bool) -> int:
+    """Write the whole view; a short write is retried, and a write of 0 is an error."""
+    done = 0
+    n = len(view)
+    while done < n:
+        part = view[done:]
+        w = os.pwrite(fd, part, offset + done) if positional else os.write(fd, part)
+        if w <= 0:
+            raise OSError(errno.EIO, "short write: 0 bytes written")
+        done += w
+    return done
+
+
+class Pace:
+    """What the loop does between blocks, off the per-block path: the time limit, samples,
+    polls, and the fsync every N blocks (with its latency when `res.latency` is kept)."""
+
+    def __init__(self, plan, res, fd: int, t0: float, poll: Optional[Poll]):
+        self.res, self.fd, self.poll = res, fd, poll
+        self.bs = plan.block_size
+        self.interval = plan.sample_interval
+        self.deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
+        self.next_sample = t0 + plan.sample_interval
+        self.next_event = min(t0 + POLL_SECONDS, self.deadline)
+        self.every = plan.fsync_every
+        self.first_fsync = self.every if self.every else -1
+        # Samples count bytes known to be durable where the run knows them: every completed
+        # write under O_DIRECT, the last fsync'd block under --fsync-every.  Otherwise they
+        # count bytes write() accepted, and first-done is not computed from them (summary.py).
+        self.durable_every = bool(self.every) and not plan.direct
+        self.synced = 0
+        self.last_sync_sample = float("-inf")
+
+    def fsync(self, done: int, k: int) -> int:
+        """The fsync after every N blocks (k: the block's reading index); the next one's
+        block count.  An OSError goes to the loop's caller, as a write error."""
+        res = self.res
+        t_pre = clock()
+        os.fsync(self.fd)
+        res.fsyncs += 1
+        self.synced = done
+        t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
+        lat = res.latency
+        if lat is not None:
+            lat.add_fsync(t_sync - t_pre)
+            lat.marks.append((k, t_sync - t_pre))
+        if t_sync - self.last_sync_sample >= 0.01:
+            res.samples.append((t_sync, done * self.bs))
+            self.last_sync_sample = t_sync
+        return done + self.every
+
+    def due(self, now: float, done: int) -> float:
+        """The clock passed the next event: stop at the time limit, take a sample, poll the
+        other ranks.  Returns the next event's time; a stop is in res.stopped_by."""
+        res = self.res
+        if now >= self.deadline:
+            res.stopped_by = "time"
+            return self.deadline
+        if now >= self.next_sample:
+            res.samples.append((now, (self.synced if self.durable_every else done) * self.bs))
+            self.next_sample += self.interval * max(
+                1, int((now - self.next_sample) / self.interval) + 1)
+        self.next_event = min(now + POLL_SECONDS, self.deadline)
+        if self.poll is not None and self.poll(now, done * self.bs):
+            res.stopped_by = "abort"
+        return self.next_event
+
+
+def plain(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSError]]:
+    """Up to nfull whole blocks, nothing kept per block."""
+    res = pace.res
+    bs = plan.block_size
+    view = memoryview(buf)
+    pack = pattern.OFFSET.pack_into
+    at = pattern.OFFSET_AT
+    positional = plan.offset != 0 or not plan.create
+    write = os.pwrite if positional else os.write
+    off = plan.offset
+    done = 0
+    next_event = pace.next_event
+    next_fsync = pace.first_fsync
+    try:
+        for _ in range(nfull):
+            pack(buf, at, off)
+            w = write(fd, view, off) if positional else write(fd, view)
+            if w != bs:
+                res.bytes = done * bs + w
+                write_all(fd, view[w:], off + w, positional)
+            off += bs
+            done += 1
+            if done == next_fsync:
+                next_fsync = pace.fsync(done, 0)
+            now = clock()
+            if now >= next_event:
+                next_event = pace.due(now, done)
+                if res.stopped_by:
+                    break
+    except OSError as exc:
+        return done, exc
+    return done, None
+
+
+def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSError]]:
+    """Up to nfull whole blocks, each block's clock reading stored for res.latency.
+
+    The blocks run in chunks that fill the readings list, so its index is the for loop's own
+    counter (k) and storing a reading costs one list store."""
+    res = pace.res
+    lat = res.latency
+    stamps = lat.stamps
+    room = latency.CAPACITY
+    bs = plan.block_size
+    view = memoryview(buf)
+    pack = pattern.OFFSET.pack_into
+    at = pattern.OFFSET_AT
+    positional = plan.offset != 0 or not plan.create
+    write = os.pwrite if positional else os.write
+    off = plan.offset
+    done = 0
+    next_event = pace.next_event
+    next_fsync = pace.first_fsync
+    k = 0  # readings stored since the last fold
+    try:
+        while done < nfull and not res.stopped_by:
+            if k == room:
+                t_fold = clock()
+                lat.fold(k)
+                lat.marks.append((0, clock() - t_fold))  # the next write's latency leaves it out
+                k = 0
+            first = k
+            for k in range(first, first + min(nfull - done, room - first)):
+                pack(buf, at, off)
+                w = write(fd, view, off) if positional else write(fd, view)
+                if w != bs:
+                    res.bytes = done * bs + w
+                    write_all(fd, view[w:], off + w, positional)
+                off += bs
+                done += 1
+                if done == next_fsync:
+                    next_fsync = pace.fsync(done, k)
+                now = clock()
+                stamps[k] = now
+                if now >= next_event:
+                    next_event = pace.due(now, done)
+                    if res.stopped_by:
+                        break
+                    # the next write's latency does not include this bookkeeping
+                    lat.marks.append((k + 1, clock() - now))
+            k += 1  # stamps[:k] hold readings (the for loop ends on the last one it stored)
+        lat.fold(k)
+    except OSError as exc:
+        return done, exc
+    return done, None
