@@ -97,16 +97,20 @@ class Pace:
         return self.next_event
 
 
+def _bind(plan, buf):
+    """What both loops hold in locals (one look-up each, before the first block): the block
+    size, a view of the buffer, the header patch and where it goes, whether writes carry
+    their offset (a shared file, or one not created by this stream), the write call, the
+    first offset."""
+    positional = plan.offset != 0 or not plan.create
+    return (plan.block_size, memoryview(buf), pattern.OFFSET.pack_into, pattern.OFFSET_AT,
+            positional, os.pwrite if positional else os.write, plan.offset)
+
+
 def plain(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSError]]:
     """Up to nfull whole blocks, nothing kept per block."""
     res = pace.res
-    bs = plan.block_size
-    view = memoryview(buf)
-    pack = pattern.OFFSET.pack_into
-    at = pattern.OFFSET_AT
-    positional = plan.offset != 0 or not plan.create
-    write = os.pwrite if positional else os.write
-    off = plan.offset
+    bs, view, pack, at, positional, write, off = _bind(plan, buf)
     done = 0
     next_event = pace.next_event
     next_fsync = pace.first_fsync
@@ -140,13 +144,7 @@ def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSE
     lat = res.latency
     stamps = lat.stamps
     room = latency.CAPACITY
-    bs = plan.block_size
-    view = memoryview(buf)
-    pack = pattern.OFFSET.pack_into
-    at = pattern.OFFSET_AT
-    positional = plan.offset != 0 or not plan.create
-    write = os.pwrite if positional else os.write
-    off = plan.offset
+    bs, view, pack, at, positional, write, off = _bind(plan, buf)
     done = 0
     next_event = pace.next_event
     next_fsync = pace.first_fsync
