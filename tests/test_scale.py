@@ -48,34 +48,9 @@ def test_uneven_nodes_in_a_run(tmp_path):
     assert "ranks 4 on 2 nodes (left, right)" in out.stdout
 
 
-@pytest.mark.mpi
-def test_only_rank_zero_imports_h5py(tmp_path):
-    probe = tmp_path / "probe.py"
-    # A finished rank leaves through exit() without Python's atexit hooks (cli._leave_run):
-    # the probe dumps the modules on the way out.
-    probe.write_text(
-        "import os, sys\n"
-        "import mpiwrite.cli.main as cli\n"
-        "leave = cli._leave_run\n"
-        "def dump(code):\n"
-        "    r = os.environ.get('PMI_RANK', '0')\n"
-        "    open(f'mods.{r}', 'w').write('\\n'.join(sorted(sys.modules)))\n"
-        "    leave(code)\n"
-        "cli._leave_run = dump\n"
-        "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
-        "cli.main()\n")
-    out = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(probe), "run", "d", "-s",
-                          "1M", "--results", "r"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120, env=clean_env())
-    assert out.returncode == 0, out.stderr
-    mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(3)}
-    assert "h5py" in mods[0]
-    for r in (1, 2):
-        assert "h5py" not in mods[r] and "matplotlib" not in mods[r]
-        assert "pandas" not in mods[r]
-
-
-NUMPY_PROBE = (
+# A finished rank leaves through exit() without Python's atexit hooks (cli._leave_run):
+# the probe dumps the modules on the way out.
+MODULES_PROBE = (
     "import os, sys\n"
     "import mpiwrite.cli.main as cli\n"
     "leave = cli._leave_run\n"
@@ -89,6 +64,21 @@ NUMPY_PROBE = (
 
 
 @pytest.mark.mpi
+def test_only_rank_zero_imports_h5py(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(MODULES_PROBE)
+    out = subprocess.run([MPIEXEC, "-n", "3", sys.executable, str(probe), "run", "d", "-s",
+                          "1M", "--results", "r"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, env=clean_env())
+    assert out.returncode == 0, out.stderr
+    mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(3)}
+    assert "h5py" in mods[0]
+    for r in (1, 2):
+        assert "h5py" not in mods[r] and "matplotlib" not in mods[r]
+        assert "pandas" not in mods[r]
+
+
+@pytest.mark.mpi
 def test_only_node_leaders_import_numpy_and_the_data_verifies(tmp_path):
     """Two nodes of two ranks, 1 MiB blocks, --verify with a shift that crosses nodes: the
     leaders (ranks 0 and 2) make the pattern (numpy) and send ranks 1 and 3 theirs and the
@@ -97,7 +87,7 @@ def test_only_node_leaders_import_numpy_and_the_data_verifies(tmp_path):
     if MPIEXEC is None:
         pytest.skip("no mpiexec")
     probe = tmp_path / "probe.py"
-    probe.write_text(NUMPY_PROBE)
+    probe.write_text(MODULES_PROBE)
     args = [sys.executable, str(probe), "run", "d", "-s", "3M", "-b", "1M", "--verify",
             "--verify-shift", "1", "--keep", "--results", "r"]
     cmd = [MPIEXEC, "-n", "2", "-env", "MPIWRITE_HOSTNAME", "left", *args, ":",
