@@ -1,5 +1,6 @@
 """This node's name, its boot, and a process's start: what tells later whether a run's
-processes are still there (run/process.py records them, answers/state.py asks)."""
+processes are still there (run/process.py records them, answers/state.py asks); and this
+process's address space (what a limit on it leaves)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,12 @@ def start_ticks(pid: int) -> int:
         return -1 if fields[0] in ("Z", "X") else int(fields[19])
     except (OSError, ValueError, IndexError):
         return -1
+
+
+def address_space() -> int:
+    """This process's mapped address space in bytes (what RLIMIT_AS counts; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0

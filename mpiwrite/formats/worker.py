@@ -8,7 +8,6 @@ address space bounded; SIGINT left to the parent (its end is ours: stdin closes)
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from typing import Any, Dict
@@ -47,11 +46,12 @@ def serve() -> None:
     from mpiwrite.formats import records, runlevel  # noqa: F401
 
     try:
-        with open("/proc/self/statm") as fh:
-            held = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        from mpiwrite.facts.host import address_space
+
+        held = address_space()
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         want = held + MEMORY_BYTES
-        if hard == resource.RLIM_INFINITY or want < hard:
+        if held and (hard == resource.RLIM_INFINITY or want < hard):  # 0: not known
             resource.setrlimit(resource.RLIMIT_AS, (want, hard))
     except (OSError, ValueError):
         pass

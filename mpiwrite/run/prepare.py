@@ -15,6 +15,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.facts.host import address_space
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout
@@ -43,7 +44,7 @@ def load_numpy(needed: bool) -> str:
         n = int(threads) if threads and threads.isascii() and threads.isdigit() and \
             int(threads) > 0 else (os.cpu_count() or 1)
         need = NUMPY_BASE + NUMPY_PER_THREAD * n
-        left = limit - _address_space()
+        left = limit - address_space()
         if left < need:
             return (f"address space: the limit (ulimit -v) leaves {format_size(max(left, 0))}, "
                     f"numpy with {n} OpenBLAS thread(s) needs about {format_size(need)}: raise "
@@ -54,18 +55,6 @@ def load_numpy(needed: bool) -> str:
         lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
         return f"cannot load numpy: {lines[-1] if lines else type(exc).__name__}"
     return ""
-
-
-def _address_space() -> int:
-    """This process's mapped address space in bytes (VmSize), 0 where unknown."""
-    try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def buffers(cfg: RunConfig, key: int, rank: int, fill: bool = True) -> Tuple[Any, Any, str]:
