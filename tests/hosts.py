@@ -62,19 +62,36 @@ class Hosts:
         self.persistent = persistent
         self.rates = dict(rates or {})
         self.holders = []
-        tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
-        self.bridge = f"mwb{tag}"
-        self.subnet = random.randint(100, 250)
         self.names = [f"h{i}" for i in range(count)]
-        self.ns = [f"mw{tag}-{n}" for n in self.names]
-        self.ips = [f"10.{self.subnet}.77.{i + 1}" for i in range(count)]
-        self.veth = [f"mw{tag}v{i}" for i in range(count)]
+        self._pick()
         self.wrapper = os.path.join(str(folder), "enter-host.sh")
         self.made = []
 
+    def _pick(self) -> None:
+        """Names and a subnet that no bridge, link, namespace or address on this machine uses
+        now: another testbed may be up (a module's fixture), or left by a killed session, and
+        a random tag alone met one of them once in a CI run (`ip link add` failed: exists)."""
+        inuse = _ip("-o", "link", "show").stdout + _ip("netns", "list").stdout
+        addrs = _ip("-4", "-o", "addr", "show").stdout
+        for _ in range(1000):
+            tag = f"{os.getpid() % 1000:03d}{random.randint(0, 99):02d}"
+            subnet = random.randint(100, 250)
+            if f"mwb{tag}" not in inuse and f"mw{tag}" not in inuse \
+                    and f" 10.{subnet}.77." not in addrs:
+                break
+        self.bridge = f"mwb{tag}"
+        self.subnet = subnet
+        self.ns = [f"mw{tag}-{n}" for n in self.names]
+        self.ips = [f"10.{self.subnet}.77.{i + 1}" for i in range(len(self.names))]
+        self.veth = [f"mw{tag}v{i}" for i in range(len(self.names))]
+
     def __enter__(self) -> "Hosts":
         try:
-            _ip("link", "add", self.bridge, "type", "bridge")
+            for attempt in range(5):  # another process may take the names between pick and use
+                made = _ip("link", "add", self.bridge, "type", "bridge", check=attempt == 4)
+                if made.returncode == 0:
+                    break
+                self._pick()
             self.made.append(("link", self.bridge))
             _ip("addr", "add", f"10.{self.subnet}.77.254/24", "dev", self.bridge)
             _ip("link", "set", self.bridge, "up")
