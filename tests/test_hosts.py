@@ -130,3 +130,25 @@ def test_verify_shift_fails_when_a_host_cannot_see_the_data(tmp_path, can_emulat
     assert (rec.ranks["verify_mismatches"] > 0).all()
     assert {e["phase"] for e in rec.errors} == {"verify"}
     assert os.listdir(data) == []
+
+
+
+@pytest.mark.timeout(120)
+def test_a_second_testbed_never_takes_a_live_ones_names(tmp_path, can_emulate):
+    """Two testbeds up at once (a module's fixture and a test's own): the second picks names
+    and a subnet nobody uses, and if its bridge's name is taken between picking and making it
+    (another process), it picks again instead of failing on `ip link add` (it did once in CI)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with hostlib.Hosts(2, tmp_path / "a") as first:
+        second = hostlib.Hosts(2, tmp_path / "b")
+        assert second.bridge != first.bridge and second.subnet != first.subnet
+        assert not set(second.ns) & set(first.ns) and not set(second.veth) & set(first.veth)
+        second.bridge = first.bridge  # as if another process took it meanwhile
+        with second:
+            assert second.bridge != first.bridge
+            ports = hostlib._ip("link", "show", "master", second.bridge).stdout
+            assert all(v in ports for v in second.veth), ports
+        assert second.leftovers() == []
+        assert sorted(first.leftovers()) == sorted(first.ns + [first.bridge] + first.veth)
+    assert first.leftovers() == []
