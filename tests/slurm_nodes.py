@@ -45,6 +45,10 @@ from typing import Dict, List, Optional
 
 import hosts as hostlib
 
+# MessageTimeout: Slurm's RPCs give up after 10 s by default.  On 2 cores running 6 ranks, srun's
+# pmi2 plugin sending the fence's KVS to a node's slurmd timed out now and then ("failed to send
+# temp kvs to compute nodes"), and the step's ranks then waited in MPI_Init for minutes (a CI run
+# failed on it); busy sites raise it for the same reason.
 CONF = """ClusterName=mwnodes
 SlurmctldHost={ctl}({ctl_ip})
 SlurmctldPort={ctl_port}
@@ -75,6 +79,7 @@ SlurmdParameters=config_overrides
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 KillWait={kill_wait}
+MessageTimeout=60
 FirstJobId={first_job}
 {nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
@@ -464,7 +469,8 @@ class SlurmNodes:
                 return state
             time.sleep(0.3)
         self.scancel(job)
-        raise AssertionError(f"job {job} did not end within {timeout}s\n{self.log()}")
+        raise AssertionError(f"job {job} did not end within {timeout}s\n--- job output\n"
+                             f"{self.output(job)[-3000:]}\n{self.log()}")
 
     def scancel(self, job: str, *args) -> subprocess.CompletedProcess:
         return self._cmd(["scancel", *args, job], check=False)
