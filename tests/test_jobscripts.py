@@ -83,6 +83,16 @@ def test_mpich_under_slurm_pmi2_defaults_to_ofi(environ, netmod):
     env = dict(environ)
     assert slurm_pmi2_netmod(env) is (netmod == "ofi" and "MPIR_CVAR_CH4_NETMOD" not in environ)
     assert env.get("MPIR_CVAR_CH4_NETMOD") == netmod
+    # libfabric's sockets provider left out only with our own netmod choice
+    assert env.get("FI_PROVIDER") == ("^sockets" if netmod == "ofi" else None)
+
+
+def test_a_sites_libfabric_providers_are_kept_under_pmi2():
+    from mpiwrite.run.process import slurm_pmi2_netmod
+
+    env = {"SLURM_MPI_TYPE": "pmi2", "PMI_FD": "7", "FI_PROVIDER": "verbs;ofi_rxm"}
+    assert slurm_pmi2_netmod(env) is True
+    assert env["MPIR_CVAR_CH4_NETMOD"] == "ofi" and env["FI_PROVIDER"] == "verbs;ofi_rxm"
 
 
 STUDY = """

@@ -117,6 +117,7 @@ def test_mpich_pmi_lines_stay_under_slurms_read(slurm3, tmp_path):
         env = only_record(results).attrs["environment"]
         env = json.loads(env) if isinstance(env, str) else env
         assert env["MPIR_CVAR_CH4_NETMOD"] == netmod
+        assert env.get("FI_PROVIDER") == ("^sockets" if site is None else None)
     assert max(sizes) > 256  # UCX's lines: what the default avoids
 
 

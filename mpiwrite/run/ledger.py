@@ -29,7 +29,7 @@ from mpiwrite.run.console import Console
 from mpiwrite.text import printable, world_ranks_of
 from mpiwrite.units import format_size
 
-ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_")
+ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_", "FI_PROVIDER")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd

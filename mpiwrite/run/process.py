@@ -151,9 +151,14 @@ def slurm_pmi2_netmod(environ=os.environ) -> bool:
     defaults to OFI unless the site chose one.  Slurm 22.05 reads a PMI-1 request with one
     read() of at most 1024 bytes, and MPICH's default UCX netmod puts its 4 KiB address in
     lines of up to ~1,080 bytes: a cut line fails the step now and then (docs/testbed.md).
-    Other MPIs ignore the variable; the record's environment shows it.  True if it was set."""
+    Other MPIs ignore the variable; the record's environment shows it.  With that choice ours,
+    libfabric's `sockets` provider is left out too (FI_PROVIDER=^sockets) unless the site
+    chose providers: where no fabric provider fits (Ethernet) it is the one picked before
+    `tcp`, and MPI_Init then hangs now and then, every rank spinning (3 hangs in 35 three-node
+    launches here; none in 60 with `tcp`, docs/testbed.md).  True if the netmod was set."""
     if (environ.get("SLURM_MPI_TYPE") != "pmi2" or "PMI_FD" not in environ
             or "MPIR_CVAR_CH4_NETMOD" in environ):
         return False
     environ["MPIR_CVAR_CH4_NETMOD"] = "ofi"
+    environ.setdefault("FI_PROVIDER", "^sockets")
     return True
