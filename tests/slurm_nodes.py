@@ -468,9 +468,30 @@ class SlurmNodes:
             if state and state not in ACTIVE:
                 return state
             time.sleep(0.3)
+        where = self.processes()
         self.scancel(job)
-        raise AssertionError(f"job {job} did not end within {timeout}s\n--- job output\n"
-                             f"{self.output(job)[-3000:]}\n{self.log()}")
+        raise AssertionError(f"job {job} did not end within {timeout}s\n--- its processes\n"
+                             f"{where}\n--- job output\n{self.output(job)[-3000:]}\n"
+                             f"{self.log()}")
+
+    def processes(self) -> str:
+        """What runs in the nodes now (state, kernel wait channel, run time, command), for
+        the message of a job that did not end: which rank waits where."""
+        lines = []
+        for i, ns in enumerate(self.h.ns):
+            pids = hostlib._ip("netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/stat") as fh:
+                        state = fh.read().rsplit(")", 1)[1].split()[0]
+                    with open(f"/proc/{pid}/wchan") as fh:
+                        wchan = fh.read().strip()
+                except OSError:
+                    continue
+                cmd = hostlib.cmdline(pid)
+                if cmd and not cmd.startswith("sleep"):
+                    lines.append(f"{self.h.names[i]} {pid} {state} {wchan or '-'} {cmd[:160]}")
+        return "\n".join(lines)
 
     def scancel(self, job: str, *args) -> subprocess.CompletedProcess:
         return self._cmd(["scancel", *args, job], check=False)
