@@ -128,3 +128,37 @@ def test_files_per_dir_spreads_and_cleans_up(tmp_path):
                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert sorted(os.listdir(tmp_path / "d")) == subdirs  # only the kept run's dirs remain
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["tag-file", "sysroot"])
+def test_a_rank_on_rank_0s_options_still_reads_its_own_node(tmp_path, case):
+    """Rank 1's command line is rank 0's, so it takes rank 0's parsed options and never loads
+    click (cli/ranks.py); what is node-local is still its own: the --tag-file in its working
+    folder, MPIWRITE_SYSROOT in its environment.  Bad there only, rank 1 is named (exit 2, one
+    line, nothing created)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    probe = tmp_path / "probe.py"
+    probe.write_text(MODULES_PROBE)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "node.tags").write_text("site=x\n")
+    extra = []
+    if case == "tag-file":
+        (b / "node.tags").unlink()
+    else:
+        extra = ["-env", "MPIWRITE_SYSROOT", str(tmp_path / "no-such-sysroot")]
+    args = [sys.executable, str(probe), "run", "d", "-s", "1M", "--tag-file", "node.tags",
+            "--results", "r", "--progress-interval", "0"]
+    cmd = [MPIEXEC, "-n", "1", "-wdir", str(a), *args, ":",
+           "-n", "1", "-wdir", str(b), *extra, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=clean_env())
+    assert out.returncode == 2, out.stderr
+    said = out.stderr.strip().splitlines()
+    assert len(said) == 1 and "rank 1 on" in said[0] and f"--{case}" in said[0], out.stderr
+    assert "click" in (a / "mods.0").read_text().split()
+    assert "click" not in (b / "mods.1").read_text().split()
+    for folder in (a, b):
+        assert not (folder / "d").exists() and not (folder / "r").exists()

@@ -1,8 +1,9 @@
 """Validated run settings.
 
 Everything a rank needs to know about a run is in :class:`RunConfig`; it is built and checked
-on every rank from the same command line before MPI starts, so bad input fails identically
-everywhere with exit code 2 and nothing is created.
+on every rank from the same command line (rank 0's and the ranks that parse their own before
+MPI starts; the others from rank 0's parsed options, `from_params`), so bad input fails
+identically everywhere with exit code 2 and nothing is created.
 """
 
 from __future__ import annotations
