@@ -63,11 +63,12 @@ MODULES_PROBE = (
     "ranks.leave_run = dump\n"
     "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
     "entry.main()\n")
-# What ranks other than 0 never load: the record (h5py) and rank 0's plots and tables, and
-# since they take rank 0's parsed options, click, the modules it brings and the command
-# line's own modules (docs/scaling.md: start-up's file-system calls).
+# What ranks other than 0 never load: the record (h5py), rank 0's plots and tables; since
+# they take rank 0's parsed options, click, what it brings and the command line's modules;
+# the stuck-rank clean-up, loaded when a watchdog fires (docs/scaling.md: start-up's load).
 NOT_ON_RANKS = ("h5py", "matplotlib", "pandas", "click", "gettext", "difflib",
-                "mpiwrite.cli.main", "mpiwrite.cli.runcmd", "mpiwrite.cli.options")
+                "mpiwrite.cli.main", "mpiwrite.cli.runcmd", "mpiwrite.cli.options",
+                "mpiwrite.run.stuck")
 
 
 @pytest.mark.mpi

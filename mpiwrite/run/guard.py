@@ -29,7 +29,6 @@ from mpiwrite.run.process import (
     slurm_pmi2_netmod,
 )
 from mpiwrite.run.runner import Run
-from mpiwrite.run.stuck import leftover_text
 from mpiwrite.text import printable
 
 
@@ -75,6 +74,8 @@ def end_job(run: Run, exc: BaseException) -> None:
         if run.ledger.keeps_record:  # rank 0, once set-up made its ledger
             left = sorted(set(left + files.remove_files_of(range(team.size), run.iteration_now)))
             if left:  # a dead server, a read-only remount: the user must remove them
+                from mpiwrite.run.stuck import leftover_text  # rank 0, rarely: not at start-up
+
                 run.ledger.warn(f"could not remove {leftover_text(left)}")
             files.remove_run_folders(run.ledger.warn)
             run.ledger.add_errors([dict(report, iteration=report.get("iteration",
