@@ -23,9 +23,9 @@ folder; fd-based calls by the fd's path, which `strace -y` prints):
 Beside each run, launched the same way in the same round: the bare start (`python -c 'from
 mpi4py import MPI'`), and two references: "+numpy" (the bare start and `import numpy`, which
 node leaders and rank 0 load: they make the pattern and keep the record) and "+click" (the
-bare start and `import click`), which every rank loads (each parses its own command line, so
-that a rank names its own bad input); what a rank other than a leader adds above "+click" is
-mpiwrite's own.
+bare start and `import click`), which rank 0 loads to parse the command line (the other ranks
+take its parsed options and load no click, cli/ranks.py, unless their command line differs
+from rank 0's).
 
 Rank 0 (facts, preflight, the HDF5 record, h5py) is shown apart from the median of the other
 ranks.  Counts are medians over --repeat rounds; each round runs the bare start, then the
@@ -57,8 +57,7 @@ from bench_startup import BIN, bytecode
 CLASSES = ("install", "interpreter", "target", "other")
 # The bare start, and two references launched the same way: a bare start that also imports
 # numpy (node leaders and rank 0: the pattern, numpy's PCG64 stream, and the record), and
-# one that also imports click (every rank: each parses its own command line).  What a rank
-# other than a node leader adds above "+click" is mpiwrite's own.
+# one that also imports click (rank 0, which parses the command line for the others).
 BARE = {"bare": "from mpi4py import MPI",
         "+numpy": "from mpi4py import MPI; import numpy",
         "+click": "from mpi4py import MPI; import click"}

@@ -48,19 +48,27 @@ def test_uneven_nodes_in_a_run(tmp_path):
     assert "ranks 4 on 2 nodes (left, right)" in out.stdout
 
 
-# A finished rank leaves through exit() without Python's atexit hooks (cli._leave_run):
-# the probe dumps the modules on the way out.
+# A finished rank leaves through exit() without Python's atexit hooks (cli/ranks.leave_run):
+# the probe dumps the modules on the way out.  It starts as the console script does
+# (cli/entry.main), so that ranks other than 0 take their own way (no click).
 MODULES_PROBE = (
     "import os, sys\n"
-    "import mpiwrite.cli.main as cli\n"
-    "leave = cli._leave_run\n"
+    "import mpiwrite.cli.ranks as ranks\n"
+    "from mpiwrite.cli import entry\n"
+    "leave = ranks.leave_run\n"
     "def dump(code):\n"
     "    r = os.environ.get('PMI_RANK', '0')\n"
     "    open(f'mods.{r}', 'w').write('\\n'.join(sorted(sys.modules)))\n"
     "    leave(code)\n"
-    "cli._leave_run = dump\n"
+    "ranks.leave_run = dump\n"
     "sys.argv = ['mpiwrite'] + sys.argv[1:]\n"
-    "cli.main()\n")
+    "entry.main()\n")
+# What ranks other than 0 never load: the record (h5py), rank 0's plots and tables; since
+# they take rank 0's parsed options, click, what it brings and the command line's modules;
+# the stuck-rank clean-up, loaded when a watchdog fires (docs/scaling.md: start-up's load).
+NOT_ON_RANKS = ("h5py", "matplotlib", "pandas", "click", "gettext", "difflib",
+                "mpiwrite.cli.main", "mpiwrite.cli.runcmd", "mpiwrite.cli.options",
+                "mpiwrite.run.stuck")
 
 
 @pytest.mark.mpi
@@ -72,10 +80,9 @@ def test_only_rank_zero_imports_h5py(tmp_path):
                          text=True, timeout=120, env=clean_env())
     assert out.returncode == 0, out.stderr
     mods = {r: (tmp_path / f"mods.{r}").read_text().split() for r in range(3)}
-    assert "h5py" in mods[0]
+    assert "h5py" in mods[0] and "click" in mods[0]
     for r in (1, 2):
-        assert "h5py" not in mods[r] and "matplotlib" not in mods[r]
-        assert "pandas" not in mods[r]
+        assert not set(NOT_ON_RANKS) & set(mods[r]), (r, set(NOT_ON_RANKS) & set(mods[r]))
 
 
 @pytest.mark.mpi
@@ -122,3 +129,37 @@ def test_files_per_dir_spreads_and_cleans_up(tmp_path):
                  cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert sorted(os.listdir(tmp_path / "d")) == subdirs  # only the kept run's dirs remain
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["tag-file", "sysroot"])
+def test_a_rank_on_rank_0s_options_still_reads_its_own_node(tmp_path, case):
+    """Rank 1's command line is rank 0's, so it takes rank 0's parsed options and never loads
+    click (cli/ranks.py); what is node-local is still its own: the --tag-file in its working
+    folder, MPIWRITE_SYSROOT in its environment.  Bad there only, rank 1 is named (exit 2, one
+    line, nothing created)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    probe = tmp_path / "probe.py"
+    probe.write_text(MODULES_PROBE)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "node.tags").write_text("site=x\n")
+    extra = []
+    if case == "tag-file":
+        (b / "node.tags").unlink()
+    else:
+        extra = ["-env", "MPIWRITE_SYSROOT", str(tmp_path / "no-such-sysroot")]
+    args = [sys.executable, str(probe), "run", "d", "-s", "1M", "--tag-file", "node.tags",
+            "--results", "r", "--progress-interval", "0"]
+    cmd = [MPIEXEC, "-n", "1", "-wdir", str(a), *args, ":",
+           "-n", "1", "-wdir", str(b), *extra, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=clean_env())
+    assert out.returncode == 2, out.stderr
+    said = out.stderr.strip().splitlines()
+    assert len(said) == 1 and "rank 1 on" in said[0] and f"--{case}" in said[0], out.stderr
+    assert "click" in (a / "mods.0").read_text().split()
+    assert "click" not in (b / "mods.1").read_text().split()
+    for folder in (a, b):
+        assert not (folder / "d").exists() and not (folder / "r").exists()

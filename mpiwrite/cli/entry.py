@@ -85,6 +85,10 @@ def main() -> None:
     if handler is _leave and pending["signum"]:
         sys.exit(128 + pending["signum"])  # it came while we chose: leave as _leave would
     try:
+        from mpiwrite.cli import ranks
+
+        if ranks.quick(sys.argv[1:]):  # a rank other than 0: no click (start-up's load)
+            ranks.main(sys.argv[1:])
         from mpiwrite.cli.main import main as cli_main
 
         cli_main()

@@ -150,39 +150,10 @@ def main(argv: Optional[list] = None) -> None:
         code = 1
     code = code if isinstance(code, int) else 0
     if _is_run(args) and "mpi4py.MPI" in sys.modules:
-        _leave_run(code)
+        from mpiwrite.cli import ranks
+
+        ranks.leave_run(code)  # never returns
     sys.exit(code)
-
-
-def _leave_run(code: int) -> None:
-    """End a rank whose run has ended: output flushed, MPI finalized, then the C library's
-    exit() without the interpreter's teardown.  Tearing down numpy, click and mpi4py costs
-    ~40 ms of CPU a rank (measured), which 16 ranks on 2 cores pay in series; nothing is left
-    to do by then (records and JSON are written and closed, files removed; MPI_Finalize is
-    what mpi4py's atexit hook would have called).  exit(), not os._exit(): the MPI library's
-    own C atexit handlers must run (MPICH's hydra kills the job, signal 9, without them).
-    So `main(["run", ...])` never returns to an in-process caller once MPI is loaded: run a
-    run in its own process (the tests do, through mpiexec)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            if stream is sys.stdout:
-                code = code or 1  # the output did not all reach its reader
-    MPI = sys.modules["mpi4py.MPI"]
-    try:
-        if MPI.Is_initialized() and not MPI.Is_finalized():
-            MPI.Finalize()
-    except MPI.Exception as exc:  # the run's end stands; the leaving did not go cleanly
-        sys.stderr.write(printable(f"mpiwrite: warning: MPI_Finalize: {exc}") + "\n")
-        sys.exit(code or 1)
-    import ctypes
-
-    try:
-        libc_exit = ctypes.CDLL(None).exit
-    except (OSError, AttributeError):
-        sys.exit(code)  # no C library to call: the interpreter's own way out
-    libc_exit(code)
 
 
 __all__ = ["cli", "main", "ConfigError"]

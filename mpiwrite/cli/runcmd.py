@@ -118,7 +118,7 @@ def _stripe_options(f):
                    "so no client reads what its own cache holds].")
 @click.option("--drop-cache", is_flag=True, help="Before reading, drop the written pages from "
               "this node's page cache (posix_fadvise DONTNEED; not a server's cache).")
-@click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
+@click.option("--sysroot", default=None, envvar=config.FROM_ENVIRONMENT["sysroot"],
               help="Read /proc and /sys under this folder (tests, modelling).")
 @click.option("--engine", type=click.Choice(config.ENGINES), default=D.engine,
               help="posix: real writes; null: no I/O at all (tests of the coordination).")
@@ -140,9 +140,7 @@ def run(ctx, **_params):
     argv = ["mpiwrite"] + sys.argv[1:]
     if ctx.params.get("json_path") == "-":
         json_only_on_stdout()
-    # for rank 0's console only: the other ranks never load it (start-up imports)
-    screen = {"units": ctx.params.get("units", "MB"),
-              "ior_summary": bool(ctx.params.get("ior_summary"))}
+    screen, params = _screen(ctx.params), shared_params(ctx)
     try:
         cfg = config_from(ctx.params)
     except ConfigError as exc:
@@ -150,8 +148,41 @@ def run(ctx, **_params):
             raise
         # Under a launcher, a rank with bad input still joins the others to say so: a rank
         # that leaves alone leaves the rest waiting (a node-local --tag-file missing on one).
-        return guard.main(None, argv, str(exc), screen=screen)
-    return guard.main(cfg, argv, screen=screen)
+        return guard.main(None, argv, str(exc), screen=screen, params=params)
+    return guard.main(cfg, argv, screen=screen, params=params)
+
+
+def _screen(params: dict) -> dict:
+    """The screen options, for rank 0's console only (the other ranks never load it)."""
+    return {"units": params.get("units", "MB"), "ior_summary": bool(params.get("ior_summary"))}
+
+
+def shared_params(ctx) -> dict:
+    """The parsed options, as rank 0 sends them to the ranks that take them instead of
+    parsing their own (cli/ranks.py): an option click read from the environment, or left at
+    its default, is None, for each rank to read from its own environment."""
+    params = dict(ctx.params)
+    for name in config.FROM_ENVIRONMENT:
+        if ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
+            params[name] = None
+    return params
+
+
+def parse_own(args: list):
+    """This rank's own command line (the words after `mpiwrite run`), parsed after MPI started,
+    for a rank that could not take rank 0's options (cli/ranks.py): (RunConfig or None, the
+    problem, the parsed options, the screen options)."""
+    try:
+        with run.make_context("run", list(args)) as ctx:
+            params = ctx.params
+    except click.ClickException as exc:
+        return None, exc.format_message().replace("\n", " "), None, None
+    except click.exceptions.Exit:  # cli/ranks.quick keeps --help off this path
+        return None, "the options end the command before it runs", None, None
+    try:
+        return config_from(params), "", shared_params(ctx), _screen(params)
+    except ConfigError as exc:
+        return None, str(exc), shared_params(ctx), _screen(params)
 
 
 def json_only_on_stdout() -> None:
@@ -169,25 +200,7 @@ def json_only_on_stdout() -> None:
     sys.stdout = os.fdopen(saved, "w", closefd=True)
 
 
-def config_from(p: dict):
-    """A checked RunConfig from the parameters of the `run` command (ConfigError if bad)."""
-    try:
-        os.getcwd()
-    except FileNotFoundError:  # a ConfigError: under a launcher the ranks agree on one line
-        raise ConfigError("the current folder was removed; change to an existing folder") \
-            from None
-    return config.build(
-        target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
-        count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
-        fsync_every=p["fsync_every"], direct=p["direct"], iterations=p["iterations"],
-        delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
-        json_path=p["json_path"], tags=config.parse_tags(p["tags"], p["tag_file"]),
-        sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
-        timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
-        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
-        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
-        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
-        allow_fill=p["allow_fill"])
+config_from = config.from_params  # the name the other commands use
 
 
 def agree_on_usage_error(message: str) -> int:

@@ -1,8 +1,9 @@
 """Validated run settings.
 
 Everything a rank needs to know about a run is in :class:`RunConfig`; it is built and checked
-on every rank from the same command line before MPI starts, so bad input fails identically
-everywhere with exit code 2 and nothing is created.
+on every rank from the same command line (rank 0's and the ranks that parse their own before
+MPI starts; the others from rank 0's parsed options, `from_params`), so bad input fails
+identically everywhere with exit code 2 and nothing is created.
 """
 
 from __future__ import annotations
@@ -292,6 +293,33 @@ def build(
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
                      time_limit=time_limit, **kwargs)
 
+
+def from_params(p: dict) -> RunConfig:
+    """A checked RunConfig from the parameters of the `run` command, by name (ConfigError if
+    bad).  On this rank: its working folder, its --tag-file.  Click-free, so that a rank that
+    takes rank 0's parsed parameters builds its own settings without click (cli/ranks.py)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:  # a ConfigError: under a launcher the ranks agree on one line
+        raise ConfigError("the current folder was removed; change to an existing folder") \
+            from None
+    return build(
+        target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
+        count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
+        fsync_every=p["fsync_every"], direct=p["direct"], iterations=p["iterations"],
+        delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
+        json_path=p["json_path"], tags=parse_tags(p["tags"], p["tag_file"]),
+        sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
+        timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
+        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
+        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
+        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
+        allow_fill=p["allow_fill"])
+
+
+# Options of `run` that may come from the environment (click's envvar): a rank that takes
+# rank 0's parsed options reads these from its own (cli/ranks.py; a node's --sysroot).
+FROM_ENVIRONMENT = {"sysroot": "MPIWRITE_SYSROOT"}
 
 # Settings that may differ between nodes: each node reads its own facts.
 NODE_LOCAL = ("sysroot",)

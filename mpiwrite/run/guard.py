@@ -8,11 +8,12 @@ its own: every message goes through parallel.Team.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.facts.host import host_name
@@ -28,7 +29,6 @@ from mpiwrite.run.process import (
     slurm_pmi2_netmod,
 )
 from mpiwrite.run.runner import Run
-from mpiwrite.run.stuck import leftover_text
 from mpiwrite.text import printable
 
 
@@ -74,6 +74,8 @@ def end_job(run: Run, exc: BaseException) -> None:
         if run.ledger.keeps_record:  # rank 0, once set-up made its ledger
             left = sorted(set(left + files.remove_files_of(range(team.size), run.iteration_now)))
             if left:  # a dead server, a read-only remount: the user must remove them
+                from mpiwrite.run.stuck import leftover_text  # rank 0, rarely: not at start-up
+
                 run.ledger.warn(f"could not remove {leftover_text(left)}")
             files.remove_run_folders(run.ledger.warn)
             run.ledger.add_errors([dict(report, iteration=report.get("iteration",
@@ -111,14 +113,39 @@ def rank_0_is_stuck(run, exc: BaseException, waited: float) -> None:
 
 
 def main(cfg: Optional[RunConfig], argv: List[str], problem: str = "",
-         screen: Optional[dict] = None) -> int:
+         screen: Optional[dict] = None, params: Optional[dict] = None,
+         parse: Optional[Callable] = None) -> int:
     """Run on this rank: `cfg` is None and `problem` says why when this rank's input was bad
     (the other ranks still learn of it, so that no rank waits for one that left).  `screen`:
-    the screen options for rank 0's console (console.configure)."""
+    the screen options for rank 0's console (console.configure).  `params`: the options as
+    parsed here, for the ranks that take rank 0's; `parse`: given instead of `cfg` by a rank
+    that has not parsed its command line (agree_on_command_line)."""
     team = start()
     if isinstance(team, int):
         return team
+    try:
+        cfg, problem, screen = agree_on_command_line(team, cfg, argv, problem, screen, params,
+                                                     parse)
+    except BaseException as exc:
+        end_job(Unmade(team), exc)
+        return 1
     return run_one(team, cfg, argv, problem, screen)
+
+
+def agree_on_command_line(team: Team, cfg, argv, problem, screen, params, parse):
+    """Rank 0 sends its command line and its parsed options (JSON): a rank that came without
+    parsing its own (`parse` given: cli/ranks.py, no click on it) makes its settings from
+    them when its command line is the same, else parses its own; `parse(argv, rank 0's
+    options or None)` -> (cfg, problem, options, screen).  Every rank of a world run takes
+    this step, whichever way it came (one broadcast)."""
+    if parse is not None and team.rank == 0:  # the launcher named it another rank
+        cfg, problem, params, screen = parse(argv, None)
+    if team.size > 1:
+        text = team.bcast_text(json.dumps([argv, params]) if team.rank == 0 else "")
+        if parse is not None and team.rank != 0:
+            root_argv, root_params = json.loads(text)
+            cfg, problem, _, screen = parse(argv, root_params if root_argv == argv else None)
+    return cfg, problem, screen
 
 
 def start():
