@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
+KINDS = 14  # records differ in i % 7 (their figures) and i % 2 (their config)
 BARE = """
 import sys, h5py
 for p in sys.argv[1:]:
@@ -46,12 +47,24 @@ for p in sys.argv[1:]:
 """
 
 
-def make_records(folder: str, count: int, chunk: int) -> list:
-    """Folders of `chunk` records each, up to `count` records (reused when present)."""
+def _make(path: str, i: int) -> None:
     import synth
 
+    synth.make(path, [800.0 + i % 7, 810.0, 790.0], f"run{i:06d}",
+               tags={"config": "AB"[i % 2]}, nodes=4, ranks_per_node=16)
+
+
+def make_records(folder: str, count: int, chunk: int) -> list:
+    """Folders of `chunk` records each, up to `count` records (reused when present).
+
+    Record i differs from record i % KINDS only in its run id (same length, once in the
+    file): the first KINDS are made with the real writer, the others are their bytes with
+    the id replaced, which is checked to be the writer's own output for one of them (the
+    writer is deterministic).  Making each with the writer took 0.3-10 s a record on a
+    loaded machine (its fsync); copies take microseconds."""
     folders = []
     past = time.time_ns() - 60 * 10**9
+    kinds: dict = {}
     for c in range(math.ceil(count / chunk)):
         sub = os.path.join(folder, f"chunk{c:03d}")
         folders.append(sub)
@@ -61,8 +74,22 @@ def make_records(folder: str, count: int, chunk: int) -> list:
         os.makedirs(sub, exist_ok=True)
         for i in range(c * chunk, min(count, (c + 1) * chunk)):
             path = os.path.join(sub, f"run{i:06d}.h5")
-            synth.make(path, [800.0 + i % 7, 810.0, 790.0], f"run{i:06d}",
-                       tags={"config": "AB"[i % 2]}, nodes=4, ranks_per_node=16)
+            if i % KINDS not in kinds:
+                tmp = os.path.join(sub, f".kind{i % KINDS}")
+                _make(tmp, i % KINDS)
+                with open(tmp, "rb") as fh:
+                    kinds[i % KINDS] = fh.read()
+                os.unlink(tmp)
+            data = kinds[i % KINDS]
+            old, new = f"run{i % KINDS:06d}".encode(), f"run{i:06d}".encode()
+            assert data.count(old) == 1, "the run id is not once in the record"
+            with open(path, "wb") as fh:
+                fh.write(data.replace(old, new))
+            if i == KINDS:  # a copy is what the writer makes
+                _make(path + ".check", i)
+                with open(path + ".check", "rb") as a, open(path, "rb") as b:
+                    assert a.read() == b.read(), "a copied record differs from the writer's"
+                os.unlink(path + ".check")
             os.utime(path, ns=(past, past))
         open(done, "w").close()
     return folders
