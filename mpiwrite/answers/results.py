@@ -139,8 +139,8 @@ class Store:
                 rec, keys = got[1]
             elif level == "run":
                 rec = runrows.answered(path, got[1])
-            elif got[1]["ok"]:  # read whole here, as the worker read it (the same file)
-                rec = records.read(path, expect=isolated._ident(got[1]))
+            elif got[1]["ok"]:  # as the worker read it whole (never libhdf5 here)
+                rec = isolated.record_of(got[1], path)
             else:
                 raise RecordError(str(got[1].get("error")))
             if keys is None:

@@ -23,7 +23,7 @@ def answered(path: str, got: Dict[str, Any]) -> RunLevel:
         raise RecordError(str(got.get("error")))
     ident = isolated._ident(got)
     if got.get("whole"):  # too large for an image: the worker read it whole, as here
-        return _whole_file(path, ident)[0]
+        return _whole_file(path, ident, reader=lambda p: isolated.record_of(got, p))[0]
     try:
         doc = got["doc"]
         rec = from_doc(path, ident, json.loads(doc), isolated.unb64(got["its"]),

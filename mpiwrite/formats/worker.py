@@ -21,11 +21,13 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
 
     if op == "whole":
         rec = records.read(path)
-        return {"ok": True, "ident": list(getattr(rec, "identity", ()) or ())}
+        return {"ok": True, "ident": list(getattr(rec, "identity", ()) or ()),
+                "record": isolated.pack_record(rec)}
     material, ident = runlevel.read_material(path)
-    if material is None:  # too large for an image: read whole here, and whole again there
-        records.read(path, expect=ident)
-        return {"ok": True, "whole": True, "ident": list(ident)}
+    if material is None:  # too large for an image: read whole here, sent whole
+        rec = records.read(path, expect=ident)
+        return {"ok": True, "whole": True, "ident": list(ident),
+                "record": isolated.pack_record(rec)}
     rec = runlevel.build(path, material, ident)  # every value checked here
     doc = runrows.doc_of(rec)
     text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
