@@ -117,6 +117,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     elif len(rec.iterations):
         it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
         rows = rec.ranks[rec.ranks["iteration"] == it]
+        if not len(rows) and iteration is None:  # the record's own tables disagree
+            raise ValueError(f"its last iteration, {it}, has no per-rank rows")
         if not len(rows):
             raise ConfigError(f"--iteration: the run has no iteration {it}")
         rates = rows["MB_per_s"][np.isfinite(rows["MB_per_s"])]
