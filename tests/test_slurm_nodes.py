@@ -88,7 +88,7 @@ def test_srun_names_the_three_nodes(slurm3):
 
 
 @pytest.mark.mpi
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(600)
 def test_mpich_pmi_lines_stay_under_slurms_read(slurm3, tmp_path):
     """Slurm's pmi2 plugin reads a PMI-1 request with one read() of at most 1024 bytes; MPICH's
     default UCX netmod puts its 4 KiB address in lines of up to ~1,080 bytes, and a cut line
@@ -105,14 +105,26 @@ def test_mpich_pmi_lines_stay_under_slurms_read(slurm3, tmp_path):
         env = clean_env({"SLURM_CONF": slurm3.conf})
         if site:
             env["MPIR_CVAR_CH4_NETMOD"] = site
-        out = slurm3.srun("--mpi=pmi2", "-N2", "-n4", "--ntasks-per-node=2", "strace", "-ff",
-                          "-s", "8192", "-e", "trace=write", "-o", str(traces / "t"), MPIWRITE,
-                          "run", str(tmp_path / "data"), "-s", "1M", "--progress-interval",
-                          "0", "--results", str(results), cwd=tmp_path, env=env, timeout=180)
+        # One rank a node: strace doubles the processes on 2 cores, and a 4-rank step under
+        # it outlived 180 s once in CI (MPI start-up traced); a second try is given for that.
+        for attempt in (1, 2):
+            try:
+                out = slurm3.srun("--mpi=pmi2", "-N2", "-n2", "--ntasks-per-node=1", "strace",
+                                  "-ff", "-s", "8192", "-e", "trace=write", "-o",
+                                  str(traces / "t"), MPIWRITE, "run", str(tmp_path / "data"),
+                                  "-s", "1M", "--progress-interval", "0", "--results",
+                                  str(results), cwd=tmp_path, env=env, timeout=150)
+                break
+            except subprocess.TimeoutExpired:
+                if attempt == 2:
+                    raise
+                for folder in (traces, results):
+                    shutil.rmtree(folder, ignore_errors=True)
+                traces.mkdir()
         assert out.returncode == 0, out.stderr + slurm3.log()
         sizes = [int(m.group(1)) for f in traces.iterdir() for m in
                  re.finditer(rb'^write\(\d+, "cmd=.*\) = (\d+)$', f.read_bytes(), re.M)]
-        assert len(sizes) >= 4 * 5, sizes  # init, maxes, ... from each of the 4 ranks
+        assert len(sizes) >= 2 * 5, sizes  # init, maxes, ... from each of the 2 ranks
         assert max(sizes) <= most, sorted(sizes)[-5:]
         env = only_record(results).attrs["environment"]
         env = json.loads(env) if isinstance(env, str) else env
