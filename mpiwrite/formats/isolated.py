@@ -292,9 +292,7 @@ def record_of(got: Dict[str, Any], path: str):
             from None
     if not isinstance(rec, records.RunRecord):
         raise RecordError(f"{path}: the record reader's answer is not a record")
-    rec.path = path
-    if tuple(getattr(rec, "identity", ()) or ()) != ident:
-        rec.identity = ident
+    rec.path, rec.identity = path, ident  # the file the worker read, as it answered
     return rec
 
 
