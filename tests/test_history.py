@@ -338,3 +338,102 @@ def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path)
     assert (cache / NAME).exists()
     again = load(str(site), tables=("runs", "iterations"), cache=str(cache))
     assert again["runs"]["run_id"].tolist() == whole["runs"]["run_id"].tolist()
+
+
+# -- the cold path's parts, each against the plain way of doing it -----------------------------
+def test_root_attributes_read_fast_are_what_h5py_gives(tmp_path):
+    """runlevel._attrs (memory types made once, no object that is not needed) gives what
+    h5py's own reading gives for every kind of attribute, scalar or not."""
+    import h5py
+    import numpy as np
+
+    path = tmp_path / "a.h5"
+    with h5py.File(path, "w") as h5:
+        a = h5.attrs
+        a["text"], a["fixed"], a["bad"] = "x é", np.bytes_(b"fixed"), b"\xff\xfe"
+        a["i4"], a["u8"], a["u2"] = np.int32(-3), np.uint64(2**63 + 5), np.uint16(7)
+        a["f4"], a["b"], a["arr"] = np.float32(1.5), np.bool_(True), np.arange(3)
+        a["one"] = np.array(["x"], dtype=h5py.string_dtype())
+        a["cpd"] = np.array((1, 2.0), dtype=[("a", "i4"), ("b", "f8")])
+    with h5py.File(path, "r") as h5:
+        want = records.raw_attrs(h5.attrs.items())
+    fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY)
+    got = runlevel._attrs(h5py.h5g.open(fid, b"/"))
+    assert got.keys() == want.keys()
+    def plain(x):  # an array of text: h5py's high level gives str, its low level bytes
+        return [records._text(e) for e in x.tolist()] if x.dtype == object else x
+
+    for k, v in want.items():
+        assert type(got[k]) is type(v), k
+        assert (np.array_equal(plain(got[k]), plain(v)) if isinstance(v, np.ndarray)
+                else got[k] == v), k
+    assert got["u8"] == 2**63 + 5 and got["bad"] == "\udcff\udcfe" and got["f4"] == 1.5
+
+
+def test_rank_figures_grouped_at_once_are_the_per_iteration_figures():
+    """rank_stats (one pass grouped by iteration) against the figures taken one iteration
+    at a time: ranks of no listed iteration left out, an iteration listed twice given twice,
+    NaN and infinite rates left out, a table without read rates."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    dt = np.dtype([("iteration", "<i4"), ("MB_per_s", "<f8"), ("read_MB_per_s", "<f8")])
+    for trial in range(300):
+        ranks = np.zeros(int(rng.integers(0, 30)), dt)
+        ranks["iteration"] = rng.integers(-1, 5, len(ranks))
+        ranks["MB_per_s"] = rng.normal(100, 30, len(ranks)) * rng.choice(
+            [1.0, 1.0, np.nan, np.inf], len(ranks))
+        ranks["read_MB_per_s"] = rng.normal(50, 5, len(ranks))
+        if trial % 3 == 0:
+            ranks = ranks[["iteration", "MB_per_s"]]
+        its = np.zeros(int(rng.integers(0, 5)), [("iteration", "<i4")])
+        its["iteration"] = rng.integers(0, 4, len(its))
+        got = runlevel.rank_stats(ranks, its)
+        for row, it in zip(got, its["iteration"]):
+            for col, pre in (("MB_per_s", ""), ("read_MB_per_s", "read_")):
+                v = ranks[col][ranks["iteration"] == it] if col in ranks.dtype.names else []
+                v = np.asarray(v)[np.isfinite(v)] if len(v) else np.zeros(0)
+                assert row[pre + "n"] == len(v)
+                if len(v):
+                    assert row[pre + "mean"] == pytest.approx(v.mean(), rel=1e-12)
+                    assert row[pre + "m2"] == pytest.approx(((v - v.mean()) ** 2).sum(),
+                                                            rel=1e-9, abs=1e-9)
+
+
+def test_json_text_keeps_only_what_reads_back_as_it_was():
+    from mpiwrite.formats.isolated import json_text
+
+    for value in ({}, [], {"a": [1, 2.5, None, True, "x"]}, {"s": "\ud800\x00é"},
+                  [float("inf"), -0.0, 10**30], {"n": float("nan")}):
+        text = json_text(value)
+        assert text is not None and text == json.dumps(value)
+    deep = cyclic = []
+    for _ in range(5000):
+        deep = [deep]
+    cyclic.append(cyclic)
+    for value in ({"a": (1, 2)}, {1: "x"}, [{"k": {2: 3}}], {"x": set()}, deep, cyclic):
+        assert json_text(value) is None
+
+
+def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
+    """A cold record's keys come from the worker that read it (runkeys.run_keys there);
+    they are the keys of the record read whole, and an answer whose keys are not keys is an
+    unusable record, not keys."""
+    from mpiwrite.formats import isolated, runrows
+    from mpiwrite.formats.worker import _serve_one
+
+    path = str(site / "a1.h5")
+    got = _serve_one("runlevel", path)
+    rec = runrows.answered(path, json.loads(json.dumps(got)))
+    assert runrows.keys_of(rec) == run_keys(records.read(path))
+    for bad in ('["config"]', '{"config": ["A"]}', '{"config": {"a": 1}}'):
+        with pytest.raises(ValueError):
+            runrows.keys_of(runrows.answered(path, dict(got, keys=bad)))
+    rec = runrows.answered(path, dict(got, keys=None))  # none sent: derived by the reader
+    assert runrows.keys_of(rec) is None
+    assert isolated.json_text(run_keys(rec)) == got["keys"]
+    d = site.parent / "one"
+    d.mkdir()
+    shutil.copy(site / "a1.h5", d / "a1.h5")
+    bad = Store([str(d)], warn=False, level="run", cache=False)
+    assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(records.read(path))

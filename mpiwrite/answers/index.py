@@ -273,7 +273,7 @@ class Index:
         if time.time() - ident[3] / 1e9 < SETTLE:
             return
         text = getattr(rec, "row_text", None) or _text(runrows.doc_of(rec))
-        keys_text = _text(keys)
+        keys_text = getattr(rec, "keys_text", None) or _text(keys)
         if text is None or keys_text is None:  # a tuple, say: not kept, read each time
             return
         its, stats = rec.iterations.tobytes(), rec.rank_stats.tobytes()

@@ -18,54 +18,10 @@ from mpiwrite.answers import metricnames
 from mpiwrite.answers.index import lookup
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
-from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
 from mpiwrite.formats import records
-from mpiwrite.formats.imported import DECIDED_KEYS
+from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined once there
 from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.text import printable
-from mpiwrite.units import format_size
-
-# Keys an imported record states itself (what params cannot say: "unknown").
-IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
-
-
-def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
-    """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
-    p = rec.params()
-    stored = rec.keys()  # `client` derived there for old records
-    keys: Dict[str, Any] = dict(stored)
-    ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
-    keys.update(
-        run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
-        ranks_per_node=ranks // nodes if nodes else 0,
-        block_size=format_size(p.get("block_size", 0)),
-        size=format_size(p["size"]) if p.get("size") else "time",
-        time_limit=p.get("time_limit"), layout=p.get("layout"),
-        fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
-        ("on" if p.get("fsync") else "off"),
-        direct="on" if p.get("direct") else "off", engine=p.get("engine", "posix"),
-        host=rec.attrs.get("host"),
-        start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
-        mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
-        lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
-    )
-    imported = rec.imported()
-    if imported:  # what the importer read (or stated as unknown), not derived from params
-        for k in IMPORT_DECIDED:
-            if k in stored:
-                keys[k] = stored[k]
-        keys["mpi"] = "unknown"
-    keys["tool"] = str(imported.get("tool", "mpiwrite"))
-    keys["tool_version"] = str(imported.get("tool_version")
-                               or rec.attrs.get("mpiwrite_version") or "unknown")
-    for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
-        keys.setdefault(k, v)
-    for k, v in rec.tags().items():  # a tag never shadows what was measured: tag.NAME then
-        keys[k if k not in keys else f"tag.{k}"] = v
-    for k, v in rec.tags().items():  # and tag.NAME always names it, whatever a record's other
-        keys.setdefault(f"tag.{k}", v)  # keys (an imported record has no node facts to shadow)
-    return keys
-
 
 LEVELS = ("run", "full")
 BATCH = 1024  # records read at a time (the workers' answers held in memory)
@@ -139,14 +95,15 @@ class Store:
                 rec, keys = got[1]
             elif level == "run":
                 rec = runrows.answered(path, got[1])
+                keys = runrows.keys_of(rec)
             elif got[1]["ok"]:  # as the worker read it whole (never libhdf5 here)
                 rec = isolated.record_of(got[1], path)
             else:
                 raise RecordError(str(got[1].get("error")))
             if keys is None:
                 keys = run_keys(rec)
-                if level == "run" and index is not None:
-                    index.put(os.path.abspath(path), rec.identity, rec, keys)
+            if got[0] != "hit" and level == "run" and index is not None:
+                index.put(os.path.abspath(path), rec.identity, rec, keys)
         except RecordError as exc:
             self._bad(path, str(exc), warn)
             return

@@ -216,23 +216,30 @@ def _answer(line: bytes, path: str) -> Dict[str, Any]:
 
 def json_text(value: Any) -> Optional[str]:
     """JSON text of value if it reads back as the very value (types kept, NaN equal), else
-    None (a tuple, a dict key that is not text)."""
+    None (a tuple, a dict key that is not text).  What reads back exactly is known from the
+    types alone (dicts with text keys, lists, text, numbers, None), so the text is not
+    parsed again (a cold report asks this of every record's part and keys)."""
     try:
-        text = json.dumps(value)
-        back = json.loads(text)
+        text = json.dumps(value)  # a cycle or a depth beyond Python's: no text
     except (TypeError, ValueError, RecursionError):
         return None
-    return text if back == value or _same(back, value) else None
+    return text if _plain(value) else None
 
 
-def _same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b or (isinstance(a, float) and a != a and b != b)
+def _plain(value: Any) -> bool:
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    return False
+                todo.append(x)
+        elif isinstance(v, list):
+            todo.extend(v)
+        elif not (v is None or isinstance(v, (str, int, float))):
+            return False
+    return True
 
 
 _POOL: Optional[Pool] = None

@@ -66,21 +66,29 @@ def _mtype(dt: np.dtype):
 
 
 def rank_stats(ranks: np.ndarray, iterations: np.ndarray) -> np.ndarray:
-    """Per iteration of the table: n, mean and squared deviations of the finite rates."""
+    """Per iteration of the table: n, mean and squared deviations of the finite rates (two
+    passes over the ranks, grouped by iteration at once: a cold report does this a record)."""
     out = np.zeros(len(iterations), RSTAT_DTYPE)
-    out["iteration"] = iterations["iteration"]
+    its = iterations["iteration"]
+    out["iteration"] = its
     names = ranks.dtype.names or ()
-    cols = [(ranks[c], pre) for c, pre in RATE_COLUMNS.items() if c in names]
-    of = ranks["iteration"]
-    for i, it in enumerate(iterations["iteration"]):
-        this = of == it
-        for values, pre in cols:
-            v = values[this]
-            v = v[np.isfinite(v)]
-            if v.size:
-                m = float(v.mean())
-                out[pre + "n"][i], out[pre + "mean"][i] = v.size, m
-                out[pre + "m2"][i] = float(((v - m) ** 2).sum())
+    if not len(its) or not len(ranks):
+        return out
+    keys, where = np.unique(its, return_inverse=True)  # an iteration listed twice: both rows
+    pos = np.searchsorted(keys, ranks["iteration"])
+    pos[pos == len(keys)] = 0
+    known = keys[pos] == ranks["iteration"]
+    for c, pre in RATE_COLUMNS.items():
+        if c not in names:
+            continue
+        values = ranks[c].astype(float)
+        use = known & np.isfinite(values)
+        at, v = pos[use], values[use]
+        n = np.bincount(at, minlength=len(keys))
+        total = np.bincount(at, weights=v, minlength=len(keys))
+        mean = np.divide(total, n, out=np.zeros(len(keys)), where=n > 0)
+        m2 = np.bincount(at, weights=(v - mean[at]) ** 2, minlength=len(keys))
+        out[pre + "n"], out[pre + "mean"], out[pre + "m2"] = n[where], mean[where], m2[where]
     return out
 
 
@@ -198,14 +206,15 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
     root = h5py.h5g.open(fid, b"/")
-    attrs = records.raw_attrs(_attrs(root))
+    attrs = _attrs(root)
     material: Dict[str, Any] = {"attrs": dict(attrs)}
     nranks, nnodes = records.check_attrs(ck, attrs)
+    material["checked"] = (attrs, nranks, nnodes)  # build's own check of them, made here
+    links = _links(root)
     for name in records.REQUIRED:
-        try:
-            kind = root.links.get_info(name.encode()).type
-        except KeyError:
-            raise RecordError(f"{path}: {name}: missing") from None
+        kind = links.get(name)
+        if kind is None:
+            raise RecordError(f"{path}: {name}: missing")
         if kind != h5py.h5l.TYPE_HARD:
             what = "SoftLink" if kind == h5py.h5l.TYPE_SOFT else "ExternalLink"
             raise RecordError(f"{path}: {name}: is a {what} (refused)")
@@ -219,11 +228,10 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
         if f not in names:
             raise RecordError(f"{path}: nodes: missing field {f}")
     ck_rows(ck, "nodes", n, max(nnodes, 1), tid.get_size())
-    ndt = np.dtype([("facts_json", h5py.string_dtype()), ("clock_offset_seconds", "<f8"),
-                    ("clock_uncertainty_seconds", "<f8")])
+    ndt, nmt = _node_type()
     nodes = np.empty(n, ndt)
     if n:
-        d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, _mtype(ndt))
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, nmt)
     facts = [records._text(v) for v in nodes["facts_json"]]
     if len(ranks):
         if not n:
@@ -236,7 +244,7 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
             raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
     _unread(ck, root, per_rank, n)
     counters: List[Dict[str, Any]] = []
-    if "client_counters" in _links(root):
+    if "client_counters" in links:
         with h5py.File(fid) as h5:  # rare (Lustre, NFS, ceph clients): the checked reader
             counters = ck.optional_rows(h5, "client_counters",
                                         {"node": n, "iteration": len(its) + 1},
@@ -276,38 +284,77 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
                 ck.json(f"errors[{i}]", e, dict)
 
 
-def _links(root) -> List[str]:
-    out: List[str] = []
-    root.links.iterate(lambda name: out.append(name.decode("utf-8", "replace")))
+def _links(root) -> Dict[str, int]:
+    """The root's links and their kinds (hard, soft, external), in one pass."""
+    out: Dict[str, int] = {}
+    root.links.iterate(lambda name, info: out.__setitem__(name.decode("utf-8", "replace"),
+                                                          info.type), info=True)
     return out
 
 
-def _attrs(root):
-    """(name, value) of the root's attributes; scalars of text and numbers through memory
-    types made once, anything else as h5py reads it."""
+def _attrs(root) -> Dict[str, Any]:
+    """The root's attributes as records.raw_attrs gives them: scalars of text and numbers
+    read through memory types made once, anything else as h5py reads it.  The fast path of
+    a cold report (14 to 25 attributes a record): no h5py object made that is not needed."""
     import h5py
 
-    h5a, h5t = h5py.h5a, h5py.h5t
+    h5a, h5t, h5s = h5py.h5a, h5py.h5t, h5py.h5s
+    text_dt, i8, u8, f8 = _scalar_types()
+    out: Dict[str, Any] = {}
     for i in range(h5a.get_num_attrs(root)):
         a = h5a.open(root, index=i)
         name = a.name.decode("utf-8", "replace")
-        tid, scalar = a.get_type(), a.shape == ()
+        tid = a.get_type()
         cls = tid.get_class()
-        if scalar and cls == h5t.STRING and tid.is_variable_str():
-            dt = h5py.string_dtype()
-        elif scalar and cls == h5t.INTEGER:
-            dt = np.dtype("<i8" if tid.get_sign() == h5t.SGN_2 or tid.get_size() < 8 else "<u8")
-        elif scalar and cls == h5t.FLOAT:
-            dt = np.dtype("<f8")
-        else:
-            dt = a.dtype
-            arr = np.empty(a.shape, dt)
-            a.read(arr)
-            yield name, arr[()] if scalar else arr
-            continue
-        arr = np.empty((), dt)
-        a.read(arr, mtype=_mtype(dt))
-        yield name, arr[()]
+        if a.get_space().get_simple_extent_type() == h5s.SCALAR:
+            if cls == h5t.STRING and tid.is_variable_str():
+                arr = np.empty((), text_dt[0])
+                a.read(arr, mtype=text_dt[1])
+                v = arr[()]
+                # as h5py's own reading decodes text (records.read): bytes that are not
+                # UTF-8 kept as surrogates, which the checks of text then refuse or escape
+                out[name] = v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+                continue
+            if cls == h5t.INTEGER:
+                dt = i8 if tid.get_sign() == h5t.SGN_2 or tid.get_size() < 8 else u8
+                arr = np.empty((), dt[0])
+                a.read(arr, mtype=dt[1])
+                out[name] = int(arr)
+                continue
+            if cls == h5t.FLOAT:
+                arr = np.empty((), f8[0])
+                a.read(arr, mtype=f8[1])
+                out[name] = float(arr)
+                continue
+        arr = np.empty(a.shape, a.dtype)
+        a.read(arr)
+        out.update(records.raw_attrs([(name, arr[()] if arr.shape == () else arr)]))
+    return out
+
+
+_SCALARS: List[Any] = []
+_NODES: List[Any] = []
+
+
+def _node_type():
+    """(numpy dtype, HDF5 memory type) of the nodes' columns a report uses, made once."""
+    if not _NODES:
+        import h5py
+
+        dt = np.dtype([("facts_json", h5py.string_dtype()), ("clock_offset_seconds", "<f8"),
+                       ("clock_uncertainty_seconds", "<f8")])
+        _NODES.append((dt, h5py.h5t.py_create(dt)))
+    return _NODES[0]
+
+
+def _scalar_types():
+    """(numpy dtype, HDF5 memory type) of text, int64, uint64 and float64, made once."""
+    if not _SCALARS:
+        import h5py
+
+        for dt in (h5py.string_dtype(), np.dtype("<i8"), np.dtype("<u8"), np.dtype("<f8")):
+            _SCALARS.append((dt, h5py.h5t.py_create(dt)))
+    return _SCALARS
 
 
 def _dataset(ck, root, name: str):
@@ -398,7 +445,11 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
     attrs = dict(m["attrs"])
     if not all(isinstance(v, (str, int, float, type(None))) for v in attrs.values()):
         raise ck.fail("attributes", "a value is neither text nor a number")
-    nranks, nnodes = records.check_attrs(ck, attrs)
+    checked = m.get("checked")  # extract checked these very attributes: not twice
+    if checked is not None:
+        attrs, nranks, nnodes = dict(checked[0]), checked[1], checked[2]
+    else:
+        nranks, nnodes = records.check_attrs(ck, attrs)
     its = m["iterations"]
     if not isinstance(its, np.ndarray) or its.dtype != ITER_DTYPE or its.ndim != 1:
         raise ck.fail("iterations", "not the iterations table")

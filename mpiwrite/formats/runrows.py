@@ -5,7 +5,7 @@ types only (the values were checked by runlevel.build where the part was read)."
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -31,7 +31,22 @@ def answered(path: str, got: Dict[str, Any]) -> RunLevel:
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") from None
     rec.row_text = doc if got.get("keep") else None
+    rec.keys_text = got.get("keys") if isinstance(got.get("keys"), str) else None
     return rec
+
+
+def keys_of(rec: RunLevel) -> Optional[Dict[str, Any]]:
+    """The run keys a worker derived (runkeys.run_keys) with the checks of their types
+    only, as a row's; None where it sent none (they are derived here then)."""
+    text = getattr(rec, "keys_text", None)
+    if text is None:
+        return None
+    keys = json.loads(text)
+    if not isinstance(keys, dict) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, (str, int, float)))
+            for k, v in keys.items()):
+        raise ValueError("its run keys are not keys")
+    return keys
 
 
 def doc_of(rec: RunLevel) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ from mpiwrite.formats.isolated import MEMORY_BYTES, b64
 
 def _serve_one(op: str, path: str) -> Dict[str, Any]:
     from mpiwrite.formats import records, runlevel, runrows
+    from mpiwrite.formats.runkeys import run_keys
 
     if op == "whole":
         rec = records.read(path)
@@ -31,8 +32,9 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
     rec = runlevel.build(path, material, ident)  # every value checked here
     doc = runrows.doc_of(rec)
     text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
+    keys = isolated.json_text(run_keys(rec))  # derived here, where the cores are
     return {"ok": True, "ident": list(ident), "doc": text or json.dumps(doc),
-            "keep": text is not None, "its": b64(rec.iterations.tobytes()),
+            "keep": text is not None, "keys": keys, "its": b64(rec.iterations.tobytes()),
             "stats": b64(rec.rank_stats.tobytes())}
 
 
@@ -45,7 +47,7 @@ def serve() -> None:
     import h5py  # noqa: F401 - loaded before the address space is bounded
 
     from mpiwrite.errors import RecordError
-    from mpiwrite.formats import records, runlevel  # noqa: F401
+    from mpiwrite.formats import records, runkeys, runlevel  # noqa: F401
 
     try:
         from mpiwrite.facts.host import address_space

@@ -1,0 +1,55 @@
+"""The keys a run can be grouped and filtered by: built-in keys, every node fact, then tags.
+
+Derived from a record's run-level part, where it is read: in a worker of formats/isolated.py
+for a record read cold (its answer carries them), in the command for a whole record.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
+from mpiwrite.formats import records
+from mpiwrite.formats.imported import DECIDED_KEYS
+from mpiwrite.units import format_size
+
+# Keys an imported record states itself (what params cannot say: "unknown").
+IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
+
+
+def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
+    """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
+    p = rec.params()
+    stored = rec.keys()  # `client` derived there for old records
+    keys: Dict[str, Any] = dict(stored)
+    ranks, nodes = int(rec.attrs.get("ranks", 0)), int(rec.attrs.get("nodes", 0))
+    keys.update(
+        run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
+        ranks_per_node=ranks // nodes if nodes else 0,
+        block_size=format_size(p.get("block_size", 0)),
+        size=format_size(p["size"]) if p.get("size") else "time",
+        time_limit=p.get("time_limit"), layout=p.get("layout"),
+        fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
+        ("on" if p.get("fsync") else "off"),
+        direct="on" if p.get("direct") else "off", engine=p.get("engine", "posix"),
+        host=rec.attrs.get("host"),
+        start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
+        mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
+        lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
+    )
+    imported = rec.imported()
+    if imported:  # what the importer read (or stated as unknown), not derived from params
+        for k in IMPORT_DECIDED:
+            if k in stored:
+                keys[k] = stored[k]
+        keys["mpi"] = "unknown"
+    keys["tool"] = str(imported.get("tool", "mpiwrite"))
+    keys["tool_version"] = str(imported.get("tool_version")
+                               or rec.attrs.get("mpiwrite_version") or "unknown")
+    for k, v in fact_keys(rec.nodes).items():  # every node fact, below the built-in keys
+        keys.setdefault(k, v)
+    for k, v in rec.tags().items():  # a tag never shadows what was measured: tag.NAME then
+        keys[k if k not in keys else f"tag.{k}"] = v
+    for k, v in rec.tags().items():  # and tag.NAME always names it, whatever a record's other
+        keys.setdefault(f"tag.{k}", v)  # keys (an imported record has no node facts to shadow)
+    return keys
