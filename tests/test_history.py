@@ -426,7 +426,7 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     got = _serve_one("runlevel", path)
     rec = runrows.answered(path, json.loads(json.dumps(got)))
     assert runrows.keys_of(rec) == run_keys(records.read(path))
-    for bad in ('["config"]', '{"config": ["A"]}', '{"config": {"a": 1}}'):
+    for bad in ('["config"]', '"config"', '3', 'null', '{"config": '):
         with pytest.raises(ValueError):
             runrows.keys_of(runrows.answered(path, dict(got, keys=bad)))
     rec = runrows.answered(path, dict(got, keys=None))  # none sent: derived by the reader
