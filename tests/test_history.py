@@ -360,14 +360,42 @@ def test_root_attributes_read_fast_are_what_h5py_gives(tmp_path):
     fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY)
     got = runlevel._attrs(h5py.h5g.open(fid, b"/"))
     assert got.keys() == want.keys()
-    def plain(x):  # an array of text: h5py's high level gives str, its low level bytes
-        return [records._text(e) for e in x.tolist()] if x.dtype == object else x
-
-    for k, v in want.items():
-        assert type(got[k]) is type(v), k
-        assert (np.array_equal(plain(got[k]), plain(v)) if isinstance(v, np.ndarray)
-                else got[k] == v), k
+    for k, v in want.items():  # arrays and compounds as JSON lists, text as h5py gives it
+        if isinstance(v, (np.ndarray, tuple)):
+            assert got[k] == (v.tolist() if isinstance(v, np.ndarray) else list(v)), k
+        else:
+            assert type(got[k]) is type(v) and got[k] == v, k
     assert got["u8"] == 2**63 + 5 and got["bad"] == "\udcff\udcfe" and got["f4"] == 1.5
+    assert got["arr"] == [0, 1, 2] and got["one"] == ["x"] and got["cpd"] == [1, 2.0]
+
+
+def test_a_record_a_site_annotated_with_h5py_is_reported_as_show_reads_it(site, tmp_path):
+    """A site adds attributes of its own with h5py (a list of ticket numbers, a table of
+    text, a compound): `show` reads such a record, so `report` and `compare` use it too,
+    read cold, warm and without the index (they once refused it: "a value is neither text
+    nor a number"), and the run-level attributes give the site's values as lists."""
+    import h5py
+    import numpy as np
+
+    path = site / "a2.h5"
+    with h5py.File(path, "a") as h5:
+        h5.attrs["tickets"] = [101, 102]
+        h5.attrs["notes"] = np.array([["a", "b"], ["c", "d"]], dtype=h5py.string_dtype())
+        h5.attrs["pair"] = np.array((1, 2.5), dtype=[("x", "<i4"), ("y", "<f8")])
+    aged(path)
+    assert cli(["show", str(path)], cwd=tmp_path).returncode == 0
+    plain = report(site, tmp_path, "--no-cache").stdout
+    cache = ["--cache", str(tmp_path / "cache")]
+    assert report(site, tmp_path, *cache).stdout == plain  # cold
+    assert report(site, tmp_path, *cache).stdout == plain  # warm: the row was kept
+    assert sum(g["runs"] for g in json.loads(plain)["rows"]) == 8
+    rec, _m, _i = runlevel.read(str(path))
+    assert (rec.attrs["tickets"], rec.attrs["notes"], rec.attrs["pair"]) == \
+        ([101, 102], [["a", "b"], ["c", "d"]], [1, 2.5])
+    idx = Index(str(tmp_path / "cache"))
+    assert idx.get(os.path.abspath(path), str(path), runlevel.identity(os.stat(path)))
+    out = cli(["compare", "config=A", "config=B", "--in", str(site)], cwd=tmp_path)
+    assert out.returncode == 0 and "verdict" in out.stdout, out.stderr
 
 
 def test_rank_figures_grouped_at_once_are_the_per_iteration_figures():

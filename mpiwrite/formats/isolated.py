@@ -223,10 +223,12 @@ def json_text(value: Any) -> Optional[str]:
         text = json.dumps(value)  # a cycle or a depth beyond Python's: no text
     except (TypeError, ValueError, RecursionError):
         return None
-    return text if _plain(value) else None
+    return text if plain(value) else None
 
 
-def _plain(value: Any) -> bool:
+def plain(value: Any) -> bool:
+    """Whether value is made of JSON's own types only (dicts with text keys, lists, text,
+    numbers, None): what reads back from JSON text as it was."""
     todo = [value]
     while todo:
         v = todo.pop()

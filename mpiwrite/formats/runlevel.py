@@ -27,7 +27,7 @@ import numpy as np
 
 from mpiwrite import files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import recordcheck, records
+from mpiwrite.formats import isolated, recordcheck, records
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
@@ -328,8 +328,38 @@ def _attrs(root) -> Dict[str, Any]:
                 continue
         arr = np.empty(a.shape, a.dtype)
         a.read(arr)
-        out.update(records.raw_attrs([(name, arr[()] if arr.shape == () else arr)]))
+        value = records.raw_attrs([(name, arr[()] if arr.shape == () else arr)])[name]
+        out[name] = _listed(name, value) if isinstance(value, (np.ndarray, tuple)) else value
     return out
+
+
+MAX_ATTR_VALUES = 100_000
+
+
+def _listed(name: str, value: Any) -> Any:
+    """An array (or compound) attribute as JSON values, as a site adds one with h5py
+    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  records.read
+    keeps such an attribute as it is; the run-level part must be JSON, and must not refuse
+    a record that `show` reads."""
+    if isinstance(value, np.ndarray):
+        if value.size > MAX_ATTR_VALUES:
+            raise ValueError(f"attribute {name}: {value.size} values, more than the "
+                             f"{MAX_ATTR_VALUES} read")  # named with the file by the caller
+        value = value.tolist()
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    todo = [value] if isinstance(value, list) else []
+    while todo:
+        items = todo.pop()
+        for i, x in enumerate(items):
+            if isinstance(x, bytes):
+                items[i] = x.decode("utf-8", "surrogateescape")
+            elif isinstance(x, (list, tuple)):
+                items[i] = list(x)
+                todo.append(items[i])
+    return value
 
 
 _SCALARS: List[Any] = []
@@ -443,8 +473,10 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
     """The record from run-level material, every value checked as records.read checks it."""
     ck = recordcheck.Checker(path)
     attrs = dict(m["attrs"])
-    if not all(isinstance(v, (str, int, float, type(None))) for v in attrs.values()):
-        raise ck.fail("attributes", "a value is neither text nor a number")
+    if not all(isinstance(v, (str, int, float, type(None))) or (isinstance(v, list) and
+                                                              isolated.plain(v))
+               for v in attrs.values()):
+        raise ck.fail("attributes", "a value is neither text, a number nor a list of them")
     checked = m.get("checked")  # extract checked these very attributes: not twice
     if checked is not None:
         attrs, nranks, nnodes = dict(checked[0]), checked[1], checked[2]
