@@ -15,7 +15,7 @@ from common import MPIWRITE, clean_env, cli
 from mpiwrite.answers.index import KEY_NAME, NAME, Index
 from mpiwrite.answers.results import Store, run_keys
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import records, runlevel
+from mpiwrite.formats import h5read, records, runlevel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -342,7 +342,7 @@ def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path)
 
 # -- the cold path's parts, each against the plain way of doing it -----------------------------
 def test_root_attributes_read_fast_are_what_h5py_gives(tmp_path):
-    """runlevel._attrs (memory types made once, no object that is not needed) gives what
+    """h5read.root_attrs (memory types made once, no object that is not needed) gives what
     h5py's own reading gives for every kind of attribute, scalar or not."""
     import h5py
     import numpy as np
@@ -358,7 +358,7 @@ def test_root_attributes_read_fast_are_what_h5py_gives(tmp_path):
     with h5py.File(path, "r") as h5:
         want = records.raw_attrs(h5.attrs.items())
     fid = h5py.h5f.open(str(path).encode(), h5py.h5f.ACC_RDONLY)
-    got = runlevel._attrs(h5py.h5g.open(fid, b"/"))
+    got = h5read.root_attrs(h5py.h5g.open(fid, b"/"))
     assert got.keys() == want.keys()
     for k, v in want.items():  # arrays and compounds as JSON lists, text as h5py gives it
         if isinstance(v, (np.ndarray, tuple)):

@@ -28,6 +28,16 @@ import numpy as np
 from mpiwrite import files
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import isolated, recordcheck, records
+from mpiwrite.formats.h5read import (
+    ck_rows,
+    dataset,
+    links_of,
+    members,
+    mtype,
+    node_type,
+    root_attrs,
+    table,
+)
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
@@ -45,24 +55,11 @@ RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
 USED_RANK_FIELDS = ("iteration", "rank", "node", "MB_per_s", "read_MB_per_s")
 FINAL = tuple(s.value for s in RunStatus if s is not RunStatus.RUNNING)  # `running` changes
-_TYPES: Dict[Any, Any] = {}
-_MEMBERS: Dict[bytes, Dict[str, str]] = {}
-_PLANS: Dict[Any, Any] = {}
 
 
 def identity(st: os.stat_result) -> Tuple[int, int, int, int, int]:
     """What says a file is still the one read: device, inode, size, mtime and ctime (ns)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _mtype(dt: np.dtype):
-    import h5py
-
-    if dt not in _TYPES:
-        if len(_TYPES) > 64:
-            _TYPES.clear()
-        _TYPES[dt] = h5py.h5t.py_create(dt)
-    return _TYPES[dt]
 
 
 def rank_stats(ranks: np.ndarray, iterations: np.ndarray) -> np.ndarray:
@@ -206,11 +203,11 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
     root = h5py.h5g.open(fid, b"/")
-    attrs = _attrs(root)
+    attrs = root_attrs(root)
     material: Dict[str, Any] = {"attrs": dict(attrs)}
     nranks, nnodes = records.check_attrs(ck, attrs)
     material["checked"] = (attrs, nranks, nnodes)  # build's own check of them, made here
-    links = _links(root)
+    links = links_of(root)
     for name in records.REQUIRED:
         kind = links.get(name)
         if kind is None:
@@ -218,17 +215,17 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
         if kind != h5py.h5l.TYPE_HARD:
             what = "SoftLink" if kind == h5py.h5l.TYPE_SOFT else "ExternalLink"
             raise RecordError(f"{path}: {name}: is a {what} (refused)")
-    its = _table(ck, root, "iterations", ITER_DTYPE, recordcheck.MAX_ITERATIONS,
+    its = table(ck, root, "iterations", ITER_DTYPE, recordcheck.MAX_ITERATIONS,
                  LATER_ITER_FIELDS)
     per_rank = (len(its) + 1) * nranks
-    ranks = _table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
-    d, n, tid = _dataset(ck, root, "nodes")
-    names = _members(tid)
+    ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
+    d, n, tid = dataset(ck, root, "nodes")
+    names = members(tid)
     for f in ("facts_json", "clock_offset_seconds", "clock_uncertainty_seconds"):
         if f not in names:
             raise RecordError(f"{path}: nodes: missing field {f}")
     ck_rows(ck, "nodes", n, max(nnodes, 1), tid.get_size())
-    ndt, nmt = _node_type()
+    ndt, nmt = node_type()
     nodes = np.empty(n, ndt)
     if n:
         d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, nmt)
@@ -264,208 +261,24 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
     nodes_raw (storage, strings, rows), errors (a few strings, read and checked)."""
     import h5py
 
-    _d, n, tid = _dataset(ck, root, "samples")
-    kinds = _members(tid)
+    _d, n, tid = dataset(ck, root, "samples")
+    kinds = members(tid)
     if not kinds:
         raise ck.fail("samples", "expected a table with fields")
     ck.fields("samples", kinds, SAMPLE_DTYPE, LATER_SAMPLE_FIELDS)
     ck_rows(ck, "samples", n, per_rank * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION,
             max(SAMPLE_DTYPE.itemsize, tid.get_size()))
     for name, bound in (("nodes_raw", nnodes), ("errors", per_rank * 4 + 1000)):
-        d, n, tid = _dataset(ck, root, name)
+        d, n, tid = dataset(ck, root, name)
         if tid.get_class() != h5py.h5t.STRING:
             raise ck.fail(name, "expected strings")
         ck_rows(ck, name, n, bound, 1)
         if name == "errors" and n:
             dt = np.dtype(h5py.string_dtype())
             texts = np.empty(n, dt)
-            d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, _mtype(dt))
+            d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
             for i, e in enumerate(texts):
                 ck.json(f"errors[{i}]", e, dict)
-
-
-def _links(root) -> Dict[str, int]:
-    """The root's links and their kinds (hard, soft, external), in one pass."""
-    out: Dict[str, int] = {}
-    root.links.iterate(lambda name, info: out.__setitem__(name.decode("utf-8", "replace"),
-                                                          info.type), info=True)
-    return out
-
-
-def _attrs(root) -> Dict[str, Any]:
-    """The root's attributes as records.raw_attrs gives them: scalars of text and numbers
-    read through memory types made once, anything else as h5py reads it.  The fast path of
-    a cold report (14 to 25 attributes a record): no h5py object made that is not needed."""
-    import h5py
-
-    h5a, h5t, h5s = h5py.h5a, h5py.h5t, h5py.h5s
-    text_dt, i8, u8, f8 = _scalar_types()
-    out: Dict[str, Any] = {}
-    for i in range(h5a.get_num_attrs(root)):
-        a = h5a.open(root, index=i)
-        name = a.name.decode("utf-8", "replace")
-        tid = a.get_type()
-        cls = tid.get_class()
-        if a.get_space().get_simple_extent_type() == h5s.SCALAR:
-            if cls == h5t.STRING and tid.is_variable_str():
-                arr = np.empty((), text_dt[0])
-                a.read(arr, mtype=text_dt[1])
-                v = arr[()]
-                # as h5py's own reading decodes text (records.read): bytes that are not
-                # UTF-8 kept as surrogates, which the checks of text then refuse or escape
-                out[name] = v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
-                continue
-            if cls == h5t.INTEGER:
-                dt = i8 if tid.get_sign() == h5t.SGN_2 or tid.get_size() < 8 else u8
-                arr = np.empty((), dt[0])
-                a.read(arr, mtype=dt[1])
-                out[name] = int(arr)
-                continue
-            if cls == h5t.FLOAT:
-                arr = np.empty((), f8[0])
-                a.read(arr, mtype=f8[1])
-                out[name] = float(arr)
-                continue
-        arr = np.empty(a.shape, a.dtype)
-        a.read(arr)
-        value = records.raw_attrs([(name, arr[()] if arr.shape == () else arr)])[name]
-        out[name] = _listed(name, value) if isinstance(value, (np.ndarray, tuple)) else value
-    return out
-
-
-MAX_ATTR_VALUES = 100_000
-
-
-def _listed(name: str, value: Any) -> Any:
-    """An array (or compound) attribute as JSON values, as a site adds one with h5py
-    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  records.read
-    keeps such an attribute as it is; the run-level part must be JSON, and must not refuse
-    a record that `show` reads."""
-    if isinstance(value, np.ndarray):
-        if value.size > MAX_ATTR_VALUES:
-            raise ValueError(f"attribute {name}: {value.size} values, more than the "
-                             f"{MAX_ATTR_VALUES} read")  # named with the file by the caller
-        value = value.tolist()
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    todo = [value] if isinstance(value, list) else []
-    while todo:
-        items = todo.pop()
-        for i, x in enumerate(items):
-            if isinstance(x, bytes):
-                items[i] = x.decode("utf-8", "surrogateescape")
-            elif isinstance(x, (list, tuple)):
-                items[i] = list(x)
-                todo.append(items[i])
-    return value
-
-
-_SCALARS: List[Any] = []
-_NODES: List[Any] = []
-
-
-def _node_type():
-    """(numpy dtype, HDF5 memory type) of the nodes' columns a report uses, made once."""
-    if not _NODES:
-        import h5py
-
-        dt = np.dtype([("facts_json", h5py.string_dtype()), ("clock_offset_seconds", "<f8"),
-                       ("clock_uncertainty_seconds", "<f8")])
-        _NODES.append((dt, h5py.h5t.py_create(dt)))
-    return _NODES[0]
-
-
-def _scalar_types():
-    """(numpy dtype, HDF5 memory type) of text, int64, uint64 and float64, made once."""
-    if not _SCALARS:
-        import h5py
-
-        for dt in (h5py.string_dtype(), np.dtype("<i8"), np.dtype("<u8"), np.dtype("<f8")):
-            _SCALARS.append((dt, h5py.h5t.py_create(dt)))
-    return _SCALARS
-
-
-def _dataset(ck, root, name: str):
-    """(dataset id, rows, file type) after the checks of Checker.dataset."""
-    import h5py
-
-    try:
-        d = h5py.h5d.open(root, name.encode())
-    except (KeyError, ValueError) as exc:
-        raise ck.fail(name, f"is not a dataset ({exc})") from None
-    dcpl = d.get_create_plist()
-    if dcpl.get_layout() == h5py.h5d.VIRTUAL:
-        raise ck.fail(name, "is a virtual dataset (refused: it reads other files)")
-    if dcpl.get_external_count():
-        raise ck.fail(name, "uses external storage (refused: it reads other files)")
-    space = d.get_space()
-    if space.get_simple_extent_ndims() != 1:
-        raise ck.fail(name, f"expected one dimension, found shape "
-                      f"{space.get_simple_extent_dims()}")
-    return d, int(space.get_simple_extent_dims()[0]), d.get_type()
-
-
-def _members(tid) -> Dict[str, str]:
-    """A compound type's fields as numpy kind letters ("V": neither integer nor float)."""
-    import h5py
-
-    if tid.get_class() != h5py.h5t.COMPOUND:
-        return {}
-    key = tid.encode()  # the same type in every record of a version: looked at once
-    if key in _MEMBERS:
-        return _MEMBERS[key]
-    if len(_MEMBERS) > 64:  # bounded whatever the records hold
-        _MEMBERS.clear()
-    out = _MEMBERS[key] = {}
-    for j in range(tid.get_nmembers()):
-        cls = tid.get_member_class(j)
-        sub = tid.get_member_type(j)
-        kind = ("i" if sub.get_sign() == h5py.h5t.SGN_2 else "u") if cls == h5py.h5t.INTEGER \
-            else "f" if cls == h5py.h5t.FLOAT else "V"
-        out[tid.get_member_name(j).decode("utf-8", "replace")] = kind
-    return out
-
-
-def ck_rows(ck, name: str, n: int, max_rows: int, itemsize: int) -> None:
-    if n > max_rows or n * itemsize > recordcheck.MAX_TABLE_BYTES:
-        raise ck.fail(name, f"{n} rows is more than the declared ranks and iterations "
-                      f"allow ({max_rows}); refused before reading")
-
-
-def _table(ck, root, name: str, expected: np.dtype, max_rows: int, later: tuple,
-           used: Optional[tuple] = None):
-    """Checker.table through the low-level API: the same checks, the same result (with
-    `used`: only those fields read, every field's type checked all the same).  What a type
-    of table needs (its fields checked, the memory type) is worked out once per type."""
-    import h5py
-
-    d, n, tid = _dataset(ck, root, name)
-    full = expected.itemsize
-    key = (tid.encode(), expected, later, used)
-    plan = _PLANS.get(key)
-    if plan is None:
-        kinds = _members(tid)
-        if not kinds:
-            raise ck.fail(name, "expected a table with fields")
-        present = ck.fields(name, kinds, expected, later)  # raises: nothing kept
-        if used:
-            present = [f for f in present if f in used]
-            expected = np.dtype([(f, expected[f]) for f in expected.names if f in used])
-        mdt = np.dtype([(f, expected[f]) for f in present])
-        if len(_PLANS) > 64:
-            _PLANS.clear()
-        plan = _PLANS[key] = (present, expected, mdt, _mtype(mdt), mdt == expected)
-    present, out_dt, mdt, mtype, whole = plan
-    ck_rows(ck, name, n, max_rows, max(full, tid.get_size()))
-    raw = np.empty(n, mdt)
-    if n:
-        d.read(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype)
-    if whole:  # every field there: the rows read are the table
-        ck.finite(name, raw)
-        return raw
-    return ck.fill(name, raw, present, out_dt)
 
 
 # -- checking material (from a file or from the index) ----------------------------------------
