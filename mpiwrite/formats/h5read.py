@@ -56,10 +56,7 @@ def root_attrs(root) -> Dict[str, Any]:
             if cls == h5t.STRING and tid.is_variable_str():
                 arr = np.empty((), text_dt[0])
                 a.read(arr, mtype=text_dt[1])
-                v = arr[()]
-                # as h5py's own reading decodes text (records.read): bytes that are not
-                # UTF-8 kept as surrogates, which the checks of text then refuse or escape
-                out[name] = v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+                out[name] = _text(arr[()])
                 continue
             if cls == h5t.INTEGER:
                 dt = i8 if tid.get_sign() == h5t.SGN_2 or tid.get_size() < 8 else u8
@@ -82,6 +79,12 @@ def root_attrs(root) -> Dict[str, Any]:
 MAX_ATTR_VALUES = 100_000
 
 
+def _text(v: Any) -> Any:
+    """Text as h5py's own reading decodes it (records.read): bytes that are not UTF-8 kept
+    as surrogates, which the checks of text then refuse or escape."""
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+
+
 def listed(name: str, value: Any) -> Any:
     """An array (or compound) attribute as JSON values, as a site adds one with h5py
     (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  records.read
@@ -92,16 +95,13 @@ def listed(name: str, value: Any) -> Any:
             raise ValueError(f"attribute {name}: {value.size} values, more than the "
                              f"{MAX_ATTR_VALUES} read")  # named with the file by the caller
         value = value.tolist()
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    todo = [value] if isinstance(value, list) else []
+    value = list(value)  # a compound's tuple, or the array's outer list
+    todo = [value]
     while todo:
         items = todo.pop()
         for i, x in enumerate(items):
             if isinstance(x, bytes):
-                items[i] = x.decode("utf-8", "surrogateescape")
+                items[i] = _text(x)
             elif isinstance(x, (list, tuple)):
                 items[i] = list(x)
                 todo.append(items[i])
