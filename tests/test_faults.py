@@ -87,8 +87,11 @@ def wait_for_bytes(path_dir, nbytes=1, timeout=20):
 @pytest.mark.mpi
 @needs_root
 def test_disk_fills_mid_run(tmpfs, tmp_path):
+    """Each rank's share (80 MiB) is more than the whole 64 MiB disk, so no rank can finish
+    before the disk is full, however the ranks are scheduled (with 40 MiB, a rank scheduled
+    early could, and was rightly recorded as ok)."""
     t0 = time.monotonic()
-    out = mpirun(3, ["run", tmpfs, "-s", "40M", "--allow-fill", "--results", str(tmp_path / "r"),
+    out = mpirun(3, ["run", tmpfs, "-s", "80M", "--allow-fill", "--results", str(tmp_path / "r"),
                      "--progress-interval", "0"], cwd=tmp_path)
     assert time.monotonic() - t0 < 30
     assert out.returncode == 1
