@@ -121,10 +121,16 @@ def test_sigint_twice_to_mpiexec_leaves_no_data_and_no_running_run(tmp_path, att
     assert shown.returncode == 0, shown.stderr
     assert "status interrupted" in shown.stdout or "status abandoned" in shown.stdout, \
         shown.stdout
+    if not (tmp_path / "d").exists():
+        # the ranks got as far as removing the folder the run had made: nothing is left, and
+        # `clean` of a folder that does not exist is refused as bad input (a mistyped TARGET)
+        cleaned = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+        assert cleaned.returncode == 2 and "does not exist" in cleaned.stderr, cleaned.stderr
+        return
     # killed for good: what the ranks had not removed yet, `clean` removes
     cleaned = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
     assert cleaned.returncode == 0, cleaned.stderr
-    left = os.listdir(tmp_path / "d") if (tmp_path / "d").exists() else []
+    left = os.listdir(tmp_path / "d")
     assert not [f for f in left if f.endswith(".dat")], left
 
 
