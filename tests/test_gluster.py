@@ -246,33 +246,51 @@ def _graph_of(facts) -> dict:
     return {}
 
 
+@pytest.mark.timeout(600)  # up to 5 pairs of runs
 def test_compression_ab_with_compare(bed):
     """network.compression off/on, alternating, 3 runs x 2 iterations each, links unlimited
     (as the issue's trial): `compare` calls the difference real, and the records carry the
-    tag.  The data is random, so compression only costs the client CPU."""
+    tag.  The data is random, so compression only costs the client CPU.  When `compare` says
+    "within noise" (on a loaded 2-core machine one pair of runs can be far apart: -72% at
+    p = 0.08 was seen), the test does what the verdict advises, one more repetition per side,
+    at most twice."""
     res = os.path.join(bed.folder, "ab")
+
+    def pair():
+        for value in ("off", "on"):
+            _set_and_wait(bed, value)  # every client runs the new graph
+            args = ["run", bed.target("ab"), "-s", "16M", "-i", "2", "--delay", "0",
+                    "--results", res, "--progress-interval", "0",
+                    "--tag", f"compression={value}"]
+            out, _doc = bed.run(HOSTS, args, timeout=180)
+            assert out.returncode == 0, out.stdout + out.stderr
+
+    def compared():
+        cmp = cli(["compare", "compression=off", "compression=on", "--in", res, "--json"],
+                  cwd=bed.folder)
+        assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+        verdict = json.loads(cmp.stdout)
+        print(json.dumps({k: verdict[k] for k in ("change_pct", "p_value", "verdict")}))
+        return verdict
+
     for i in range(HOSTS):
         bed.h.limit(i, None)
     try:
         for _rep in range(3):
-            for value in ("off", "on"):
-                _set_and_wait(bed, value)  # every client runs the new graph
-                args = ["run", bed.target("ab"), "-s", "16M", "-i", "2", "--delay", "0",
-                        "--results", res, "--progress-interval", "0",
-                        "--tag", f"compression={value}"]
-                out, doc = bed.run(HOSTS, args, timeout=180)
-                assert out.returncode == 0, out.stdout + out.stderr
+            pair()
+        verdict = compared()
+        for _more in range(2):
+            if verdict["real"]:
+                break
+            pair()
+            verdict = compared()
     finally:
         _set_and_wait(bed, "off")  # the later tests write through the usual graph
         for i in range(HOSTS):
             bed.h.limit(i, RATE)
-    assert len(records_in(res)) == 6
-    cmp = cli(["compare", "compression=off", "compression=on", "--in", res, "--json"],
-              cwd=bed.folder)
-    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
-    verdict = json.loads(cmp.stdout)
-    print(json.dumps({k: verdict[k] for k in ("change_pct", "p_value", "verdict")}))
-    assert verdict["a"]["n"] >= 3 and verdict["b"]["n"] >= 3  # a sample per run, or more
+    reps = len(records_in(res)) // 2
+    assert len(records_in(res)) == 2 * reps and 3 <= reps <= 5
+    assert verdict["a"]["n"] >= reps and verdict["b"]["n"] >= reps  # a sample per run, or more
     assert verdict["real"] and verdict["change_pct"] < -20, verdict
     # every node's facts say what its client ran: the option, not only the tag
     from mpiwrite.formats import records
