@@ -197,7 +197,7 @@ def _client_logs(bed) -> list:
     return texts
 
 
-def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
+def _set_and_wait(bed, compression: str, timeout: float = 90.0) -> None:
     """Set network.compression and wait until every host's FUSE client runs a graph newer
     than the one it ran before (`volume set` returns before the clients fetch the new
     volfile; setting the value in force changes no graph, so that is not waited for).
@@ -229,7 +229,11 @@ def _set_and_wait(bed, compression: str, timeout: float = 30.0) -> None:
             time.sleep(1)  # the old graph's connections close just after the switch
             return
         time.sleep(0.2)
-    raise AssertionError(f"clients did not switch to compression={compression}: {state}")
+    stuck = [(bed.h.names[i], "\n".join(text.splitlines()[-40:]))
+             for i, text in enumerate(_client_logs(bed)) if state[i] != (compression, True)]
+    raise AssertionError(f"clients did not switch to compression={compression}: {state}\n"
+                         + "\n".join(f"--- the last lines of {name}'s client log\n{tail}"
+                                      for name, tail in stuck))
 
 
 def _graph_of(facts) -> dict:
