@@ -128,6 +128,12 @@ class Gluster:
             raise RuntimeError(f"mount on {self.h.names[i]} failed: {out.stderr} (see {log})")
         self.mounted.append(i)
 
+    def remount(self, i: int) -> None:
+        """Unmount host i's client and mount it afresh (it fetches the volume's graph now)."""
+        self.h.run(i, f"umount {self.mount} || umount -l {self.mount}", timeout=30)
+        self.mounted.remove(i)
+        self._mount(i)
+
     def __exit__(self, *exc) -> None:
         for i in self.mounted:
             try:  # the FUSE client ends with its mount
