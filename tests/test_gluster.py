@@ -238,7 +238,7 @@ def _set_and_wait(bed, compression: str, timeout: float = 90.0) -> None:
                 probe = os.path.join(bed.fs.mount, f".graph-probe-{bed.h.names[i]}")
                 bed.h.run(i, f"touch {probe} && rm -f {probe}", timeout=30)
         if all(s == (compression, True) for s in state):
-            time.sleep(1)  # the old graph's connections close just after the switch
+            time.sleep(2)  # the old graph's connections close just after the switch
             return
         time.sleep(0.2)
     stuck = [(bed.h.names[i], "\n".join(text.splitlines()[-40:]))
@@ -270,8 +270,13 @@ def test_compression_ab_with_compare(bed):
     tag.  The data is random, so compression only costs the client CPU.  When `compare` says
     "within noise" (on a loaded 2-core machine one pair of runs can be far apart: -72% at
     p = 0.08 was seen), the test does what the verdict advises, one more repetition per side,
-    at most twice."""
+    at most twice.
+
+    A run that GlusterFS fails with ENOTCONN soon after a graph switch (the old graph's
+    connections torn down under a write; seen under load even after the wait) is run once
+    more: mpiwrite recorded it as failed, rightly, and `compare` leaves it out."""
     res = os.path.join(bed.folder, "ab")
+    reps = []
 
     def pair():
         for value in ("off", "on"):
@@ -279,8 +284,16 @@ def test_compression_ab_with_compare(bed):
             args = ["run", bed.target("ab"), "-s", "16M", "-i", "2", "--delay", "0",
                     "--results", res, "--progress-interval", "0",
                     "--tag", f"compression={value}"]
-            out, _doc = bed.run(HOSTS, args, timeout=180)
-            assert out.returncode == 0, out.stdout + out.stderr
+            for attempt in (1, 2):
+                out, doc = bed.run(HOSTS, args, timeout=180)
+                said = out.stdout + out.stderr
+                if out.returncode == 0 or attempt == 2 or "(errno 107)" not in said:
+                    break
+                print(f"compression={value}: {doc.get('error') if doc else said[-300:]}; "
+                      "once more")
+                time.sleep(3)
+            assert out.returncode == 0, said
+        reps.append(value)
 
     def compared():
         cmp = cli(["compare", "compression=off", "compression=on", "--in", res, "--json"],
@@ -305,13 +318,14 @@ def test_compression_ab_with_compare(bed):
         _set_and_wait(bed, "off")  # the later tests write through the usual graph
         for i in range(HOSTS):
             bed.h.limit(i, RATE)
-    reps = len(records_in(res)) // 2
-    assert len(records_in(res)) == 2 * reps and 3 <= reps <= 5
-    assert verdict["a"]["n"] >= reps and verdict["b"]["n"] >= reps  # a sample per run, or more
-    assert verdict["real"] and verdict["change_pct"] < -20, verdict
-    # every node's facts say what its client ran: the option, not only the tag
     from mpiwrite.formats import records
 
+    complete = [p for p in records_in(res) if records.read(p).status == "complete"]
+    assert len(complete) == 2 * len(reps) and 3 <= len(reps) <= 5
+    pairs = len(reps)
+    assert verdict["a"]["n"] >= pairs and verdict["b"]["n"] >= pairs  # a sample a run, or more
+    assert verdict["real"] and verdict["change_pct"] < -20, verdict
+    # every node's facts say what its client ran: the option, not only the tag
     for path in records_in(res):
         rec = records.read(path)
         graphs = [((n.get("client_info") or n.get("fs", {}).get("client") or {}), n)
