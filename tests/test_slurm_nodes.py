@@ -49,9 +49,12 @@ def jobscript(args, cwd, environ, submit=False):
 # Debian's Open MPI 4.1 under Slurm 22.05's PMIx once segfaulted in a rank's start-up on a
 # loaded machine ("[h0:10744] *** Process received signal *** ... Segmentation fault", then
 # its node-mate's "A system call failed during shared memory initialization ... open(2)": the
-# dead rank's segment), before mpiwrite ran a line of its own.  A study job that ends so is
-# submitted once more, afresh; a crash of ours, or any other failure, is not retried.
+# dead rank's segment), in MPI_Init, before mpiwrite ran a line of its own.  A study job that
+# ends so (srun's segfault line, Open MPI's signal banner and its shared-memory set-up message,
+# all three) is submitted once more, afresh; any other failure is not retried.
 MPI_STARTUP_CRASH = re.compile(r"^srun: error: \S+: tasks? [0-9,-]+: Segmentation fault$", re.M)
+MPI_STARTUP_SIGNS = ("*** Process received signal ***",
+                     "A system call failed during shared memory initialization")
 
 
 def study_job(submit, slurm3, tmp_path, log_name, folders=("results", "data")):
@@ -62,7 +65,7 @@ def study_job(submit, slurm3, tmp_path, log_name, folders=("results", "data")):
         state = slurm3.wait(job, timeout=200)
         log = (tmp_path / log_name.format(job=job)).read_text()
         crashed = (state != "COMPLETED" and MPI_STARTUP_CRASH.search(log)
-                   and "*** Process received signal ***" in log)
+                   and all(sign in log for sign in MPI_STARTUP_SIGNS))
         if not crashed or attempt == 2:
             return job, state, log
         print(f"job {job}: an MPI rank crashed in start-up; submitting once more\n{log}")
