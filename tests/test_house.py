@@ -17,7 +17,7 @@ import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
 FOLDERS = ("cli", "study", "run", "facts", "formats", "answers")
-SHARED = {"errors", "files", "text", "units", "stats"}
+SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
     "cli": {"study", "run", "facts", "formats", "answers"},
@@ -131,6 +131,33 @@ def test_the_import_graph_has_no_cycle():
 
     for m in graph:
         visit(m, [])
+
+
+# The modules that may start a process: the bounded runner, and the record sandbox's
+# long-lived workers (which bound themselves: formats/isolated.py).
+STARTS_PROCESSES = {"procs", "formats.isolated"}
+STARTERS = {("subprocess", a) for a in ("run", "Popen", "call", "check_call", "check_output",
+                                         "getoutput", "getstatusoutput")} \
+    | {("os", a) for a in ("system", "popen", "spawnl", "spawnlp", "spawnv", "spawnvp",
+                           "execv", "execvp", "execve", "posix_spawn", "posix_spawnp")}
+
+
+def test_every_external_command_goes_through_the_bounded_runner():
+    """One way to run a command (procs.run_bounded): bounded in time and output, in its own
+    process group.  Read from the AST: a call of subprocess.*/os.* that starts a process."""
+    found = []
+    for name, path in modules().items():
+        if name in STARTS_PROCESSES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) \
+                    and (node.func.value.id, node.func.attr) in STARTERS:
+                found.append(f"{name}:{node.lineno} {node.func.value.id}.{node.func.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module in ("subprocess",) \
+                    and any((node.module, a.name) in STARTERS for a in node.names):
+                found.append(f"{name}:{node.lineno} from {node.module} import ...")
+    assert not found, found
 
 
 def test_subpackage_init_files_are_empty():

@@ -13,12 +13,12 @@ id), the record stays `running`: nothing is ever called abandoned on a guess.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 from mpiwrite.facts.host import boot_id, host_name, start_ticks
 from mpiwrite.formats.status import RunStatus
 
 ABANDONED = "abandoned"
+SQUEUE_TIMEOUT = 10.0  # seconds
 
 
 def run_state(rec) -> str:
@@ -55,13 +55,13 @@ def job_ended(job: dict) -> bool:
     squeue = shutil.which("squeue")
     if not squeue:
         return False
-    try:
-        out = subprocess.run([squeue, "-h", "-j", job["id"], "-o", "%T"], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+    from mpiwrite.procs import run_bounded
+
+    out = run_bounded([squeue, "-h", "-j", job["id"], "-o", "%T"], SQUEUE_TIMEOUT)
+    if out.missing or out.timed_out or out.overflowed:
         return False
-    if out.returncode != 0:
-        return "Invalid job id" in out.stderr  # purged from the controller: long over
-    return out.stdout.strip() in ("", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
+    if out.code != 0:
+        return "Invalid job id" in out.text("err")  # purged from the controller: long over
+    return out.text().strip() in ("", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
                                   "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
                                   "DEADLINE")

@@ -438,17 +438,11 @@ def _defaulted(ctx, name: str) -> bool:
 def _installed_family() -> str:
     """The family of the MPI library mpi4py loads here (MPI4PY_LIBMPI, modules), without
     starting MPI in this process; 'unknown' if it cannot be loaded."""
-    import subprocess
-
     from mpiwrite.facts import mpiinfo
+    from mpiwrite.procs import run_bounded
 
-    try:
-        out = subprocess.run([sys.executable, "-m", "mpi4py", "--mpi-lib-version"],
-                             capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return mpiinfo.family(out.stdout) if out.returncode == 0 else "unknown"
+    out = run_bounded([sys.executable, "-m", "mpi4py", "--mpi-lib-version"], 60.0)
+    return mpiinfo.family(out.text()) if out.ok else "unknown"
 
 
 def _mpirun_of(family: str, mpiwrite_path: str) -> str:

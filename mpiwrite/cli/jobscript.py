@@ -337,6 +337,8 @@ def render_study(job: Job) -> str:
 # squeue's reasons for a pending job that waiting does not cure: a request beyond what the
 # partition, the QOS or the association allows a job (Slurm accepts such a job unless
 # EnforcePartLimits is set, and it waits for good)
+SBATCH_TIMEOUT = 120.0  # seconds: a busy controller answers slowly, a dead one never
+SQUEUE_TIMEOUT = 10.0
 NEVER_STARTS = {
     "PartitionNodeLimit": "the partition allows fewer nodes than the job asks for",
     "PartitionTimeLimit": "the partition's time limit is shorter than the job's",
@@ -356,30 +358,33 @@ def submit(text: str, look_seconds: float = 2.0):
     sbatch prints its id like any other; squeue's reason for it (set at submission, looked
     at for up to `look_seconds`) says it will wait for good.  RunError when sbatch fails."""
     import shutil
-    import subprocess
     import time
 
     from mpiwrite.errors import RunError
+    from mpiwrite.procs import run_bounded
 
     if not shutil.which("sbatch"):
         raise RunError("--submit: sbatch not found")
-    out = subprocess.run(["sbatch", "--parsable"], input=text, capture_output=True, text=True)
-    if out.returncode:
-        raise RunError(f"sbatch: {out.stderr.strip()}")
-    job_id = out.stdout.strip().split(";")[0]
+    out = run_bounded(["sbatch", "--parsable"], SBATCH_TIMEOUT, input=text.encode())
+    if out.timed_out:
+        raise RunError(f"sbatch: no answer within {SBATCH_TIMEOUT:g} s; the job may have been "
+                       "queued all the same (squeue --me shows it)")
+    if not out.ok:
+        said = " ".join(out.text("err").split())[:300]
+        raise RunError(f"sbatch: {out.why(SBATCH_TIMEOUT)}" + (f": {said}" if said else ""))
+    job_id = out.text().strip().split(";")[0]
     if not shutil.which("squeue"):
         return job_id, ""
     end = time.monotonic() + look_seconds
     while True:
-        got = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T|%r"], text=True,
-                             capture_output=True)
-        state, _, reason = got.stdout.strip().partition("|")
+        got = run_bounded(["squeue", "-h", "-j", job_id, "-o", "%T|%r"], SQUEUE_TIMEOUT)
+        state, _, reason = got.text().strip().partition("|")
         if reason in NEVER_STARTS:
             return job_id, (f"job {job_id} was queued but can never start: squeue says "
                             f"{reason} ({NEVER_STARTS[reason]}); change the request and "
                             f"cancel it (scancel {job_id})")
         # "None": the scheduler has not looked at it yet
-        if got.returncode or state != "PENDING" or reason not in ("None", "") \
+        if not got.ok or state != "PENDING" or reason not in ("None", "") \
                 or time.monotonic() > end:
             return job_id, ""
         time.sleep(0.2)

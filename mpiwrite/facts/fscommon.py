@@ -11,11 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
 from typing import Dict, Optional, Sequence, Tuple
 
-from mpiwrite.errors import why
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 
@@ -94,23 +91,17 @@ def command(reader: Reader, argv: Sequence[str], key: str) -> Optional[str]:
         else shutil.which(os.path.basename(argv[0]))
     if not prog:
         return None
-    proc = None
-    try:
-        proc = subprocess.Popen([prog, *argv[1:]], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        data, _ = proc.communicate(timeout=COMMAND_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the command and its children
-        proc.communicate()  # reaps it and closes the pipe
-        reader.unknown[key] = f"{' '.join(argv)}: no answer within {COMMAND_TIMEOUT:g} s"
+    from mpiwrite.procs import run_bounded
+
+    got = run_bounded([prog, *argv[1:]], COMMAND_TIMEOUT, output_cap=COMMAND_OUTPUT,
+                      merge_stderr=True)
+    if got.missing or got.timed_out:
+        reader.unknown[key] = f"{' '.join(argv)}: {got.why(COMMAND_TIMEOUT)}"
         return None
-    except OSError as exc:
-        reader.unknown[key] = f"{' '.join(argv)}: {why(exc)}"
-        return None
+    data = got.out  # at most COMMAND_OUTPUT: a longer answer is cut there, as it always was
     text = data[:COMMAND_OUTPUT].decode("utf-8", "replace")
-    if proc.returncode != 0:
-        reader.unknown[key] = f"{' '.join(argv)}: exit {proc.returncode}"
+    if got.code != 0 and not got.overflowed:
+        reader.unknown[key] = f"{' '.join(argv)}: {got.why(COMMAND_TIMEOUT)}"
         return None
     reader.raw["$ " + " ".join(argv)] = text
     return text

@@ -116,24 +116,17 @@ def apply_stripe(path: str, count: Optional[int] = None, size: Optional[int] = N
     `lfs setstripe` where lfs is on PATH (or given), else the lustre.lov xattr.  Returns how
     ('lfs' or 'xattr'); raises OSError with the reason when neither works."""
     import shutil  # here, not above: every rank on Lustre imports this module, rank 0 runs this
-    import signal
-    import subprocess
+
+    from mpiwrite.procs import run_bounded
 
     lfs = lfs or shutil.which("lfs")
     if lfs:
-        proc = subprocess.Popen(setstripe_argv(lfs, path, count, size, ost),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=LFS_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise OSError(f"lfs setstripe {path}: no answer within {LFS_TIMEOUT:g} s") from None
-        if proc.returncode != 0:
-            text = out.decode("utf-8", "replace").strip().splitlines()
-            raise OSError(f"lfs setstripe {path}: exit {proc.returncode}: "
-                          f"{text[-1] if text else ''}")
+        got = run_bounded(setstripe_argv(lfs, path, count, size, ost), LFS_TIMEOUT,
+                          merge_stderr=True)
+        if not got.ok:
+            text = got.text().strip().splitlines()
+            raise OSError(f"lfs setstripe {path}: {got.why(LFS_TIMEOUT)}"
+                          + (f": {text[-1]}" if text and got.code else ""))
         return "lfs"
     os.setxattr(path, "lustre.lov", lov_v1(count, size, ost))
     return "xattr"

@@ -17,12 +17,11 @@ import hashlib
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from mpiwrite.errors import AgreedError, ConfigError, raise_agreed, why
+from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
@@ -33,6 +32,7 @@ from mpiwrite.text import printable
 
 SETTING_TIMEOUT = 120.0  # seconds a `set` or `get` command may take on a node
 IDLE_NAP = 0.05  # seconds between looks of a rank that waits out a point it is not part of
+SETTING_OUTPUT = 1 << 16  # bytes of a `get` or `set` answer; one that prints more is ended
 OUTPUT_CHARS = 300  # of a setting command's output, kept in the record and in messages
 
 
@@ -106,19 +106,20 @@ class Settings:
         return [w.replace("{value}", value) for w in shlex.split(template)]
 
     def _run(self, words: List[str], lines: bool = False) -> Tuple[int, str]:
-        try:
-            out = subprocess.run(words, capture_output=True, text=True, errors="replace",
-                                 timeout=SETTING_TIMEOUT, stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            return 127, "command not found"
-        except subprocess.TimeoutExpired:
-            return 124, f"no answer within {SETTING_TIMEOUT:.0f} s"
-        except OSError as exc:
-            return 126, why(exc)
-        if lines and not out.returncode:  # `get`: its lines, each stripped
-            return 0, "\n".join(ln.strip() for ln in out.stdout.splitlines())[:1 << 16]
-        text = " ".join((out.stdout + " " + out.stderr).split())
-        return out.returncode, text[:OUTPUT_CHARS]
+        from mpiwrite.procs import run_bounded
+
+        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT)
+        if out.missing:
+            return 127 if out.error == "command not found" else 126, out.error
+        if out.timed_out:
+            return 124, out.why(SETTING_TIMEOUT)
+        if out.overflowed:
+            return 125, out.why(SETTING_TIMEOUT, SETTING_OUTPUT)
+        code = out.code if out.code is not None and out.code >= 0 else 128 - (out.code or 0)
+        if lines and not code:  # `get`: its lines, each stripped
+            return 0, "\n".join(ln.strip() for ln in out.text().splitlines())
+        text = " ".join((out.text() + " " + out.text("err")).split())
+        return code, text[:OUTPUT_CHARS]
 
     def read(self) -> str:
         """`get` of every setting: '' or the problem."""
