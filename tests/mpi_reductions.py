@@ -64,7 +64,10 @@ if rank == 0:
             problems.append(f"node index of {h}")
         if local_size != sum(1 for x in ref_nodes if x[0] == h):
             problems.append(f"local size on {h}")
-    if offsets is None or offsets.shape != (len(hosts), 2) or abs(offsets[:, 0]).max() > 1e-3:
-        problems.append(f"clock offsets {offsets}")  # one machine: one clock
+    # one machine, one clock: the true offset (0) lies within each estimate's own stated
+    # uncertainty (half the best round trip), however busy the machine is; 1 ms of slack
+    if offsets is None or offsets.shape != (len(hosts), 2) \
+            or (abs(offsets[:, 0]) > offsets[:, 1] + 1e-3).any():
+        problems.append(f"clock offsets {offsets}")
     print(f"{team.size} ranks on {len(hosts)} nodes: {'; '.join(problems) or 'ok'}")
     sys.exit(1 if problems else 0)
