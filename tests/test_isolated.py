@@ -82,7 +82,7 @@ def test_whole_record_reads_are_isolated_too(tmp_path):
 
 def test_a_record_libhdf5_never_finishes_is_named_and_the_others_are_read(tmp_path,
                                                                           monkeypatch):
-    monkeypatch.setattr(isolated, "HANG_SECONDS", 3.0)
+    monkeypatch.setenv(isolated.HANG_ENV, "3")
     r = folder_with(tmp_path, HANGS)
     jobs = [("runlevel", str(r / "a-bad.h5"))] + \
         [("runlevel", str(r / f"good{i}.h5")) for i in range(3)]
@@ -96,3 +96,12 @@ def test_a_record_libhdf5_never_finishes_is_named_and_the_others_are_read(tmp_pa
     assert got[0] == {"ok": False, "error": f"{r / 'a-bad.h5'}: the HDF5 library did not "
                       "finish reading it in 3 s; not read"}
     assert [g["ok"] for g in got[1:]] == [True, True, True]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e400", "x", "9" * 100])
+def test_a_bad_hang_limit_is_one_line_and_exit_2(tmp_path, value):
+    r = folder_with(tmp_path, HANGS)
+    out = cli(["report", str(r), "--no-cache", "--skip-bad"], cwd=tmp_path,
+              env={isolated.HANG_ENV: value})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and isolated.HANG_ENV in out.stderr, out.stderr

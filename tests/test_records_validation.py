@@ -316,11 +316,12 @@ def test_bit_flipped_records_that_crash_or_stall_libhdf5_skip_only_themselves(tm
     for seed in CRASHERS + (STALLS,):
         (d / f"m{seed}.h5").write_bytes(_mutant(seed))
     out = cli(["report", str(d), "--by", "cfg", "--skip-bad", "--no-cache"], cwd=tmp_path,
-              timeout=150)
+              timeout=150, env={"MPIWRITE_RECORD_HANG_SECONDS": "5"})  # not the real 60 s
     assert out.returncode == 0, out.stderr[-3000:]
     assert any(ln.split()[:3] == ["a", "3", "3"] for ln in out.stdout.splitlines()), out.stdout
     said = [ln for ln in out.stderr.splitlines() if f"m{STALLS}.h5" in ln]
     assert len(said) == 1 and "skipped" in said[0], out.stderr[-3000:]
+    assert "did not finish reading it in 5 s" in said[0], said
 
 
 @pytest.mark.timeout(120)

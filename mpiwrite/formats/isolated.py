@@ -40,6 +40,7 @@ MAX_WORKERS = 4
 AHEAD = 16  # requests sent to a worker before its answers come back
 ATTEMPTS = 2
 HANG_SECONDS = 60.0  # a worker that answers nothing for this long is ended
+HANG_ENV = "MPIWRITE_RECORD_HANG_SECONDS"  # a site's (or a test's) own limit instead
 MEMORY_BYTES = 3 * 2**31  # three tables of the largest size recordcheck lets through
 
 
@@ -50,10 +51,29 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def crashed(path: str, code: int, hung: bool = False) -> str:
+def hang_seconds() -> float:
+    """HANG_SECONDS, or the environment's MPIWRITE_RECORD_HANG_SECONDS (0.1 to 86400 s);
+    ConfigError (one line, exit 2) for anything else."""
+    text = os.environ.get(HANG_ENV)
+    if text is None:
+        return HANG_SECONDS
+    from mpiwrite.errors import ConfigError
+    from mpiwrite.text import printable
+
+    try:
+        value = float(text) if len(text) <= 32 else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0.1 <= value <= 86400:  # NaN fails too
+        raise ConfigError(f"{HANG_ENV}={printable(text[:40])!s}: not a number of seconds "
+                          "from 0.1 to 86400")
+    return value
+
+
+def crashed(path: str, code: int, hung: bool = False, seconds: Optional[float] = None) -> str:
     if hung:
-        return (f"{path}: the HDF5 library did not finish reading it in {HANG_SECONDS:g} s; "
-                "not read")
+        return (f"{path}: the HDF5 library did not finish reading it in "
+                f"{HANG_SECONDS if seconds is None else seconds:g} s; not read")
     how = f"signal {-code}" if code < 0 else f"exit status {code}"
     try:
         if code < 0:
@@ -127,6 +147,7 @@ class Pool:
 
     def __init__(self, size: Optional[int] = None):
         self.size = size or min(_cores(), MAX_WORKERS)
+        self.hang = hang_seconds()
         self.workers: List[_Worker] = []
 
     def run(self, jobs: List[Tuple[str, str]]) -> List[Dict[str, Any]]:
@@ -162,7 +183,7 @@ class Pool:
                     continue
                 now = time.monotonic()
                 for w in self.workers:
-                    if w.sent and now - w.since > HANG_SECONDS and not w.hung:
+                    if w.sent and now - w.since > self.hang and not w.hung:
                         w.hung = True
                         w.proc.kill()  # our own child, by its pid: its end is read below
                 for key, _ev in sel.select(timeout=1.0):
@@ -193,7 +214,8 @@ class Pool:
         first = w.sent.popleft()
         tries[first] += 1
         if tries[first] >= ATTEMPTS or w.hung:  # a hang is not tried again: 60 s each
-            out[first] = {"ok": False, "error": crashed(jobs[first][1], code, w.hung)}
+            out[first] = {"ok": False, "error": crashed(jobs[first][1], code, w.hung,
+                                                          self.hang)}
         else:
             w.sent.appendleft(first)
         todo.extendleft(reversed(w.sent))  # the others were not read: again, in order
