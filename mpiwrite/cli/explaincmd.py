@@ -64,12 +64,13 @@ def _one_run(path, where, sampling, fmt):
     """`explain RECORD`: the ranks of one run (answers/explain_run.py)."""
     from mpiwrite.answers.explain import format_explain
     from mpiwrite.answers.explain_run import explain_run
-    from mpiwrite.formats import records
+    from mpiwrite.formats import isolated
 
     if where:
         raise ConfigError("--where: selects runs; PATHS is one record, whose ranks are "
                           "explained (give a folder to select runs in it)")
-    rec = records.read(path)  # RecordError: named, exit 1
+    # read whole in a worker (never by libhdf5 in this process): RecordError, named, exit 1
+    rec = isolated.read_whole(path)
     try:
         doc = explain_run(rec, sampling)
     except (KeyError, TypeError, ValueError, IndexError) as exc:

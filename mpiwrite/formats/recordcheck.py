@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -188,6 +188,21 @@ class Checker:
                 out[f] = np.nan
         self.finite(name, out, present)
         return out
+
+    def iteration_numbers(self, its: np.ndarray, ranks: Optional[np.ndarray] = None) -> None:
+        """Iterations are numbered 0.. in the order they ran, each once; a rank row, a sample
+        or a counter belongs to one of them or to the one in progress (len(its)).  A record
+        whose numbers say otherwise is damaged: `show` and `report` must not read it two
+        ways (a bit-flipped table that libhdf5 read without crashing held 925892608)."""
+        n = len(its)
+        got = its["iteration"]
+        if n and (int(got.min()) < 0 or int(got.max()) > n
+                  or len(np.unique(got)) != n):
+            raise self.fail("iterations.iteration", f"numbers out of range 0..{n} or repeated")
+        if ranks is not None and len(ranks):
+            r = ranks["iteration"]
+            if int(r.min()) < 0 or int(r.max()) > n:
+                raise self.fail("ranks.iteration", f"out of range 0..{n}")
 
     def finite(self, name: str, table: np.ndarray, fields=None) -> None:
         """No infinite value in the float fields (of `fields`) of a table: one pass over the

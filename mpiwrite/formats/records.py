@@ -408,6 +408,7 @@ def _read(h5, path: str) -> RunRecord:
                    later=LATER_ITER_FIELDS)
     per_rank = (len(its) + 1) * nranks
     ranks = ck.table("ranks", h5["ranks"], RANK_DTYPE, per_rank, later=LATER_RANK_FIELDS)
+    ck.iteration_numbers(its, ranks)
     # samples belong to the rank rows actually stored (a run adds both at once), not to the
     # declared ranks: a 476 KB record declaring 10^7 ranks held 16M gzip'd sample rows (1 GB)
     samples = ck.table("samples", h5["samples"], SAMPLE_DTYPE,

@@ -219,6 +219,7 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
                  LATER_ITER_FIELDS)
     per_rank = (len(its) + 1) * nranks
     ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
+    ck.iteration_numbers(its, ranks)
     d, n, tid = dataset(ck, root, "nodes")
     names = members(tid)
     for f in ("facts_json", "clock_offset_seconds", "clock_uncertainty_seconds"):
@@ -300,6 +301,7 @@ def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
         raise ck.fail("iterations", "not the iterations table")
     ck_rows(ck, "iterations", len(its), recordcheck.MAX_ITERATIONS, ITER_DTYPE.itemsize)
     ck.finite("iterations", its)
+    ck.iteration_numbers(its)
     raw = m["nodes"]
     if not isinstance(raw, list) or len(raw) > max(nnodes, 1):
         raise ck.fail("nodes", "more rows than the declared nodes")

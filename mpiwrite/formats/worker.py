@@ -29,6 +29,10 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
         rec = records.read(path, expect=ident)
         return {"ok": True, "whole": True, "ident": list(ident),
                 "record": isolated.pack_record(rec)}
+    # the whole record read and checked first, as `show` reads it: a record that cannot be
+    # read whole is not a good run anywhere (a bit-flipped table the run-level part does not
+    # read once made `report` count a run that `show` refused)
+    records.read(path, expect=ident)
     rec = runlevel.build(path, material, ident)  # every value checked here
     doc = runrows.doc_of(rec)
     text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
