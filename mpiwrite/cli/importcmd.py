@@ -98,7 +98,7 @@ def _open_results(results: str):
     try:
         return records.open_results(results)
     except OSError as exc:
-        if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR) and not os.path.isdir(results):
             raise ConfigError(f"--results: {shown} is not a folder") from None
         if exc.errno == errno.ELOOP:
             raise ConfigError(f"--results: {shown}: {why(exc)}") from None
