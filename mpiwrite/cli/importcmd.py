@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 
 import click
@@ -39,7 +41,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
     from mpiwrite.formats import importers, records
-    from mpiwrite.formats.imported import build, parse_facts, read_node_facts
+    from mpiwrite.formats.imported import build, parse_facts, read_node_facts, run_id
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)
@@ -54,13 +56,13 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     for path in files:
         src, tests = importers.read_tests(path, tool, command)
         parsed.append((src, tests))
-    try:
-        folder = records.open_results(results)
-    except OSError as exc:
-        raise RunError(f"--results: cannot write records in {results!r}: "
-                       f"{why(exc)}") from None
+    folder = _open_results(results)
     made = skipped = 0
     try:
+        for src, tests in parsed:  # a name taken by anything but a file: refused before writing
+            for test in tests:
+                _not_planted(folder, results,
+                             records.record_path("", run_id(src, test.tool, test.index)))
         for src, tests in parsed:
             for w in src.repairs:
                 sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")
@@ -73,6 +75,8 @@ def import_(files, results, tags, facts, node_facts, tool, command):
                     raise RunError(f"{os.path.join(results, name)}: cannot write: "
                                    f"{why(exc)}") from None
                 shown = printable(f"{src.path}: {test.label}")
+                if not created:
+                    _not_planted(folder, results, name)
                 if created:
                     made += 1
                     click.echo(f"{shown}: {test.tool} -> {printable(os.path.join(results, name))}")
@@ -83,3 +87,35 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     finally:
         folder.close()
     click.echo(f"{made} record(s) made, {skipped} already there")
+
+
+def _open_results(results: str):
+    """The results folder, opened (records.open_results); exit 2 when the name is not a folder
+    (a file, a FIFO, a dangling symlink) or is another user's symlink (docs/security.md)."""
+    from mpiwrite.formats import records
+
+    shown = printable(repr(results))
+    try:
+        return records.open_results(results)
+    except OSError as exc:
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR) and not os.path.isdir(results):
+            raise ConfigError(f"--results: {shown} is not a folder") from None
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"--results: {shown}: {why(exc)}") from None
+        raise RunError(f"--results: cannot write records in {shown}: {why(exc)}") from None
+
+
+def _not_planted(folder, results: str, name: str) -> None:
+    """A record's name may hold an earlier import's record (a regular file): anything else
+    there (a symlink, a FIFO, a folder) was planted and is named, never followed (exit 2)."""
+    try:
+        st = os.stat(name, dir_fd=folder.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise RunError(f"{printable(os.path.join(results, name))}: {why(exc)}") from None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise ConfigError(f"{printable(os.path.join(results, name))} is {what} (uid "
+                          f"{st.st_uid}) where this import's record goes: not followed; "
+                          "remove it and import again")

@@ -16,6 +16,18 @@ import shlex
 from typing import Dict, List, Optional
 
 from mpiwrite.formats.imported import UNKNOWN, Phase, Source, Test, refuse
+from mpiwrite.formats.numbers import (
+    BYTES,
+    COUNT,
+    MAX_BYTES,
+    MB_AMOUNT,
+    RATE,
+    SECONDS,
+    agrees,
+    digits,
+    number,
+    shown,
+)
 from mpiwrite.text import printable
 from mpiwrite.units import MB, format_size
 
@@ -90,10 +102,16 @@ def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command
     test.write = Phase(bytes=[nbytes], MB_per_s=[rate])
     test.original.append(original)
     ops = _operands(command) if command else {}
+    for key in ("bs", "obs", "count"):  # before int() meets 5000 digits
+        if key in ops:
+            digits(ops[key], COUNT, src.path, f"--command: {key}=")
     size = lmdd_size if tool == "lmdd" else dd_size
     bs = size(ops.get("obs") or ops.get("bs") or "") if command else None
     if command:
         want = _expected(ops, tool)
+        if want is not None and want > MAX_BYTES:
+            raise refuse(src.path, f"--command: bs x count is {shown(want)} bytes: beyond "
+                         "2^63 - 1, not this file's command")
         tolerance = 0 if tool == "dd" else 51  # lmdd prints MB to 4 decimals
         if want is not None and abs(want - nbytes) > tolerance:
             raise refuse(src.path, f"{test.label}: {nbytes} bytes, but --command says bs x "
@@ -135,18 +153,24 @@ def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command
 def parse_lmdd(src: Source, command: str = "") -> List[Test]:
     out = []
     lines = src.text.splitlines()
-    for number, ln in enumerate(lines, 1):
+    for lineno, ln in enumerate(lines, 1):
         m = LMDD_LINE.match(ln)
         if not m:
             if ln.strip():
-                raise refuse(src.path, f"line {number}: {printable(ln[:80])!r} is not an lmdd "
+                raise refuse(src.path, f"line {lineno}: {printable(ln[:80])!r} is not an lmdd "
                              "summary line (`X MB in Y secs, Z MB/sec`)")
             continue
-        mb, secs, rate = (float(x) for x in m.groups())
+        where = f"line {lineno}"
+        mb = number(m.group(1), MB_AMOUNT, src.path, f"{where}: MB")
+        secs = number(m.group(2), SECONDS, src.path, f"{where}: secs")
+        rate = number(m.group(3), RATE, src.path, f"{where}: MB/sec")
         if secs <= 0:
-            raise refuse(src.path, f"line {number}: {secs} seconds")
+            raise refuse(src.path, f"{where}: {secs} seconds")
+        if not agrees(m.group(3), m.group(1), m.group(2)):
+            raise refuse(src.path, f"{where}: {m.group(3)} MB/sec is not {m.group(1)} MB / "
+                         f"{m.group(2)} secs: the line contradicts itself")
         t = _test(len(out), "lmdd", "", round(mb * MB), rate, command, src,
-                  {"line": str(number), "text": ln.strip()}, exact_bytes=False)
+                  {"line": str(lineno), "text": ln.strip()}, exact_bytes=False)
         t.derived["aggregate_MB_per_s"] = "lmdd's MB/sec as printed (MB = 10^6 B)"
         out.append(t)
     if not out:
@@ -154,24 +178,43 @@ def parse_lmdd(src: Source, command: str = "") -> List[Test]:
     return out
 
 
+def _dd_rate_agrees(m: re.Match, path: str, where: str) -> None:
+    """dd's rate (rounded to 2 or 3 digits, 10^3-based units) must be its bytes / seconds."""
+    rate, unit = m.group(3), m.group(4)
+    scale = _DD_MULT.get(unit[:-2], 1 if unit == "B/s" else None)
+    if scale is None or not _RATE_TEXT.fullmatch(rate):
+        raise refuse(path, f"{where}: the rate {shown(rate + ' ' + unit)} is not a rate in B/s")
+    if not agrees(rate, m.group(1), m.group(2), scale=scale, slack=0.01):
+        raise refuse(path, f"{where}: {rate} {unit} is not {m.group(1)} bytes / {m.group(2)} s: "
+                     "the line contradicts itself")
+
+
+_RATE_TEXT = re.compile(r"\d{1,20}(?:\.\d{1,20})?")
+
+
 def parse_dd(src: Source, command: str = "") -> List[Test]:
     out = []
     records: Dict[str, str] = {}
-    for number, raw in enumerate(src.text.replace("\r", "\n").splitlines(), 1):
+    for lineno, raw in enumerate(src.text.replace("\r", "\n").splitlines(), 1):
         ln = raw.strip()
+        where = f"line {lineno}"
         r = DD_RECORDS.match(ln)
         if r:
-            records[r.group(3)] = f"{r.group(1)}+{r.group(2)}"
+            full, part = (number(x, COUNT, src.path, f"{where}: records {r.group(3)}")
+                          for x in r.group(1, 2))
+            records[r.group(3)] = f"{full}+{part}"
             continue
         m = DD_LINE.match(ln)
         if m:
-            nbytes, secs = int(m.group(1)), float(m.group(2))
+            nbytes = number(m.group(1), BYTES, src.path, f"{where}: bytes")
+            secs = number(m.group(2), SECONDS, src.path, f"{where}: s")
             if secs <= 0:
-                raise refuse(src.path, f"line {number}: {secs} seconds")
+                raise refuse(src.path, f"{where}: {secs} seconds")
             if "out" not in records:
                 continue  # a status=progress line: the summary comes after `records out`
+            _dd_rate_agrees(m, src.path, where)
             t = _test(len(out), "dd", "", nbytes, nbytes / secs / MB, command, src,
-                      {"line": str(number), "text": ln, "records_in": records.get("in", ""),
+                      {"line": str(lineno), "text": ln, "records_in": records.get("in", ""),
                        "records_out": records["out"]}, exact_bytes=True)
             t.derived["aggregate_MB_per_s"] = ("bytes / seconds as dd printed them (its rate "
                                                "column is rounded)")
@@ -181,10 +224,10 @@ def parse_dd(src: Source, command: str = "") -> List[Test]:
             records = {}
             continue
         if ln.startswith("dd: "):
-            raise refuse(src.path, f"line {number}: dd reported {printable(ln[:120])!r}: "
+            raise refuse(src.path, f"line {lineno}: dd reported {printable(ln[:120])!r}: "
                          "nothing imported")
         if ln and not ln.startswith(("$", "#")) and not re.match(r"^\d+ bytes .* copied", ln):
-            raise refuse(src.path, f"line {number}: {printable(ln[:80])!r} is not dd output")
+            raise refuse(src.path, f"line {lineno}: {printable(ln[:80])!r} is not dd output")
     if records:
         raise refuse(src.path, "`records in/out` without a summary line after them: cut "
                      "short; nothing imported")

@@ -9,7 +9,6 @@ and read go to the write and read columns.  fio runs each job once: one iteratio
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List
 
 from mpiwrite.formats.imported import (
@@ -20,6 +19,19 @@ from mpiwrite.formats.imported import (
     iso_utc,
     refuse,
     size_text,
+)
+from mpiwrite.formats.numbers import (
+    BYTES,
+    COUNT,
+    EPOCH,
+    INDEX,
+    MS,
+    RANKS,
+    Kind,
+    number,
+    obj,
+    parse_json,
+    shown,
 )
 from mpiwrite.text import printable
 from mpiwrite.units import MB, format_size
@@ -45,7 +57,7 @@ def _doc(src: Source) -> Dict[str, Any]:
                            f"{text[:start].strip().splitlines()[0][:100]!r})")
     body = text[start:]
     try:
-        doc, end = json.JSONDecoder().raw_decode(body)
+        doc, end = parse_json(body, src.path, raw=True)
     except ValueError as exc:
         raise refuse(src.path, f"not valid JSON ({str(exc)[:80]}): cut short, or not fio's "
                      "JSON output") from None
@@ -58,27 +70,33 @@ def _doc(src: Source) -> Dict[str, Any]:
     return doc
 
 
-def _num(d: Dict[str, Any], key: str, path: str, where: str) -> float:
-    v = d.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-        raise refuse(path, f"{where}: {key} is {printable(repr(v))[:40]}, not a count")
-    return float(v)
+def _num(d: Dict[str, Any], key: str, kind: Kind, path: str, where: str):
+    """d[key] checked as a number of `kind` (formats/numbers.py), the refusal naming it."""
+    return number(d.get(key), kind, path, f"{where}: {key}")
 
 
-def _options(doc: Dict[str, Any], job: Dict[str, Any]) -> Dict[str, str]:
-    opts = dict(doc.get("global options") or {})
-    opts.update(job.get("job options") or {})
+def _options(doc: Dict[str, Any], job: Dict[str, Any], path: str,
+             where: str) -> Dict[str, str]:
+    opts = dict(obj(doc.get("global options"), path, "global options", {}))
+    opts.update(obj(job.get("job options"), path, f"{where}: job options", {}))
     return {str(k): str(v) for k, v in opts.items()}
+
+
+def _whole(opts: Dict[str, str], name: str, kind: Kind, path: str, where: str):
+    """An option fio prints as digits (numjobs=2, fsync=4) as a checked number; None when it
+    is not digits (fio's `fsync=true` and the like are read as flags)."""
+    text = opts.get(name, "").strip()
+    return number(text, kind, path, f"{where}: option {name}") if text.isdigit() else None
 
 
 def _on(opts: Dict[str, str], name: str) -> bool:
     return opts.get(name, "0").strip().lower() not in ("0", "false", "no", "off", "")
 
 
-def _durability(test: Test, opts: Dict[str, str]) -> None:
+def _durability(test: Test, opts: Dict[str, str], path: str) -> None:
     p = test.params
-    every = next((opts[k] for k in _FSYNC_EVERY if k in opts and opts[k].isdigit()
-                  and int(opts[k]) > 0), None)
+    every = next((n for n in (_whole(opts, k, COUNT, path, test.label) for k in _FSYNC_EVERY)
+                  if n), None)
     end = any(_on(opts, k) for k in _FSYNC_END)
     p["fsync"] = bool(every or end)
     if every:
@@ -105,17 +123,18 @@ def parse(src: Source, command: str = "") -> List[Test]:
             raise refuse(src.path, f"jobs[{i}] is not a job")
         err = job.get("error")
         if err:
-            raise refuse(src.path, f"fio job {printable(job.get('jobname'))!r} ended with "
-                         f"error {printable(err)}: nothing imported")
-        groups.setdefault(int(job.get("groupid", 0)), []).append(job)
+            raise refuse(src.path, f"fio job {shown(job.get('jobname'), 60)} ended with "
+                         f"error {shown(err)}: nothing imported")
+        gid = number(job.get("groupid", 0), INDEX, src.path, f"jobs[{i}]: groupid")
+        groups.setdefault(gid, []).append(job)
     if not groups:
         raise refuse(src.path, "fio's JSON lists no job")
     out = []
     for index, (gid, jobs) in enumerate(sorted(groups.items())):
         names = sorted({str(j.get("jobname")) for j in jobs})
         label = f"group {gid} (job {', '.join(names)[:60]})"
-        opts = _options(doc, jobs[0])
-        numjobs = int(opts["numjobs"]) if opts.get("numjobs", "").isdigit() else 1
+        opts = _options(doc, jobs[0], src.path, label)
+        numjobs = _whole(opts, "numjobs", RANKS, src.path, label) or 1
         # group_reporting (given on the command line it is in no options): one entry for
         # numjobs clones; without it, an entry per clone
         reporting = _on(opts, "group_reporting") or (len(jobs) == 1 and numjobs > 1)
@@ -123,23 +142,25 @@ def parse(src: Source, command: str = "") -> List[Test]:
         test = Test(index=index, label=label, tool="fio", tool_version=version, fmt="fio-json",
                     ranks=ranks, nodes=1, command=command,
                     command_source="--command" if command else UNKNOWN)
-        if isinstance(stamp, (int, float)) and stamp > 0:
-            longest = max(float(j.get("job_runtime") or 0) for j in jobs) / 1e3
+        if stamp is not None and number(stamp, EPOCH, src.path, "timestamp") > 0:
+            longest = max(_num(j, "job_runtime", MS, src.path, label)
+                          if j.get("job_runtime") is not None else 0.0 for j in jobs) / 1e3
             test.end_time = iso_utc(stamp)
             test.start_time = iso_utc(stamp - longest)
             test.derived["start_time"] = ("fio's timestamp (when it reported, UTC) less the "
                                           "longest job_runtime")
         phases = {}
         for op in ("write", "read"):
-            parts = [j.get(op) or {"io_bytes": 0, "runtime": 0, "total_ios": 0} for j in jobs]
             where = f"{label}: {op}"
-            nbytes = sum(int(_num(p, "io_bytes", src.path, where)) for p in parts)
+            parts = [obj(j.get(op) or None, src.path, where, {"io_bytes": 0, "runtime": 0,
+                                                       "total_ios": 0}) for j in jobs]
+            nbytes = sum(_num(p, "io_bytes", BYTES, src.path, where) for p in parts)
             if not nbytes:
                 continue
-            runtime = max(_num(p, "runtime", src.path, where) for p in parts) / 1e3
+            runtime = max(_num(p, "runtime", MS, src.path, where) for p in parts) / 1e3
             if runtime <= 0:
                 raise refuse(src.path, f"{where}: {nbytes} bytes in a runtime of 0 ms")
-            ios = sum(int(_num(p, "total_ios", src.path, where)) for p in parts)
+            ios = sum(_num(p, "total_ios", COUNT, src.path, where) for p in parts)
             phases[op] = Phase(bytes=[nbytes], MB_per_s=[nbytes / runtime / MB])
             if ios and op == "write" and nbytes % ios == 0:
                 test.params["block_size"] = nbytes // ios
@@ -160,7 +181,7 @@ def parse(src: Source, command: str = "") -> List[Test]:
         test.params.update(iterations=1, engine=f"fio {opts.get('ioengine', 'psync')}",
                            target=opts.get("filename") or opts.get("directory") or "")
         test.params["layout"] = "shared" if opts.get("filename") and ranks > 1 else "fpp"
-        _durability(test, opts)
+        _durability(test, opts, src.path)
         test.keys = {"fsync": f"every {test.params['fsync_every']}"
                      if test.params.get("fsync_every") else
                      ("on" if test.params["fsync"] else "off"),

@@ -11,11 +11,10 @@ command line, named as derived; what neither says is unknown.
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from typing import Any, Dict, List, Optional, Tuple
 
+from mpiwrite.formats.import_ior_command import command_flags
 from mpiwrite.formats.imported import (
     MIB_TO_MB,
     UNKNOWN,
@@ -26,59 +25,23 @@ from mpiwrite.formats.imported import (
     refuse,
     size_text,
 )
+from mpiwrite.formats.numbers import (
+    BYTES,
+    COUNT,
+    INDEX,
+    KIB,
+    NODES,
+    RANKS,
+    RATE_MIB,
+    SECONDS,
+    Kind,
+    half_unit,
+    number,
+    parse_json,
+    shown,
+)
 from mpiwrite.text import printable
 from mpiwrite.units import MiB, format_size
-
-# IOR's short options that take a value (the others are flags).
-_VALUED = set("abdDfGiIjJlMNoOQsStTUXx")
-_FLAGS = {"w": "write", "r": "read", "F": "fpp", "e": "fsync", "Y": "fsyncperwrite",
-          "C": "reorder", "B": "direct", "c": "collective", "z": "random"}
-
-
-def command_flags(command: str) -> Dict[str, Any]:
-    """What an IOR command line says about the test: flags (write, read, fpp, fsync,
-    fsyncperwrite, direct, ...) and values (block, transfer, segments, reps, api, tasks,
-    testfile).  Unparsable parts are left out."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    out: Dict[str, Any] = {}
-    i = 1 if words and not words[0].startswith("-") else 0
-    while i < len(words):
-        w = words[i]
-        i += 1
-        if w.startswith("--"):
-            name, _eq, value = w[2:].partition("=")
-            if name in ("posix.odirect", "posix.direct"):
-                out["direct"] = True
-            elif name in ("blockSize", "transferSize", "segmentCount", "repetitions"):
-                value = value or (words[i] if i < len(words) else "")
-                i += 0 if _eq else 1
-                out[{"blockSize": "block", "transferSize": "transfer",
-                     "segmentCount": "segments", "repetitions": "reps"}[name]] = value
-            continue
-        if not w.startswith("-") or len(w) < 2:
-            continue
-        letters = w[1:]
-        for j, c in enumerate(letters):
-            if c in _VALUED:
-                value = letters[j + 1:] or (words[i] if i < len(words) else "")
-                if not letters[j + 1:]:
-                    i += 1
-                key = {"a": "api", "b": "block", "t": "transfer", "s": "segments",
-                       "i": "reps", "N": "tasks", "o": "testfile", "O": "O"}.get(c)
-                if key == "O":
-                    for opt in value.split(","):
-                        k, _e, v = opt.partition("=")
-                        if k.strip() in ("useO_DIRECT", "posix.odirect") and v.strip() in ("", "1"):
-                            out["direct"] = True
-                elif key:
-                    out[key] = value
-                break
-            if c in _FLAGS:
-                out[_FLAGS[c]] = True
-    return out
 
 
 def _size(value, default=None) -> Optional[int]:
@@ -156,7 +119,7 @@ def _json_doc(src: Source) -> Dict[str, Any]:
                            "before IOR's JSON")
         text = text[start:]
     try:
-        return json.loads(text)
+        return parse_json(text, src.path)[0]
     except ValueError as first:
         noise = _NOISE.findall(text)
         errors = [n for n in noise if n.startswith("ERROR")]
@@ -168,7 +131,7 @@ def _json_doc(src: Source) -> Dict[str, Any]:
             raise refuse(src.path, f"not valid JSON ({str(first)[:80]}): cut short, or not "
                          "IOR's JSON summary") from None
         try:
-            doc = json.loads(_NOISE.sub("", text))
+            doc = parse_json(_NOISE.sub("", text), src.path)[0]
         except ValueError as exc:
             raise refuse(src.path, f"not valid JSON even without the {len(noise)} warning(s) "
                          f"IOR printed into it ({str(exc)[:80]})") from None
@@ -179,17 +142,16 @@ def _json_doc(src: Source) -> Dict[str, Any]:
 
 def _results(test_doc: Dict[str, Any]) -> List[Dict[str, Any]]:
     out: List[Dict[str, Any]] = []
-    for r in test_doc.get("Results") or []:
+    found = test_doc.get("Results")
+    for r in found if isinstance(found, list) else []:
         out += [x for x in r if isinstance(x, dict)] if isinstance(r, list) else \
             ([r] if isinstance(r, dict) else [])
     return out
 
 
-def _num(d: Dict[str, Any], key: str, path: str, label: str) -> float:
-    v = d.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise refuse(path, f"{label}: {key} is {printable(repr(v))[:40]}, not a number")
-    return float(v)
+def _num(d: Dict[str, Any], key: str, kind: Kind, path: str, label: str):
+    """d[key] checked as a number of `kind` (formats/numbers.py), the refusal naming it."""
+    return number(d.get(key), kind, path, f"{label}: {key}")
 
 
 def from_json(src: Source) -> List[Test]:
@@ -199,7 +161,8 @@ def from_json(src: Source) -> List[Test]:
     if "summary" not in doc or "Finished" not in doc:
         raise refuse(src.path, "IOR's JSON has no summary or no `Finished`: the run did not "
                      "end; nothing imported")
-    summary = [s for s in doc.get("summary") or [] if isinstance(s, dict)]
+    summary = [s for s in doc["summary"] if isinstance(s, dict)] \
+        if isinstance(doc["summary"], list) else []
     command = str(doc.get("Command line") or "")
     flags = command_flags(command)
     out = []
@@ -207,12 +170,13 @@ def from_json(src: Source) -> List[Test]:
         if not isinstance(t, dict) or not isinstance(t.get("Parameters"), dict):
             raise refuse(src.path, f"test {index}: no Parameters")
         par, opts = t["Parameters"], t.get("Options") or {}
-        tid = par.get("testID", t.get("TestID", index))
+        tid = number(par.get("testID", t.get("TestID", index)), INDEX, src.path,
+                     f"tests[{index}]: testID")
         label = f"test {tid}"
-        reps = int(_num(par, "repetitions", src.path, label))
-        block = int(_num(par, "blockSize", src.path, label))
-        xfer = int(_num(par, "transferSize", src.path, label))
-        segs = int(_num(par, "segmentCount", src.path, label))
+        reps = _num(par, "repetitions", COUNT, src.path, label)
+        block = _num(par, "blockSize", BYTES, src.path, label)
+        xfer = _num(par, "transferSize", BYTES, src.path, label)
+        segs = _num(par, "segmentCount", COUNT, src.path, label)
         test = Test(index=index, label=label, tool="ior", tool_version=str(doc.get("Version", "")),
                     fmt="ior-json", ranks=0, host=_host(doc.get("Machine", "")),
                     command=command, command_source="file" if command else UNKNOWN,
@@ -232,19 +196,21 @@ def from_json(src: Source) -> List[Test]:
                 raise refuse(src.path, f"{label}: {op}: {len(got)} of {reps} repetitions and "
                              f"{'no' if s is None else 'a'} summary: the test did not "
                              "complete; nothing imported")
-            tasks = int(_num(s, "numTasks", src.path, label))
+            tasks = _num(s, "numTasks", RANKS, src.path, label)
             test.ranks = tasks
-            rates = [_num(r, "bwMiB", src.path, label) for r in got]
+            rates = [_num(r, "bwMiB", RATE_MIB, src.path, f"{label}: {op}") for r in got]
             mean = sum(rates) / len(rates)
-            if abs(mean - _num(s, "bwMeanMIB", src.path, label)) > 0.001 * mean + 0.01:
+            said = _num(s, "bwMeanMIB", RATE_MIB, src.path, f"{label}: {op}")
+            if abs(mean - said) > 0.001 * mean + 0.01:
                 raise refuse(src.path, f"{label}: {op}: the repetitions' mean {mean:.4f} MiB/s "
-                             f"is not the summary's {s['bwMeanMIB']}: not one IOR output")
+                             f"is not the summary's bwMeanMIB {said}: not one IOR output")
             nbytes = block * segs * tasks
             phases[op] = Phase(bytes=[nbytes] * reps, MB_per_s=[x * MIB_TO_MB for x in rates],
                                open_included=True)
             test.original += [dict(r) for r in got]
         test.write, test.read = phases.get("write"), phases.get("read")
-        test.nodes = int(par.get("nodes") or 0)
+        test.nodes = 0 if par.get("nodes") is None else \
+            _num(par, "nodes", NODES, src.path, label)
         test.params = {"block_size": xfer, "size": block * segs, "iterations": reps,
                        "layout": "fpp" if par.get("filePerProc") else "shared",
                        "fsync": bool(par.get("fsync") or par.get("fsyncperwrite")),
@@ -301,6 +267,29 @@ def _summary_rows(lines: List[str], path: str) -> List[Dict[str, str]]:
     return rows
 
 
+def _cell(row: Dict[str, str], column: str, kind: Kind, path: str, where: str,
+          default=None):
+    """A cell of IOR's summary row as a checked number; the row must have the column."""
+    if column not in row and default is None:
+        raise refuse(path, f"{where}: IOR's summary has no {column} column (its header names "
+                     f"{shown(' '.join(row)[:200], 60)}): not IOR's text output")
+    return number(row.get(column, default), kind, path, f"{where}: summary {column}")
+
+
+def _mean_agrees(row: Dict[str, str], got: List[Tuple[float, Dict[str, str]]], path: str,
+                 where: str) -> None:
+    """The summary's Mean(MiB) must be the mean of the repetitions' bw(MiB/s), within what
+    their printed digits allow (as the JSON's bwMeanMIB is checked)."""
+    if "Mean(MiB)" not in row or not got:
+        return
+    said = _cell(row, "Mean(MiB)", RATE_MIB, path, where)
+    mean = sum(bw for bw, _r in got) / len(got)
+    rounding = sum(half_unit(r["bw"]) for _bw, r in got) / len(got) + half_unit(row["Mean(MiB)"])
+    if abs(mean - said) > 0.001 * mean + 0.01 + rounding:
+        raise refuse(path, f"{where}: the summary's Mean(MiB) {shown(said)} is not the mean "
+                     f"{mean:.2f} of its {len(got)} repetitions: not one IOR output")
+
+
 def from_text(src: Source) -> List[Test]:
     lines = src.text.splitlines()
     m = re.search(r"^IOR-(\S+): MPI Coordinated Test of Parallel I/O", src.text, re.M)
@@ -321,7 +310,7 @@ def from_text(src: Source) -> List[Test]:
         end = starts[index + 1] if index + 1 < len(starts) else len(lines)
         block = lines[at:end]
         kv = _kv(block)
-        tid = int(kv.get("TestID", index))
+        tid = number(kv.get("TestID", index), INDEX, src.path, f"test {index}: TestID")
         label = f"test {tid}"
         rows: Dict[str, List[Tuple[float, Dict[str, str]]]] = {"write": [], "read": []}
         cols = ["access", "bw", "iops", "latency", "block_KiB", "xfer_KiB", "open", "wrrd",
@@ -329,17 +318,18 @@ def from_text(src: Source) -> List[Test]:
         for ln in block:
             words = ln.split()
             if len(words) == len(cols) and words[0] in rows and _NUMBER.match(words[1]):
-                rows[words[0]].append((float(words[1]), dict(zip(cols, words))))
+                bw = number(words[1], RATE_MIB, src.path, f"{label}: {words[0]}: bw(MiB/s)")
+                rows[words[0]].append((bw, dict(zip(cols, words))))
         test = Test(index=index, label=label, tool="ior", tool_version=m.group(1) if m else "",
                     fmt="ior-text", ranks=0, host=_host(head.get("Machine", "")),
                     command=command, command_source="file" if command else UNKNOWN,
                     start_time=ctime_local(kv.get("StartTime") or head.get("Began", "")),
                     time_note="IOR prints its host's local time without a zone")
         phases = {}
-        reps = int(kv.get("repetitions", "0") or 0)
+        reps = number(kv.get("repetitions") or 0, COUNT, src.path, f"{label}: repetitions")
         for op in ("write", "read"):
             s = next((s for s in summary if s.get("Operation") == op
-                      and int(s.get("Test#", tid)) == tid), None)
+                      and _cell(s, "Test#", INDEX, src.path, f"{label}: {op}", tid) == tid), None)
             got = rows[op]
             if not got and s is None:
                 continue
@@ -347,8 +337,12 @@ def from_text(src: Source) -> List[Test]:
                 raise refuse(src.path, f"{label}: {op}: {len(got)} of {reps} repetitions and "
                              f"{'no' if s is None else 'a'} summary row: the test did not "
                              "complete; nothing imported")
-            tasks, segs = int(s["#Tasks"]), int(s["segcnt"])
-            blk, xfer = int(s["blksiz"]), int(s["xsize"])
+            where = f"{label}: {op}"
+            tasks, segs = (_cell(s, "#Tasks", RANKS, src.path, where),
+                           _cell(s, "segcnt", COUNT, src.path, where))
+            blk, xfer = (_cell(s, "blksiz", BYTES, src.path, where),
+                         _cell(s, "xsize", BYTES, src.path, where))
+            _mean_agrees(s, got, src.path, where)
             test.ranks = tasks
             test.params = {"block_size": xfer, "size": blk * segs, "iterations": reps,
                            "target": kv.get("test filename", "")}
@@ -360,7 +354,7 @@ def from_text(src: Source) -> List[Test]:
                                MB_per_s=[bw * MIB_TO_MB for bw, _r in got], open_included=True)
             test.original += [dict(r) for _bw, r in got]
         test.write, test.read = phases.get("write"), phases.get("read")
-        test.nodes = int(kv.get("nodes", "0") or 0)
+        test.nodes = number(kv.get("nodes") or 0, NODES, src.path, f"{label}: nodes")
         _from_command(test, flags, {k: 1 for k in ("layout", "engine") if k in test.params})
         test.exact += ["ranks (#Tasks)", "nodes", "bytes", "read_bytes", "params.block_size "
                        "(xsize)", "params.size (blksiz x segcnt)", "params.layout (access)",
@@ -409,16 +403,18 @@ def from_csv(src: Source, command: str = "") -> List[Test]:
             got = [r for r in rows if r["access"] == op]
             if not got:
                 continue
-            try:
-                tasks = int(got[0]["numTasks"])
-                blk = int(float(got[0]["block(KiB)"]) * 1024)
-                xfer = int(float(got[0]["xfer(KiB)"]) * 1024)
-                rates = [float(r["bw(MiB/s)"]) for r in got]
-                est = rates[0] * float(got[0]["total(s)"]) * MiB / (blk * tasks)
-            except (ValueError, ZeroDivisionError):
-                raise refuse(src.path, f"{label}: {op}: a cell of the IOR CSV is not a "
-                             "number") from None
-            segs = int(flags["segments"]) if str(flags.get("segments", "")).isdigit() else None
+            where = f"{label}: {op}"
+            tasks = number(got[0]["numTasks"], RANKS, src.path, f"{where}: numTasks")
+            blk = int(number(got[0]["block(KiB)"], KIB, src.path, f"{where}: block(KiB)") * 1024)
+            xfer = int(number(got[0]["xfer(KiB)"], KIB, src.path, f"{where}: xfer(KiB)") * 1024)
+            rates = [number(r["bw(MiB/s)"], RATE_MIB, src.path, f"{where}: bw(MiB/s)")
+                     for r in got]
+            total = number(got[0]["total(s)"], SECONDS, src.path, f"{where}: total(s)")
+            if not blk:
+                raise refuse(src.path, f"{where}: block(KiB) is 0")
+            est = rates[0] * total * MiB / (blk * tasks)
+            segs = number(flags["segments"], COUNT, src.path, "--command: -s") \
+                if str(flags.get("segments", "")).isdigit() else None
             if segs is None:
                 segs = round(est)
                 if segs < 1 or abs(est - segs) > 0.1:

@@ -27,6 +27,15 @@ import numpy as np
 
 from mpiwrite import __version__, files
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.formats.numbers import (  # noqa: F401 (ImportRefused: the importers' error)
+    MAX_BYTES,
+    MAX_DIGITS,
+    MAX_MB_PER_S,
+    MAX_RANKS,
+    ImportRefused,
+    refuse,
+    shown,
+)
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
@@ -46,10 +55,6 @@ NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size
              "fsync_every", "mpi", "engine", "tool", "tool_version")
 UNKNOWN = "unknown"
 MIB_TO_MB = MiB / MB
-
-
-class ImportRefused(ConfigError):
-    """A file that is not what it claims: one line naming the file and why (exit 2)."""
 
 
 @dataclasses.dataclass
@@ -95,10 +100,6 @@ class Source:
     size_bytes: int
     text: str
     repairs: List[str] = dataclasses.field(default_factory=list)  # warnings of repairs made
-
-
-def refuse(path: str, why: str) -> ImportRefused:
-    return ImportRefused(f"{printable(path)}: {printable(why)}")
 
 
 def read_source(path: str) -> Source:
@@ -310,29 +311,35 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
 
 
 def check_test(test: Test, path: str) -> None:
-    """What every imported test must have, else the file is refused (never half-read)."""
-    if not 1 <= test.ranks <= 10**7:
-        raise refuse(path, f"{test.label}: {test.ranks} tasks is not a count of processes")
+    """What every imported test must have, else the file is refused (never half-read): the
+    last check on what the importer made of the file's numbers (each was checked where it
+    entered, formats/numbers.py); products of them (block x segments x tasks) are checked here."""
+    if not 1 <= test.ranks <= MAX_RANKS:
+        raise refuse(path, f"{test.label}: {shown(test.ranks)} tasks is not a count of processes")
     if test.nodes < 0 or test.nodes > test.ranks:
-        raise refuse(path, f"{test.label}: {test.nodes} nodes for {test.ranks} tasks")
+        raise refuse(path, f"{test.label}: {shown(test.nodes)} nodes for {test.ranks} tasks")
     for name, ph in (("write", test.write), ("read", test.read)):
         if ph is None:
             continue
         if len(ph.bytes) != len(ph.MB_per_s) or not ph.bytes:
             raise refuse(path, f"{test.label}: {name}: no complete repetition")
         for b, rate in zip(ph.bytes, ph.MB_per_s):
-            if b < 0 or not math.isfinite(rate) or rate < 0:
-                raise refuse(path, f"{test.label}: {name}: a repetition with "
-                             f"{b} bytes at {rate} MB/s")
+            if not 0 <= b <= MAX_BYTES or not math.isfinite(rate) or \
+                    not 0 <= rate <= MAX_MB_PER_S:
+                raise refuse(path, f"{test.label}: {name}: a repetition with {shown(b)} bytes "
+                             f"at {shown(rate)} MB/s (at most 2^63 - 1 bytes and 10^9 MB/s)")
     if test.write is None and test.read is None:
         raise refuse(path, f"{test.label}: neither a write nor a read result")
 
 
 def size_text(text: str, binary_letters: str = "kmgtpe", base: int = 1024) -> int:
     """'64m', '1M', '256k', '16777216' as bytes with powers of `base` (IOR's and fio's
-    suffixes); ValueError otherwise."""
+    suffixes); ValueError otherwise, also for more than MAX_DIGITS digits or 2^63 bytes."""
     m = re.fullmatch(r"\s*(\d+)\s*([kmgtpe]?)(?:i?b)?\s*", str(text), re.I)
-    if not m:
+    if not m or len(m.group(1)) > MAX_DIGITS:
         raise ValueError(text)
     power = binary_letters.index(m.group(2).lower()) + 1 if m.group(2) else 0
-    return int(m.group(1)) * base ** power
+    value = int(m.group(1)) * base ** power
+    if value > MAX_BYTES:
+        raise ValueError(text)
+    return value
