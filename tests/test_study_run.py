@@ -380,8 +380,7 @@ def test_resuming_a_file_with_its_axes_swapped_runs_each_point_once(tmp_path):
     assert out.returncode == 0, out.stderr
     for rec_path in records_in(tmp_path / "results"):  # two of the four points are lost
         rec = records.read(rec_path)
-        if rec.params()["block_size"] == 1 << 20 and not rec.params()["fsync"] or \
-                rec.params()["block_size"] == 65536 and rec.params()["fsync"]:
+        if rec.params()["block_size"] == 65536:  # points 0 and 1 of a, 0 and 2 of b
             os.unlink(rec_path)
     b = study_file(tmp_path, SWAP + "\n".join(reversed(SWAP_AXES)) + "\n", "b.toml")
     again = mpirun(2, ["study", "run", b], cwd=tmp_path, timeout=150)
@@ -421,3 +420,101 @@ def test_only_mpiwrites_own_matching_records_count_as_done(tmp_path):
     out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150)
     assert out.returncode == 0, out.stderr
     assert "already complete" not in out.stdout and "run 1 of 1" in out.stdout
+
+
+@pytest.mark.timeout(120)
+def test_two_runs_of_one_study_at_once_the_second_refuses(tmp_path):
+    """Both once ran every run, each recorded twice: now the first holds a lock on the study
+    in its results folder for the whole launch, the second says so in one line (exit 2)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    path = study_file(tmp_path, ONE_POINT.replace('size = "1MiB"', 'time = "4s"'))
+    first = subprocess.Popen([MPIEXEC, "-n", "1", MPIWRITE, "study", "run", path], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=clean_env(), start_new_session=True)
+    try:
+        end = time.monotonic() + 60
+        while not glob.glob(str(tmp_path / "data" / "*")):  # the first is writing
+            assert first.poll() is None and time.monotonic() < end, first.communicate()
+            time.sleep(0.1)
+        second = mpirun(1, ["study", "run", path], cwd=tmp_path, timeout=60)
+        out, err = first.communicate(timeout=60)
+    finally:
+        kill_group(first)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "running already" in lines[0] and "one" in lines[0]
+    assert len(complete(tmp_path / "results")) == 1
+    again = mpirun(1, ["study", "run", path], cwd=tmp_path)  # the lock went with the first
+    assert again.returncode == 0 and "1 of 1 runs already complete" in again.stdout
+
+
+@pytest.mark.timeout(180)
+def test_new_starts_a_generation_and_report_shows_the_newest(tmp_path):
+    """--new once ran beside the old records under the same hash, and report pooled them."""
+    path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 2").replace(
+        '"64KiB", "128KiB", "256KiB", "1MiB"', '"64KiB", "1MiB"').replace(
+        "ranks_per_node = [1, 2]", ""))
+    assert mpirun(2, ["study", "run", path], cwd=tmp_path).returncode == 0
+    out = mpirun(2, ["study", "run", path, "--new"], cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.count("== study grid: run") == 4, out.stderr
+    gens = collections.Counter(r.tags()["study_generation"] for r in complete(tmp_path / "results"))
+    assert gens == {"1": 4, "2": 4}
+    again = mpirun(2, ["study", "run", path], cwd=tmp_path)  # resumes the newest
+    assert again.returncode == 0 and "4 of 4 runs already complete" in again.stdout
+    rep = cli(["study", "report", path], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert "generation 2 of 1, 2" in rep.stdout
+    rows = [ln.split() for ln in rep.stdout.splitlines() if ln.split()[:1] in (["64KiB"],
+                                                                                ["1MiB"])]
+    assert len(rows) == 2 and all(r[1] == "2" for r in rows), rep.stdout  # 2 runs a point
+    old = cli(["study", "report", path, "--generation", "1"], cwd=tmp_path)
+    assert old.returncode == 0 and "generation 1 of 1, 2" in old.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_target_like_keep_is_a_folder_and_nothing_is_kept(tmp_path):
+    """target = "--keep" once ran into ./mpiwrite-data and kept the data."""
+    path = study_file(tmp_path, ONE_POINT.replace('target = "{data}"', 'target = "--keep"'))
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not (tmp_path / "mpiwrite-data").exists()
+    assert not glob.glob(str(tmp_path / "--keep" / "*"))  # nothing left (nor the folder)
+    recs = complete(tmp_path / "results")
+    assert len(recs) == 1 and recs[0].params()["target"].endswith("--keep")
+    assert recs[0].params()["keep"] is False
+    assert out.stdout.count("Usage") == 0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_results_that_is_not_a_folder_is_exit_2(tmp_path, kind):
+    path = study_file(tmp_path, ONE_POINT)
+    where = tmp_path / "notafolder"
+    where.write_text("x\n") if kind == "file" else os.mkfifo(where)
+    for out in (cli(["study", "run", path, "--results", str(where)], cwd=tmp_path),
+                mpirun(2, ["study", "run", path, "--results", str(where)], cwd=tmp_path)):
+        assert out.returncode == 2, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--results: not a folder" in lines[0], out.stderr
+
+
+@pytest.mark.timeout(180)
+def test_study_report_by_any_run_key_skip_bad_and_no_nan(tmp_path):
+    """An axis fsync_every (no run key of that name: report folds it into `fsync`) once
+    broke the table; a damaged record had no --skip-bad; n = 1 printed nan."""
+    path = study_file(tmp_path, ONE_POINT + '\n[axes]\nfsync_every = [1, 4]\n')
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "results" / "mpiwrite-truncated.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"0" * 9)
+    got = cli(["study", "report", path], cwd=tmp_path)
+    assert got.returncode == 1 and "mpiwrite-truncated.h5" in got.stderr, got.stderr
+    got = cli(["study", "report", path, "--skip-bad"], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert "fsync_every" in got.stdout.splitlines()[0]
+    verdict = [ln.strip() for ln in got.stdout.splitlines() if ln.strip().startswith(
+        "fsync_every 4 vs 1")]
+    assert len(verdict) == 1 and verdict[0].endswith("(n 1 vs 1): cannot tell (each side "
+                                                     "needs 2 samples)"), got.stdout
+    assert "nan" not in got.stdout
