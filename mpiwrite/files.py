@@ -376,3 +376,66 @@ def _pseudo_fs(folder: str) -> bool:
     """True for /proc and /sys, where root's access() says yes but creating files fails."""
     real = os.path.realpath(folder)
     return any(real == p or real.startswith(p + "/") for p in ("/proc", "/sys"))
+
+
+def _name_of(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _group_is_private(gid: int, uid: int) -> bool:
+    """A user-private group: named as the user, with no other members listed."""
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(gid), pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+
+
+def _others_can_write(st: os.stat_result) -> bool:
+    return bool(st.st_mode & 0o002) or bool(
+        st.st_mode & 0o020 and st.st_gid != 0 and not _group_is_private(st.st_gid, st.st_uid))
+
+
+def untrusted(path: str, st: os.stat_result) -> str:
+    """'' when only this user or root can change the file (`st`: its fstat) and what its
+    path leads through: the file, a symlink at path, and their folders; else what another
+    user could change, with owner and mode.  A sticky folder (/tmp) is fine for a file of
+    this user's own.  For input that is run as code: a study file's commands."""
+    me = os.geteuid()
+    mine = (0, me)
+
+    def said(what: str, s: os.stat_result) -> str:
+        return (f"{what} is owned by {_name_of(s.st_uid)} with mode "
+                f"{stat.S_IMODE(s.st_mode):04o}")
+
+    if st.st_uid not in mine:
+        return said("the file", st)
+    if _others_can_write(st):
+        return said("the file", st) + ": writable by other users"
+    places = [os.path.dirname(os.path.realpath(path))]
+    try:
+        link = os.lstat(path)
+    except OSError:
+        link = None
+    if link is not None and stat.S_ISLNK(link.st_mode):
+        if link.st_uid not in mine:
+            return said("the symbolic link", link)
+        places.insert(0, os.path.dirname(os.path.abspath(path)))
+    for folder in places:
+        try:
+            fst = os.stat(folder)
+        except OSError:
+            continue
+        if fst.st_uid not in mine:
+            return said(f"its folder {folder}", fst)
+        if _others_can_write(fst) and not (fst.st_mode & stat.S_ISVTX and st.st_uid == me):
+            return said(f"its folder {folder}", fst) + ": other users can replace the file"
+    return ""

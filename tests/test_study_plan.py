@@ -1,6 +1,7 @@
 """`mpiwrite study plan FILE`: the matrix a study file declares, in the order it will run, and
 one line for every problem in the file, naming its key and line."""
 
+import os
 import pathlib
 
 import pytest
@@ -150,3 +151,124 @@ def test_the_examples_plan(tmp_path, name):
     out = cli(["study", "plan", str(EXAMPLES / f"{name}.toml")], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"study {name}:")
+
+
+# -- issue 30: values compared as `run` reads them, options never injected, trusted files --
+
+HEAD = "[study]\nname='a'\ntarget='d'\n"
+
+
+@pytest.mark.parametrize("body,where", [
+    ("[axes]\nblock_size = ['1MiB', '1M', 1048576]\n", "[axes] block_size"),
+    ("[axes]\ndelay = [0.5, '0.5s']\n", "[axes] delay"),
+    ("[axes]\ntime = ['60s', '1min']\n", "[axes] time"),
+    ("[[setting]]\nname = 'x'\nvalues = [1, '1']\nset = 'true {value}'\n",
+     "[[setting]] 1 values"),
+])
+def test_equal_values_of_an_axis_are_given_twice(tmp_path, body, where):
+    path = write(tmp_path, HEAD + body)
+    out = cli(["study", "plan", path], cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    lines = out.stderr.splitlines()
+    assert lines and all(ln.startswith(f"mpiwrite: error: {path}:") for ln in lines)
+    assert where in lines[0] and "given twice" in lines[0], out.stderr
+
+
+@pytest.mark.parametrize("body,where,why", [
+    ("[axes]\n'setting.x' = ['9']\n", "[axes] setting.x", "[[setting]]"),
+    ("[run]\nsize='1MiB'\n[[setting]]\nname = 'x'\nvalues = ['1']\nset = \"echo '{value}\"\n",
+     "[[setting]] 1 set", "cannot be split into words"),
+    ("[run]\nsize='1MiB'\n[[setting]]\nname='x'\nvalues=['1']\nset='true {value}'\n"
+     "get=\"echo 'a\"\n", "[[setting]] 1 get", "cannot be split into words"),
+    ("[[setting]]\nname = 'x'\nvalues = [\"a\\nb\"]\nset = 'true {value}'\n",
+     "[[setting]] 1 values", "control character"),
+    ("[[setting]]\nname = 'x'\nvalues = [1.5, 2.0]\nset = 'true {value}'\n",
+     "[[setting]] 1 values", "strings or whole numbers"),
+])
+def test_settings_and_axes_the_run_would_trip_on_are_refused_at_plan(tmp_path, body, where,
+                                                                     why):
+    path = write(tmp_path, HEAD + body)
+    out = cli(["study", "plan", path], cwd=tmp_path)
+    assert out.returncode == 2, out.stdout
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert f"{path}:" in out.stderr and where in out.stderr and why in out.stderr, out.stderr
+
+
+@pytest.mark.timeout(30)
+def test_a_plan_too_large_is_refused_by_its_count(tmp_path):
+    """10,000 points x 10,000 repetitions: once a list of 10^8 runs (MemoryError)."""
+    sizes = ", ".join(f"'{k + 1}KiB'" for k in range(1000))
+    totals = ", ".join(f"'{m}MiB'" for m in range(1, 11))
+    body = HEAD.replace("name='a'", "name='a'\nrepeat=10000") + \
+        f"[axes]\nblock_size = [{sizes}]\nsize = [{totals}]\n"
+    path = write(tmp_path, body)
+    out = cli(["study", "plan", path], cwd=tmp_path, env={}, timeout=25)
+    assert out.returncode == 2, out.stderr[-500:]
+    assert "[study] repeat" in out.stderr and "100000000 runs" in out.stderr
+    assert "Traceback" not in out.stderr and "MemoryError" not in out.stderr
+
+
+@pytest.mark.parametrize("target", ["--help", "--keep", "-i", "--", "--version", "-"])
+def test_a_target_that_looks_like_an_option_is_a_folder_name(tmp_path, target):
+    path = write(tmp_path, f"[study]\nname='a'\ntarget='{target}'\n[run]\nsize='1M'\n"
+                           "[axes]\nlayout=['fpp', 'shared']\n")
+    out = cli(["study", "plan", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("study a: 2 points") and f"; target {target}," in out.stdout
+    assert "Usage" not in out.stdout and len(out.stdout.splitlines()) == 5, out.stdout
+
+
+@pytest.mark.parametrize("value", ["--help", "--version", "-i"])
+def test_a_value_that_looks_like_an_option_is_a_value(tmp_path, value):
+    path = write(tmp_path, HEAD + f"[run]\nsize='{value}'\n")
+    out = cli(["study", "plan", path], cwd=tmp_path)
+    assert out.returncode == 2 and "Usage" not in out.stdout + out.stderr
+    assert f"[run] size = '{value}'" in out.stderr and "--size" in out.stderr, out.stderr
+
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize("how", ["owner", "file-mode", "folder-mode", "sticky-other"])
+def test_a_study_file_others_can_change_is_refused(tmp_path, how):
+    """Its set/get commands run as the user on every node: it is trusted like code."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files away")
+    folder = tmp_path / "f"
+    folder.mkdir()
+    path = write(folder, GOOD)
+    if how == "owner":
+        os.chown(path, NOBODY, NOBODY)
+    elif how == "file-mode":
+        os.chmod(path, 0o666)
+    elif how == "folder-mode":
+        os.chmod(folder, 0o777)
+    else:  # a sticky folder: fine for one's own file, not for another user's
+        os.chmod(folder, 0o1777)
+        os.chown(path, NOBODY, NOBODY)
+    for command in (["study", "plan", path], ["study", "run", path]):
+        out = cli(command, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert len(out.stderr.splitlines()) == 1 and "not trusted" in out.stderr, out.stderr
+        assert ("nobody" in out.stderr) == (how in ("owner", "sticky-other"))
+        assert "mode 0" in out.stderr
+
+
+def test_a_study_file_of_ones_own_in_a_sticky_folder_is_fine(tmp_path):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    os.chmod(folder, 0o1777)
+    out = cli(["study", "plan", write(folder, GOOD)], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_tag_file_others_can_change_is_refused(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files away")
+    tags = tmp_path / "tags"
+    tags.write_text("fs=scratch\n")
+    os.chown(tags, NOBODY, NOBODY)
+    out = cli(["run", str(tmp_path / "d"), "-s", "1M", "--tag-file", str(tags)], cwd=tmp_path)
+    assert out.returncode == 2 and "--tag-file" in out.stderr and "nobody" in out.stderr, \
+        out.stderr
+    assert not (tmp_path / "d").exists()

@@ -4,6 +4,7 @@ with client settings applied per node and restored, resumable (docs/study.md).""
 import collections
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -279,11 +280,11 @@ def test_a_bad_file_is_one_line_per_problem_under_a_launcher_too(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_an_error_in_the_studys_own_steps_ends_the_job_in_seconds(tmp_path):
-    """`results` a regular file: rank 0 fails while it lists what is already done (between
-    points, outside any point's guard). Once rank 1 waited in MPI for good; now the one guard
-    ends the job with one line naming rank, host and phase."""
+    """Rank 0 fails while it locks the study (its lock file a folder), between points,
+    outside any point's guard.  Once rank 1 waited in MPI for good; now the one guard ends the
+    job with one line naming rank, host and phase."""
     path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 1"))
-    (tmp_path / "results").write_text("not a folder\n")
+    (tmp_path / "results" / ".mpiwrite-study-grid.lock").mkdir(parents=True)
     began = time.monotonic()
     out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=60)
     assert time.monotonic() - began < 30
@@ -292,5 +293,228 @@ def test_an_error_in_the_studys_own_steps_ends_the_job_in_seconds(tmp_path):
     assert len(lines) == 1 and "rank 0 on" in lines[0] and " in study: " in lines[0], \
         out.stderr
     assert "Traceback" not in out.stderr
-    assert (tmp_path / "results").read_text() == "not a folder\n"
     assert not glob.glob(str(tmp_path / "data/*"))
+
+
+# -- issue 30: resume by values, records read only in workers, one run at a time ---------
+
+CRAFTED = os.path.join(os.path.dirname(__file__), "fixtures", "crafted")
+ONE_POINT = """
+[study]
+name = "one"
+target = "{data}"
+results = "{results}"
+
+[run]
+size = "1MiB"
+progress_interval = 0
+"""
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fixture", ["segfaults-runlevel.h5", "crashes-whole-read.h5"])
+def test_a_damaged_record_in_the_results_is_named_and_the_study_runs(tmp_path, fixture):
+    """done_in once read every record with libhdf5 in rank 0 of the job: a bit-flipped one
+    killed it (SIGSEGV, or glibc's heap checks after the data was written).  Now a worker
+    reads them: the damaged one is named in a warning and the point runs."""
+    path = study_file(tmp_path, ONE_POINT)
+    (tmp_path / "results").mkdir()
+    bad = tmp_path / "results" / "mpiwrite-damaged.h5"
+    shutil.copy(os.path.join(CRAFTED, fixture), bad)
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=100)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    if fixture.startswith("segfaults"):  # the other's run-level part reads (not this study's)
+        assert f"warning: skipped {bad}: the HDF5 library crashed reading it" in out.stderr
+    bad.unlink()  # not read here either: it would take pytest down
+    assert len(complete(tmp_path / "results")) == 1
+    assert "Traceback" not in out.stderr
+
+
+def test_a_record_libhdf5_never_finishes_is_skipped_when_resuming(tmp_path, monkeypatch):
+    """The records are read in workers that are ended after HANG_SECONDS (60 s; 3 here)."""
+    import synth
+
+    from mpiwrite.formats import isolated
+    from mpiwrite.study import resume
+
+    monkeypatch.setattr(isolated, "HANG_SECONDS", 3.0)
+    r = tmp_path / "r"
+    r.mkdir()
+    synth.make(r / "mpiwrite-good.h5", [800.0], "good0")
+    shutil.copy(os.path.join(CRAFTED, "hangs-libhdf5.h5"), r / "mpiwrite-a-hangs.h5")
+    said = []
+    began = time.monotonic()
+    got = resume.read_records(str(r), said.append)
+    assert time.monotonic() - began < 30
+    assert [g.run_id for g in got] == ["good0"]
+    assert said == [f"skipped {r / 'mpiwrite-a-hangs.h5'}: the HDF5 library did not finish "
+                    "reading it in 3 s; not read (not counted as a run of the study)"]
+
+
+SWAP = """
+[study]
+name = "swap"
+target = "{data}"
+results = "{results}"
+
+[run]
+size = "1MiB"
+progress_interval = 0
+
+[axes]
+"""
+SWAP_AXES = ['block_size = ["64KiB", "1MiB"]', "fsync = [false, true]"]
+
+
+def by_values(folder):
+    return collections.Counter((r.params()["block_size"], r.params()["fsync"])
+                               for r in complete(folder))
+
+
+@pytest.mark.timeout(240)
+def test_resuming_a_file_with_its_axes_swapped_runs_each_point_once(tmp_path):
+    """The fingerprint ignores the axes' order, so the points are the same: a point is known
+    by its values (the `study_key` tag), not by its place in the file."""
+    a = study_file(tmp_path, SWAP + "\n".join(SWAP_AXES) + "\n", "a.toml")
+    out = mpirun(2, ["study", "run", a], cwd=tmp_path, timeout=150)
+    assert out.returncode == 0, out.stderr
+    for rec_path in records_in(tmp_path / "results"):  # two of the four points are lost
+        rec = records.read(rec_path)
+        if rec.params()["block_size"] == 65536:  # points 0 and 1 of a, 0 and 2 of b
+            os.unlink(rec_path)
+    b = study_file(tmp_path, SWAP + "\n".join(reversed(SWAP_AXES)) + "\n", "b.toml")
+    again = mpirun(2, ["study", "run", b], cwd=tmp_path, timeout=150)
+    assert again.returncode == 0, again.stderr
+    assert "2 of 4 runs already complete" in again.stdout
+    assert by_values(tmp_path / "results") == {(65536, False): 1, (65536, True): 1,
+                                               (1 << 20, False): 1, (1 << 20, True): 1}
+    got = cli(["study", "report", b], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    verdicts = got.stdout.split("each axis's levels against its first")[1]
+    lines = [ln.strip() for ln in verdicts.splitlines()[1:] if ln.strip()]
+    assert len(lines) == 4 and not [ln for ln in lines if "+0.0%" in ln or "no complete" in ln]
+
+
+@pytest.mark.timeout(180)
+def test_only_mpiwrites_own_matching_records_count_as_done(tmp_path):
+    """Records with the study's tags forged on them: an lmdd import, and a run record whose
+    parameters are not the point's.  Neither counts: the point runs."""
+    import synth
+
+    from mpiwrite.run.config import RunConfig
+    from mpiwrite.study import execute, resume
+    from mpiwrite.study.plan import load
+
+    path = study_file(tmp_path, ONE_POINT)
+    st = load(path)
+    fp = execute.fingerprint(st)
+    forged = {"study": "one", "study_hash": fp, "study_point": "0", "study_repeat": "0",
+              "study_generation": "1", "study_key": "{}"}
+    results = tmp_path / "results"
+    imp = cli(["import", os.path.join(os.path.dirname(__file__), "fixtures", "import",
+                                      "lmdd-tmpfs.txt"), "--results", str(results)]
+              + [w for k, v in forged.items() for w in ("--tag", f"{k}={v}")], cwd=tmp_path)
+    assert imp.returncode == 0, imp.stderr
+    synth.make(results / "mpiwrite-forged.h5", [900.0], "forged0", tags=forged)
+    assert resume.point_keys(st, [RunConfig(size=1 << 20)]) == ["{}"]  # no axes
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150)
+    assert out.returncode == 0, out.stderr
+    assert "already complete" not in out.stdout and "run 1 of 1" in out.stdout
+
+
+@pytest.mark.timeout(120)
+def test_two_runs_of_one_study_at_once_the_second_refuses(tmp_path):
+    """Both once ran every run, each recorded twice: now the first holds a lock on the study
+    in its results folder for the whole launch, the second says so in one line (exit 2)."""
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    path = study_file(tmp_path, ONE_POINT.replace('size = "1MiB"', 'time = "4s"'))
+    first = subprocess.Popen([MPIEXEC, "-n", "1", MPIWRITE, "study", "run", path], cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=clean_env(), start_new_session=True)
+    try:
+        end = time.monotonic() + 60
+        while not glob.glob(str(tmp_path / "data" / "*")):  # the first is writing
+            assert first.poll() is None and time.monotonic() < end, first.communicate()
+            time.sleep(0.1)
+        second = mpirun(1, ["study", "run", path], cwd=tmp_path, timeout=60)
+        out, err = first.communicate(timeout=60)
+    finally:
+        kill_group(first)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "running already" in lines[0] and "one" in lines[0]
+    assert len(complete(tmp_path / "results")) == 1
+    again = mpirun(1, ["study", "run", path], cwd=tmp_path)  # the lock went with the first
+    assert again.returncode == 0 and "1 of 1 runs already complete" in again.stdout
+
+
+@pytest.mark.timeout(180)
+def test_new_starts_a_generation_and_report_shows_the_newest(tmp_path):
+    """--new once ran beside the old records under the same hash, and report pooled them."""
+    path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 2").replace(
+        '"64KiB", "128KiB", "256KiB", "1MiB"', '"64KiB", "1MiB"').replace(
+        "ranks_per_node = [1, 2]", ""))
+    assert mpirun(2, ["study", "run", path], cwd=tmp_path).returncode == 0
+    out = mpirun(2, ["study", "run", path, "--new"], cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.count("== study grid: run") == 4, out.stderr
+    gens = collections.Counter(r.tags()["study_generation"] for r in complete(tmp_path / "results"))
+    assert gens == {"1": 4, "2": 4}
+    again = mpirun(2, ["study", "run", path], cwd=tmp_path)  # resumes the newest
+    assert again.returncode == 0 and "4 of 4 runs already complete" in again.stdout
+    rep = cli(["study", "report", path], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert "generation 2 of 1, 2" in rep.stdout
+    rows = [ln.split() for ln in rep.stdout.splitlines() if ln.split()[:1] in (["64KiB"],
+                                                                                ["1MiB"])]
+    assert len(rows) == 2 and all(r[1] == "2" for r in rows), rep.stdout  # 2 runs a point
+    old = cli(["study", "report", path, "--generation", "1"], cwd=tmp_path)
+    assert old.returncode == 0 and "generation 1 of 1, 2" in old.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_target_like_keep_is_a_folder_and_nothing_is_kept(tmp_path):
+    """target = "--keep" once ran into ./mpiwrite-data and kept the data."""
+    path = study_file(tmp_path, ONE_POINT.replace('target = "{data}"', 'target = "--keep"'))
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert not (tmp_path / "mpiwrite-data").exists()
+    assert not glob.glob(str(tmp_path / "--keep" / "*"))  # nothing left (nor the folder)
+    recs = complete(tmp_path / "results")
+    assert len(recs) == 1 and recs[0].params()["target"].endswith("--keep")
+    assert recs[0].params()["keep"] is False
+    assert out.stdout.count("Usage") == 0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_results_that_is_not_a_folder_is_exit_2(tmp_path, kind):
+    path = study_file(tmp_path, ONE_POINT)
+    where = tmp_path / "notafolder"
+    where.write_text("x\n") if kind == "file" else os.mkfifo(where)
+    for out in (cli(["study", "run", path, "--results", str(where)], cwd=tmp_path),
+                mpirun(2, ["study", "run", path, "--results", str(where)], cwd=tmp_path)):
+        assert out.returncode == 2, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "--results: not a folder" in lines[0], out.stderr
+
+
+@pytest.mark.timeout(180)
+def test_study_report_by_any_run_key_skip_bad_and_no_nan(tmp_path):
+    """An axis fsync_every (no run key of that name: report folds it into `fsync`) once
+    broke the table; a damaged record had no --skip-bad; n = 1 printed nan."""
+    path = study_file(tmp_path, ONE_POINT + '\n[axes]\nfsync_every = [1, 4]\n')
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "results" / "mpiwrite-truncated.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"0" * 9)
+    got = cli(["study", "report", path], cwd=tmp_path)
+    assert got.returncode == 1 and "mpiwrite-truncated.h5" in got.stderr, got.stderr
+    got = cli(["study", "report", path, "--skip-bad"], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    assert "fsync_every" in got.stdout.splitlines()[0]
+    verdict = [ln.strip() for ln in got.stdout.splitlines() if ln.strip().startswith(
+        "fsync_every 4 vs 1")]
+    assert len(verdict) == 1 and verdict[0].endswith("(n 1 vs 1): cannot tell (each side "
+                                                     "needs 2 samples)"), got.stdout
+    assert "nan" not in got.stdout

@@ -7,6 +7,7 @@ the order they will run with their key values, how many, and an estimated durati
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Any, Dict, List, Optional, Tuple
@@ -47,7 +48,7 @@ def _argv(key: str, value: Any, opts: Dict[str, click.Option]) -> List[str]:
         return [p.secondary_opts[0]] if p.secondary_opts else []
     if isinstance(value, bool):
         raise ValueError("must be a value, not true or false")
-    return [flag, str(value)]
+    return [f"{flag}={value}"]  # one word: a value like `--help` is never read as an option
 
 
 def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[Any]]:
@@ -62,10 +63,12 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
         return study.lines.get((table, key), study.lines.get((table, ""), 0))
 
     def parse(words: List[str]):
-        ctx = runcmd.run.make_context("run", [study.target] + words)
+        # the target after `--`: never read as an option (`--help`, `--keep`, `-i`)
+        ctx = runcmd.run.make_context("run", words + ["--", study.target])
         params = dict(ctx.params, results=study.results, json_path=None, no_record=False)
         return runcmd.config_from(params)
 
+    seen: Dict[Tuple[str, str], Any] = {}  # (axis, its value as `run` reads it) -> value
     for table, items in (("run", study.fixed.items()),
                          ("axes", [(k, v) for k, vs in study.axes.items() for v in vs])):
         for key, value in items:
@@ -76,11 +79,19 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
                                         "not an option of `mpiwrite run`"))
                 continue
             try:
-                parse(_argv(key, value, opts))
+                cfg = parse(_argv(key, value, opts))
             except (ValueError, click.ClickException, ConfigError) as exc:
                 text = exc.format_message() if isinstance(exc, click.ClickException) else exc
                 problems.append(Problem(line(table, key), f"[{table}] {key} = {value!r}",
                                         str(text)))
+                continue
+            if table == "axes":  # `1M`, `1MiB` and 1048576 are one value to `run`
+                same = (key, dataclasses.replace(cfg, tags={}).to_json())
+                if same in seen:
+                    problems.append(Problem(line(table, key), f"[axes] {key}",
+                                            f"{_value(value)!r} is {_value(seen[same])!r} "
+                                            "again, as `run` reads it (given twice)"))
+                seen.setdefault(same, value)
     if problems or values_only:
         return _unique(problems), []
     configs = []
@@ -265,6 +276,8 @@ def run_study(file, results, new):
         if results is not None:
             if not results.strip():
                 raise StudyError(file, [Problem(0, "--results", "must be a folder")])
+            if os.path.lexists(results) and not os.path.isdir(results):
+                raise StudyError(file, [Problem(0, "--results", f"not a folder ({results!r})")])
             st = st._replace(results=results)
         problems, configs = check(st)
     except StudyError as exc:
@@ -295,30 +308,39 @@ def _report_options(f):
 @click.option("--plot-dir", default=None, help="Also draw the rate against each `nodes` or "
               "`ranks_per_node` axis, a line per value of the other axes, into this folder "
               "(needs matplotlib).")
-def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir):
+@click.option("--generation", type=click.IntRange(0), default=None,
+              help="Report this generation of the study (each `study run --new` starts "
+                   "one; default: the newest).")
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir, generation,
+                 skip_bad):
     """One table over the study's axes, and each axis's levels against its first."""
     from mpiwrite.answers.results import Store
-    from mpiwrite.answers.study_report import study_report
+    from mpiwrite.answers.study_report import StudyRuns, study_report
     from mpiwrite.cli.options import sampling_from
+    from mpiwrite.study import resume
     from mpiwrite.study.execute import fingerprint
 
     try:
         st = load(file)
     except StudyError as exc:
         fail(file, exc.problems)
+    problems, configs = check(st)
+    if problems:
+        fail(file, problems)
     folder = results if results is not None else st.results
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
     sampling = sampling_from(metric, unit, warmup, confidence)
-    click.echo(study_report(store, st.name, fingerprint(st), st.axes, st.points(), sampling,
-                            fmt))
+    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
+    click.echo(study_report(runs, st.axes, st.points(), resume.point_keys(st, configs),
+                            sampling, fmt))
     if plot_dir is not None:
         from mpiwrite import files
         from mpiwrite.answers import plot as plots
-        from mpiwrite.answers.study_report import StudyRuns
 
-        runs = StudyRuns(store, st.name, fingerprint(st))
         for axis in ("nodes", "ranks_per_node"):
             if len(st.axes.get(axis, ())) < 2:
                 continue
@@ -326,4 +348,4 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir)
             files.check_output("--plot-dir", out)
             plots.scaling(runs, out, [a for a in st.axes if a != axis], axis, sampling)
             click.echo(printable(out))
-    return 1 if store.bad else 0
+    return 1 if store.bad and not skip_bad else 0

@@ -142,13 +142,18 @@ def _tag_file_lines(tag_file: str):
     """(line number, text) of a --tag-file's KEY=VALUE lines.  A regular file only, not
     followed if it is a symlink (someone else's link to a root-only file would turn its
     lines into tags of a world-readable record), never blocking (a FIFO), at most 1 MiB."""
+    from mpiwrite import files
     from mpiwrite.files import read_regular
 
     try:
         data = read_regular(tag_file, TAG_FILE_LIMIT, follow=False)
+        untrusted = files.untrusted(tag_file, os.stat(tag_file, follow_symlinks=False))
     except OSError as exc:
         raise _fail("--tag-file", f"cannot read {tag_file!r}: "
                     f"{why(exc)}") from None
+    if untrusted:  # as a study file: what another user can change is not this user's input
+        raise _fail("--tag-file", f"{tag_file!r}: {untrusted}; use a file only you or root "
+                                  "can change")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -22,11 +22,11 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import Signals
+from mpiwrite.study import resume
 from mpiwrite.study.plan import Setting, Study
 from mpiwrite.text import printable
 
@@ -44,51 +44,19 @@ def fingerprint(st: Study) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def point_tags(st: Study, index: int, point: Dict[str, Any]) -> Dict[str, str]:
-    """The keys a point's record carries (its repetition is added per run), checked by
-    `run`'s tag rules (ConfigError): the study, the point, and every axis by its name, as a
+def point_tags(st: Study, index: int, point: Dict[str, Any], key: str) -> Dict[str, str]:
+    """The keys a point's record carries (its repetition and generation are added per run),
+    checked by `run`'s tag rules (ConfigError): the study, the point (its key: its values,
+    study/resume.py; its place in the file, for people), and every axis by its name, as a
     tag where the record has no built-in key of that name (`block_size` and `nodes` are)."""
-    words = [f"study={st.name}", f"study_point={index}", f"study_hash={fingerprint(st)}"]
+    words = [f"study={st.name}", f"study_point={index}", f"study_hash={fingerprint(st)}",
+             f"{resume.KEY_TAG}={key}"]
     words += [f"{k}={_word(v)}" for k, v in point.items() if k not in RUN_KEYS]
     return parse_tags(words)
 
 
 def _word(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
-
-
-def done_in(results: str, st: Study, new: bool) -> Tuple[set, List[str]]:
-    """(point, repetition) pairs complete in `results` for this study, and the fingerprints of
-    other files recorded under the same study name (a changed file) when none is this one's."""
-    from mpiwrite.formats import names, records
-
-    done, others, mine = set(), set(), False
-    try:
-        listing = sorted(os.listdir(results))
-    except FileNotFoundError:
-        return done, []
-    for name in listing:
-        if not names.looks_like_record(name):
-            continue
-        try:
-            rec = records.read(os.path.join(results, name))
-            tags = rec.tags()
-        except Exception:  # a damaged record is not this study's to judge; report reads it
-            continue
-        if tags.get("study") != st.name:
-            continue
-        if tags.get("study_hash") != fingerprint(st):
-            others.add(str(tags.get("study_hash")))
-            continue
-        mine = True
-        if rec.status == RunStatus.COMPLETE and not new:
-            try:
-                done.add((int(tags["study_point"]), int(tags["study_repeat"])))
-            except (KeyError, ValueError):
-                continue
-    # once this file has a record there (after --new), it resumes: the older ones stay
-    # apart under their own study_hash
-    return done, [] if mine else sorted(others)
 
 
 class Settings:
@@ -207,8 +175,10 @@ def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: 
     world = guard.start()
     if isinstance(world, int):
         return world
+    ex = None
     try:
-        return Execution(world, st, configs, argv, new, screen).execute(problem)
+        ex = Execution(world, st, configs, argv, new, screen)
+        return ex.execute(problem)
     except AgreedError as exc:
         if world.rank == 0:  # a file's problems: one line each
             for line in str(exc).split("\n"):
@@ -218,6 +188,9 @@ def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: 
         # the one guard, as guard.run_one's around each point: the job ends in seconds
         guard.end_job(guard.Unmade(world, phase="study"), exc)
         return 1
+    finally:
+        if ex is not None and ex.lock_fd >= 0:
+            os.close(ex.lock_fd)  # the next `study run` of it may start
 
 
 class Execution:
@@ -225,6 +198,9 @@ class Execution:
                  argv: List[str], new: bool, screen: Optional[dict]):
         self.world, self.st, self.configs, self.argv = world, st, list(configs), argv
         self.new, self.screen = new, screen
+        self.keys: List[str] = []
+        self.generation = 1
+        self.lock_fd = -1  # rank 0: held for the whole study (study/resume.py)
         self.settings = Settings(st.settings if st else [], world.is_leader)
 
     def _check(self, problem: str) -> Tuple[List[Tuple[int, int]], List[Dict[str, str]]]:
@@ -234,7 +210,9 @@ class Execution:
         tags: List[Dict[str, str]] = []
         if not problem:
             try:
-                tags = [point_tags(st, i, p) for i, p in enumerate(st.points())]
+                self.keys = resume.point_keys(st, self.configs)
+                tags = [point_tags(st, i, p, k)
+                        for i, (p, k) in enumerate(zip(st.points(), self.keys))]
             except ConfigError as exc:
                 problem = str(exc)
         raise_agreed(world.agree(problem), world.size)
@@ -248,22 +226,35 @@ class Execution:
                 if world.rank == 0 else ""), world.size)
         plan = ""
         if world.rank == 0:
-            done, others = done_in(st.results, st, self.new)
-            if others and not self.new:
-                plan = "!" + (f"results {st.results} hold study {st.name!r} from a different "
-                              f"file ({', '.join(others)}; this one is {fingerprint(st)}): "
-                              "give the study a new name, or --new to start it again")
-            else:
-                todo = [run for run in st.runs() if run not in done]
-                plan = json.dumps({"todo": todo, "skipped": len(st.runs()) - len(todo)})
+            plan = self._plan()
         plan = world.bcast_text(plan if world.rank == 0 else None)
         if plan.startswith("!"):
             raise AgreedError(plan[1:])
         got = json.loads(plan)
+        self.generation = int(got["generation"])
         if got["skipped"]:
             _say(world, f"study {st.name}: {got['skipped']} of {len(st.runs())} runs already "
                         f"complete in {st.results}; running the {len(got['todo'])} left")
         return [tuple(r) for r in got["todo"]], tags
+
+    def _plan(self) -> str:
+        """Rank 0: the study locked for this launch, and the runs left to do as JSON (or
+        "!" and the reason there are none to do)."""
+        st = self.st
+        try:
+            self.lock_fd = resume.lock(st.results, st)
+        except AgreedError as exc:
+            return "!" + str(exc)
+        wants = [resume.expected(st, p, c) for p, c in zip(st.points(), self.configs)]
+        done = resume.done_in(st.results, st, fingerprint(st), self.keys, wants, self.new)
+        if done.others:
+            return "!" + (f"results {st.results} hold study {st.name!r} from a different "
+                          f"file ({', '.join(done.others)}; this one is {fingerprint(st)}): "
+                          "give the study a new name, or --new to start it again")
+        runs = st.runs()
+        todo = [run for run in runs if run not in done.runs]
+        return json.dumps({"todo": todo, "skipped": len(runs) - len(todo),
+                           "generation": done.generation})
 
     def execute(self, problem: str) -> int:
         world, st = self.world, self.st
@@ -334,7 +325,9 @@ class Execution:
             team = Team(world.MPI, world.signals, world=sub, host=world.host)
             team.start_problem = ""
             cfg = self.configs[index]
-            cfg = dataclasses.replace(cfg, tags=dict(cfg.tags, **tags, study_repeat=str(repeat)))
+            cfg = dataclasses.replace(cfg, tags=dict(
+                cfg.tags, **tags, study_repeat=str(repeat),
+                **{resume.GENERATION_TAG: str(self.generation)}))
             try:
                 code = guard.run_one(team, cfg, self.argv, "", self.screen, notes)
             finally:

@@ -15,8 +15,10 @@ will run; what each option's value means is checked by the command line (cli/stu
 from __future__ import annotations
 
 import itertools
+import os
 import random
 import re
+import shlex
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -34,6 +36,8 @@ ALLOCATION_AXES = ("nodes", "ranks_per_node")  # not `run` options: parts of the
 NOT_IN_RUN = {"target", "results", "no_record", "json", "tag", "tag_file"}
 MAX_POINTS = 100_000
 MAX_REPEAT = 10_000
+MAX_RUNS = 100_000  # points x repeat: counted before any list of them is built
+MAX_VALUE = 1024  # characters of a setting's value (it is recorded as a tag)
 
 
 class Problem(NamedTuple):
@@ -121,10 +125,15 @@ def load(path: str) -> Study:
     try:
         fd = files.open_regular(path)
         with open(fd, "rb", closefd=True) as fh:
+            untrusted = files.untrusted(path, os.fstat(fd))
             raw = fh.read((1 << 20) + 1)
     except OSError as exc:
         raise StudyError(path, [Problem(0, "", f"cannot read it: {why(exc)}")]) \
             from None
+    if untrusted:  # its set and get commands run as this user on every node
+        raise StudyError(path, [Problem(0, "not trusted", f"{untrusted}; a study file is run "
+                                        "like code (its settings' commands): only yours or "
+                                        "root's, in a folder only you or root can change")])
     if len(raw) > 1 << 20:
         raise StudyError(path, [Problem(0, "", "larger than 1 MiB: not a study file")])
     try:
@@ -197,12 +206,14 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     for key, values in axes_doc.items():
         if key in NOT_IN_RUN:
             bad("axes", key, "is set by the study itself, not an axis")
+        elif key.startswith("setting."):
+            bad("axes", key, "names a setting: declare it as a [[setting]] (name, values, set)")
         elif not isinstance(values, list) or not values:
             bad("axes", key, "must be a non-empty list of values")
         elif any(isinstance(v, (list, dict)) for v in values):
             bad("axes", key, "values must be single values")
         elif len(set(map(repr, values))) != len(values):
-            bad("axes", key, "lists a value twice")
+            bad("axes", key, "lists a value twice (given twice)")
         elif key in fixed:
             bad("axes", key, "is also fixed in [run]: one or the other")
         elif key in ALLOCATION_AXES and not all(type(v) is int and v >= 1 for v in values):
@@ -231,7 +242,16 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
             ok = False
         if not isinstance(values, list) or not values or not all(
                 isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
-            bad(table, "values", "must be a non-empty list of strings or numbers")
+            bad(table, "values", "must be a non-empty list of strings or whole numbers")
+            ok = False
+        elif any(not str(v) or len(str(v)) > MAX_VALUE
+                 or any(ord(c) < 32 or ord(c) == 127 for c in str(v)) for v in values):
+            bad(table, "values", f"each must be 1 to {MAX_VALUE} characters, without a "
+                                 "newline or control character (it is recorded as a tag)")
+            ok = False
+        elif len({str(v) for v in values}) != len(values):
+            bad(table, "values", "lists a value twice (given twice: 1 and \"1\" are the "
+                                 "same value to the command)")
             ok = False
         if not isinstance(set_cmd, str) or "{value}" not in set_cmd:
             bad(table, "set", "must be a command with {value} where the value goes")
@@ -240,6 +260,13 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
         if not isinstance(get_cmd, str):
             bad(table, "get", "must be a command that prints the value now in force")
             ok = False
+        for key, cmd in (("set", set_cmd), ("get", get_cmd)):
+            try:
+                if isinstance(cmd, str):
+                    shlex.split(cmd)
+            except ValueError as exc:  # as the command is split when it runs
+                bad(table, key, f"cannot be split into words ({exc})")
+                ok = False
         if ok:
             settings.append(Setting(sname, [str(v) for v in values], set_cmd, get_cmd))
             axes[f"setting.{sname}"] = [str(v) for v in values]
@@ -248,6 +275,9 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
         count *= len(values)
     if count > MAX_POINTS:
         bad("axes", "", f"{count} points: more than {MAX_POINTS}")
+    elif count * repeat > MAX_RUNS:
+        bad("study", "repeat", f"{count} points x {repeat} repetitions = {count * repeat} "
+                               f"runs: more than {MAX_RUNS}")
     found = Study(str(name), str(target or "."), str(results), repeat, str(order), seed,
                   {k: v for k, v in fixed.items() if k not in NOT_IN_RUN | set(ALLOCATION_AXES)
                    and not isinstance(v, (list, dict))}, axes, settings, lines, path)
