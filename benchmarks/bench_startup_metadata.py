@@ -240,7 +240,7 @@ def main() -> int:
                     help="rank count of the one posix run (0: none)")
     ap.add_argument("--size", default="1M", help="bytes per rank of the runs, and their "
                     "block size (1M: the default block; under 256k every rank loads numpy for "
-                    "its latency histograms, run/latency.py)")
+                    "its latency histograms, engines/latency.py)")
     ap.add_argument("--nodes", type=int, default=1,
                     help="pretend the ranks are on this many nodes (MPIWRITE_HOSTNAME), so "
                     "that node leaders other than rank 0 are counted apart")

@@ -194,8 +194,8 @@ def test_allow_fill_writes_anyway_and_a_full_disk_is_then_named(tmp_path):
 
 
 def test_a_quota_is_named_as_a_quota():
+    from mpiwrite.engines.posix import StreamResult
     from mpiwrite.errors import why
-    from mpiwrite.run.writer import StreamResult
 
     assert "quota" in why(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT)))
     res = StreamResult(path="x")

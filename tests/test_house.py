@@ -16,16 +16,18 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "study", "run", "facts", "formats", "answers")
+FOLDERS = ("cli", "study", "run", "engines", "facts", "formats", "answers", "vocab")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"study", "run", "facts", "formats", "answers"},
-    "study": {"run", "facts", "formats"},
-    "run": {"facts", "formats"},
-    "answers": {"facts", "formats"},
-    "formats": {"facts"},
-    "facts": set(),
+    "cli": {"study", "run", "engines", "facts", "formats", "answers", "vocab"},
+    "study": {"run", "engines", "facts", "formats", "vocab"},
+    "run": {"engines", "facts", "formats", "vocab"},
+    "engines": {"formats", "vocab"},
+    "answers": {"facts", "formats", "vocab"},
+    "formats": {"facts", "vocab"},
+    "facts": {"vocab"},
+    "vocab": set(),
     "top": set(),
 }
 
@@ -157,6 +159,29 @@ def test_every_external_command_goes_through_the_bounded_runner():
             if isinstance(node, ast.ImportFrom) and node.module in ("subprocess",) \
                     and any((node.module, a.name) in STARTERS for a in node.names):
                 found.append(f"{name}:{node.lineno} from {node.module} import ...")
+    assert not found, found
+
+
+def test_no_module_outside_the_engines_compares_an_engines_name():
+    """The run asks an engine's capability flags (engines/base.py), never its name: a new
+    engine must not silently skip the free-space check or --drop-cache.  Read from the AST:
+    a comparison with `.engine` or `engine` on one side and an engine's name on the other."""
+    from mpiwrite.engines import base
+
+    found = []
+    for name, path in modules().items():
+        if name.startswith("engines."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left] + list(node.comparators)
+            named = any(isinstance(x, ast.Attribute) and x.attr == "engine"
+                        or isinstance(x, ast.Name) and x.id == "engine" for x in sides)
+            literal = any(isinstance(x, ast.Constant) and x.value in base.ENGINES
+                          for x in sides)
+            if named and literal:
+                found.append(f"{name}:{node.lineno}")
     assert not found, found
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from common import mpirun, only_record
 
-from mpiwrite.run import latency
+from mpiwrite.engines import latency
 
 
 def test_buckets_are_log_scale_with_a_known_grain():
@@ -43,7 +43,7 @@ def test_a_mark_at_the_fold_boundary_belongs_to_the_next_reading():
 def test_the_write_loop_counts_every_call_across_folds(tmp_path):
     """More blocks than the readings list holds (the loop folds mid-stream), an fsync every
     1,000 blocks and a tail: every write() and fsync() call is in the histograms once."""
-    from mpiwrite.run import writer
+    from mpiwrite.engines import posix as writer
 
     bs, nblocks = 512, 2 * latency.CAPACITY + 1037
     plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0,
@@ -57,7 +57,7 @@ def test_the_write_loop_counts_every_call_across_folds(tmp_path):
 
 
 def test_a_stream_stopped_by_its_time_limit_counts_the_calls_it_made(tmp_path):
-    from mpiwrite.run import writer
+    from mpiwrite.engines import posix as writer
 
     plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0, nbytes=None,
                              block_size=512, time_limit=0.1, fsync=False)
@@ -120,7 +120,7 @@ def test_show_prints_latency_cpu_read_and_ior_figures(tmp_path):
 def test_cpu_seconds_are_finer_than_clock_ticks(tmp_path):
     """A stream of a few milliseconds still has CPU seconds above 0 (times() counts 10 ms
     ticks and said 0 for it), and no more than its wall time allows."""
-    from mpiwrite.run import writer
+    from mpiwrite.engines import posix as writer
 
     plan = writer.StreamPlan(path=str(tmp_path / "f"), create=True, offset=0,
                              nbytes=2 * 2**20, block_size=4096, fsync=False)
@@ -135,7 +135,7 @@ def test_a_fold_mid_stream_is_not_a_write_latency(tmp_path, monkeypatch):
     the next write's latency (a slow fold made write_max the fold's, found in review)."""
     import time
 
-    from mpiwrite.run import writer
+    from mpiwrite.engines import posix as writer
 
     fold = latency.Log.fold
 

@@ -17,9 +17,9 @@ from common import (
     only_record,
 )
 
+from mpiwrite.engines.posix import ReadPlan, StreamPlan, read_stream, write_stream
 from mpiwrite.formats import pattern, summary
 from mpiwrite.formats.status import Status
-from mpiwrite.run.writer import ReadPlan, StreamPlan, read_stream, write_stream
 
 QUIET = ["--progress-interval", "0"]
 

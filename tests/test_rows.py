@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from mpiwrite.engines.posix import StreamResult
 from mpiwrite.formats import summary
 from mpiwrite.formats.status import Status
 from mpiwrite.run import rows
-from mpiwrite.run.writer import StreamResult
 
 
 def _res(**kw):

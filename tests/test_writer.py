@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from mpiwrite.engines.posix import StreamPlan, verify_segment, write_stream
 from mpiwrite.formats import pattern
-from mpiwrite.run.writer import StreamPlan, verify_segment, write_stream
 
 
 def _stream(path, **kw):
@@ -69,7 +69,8 @@ def _count_fsyncs(tmp_path, extra):
     """Run a writer in a child under strace and count real fsync system calls."""
     if subprocess.run(["which", "strace"], capture_output=True).returncode:
         pytest.skip("strace not installed")
-    code = ("import sys; from mpiwrite.formats import pattern; from mpiwrite.run.writer import *;"
+    code = ("import sys; from mpiwrite.formats import pattern; "
+            "from mpiwrite.engines.posix import *;"
             f"p=StreamPlan(path=sys.argv[1], create=True, offset=0, nbytes=8*4096, "
             f"block_size=4096{extra});"
             "r=write_stream(p, pattern.make_buffer(4096,1,0,0)); print(r.fsyncs)")

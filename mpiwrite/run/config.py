@@ -14,13 +14,13 @@ import os
 import re
 from typing import Dict, Optional
 
+from mpiwrite.engines import base as engines
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats.pattern import HEADER
-from mpiwrite.run import defaults
-from mpiwrite.run.writer import ENGINES as STREAMS
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
+from mpiwrite.vocab import defaults
 
-ENGINES = tuple(STREAMS)  # posix; null writes nothing (coordination tests)
+ENGINES = engines.names()  # posix; null writes nothing (coordination tests)
 LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
 HEADER_BYTES = HEADER.size  # the per-block pattern header
@@ -85,7 +85,7 @@ class RunConfig:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
 
-DEFAULTS = RunConfig()  # every default (run/defaults.py); the command line reads them here
+DEFAULTS = RunConfig()  # every default (vocab/defaults.py); the command line reads them here
 
 
 # The option that sets each RunConfig field, for messages about settings.
@@ -280,10 +280,11 @@ def build(
     if kwargs.get("read") and kwargs.get("verify_shift"):
         raise _fail("--verify-shift", "with --read, the read phase verifies the file it reads "
                     "(choose it with --read-shift)")
-    if kwargs.get("engine") == "null" and (kwargs.get("verify") or kwargs.get("verify_shift")):
-        raise _fail("--verify", "the null engine writes nothing, so there is nothing to verify")
     if kwargs.get("engine", ENGINES[0]) not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
+    problem = engines.get(kwargs.get("engine", ENGINES[0])).problem(kwargs)
+    if problem:
+        raise _fail(*problem)
     sysroot = kwargs.get("sysroot", "/")
     if sysroot != "/":
         from mpiwrite.facts import sysroot as sysroots

@@ -13,10 +13,12 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
+from mpiwrite.engines import base as engines
+from mpiwrite.engines.base import StreamPlan
+from mpiwrite.engines.posix import open_data_file
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names
 from mpiwrite.run.config import RunConfig
-from mpiwrite.run.writer import StreamPlan, open_data_file
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
 
@@ -54,7 +56,8 @@ def check_space(cfg: RunConfig, node_of, spaces) -> None:
     (the same fsid, size and fragment size: a shared filesystem seen from every client) are
     one filesystem, checked once for all their ranks; every other node is checked for its
     own ranks.  --time runs plan no size and are not checked; --keep keeps every iteration."""
-    if cfg.allow_fill or cfg.size is None or cfg.engine != "posix":
+    if cfg.allow_fill or cfg.size is None \
+            or not engines.get(cfg.engine).has(engines.SPACE_CHECK):
         return
     per_rank = cfg.size * (cfg.iterations if cfg.keep else 1)
     groups: dict = {}

@@ -228,7 +228,7 @@ class Ledger:
 
     def add_latency(self, it: int, write: np.ndarray, fsync: np.ndarray) -> None:
         """Per-node histograms of one iteration (kept for the record, summed for the row)."""
-        from mpiwrite.run import latency
+        from mpiwrite.engines import latency
 
         self._pending_latency[it] = (write.sum(axis=0), fsync.sum(axis=0))
         for node in range(len(write)):
@@ -241,7 +241,7 @@ class Ledger:
     def _latency_figures(self, it: int, row, ranks: np.ndarray) -> None:
         """The iteration's latency percentiles from the summed histograms; maxima exact from
         the ranks' own."""
-        from mpiwrite.run import latency
+        from mpiwrite.engines import latency
 
         hists = self._pending_latency.pop(it, None)
         if hists is None:

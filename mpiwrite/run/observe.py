@@ -96,7 +96,7 @@ class NodeWatch:
 
     def _gather_latency(self, it: int, res, ledger) -> None:
         """One node reduction and one gather of the leaders' sums."""
-        from mpiwrite.run import latency
+        from mpiwrite.engines import latency
 
         lat = res.latency
         mine = array("d", bytes(8 * (2 * latency.NBUCKETS + 2)))

@@ -85,7 +85,7 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(NAN, NAN),
     for k in LATENCY_RANK_FIELDS:
         values[k] = NAN
     if lat is not None:
-        from mpiwrite.run import latency
+        from mpiwrite.engines import latency
 
         w = latency.percentiles(lat.write, lat.write_max if any(lat.write) else NAN)
         values.update(write_latency_p50_seconds=w["p50"], write_latency_p99_seconds=w["p99"],

@@ -19,10 +19,13 @@ import time
 from array import array
 from typing import List, NamedTuple, Optional, Sequence
 
+from mpiwrite.engines import base as engines
+from mpiwrite.engines import latency
+from mpiwrite.engines.base import COLLECTIVE, DROP_CACHE, FILES, ReadPlan, StreamResult
 from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed, why
 from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.run import latency, layout, prepare, rows
+from mpiwrite.run import layout, prepare, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
@@ -34,14 +37,6 @@ from mpiwrite.run.process import (
     seconds_since_exec,
 )
 from mpiwrite.run.progress import Progress
-from mpiwrite.run.writer import (
-    ReadPlan,
-    StreamResult,
-    engine,
-    open_data_file,
-    read_engine,
-    verify_segment,
-)
 from mpiwrite.text import clean, printable
 
 
@@ -244,6 +239,18 @@ class Run:
             window=tuple(t - self.origin for t in window), read_samples=read_samples)
         return RunStatus(team.bcast_text(status.value))
 
+    @property
+    def engine(self) -> engines.Engine:
+        """The run's I/O engine (engines/): asked for its flags, never compared by name."""
+        return engines.get(self.cfg.engine)
+
+    def _stream(self, stream, plan, buf, poll):
+        """An engine's write or read stream; a collective engine (MPI-IO) also gets the
+        team, whose communicator it opens its file on."""
+        if self.engine.has(COLLECTIVE):
+            return stream(plan, buf, poll, team=self.team)
+        return stream(plan, buf, poll)
+
     def _write(self, plan, folder, refused: str, shared_failed: bool, poll) -> StreamResult:
         """This rank's write stream (a refused folder or a failed shared create: no write)."""
         if refused:
@@ -252,14 +259,14 @@ class Run:
             return res
         if shared_failed:
             return StreamResult(path=plan.path, stopped_by="abort")
-        res = engine(self.cfg.engine)(plan, self.buf, poll)
+        res = self._stream(self.engine.write, plan, self.buf, poll)
         if (res.error_phase == "open" and res.error_errno == errno.ENOENT and plan.create
                 and folder is not None):
             # a concurrent run sharing TARGET removed it (empty) just now: make it again
             folder, problem = self.files.folder_for(plan.path)
             if folder is not None:
-                res = engine(self.cfg.engine)(dataclasses.replace(plan, dir_fd=folder.fd),
-                                              self.buf, poll)
+                res = self._stream(self.engine.write,
+                                   dataclasses.replace(plan, dir_fd=folder.fd), self.buf, poll)
         if res.created:
             self.files.add_created(plan.path, folder)
         return res
@@ -321,8 +328,8 @@ class Run:
         after an optional drop of its own written pages."""
         cfg = self.cfg
         self.phase = f"iteration {it}: prepare read"
-        if cfg.drop_cache and cfg.engine == "posix":
-            from mpiwrite.run.writer import drop_cache
+        if cfg.drop_cache and self.engine.has(DROP_CACHE):
+            from mpiwrite.engines.posix import drop_cache
 
             why = drop_cache(plan.path, plan.offset, res.bytes, plan.dir_fd) if res.bytes \
                 else ""
@@ -335,7 +342,7 @@ class Run:
                          else None, dir_fd=seg.dir_fd, expect_ino=seg.ino, refuse=seg.refused,
                          expect=self.expect if seg.source == self.source else None)
         read, failed, signalled, _ = self._timed_phase(
-            it, "read", lambda poll: read_engine(cfg.engine)(rplan, self.rbuf, poll),
+            it, "read", lambda poll: self._stream(self.engine.read, rplan, self.rbuf, poll),
             rplan.path)
         return read, seg.source, failed, signalled
 
@@ -352,9 +359,9 @@ class Run:
                        ino, folder.fd if folder is not None else None, refused)
 
     def _folder(self, path: str, make: bool = True):
-        """(open folder of a data file, '') or (None, why it is refused); (None, '') for the
-        null engine, which touches no file."""
-        if self.cfg.engine == "null":
+        """(open folder of a data file, '') or (None, why it is refused); (None, '') for an
+        engine that touches no file (the null engine)."""
+        if not self.engine.has(FILES):
             return None, ""
         return self.files.folder_for(path, make)
 
@@ -375,15 +382,14 @@ class Run:
         """Rank 0: the shared file made (O_EXCL); 'device:inode\n' or '\nwhy not'."""
         if refused:
             return f"\n{refused}"
+        if not self.engine.has(FILES):
+            return "0:0\n"  # no file: nothing to make, nothing to find again
         try:
-            fd = open_data_file(plan.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                | os.O_NOFOLLOW | os.O_CLOEXEC, plan.dir_fd)
-            self.files.add_created(plan.path, folder)
-            st = os.fstat(fd)
-            os.close(fd)
-            return f"{st.st_dev}:{st.st_ino}\n"
+            dev, ino = self.engine.create_shared(plan.path, plan.dir_fd)
         except OSError as exc:
             return f"\n{why(exc)}"
+        self.files.add_created(plan.path, folder)
+        return f"{dev}:{ino}\n"
 
     def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
@@ -400,7 +406,7 @@ class Run:
         """Read back (own data, or the rank --verify-shift away) after a barrier."""
         seg = self._segment(it, res, self.cfg.verify_shift)
         self.team.barrier()
-        return verify_segment(seg.path, seg.offset, seg.nbytes, self.cfg.block_size, self.key,
+        return self.engine.verify(seg.path, seg.offset, seg.nbytes, self.cfg.block_size, self.key,
                               seg.source, it, dir_fd=seg.dir_fd, expect_ino=seg.ino,
                               refuse=seg.refused,
                               expect=self.expect if seg.source == self.source else None)

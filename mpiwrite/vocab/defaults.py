@@ -1,9 +1,9 @@
 """Every default of a run's settings, written once.
 
-RunConfig (config.py) takes its fields' defaults from here, the command line reads them from
-RunConfig (config.DEFAULTS), and the stream plans (writer.py) default to the same values.
-They are a module of their own because writer.py cannot import config.py (config takes the
-engine names from writer.ENGINES): both import this one, which imports nothing of theirs.
+RunConfig (run/config.py) takes its fields' defaults from here, the command line reads them
+from RunConfig (config.DEFAULTS), and the engines' stream plans (engines/base.py) default to
+the same values.  Part of the shared vocabulary (vocab/: words every layer uses, importing no
+folder), so that the engines need not import run/, which imports them.
 """
 
 from mpiwrite.units import MiB

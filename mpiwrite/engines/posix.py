@@ -1,9 +1,10 @@
-"""One rank's timed, single-stream write: open, write loop, fsync, close; and the read phase's
-stream.  No MPI here.
+"""The POSIX engine: one rank's timed, single-stream write (open, write loop, fsync, close)
+and the read phase's stream, with pwrite/preadv on a file of its own or a segment of a shared
+one.  No MPI here.
 
 The write loop itself (two variants, chosen once per stream) is writeloop.py's; the open, the
-tail block, the final fsync, the error mapping and the close are here, shared by every stream
-(POSIX write and read, and the null engine's).  The writer alone decides when to fsync.
+tail block, the final fsync, the error mapping and the close are here.  The writer alone decides
+when to fsync.
 """
 
 from __future__ import annotations
@@ -11,74 +12,30 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
-import resource
-import time
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from mpiwrite import files
+from mpiwrite.engines import latency, writeloop
+from mpiwrite.engines.base import (
+    DROP_CACHE,
+    FILES,
+    SPACE_CHECK,
+    UNBOUNDED,
+    VERIFY,
+    Engine,
+    Poll,
+    ReadPlan,
+    ReadResult,
+    StreamPlan,
+    StreamResult,
+    cpu_seconds,
+    end_stream,
+    ends_with_fsync,
+    stream_failed,
+)
+from mpiwrite.engines.writeloop import POLL_SECONDS, clock
 from mpiwrite.errors import why
 from mpiwrite.formats import pattern
-from mpiwrite.run import defaults, latency, writeloop
-from mpiwrite.run.writeloop import POLL_SECONDS, clock
-
-UNBOUNDED = 2**62
-
-
-@dataclasses.dataclass
-class StreamResult:
-    """What one rank did in one iteration (times on this rank's monotonic clock)."""
-
-    path: str
-    t_open_start: float = float("nan")
-    t_write_start: float = float("nan")
-    t_write_end: float = float("nan")
-    t_fsync_end: float = float("nan")
-    t_close_end: float = float("nan")
-    bytes: int = 0
-    blocks: int = 0
-    fsyncs: int = 0
-    created: bool = False
-    ino: int = 0  # inode of the file written (0: none): a reader checks it is the same file
-    stopped_by: str = ""  # "", "time", "abort"
-    error_phase: str = ""
-    error_errno: int = 0
-    error_text: str = ""
-    samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
-    cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
-    cpu_system: float = float("nan")
-    latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.error_phase)
-
-    def fail(self, phase: str, exc: OSError, hint: str = "") -> None:
-        self.error_phase = phase
-        self.error_errno = exc.errno or 0
-        text = exc.strerror or str(exc)
-        if exc.errno == errno.EDQUOT and not hint:
-            hint = "a quota: the user's or group's limit on this filesystem is reached"
-        self.error_text = f"{text}{' (' + hint + ')' if hint else ''}"
-
-
-@dataclasses.dataclass(frozen=True)
-class StreamPlan:
-    path: str
-    create: bool  # O_CREAT|O_EXCL: this rank creates the file (never truncates anything)
-    offset: int  # where this rank's segment starts in the file
-    nbytes: Optional[int]  # None: until the time limit
-    block_size: int
-    time_limit: Optional[float] = None
-    fsync: bool = defaults.FSYNC
-    fsync_every: int = defaults.FSYNC_EVERY
-    direct: bool = defaults.DIRECT
-    sample_interval: float = defaults.SAMPLE_INTERVAL
-    expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
-    latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
-    dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
-
-
-Poll = writeloop.Poll
 
 
 def _open_flags(plan: StreamPlan) -> int:
@@ -147,7 +104,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     fd = _open_for_write(plan, res)
     if fd < 0:
         return res
-    cpu0 = _cpu() if plan.latency else None
+    cpu0 = cpu_seconds() if plan.latency else None
     t0 = res.t_write_start = clock()
     loop = writeloop.plain
     if plan.latency:
@@ -160,7 +117,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
         done, exc = loop(writeloop.Pace(plan, res, fd, t0, poll), plan, buf, fd, nfull)
         _finish_write(plan, buf, fd, res, done, tail, exc)
     finally:
-        _end(res, fd, cpu0)
+        end_stream(res, fd, cpu0)
     return res
 
 
@@ -183,11 +140,11 @@ def _finish_write(plan: StreamPlan, buf, fd: int, res: StreamResult, done: int, 
     if exc is not None:
         hint = "--direct needs aligned sizes on this filesystem" if (
             plan.direct and exc.errno == errno.EINVAL) else ""
-        _failed(res, "write", exc, done * bs, hint)
+        stream_failed(res, "write", exc, done * bs, hint)
         return
     res.t_write_end = clock()
     every = plan.fsync_every
-    need_fsync = _ends_with_fsync(plan, res) and (not every or done % every != 0 or tail)
+    need_fsync = ends_with_fsync(plan, res) and (not every or done % every != 0 or tail)
     if need_fsync:
         try:
             os.fsync(fd)
@@ -198,97 +155,6 @@ def _finish_write(plan: StreamPlan, buf, fd: int, res: StreamResult, done: int, 
     res.t_fsync_end = clock()
     if res.latency is not None and need_fsync:
         res.latency.add_fsync(res.t_fsync_end - res.t_write_end)
-
-
-def _ends_with_fsync(plan: StreamPlan, res: StreamResult) -> bool:
-    """A stream ends with an fsync (--fsync) unless an abort stopped it."""
-    return plan.fsync and res.stopped_by != "abort"
-
-
-def _failed(res: StreamResult, phase: str, exc: OSError, nbytes: int, hint: str = "") -> None:
-    """An I/O error stopped the stream's data phase after `nbytes`: the result says so."""
-    res.bytes = max(res.bytes, nbytes)
-    res.t_write_end = clock()
-    res.fail(phase, exc, hint)
-
-
-def _cpu() -> Tuple[float, float]:
-    """This process's user and system CPU seconds.  getrusage, not times(): times() counts
-    10 ms clock ticks, too coarse for a short iteration; getrusage's sum is the scheduler's
-    nanosecond runtime (the user/system split is apportioned from ticks)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime, r.ru_stime
-
-
-def _end(res: StreamResult, fd: int = -1, cpu0=None) -> None:
-    """A stream's end, the same for every engine: the file closed (the close phase's end),
-    the CPU spent, the last sample.  Without a file (the null engine) the write, fsync and
-    close phases end at one reading."""
-    if fd >= 0:
-        try:
-            os.close(fd)
-        except OSError as exc:
-            if not res.failed:
-                res.fail("close", exc)
-        res.t_close_end = clock()
-    else:
-        res.t_write_end = res.t_fsync_end = res.t_close_end = clock()
-    if cpu0 is not None:
-        cpu1 = _cpu()
-        res.cpu_user, res.cpu_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
-    res.samples.append((res.t_close_end, res.bytes))
-
-
-def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
-    """The null engine (IOR's DUMMY): the same plan, time limit, samples and polls as the
-    POSIX stream, but no file and no I/O, so tests of the coordination need no storage."""
-    res = StreamResult(path=plan.path)
-    res.t_open_start = res.t_write_start = t0 = clock()
-    bs = plan.block_size
-    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
-    deadline = t0 + plan.time_limit if plan.time_limit else float("inf")
-    done = 0
-    while done < total:
-        now = clock()
-        if now >= deadline:
-            res.stopped_by = "time"
-            break
-        if poll is not None and poll(now, done):
-            res.stopped_by = "abort"
-            break
-        done = min(total, done + 64 * bs)  # a burst of blocks between polls
-        if plan.nbytes is None:
-            time.sleep(0.01)
-    res.bytes = done
-    res.blocks = -(-done // bs)
-    res.fsyncs = 1 if _ends_with_fsync(plan, res) else 0
-    _end(res)
-    return res
-
-
-@dataclasses.dataclass(frozen=True)
-class ReadPlan:
-    """What one rank reads back in the read phase: another rank's segment."""
-
-    path: str
-    offset: int
-    nbytes: int  # what the writer of that segment wrote
-    block_size: int
-    sample_interval: float = defaults.SAMPLE_INTERVAL
-    direct: bool = defaults.DIRECT
-    check: Optional[Tuple[int, int, int]] = None  # (key, writer rank, iteration): verify
-    expect: Optional[bytes] = None  # the check's body (from the node leader); None: made here
-    dir_fd: Optional[int] = None  # the open folder of `path`
-    expect_ino: int = 0  # the inode the writer wrote (0: not known)
-    refuse: str = ""  # why this file must not be opened (its folder was replaced): a failure
-
-
-@dataclasses.dataclass
-class ReadResult(StreamResult):
-    """A read stream: StreamResult's times (write_* meaning read_*) and the check's findings."""
-
-    mismatches: int = 0
-    first: Optional[pattern.Mismatch] = None
 
 
 def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
@@ -309,7 +175,7 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     except OSError as exc:
         res.fail("open", exc)
         return res
-    cpu0 = _cpu()
+    cpu0 = cpu_seconds()
     t0 = res.t_write_start = clock()
     next_event = t0 + POLL_SECONDS
     next_sample = t0 + plan.sample_interval
@@ -341,32 +207,10 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
         res.bytes = done
         res.t_write_end = res.t_fsync_end = clock()
     except OSError as exc:
-        _failed(res, "read", exc, done)
+        stream_failed(res, "read", exc, done)
     finally:
-        _end(res, fd, cpu0)
+        end_stream(res, fd, cpu0)
     return res
-
-
-def null_read(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
-    """The null engine's read: the plan's bytes, no I/O."""
-    res = ReadResult(path=plan.path)
-    res.t_open_start = res.t_write_start = clock()
-    res.bytes, res.blocks = plan.nbytes, -(-plan.nbytes // plan.block_size)
-    _end(res)
-    return res
-
-
-ENGINES = {"posix": write_stream, "null": null_stream}
-READ_ENGINES = {"posix": read_stream, "null": null_read}
-
-
-def engine(name: str):
-    """The stream function for an I/O engine name (see ENGINES)."""
-    return ENGINES[name]
-
-
-def read_engine(name: str):
-    return READ_ENGINES[name]
 
 
 def open_written(path: str, dir_fd: Optional[int], expect_ino: int = 0, check=None,
@@ -442,3 +286,21 @@ def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: in
         res.error_text = f"{exc.strerror or exc}"
     res.seconds = clock() - t0
     return res
+
+
+def create_shared(path: str, dir_fd: Optional[int]):
+    """Rank 0 makes the shared file (O_EXCL, never a planted link): its (device, inode), which
+    every rank's open must find again."""
+    fd = open_data_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                        | os.O_CLOEXEC, dir_fd)
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st.st_dev, st.st_ino
+
+
+ENGINE = Engine("posix", write_stream, read_stream,
+                frozenset({FILES, VERIFY, DROP_CACHE, SPACE_CHECK}),
+                "write()/pwrite() and fsync() on a file per rank or a shared file",
+                create_shared=create_shared, verify=verify_segment)

@@ -19,8 +19,8 @@ import os
 import time
 from typing import Callable, Optional, Tuple
 
+from mpiwrite.engines import latency
 from mpiwrite.formats import pattern
-from mpiwrite.run import latency
 
 POLL_SECONDS = 0.1  # how often the loop looks up from writing
 
