@@ -33,6 +33,8 @@ MPIWRITE = tool("mpiwrite")
 # the index of records read (answers/index.py) of every command a test runs: never the
 # user's own cache folder
 TEST_CACHE = tempfile.mkdtemp(prefix="mpiwrite-test-cache-")
+# the settings journals of the tests' studies (study/journal.py), never the user's own
+TEST_STATE = tempfile.mkdtemp(prefix="mpiwrite-test-state-")
 
 
 def clean_env(extra=None):
@@ -41,6 +43,7 @@ def clean_env(extra=None):
         if k.startswith(("PMI_", "PMIX_", "OMPI_", "SLURM_", "MPIWRITE_")):
             del env[k]
     env["MPIWRITE_CACHE"] = TEST_CACHE
+    env["MPIWRITE_STATE"] = TEST_STATE
     env.update(extra or {})
     return env
 

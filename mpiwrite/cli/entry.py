@@ -69,6 +69,27 @@ def _closed_streams() -> list:
     return closed
 
 
+def _journal_warning(args) -> None:
+    """A study left client settings changed on this node (study/journal.py): say so at
+    every command's start.  One lstat where there is no journal folder (rank 0's start-up)."""
+    state = os.environ.get("MPIWRITE_STATE") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                         "state"), "mpiwrite")
+    if args[:2] == ["study", "restore"] or not os.path.isdir(state):
+        return
+    from mpiwrite.run.process import launcher_rank
+
+    if launcher_rank() != 0:
+        return  # rank 0 says it for the job
+    from mpiwrite.study import journal
+
+    line = journal.warning()
+    if line:
+        from mpiwrite.text import printable
+
+        sys.stderr.write(printable(line) + "\n")
+
+
 def main() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):  # at once: kept until we know which to use
         signal.signal(s, _defer)
@@ -89,6 +110,7 @@ def main() -> None:
 
         if ranks.quick(sys.argv[1:]):  # a rank other than 0: no click (start-up's load)
             ranks.main(sys.argv[1:])
+        _journal_warning(sys.argv[1:])
         from mpiwrite.cli.main import main as cli_main
 
         cli_main()

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
-from mpiwrite.errors import ConfigError
+from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.study.plan import ALLOCATION_AXES, Problem, Study, StudyError, load
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -290,6 +290,41 @@ def run_study(file, results, new):
         fail(file, problems)
     # under a launcher every rank joins the others to say so (one may read another file)
     return execute.main(st, configs, argv, "\n".join(lines), new)
+
+
+@study.command(name="restore")
+@click.argument("file")
+def restore_study(file):
+    """Put back the client settings a study left changed on this node.
+
+    A study writes each node's original values down before it changes them (a journal in
+    MPIWRITE_STATE, or ~/.local/state/mpiwrite) and removes the journal once they are back.
+    When the launcher killed the ranks first (a hang-up, a closed pipe, SIGKILL), the journal
+    stays: this puts back what it holds, on this node; run it once per node
+    (`srun -N K --ntasks-per-node=1 mpiwrite study restore FILE`).  The next `study run` of
+    the study does it too, before it reads anything."""
+    from mpiwrite.facts.host import host_name
+    from mpiwrite.study import journal
+    from mpiwrite.study.execute import Settings
+
+    try:
+        st = load(file)
+    except StudyError as exc:
+        fail(file, exc.problems)
+    try:
+        host = host_name()
+    except ValueError as exc:
+        raise ConfigError(f"MPIWRITE_HOSTNAME: {exc}") from None
+    doc = journal.of_study(host, st.name)
+    if doc is None:
+        click.echo(printable(f"study {st.name}: nothing to put back on {host}"))
+        return 0
+    said, trouble = Settings([], True, (host, st.name, "", file)).recover()
+    if trouble:
+        raise RunError(f"study {st.name} on {host}: {trouble}; the journal is kept "
+                       f"({journal.folder()})")
+    click.echo(printable(f"study {st.name}: {said}"))
+    return 0
 
 
 def _report_options(f):

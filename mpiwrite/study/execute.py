@@ -62,11 +62,54 @@ def _word(v: Any) -> str:
 class Settings:
     """The study's client settings on this node (node leaders only run commands)."""
 
-    def __init__(self, settings: Sequence[Setting], leader: bool):
+    def __init__(self, settings: Sequence[Setting], leader: bool,
+                 owner: Optional[Tuple[str, str, str, str]] = None):
         self.settings = list(settings)
         self.leader = leader
         self.original: Dict[str, str] = {}
         self.now: Dict[str, str] = {}
+        # (host, study name, fingerprint, file): whose journal this node keeps (journal.py)
+        self.owner = owner
+
+    def recover(self) -> Tuple[str, str]:
+        """Before anything is read: what an earlier launch of this study left changed on
+        this node (its journal) put back.  ('' or what was put back, '' or the problem)."""
+        if not (self.leader and self.owner):
+            return "", ""
+        from mpiwrite.study import journal
+
+        doc = journal.of_study(self.owner[0], self.owner[1])
+        if not doc:
+            return "", ""
+        done, problems = [], []
+        for e in doc["settings"]:
+            words = self.command(e["set"], e["original"])
+            code, text = self._run(words)
+            if code:
+                problems.append(f"restoring {e['name']}={e['original']} from the journal: "
+                                f"`{shlex.join(words)}` exit {code}: {text}")
+            else:
+                done.append(f"{e['name']}={e['original']}")
+        if problems:
+            return "", "; ".join(problems)
+        journal.remove(self.owner[0], self.owner[1])
+        return (f"put back what an earlier launch of the study left changed on "
+                f"{self.owner[0]}: {', '.join(done)}"), ""
+
+    def _journal(self) -> str:
+        """The originals written down before the first `set`: '' or why they cannot be
+        (then nothing is changed)."""
+        if not self.owner or not self.original:
+            return ""
+        from mpiwrite.study import journal
+
+        entries = [{"name": s.name, "set": s.set, "original": self.original[s.name]}
+                   for s in self.settings if s.name in self.original]
+        try:
+            journal.write(self.owner[0], self.owner[1], self.owner[2], self.owner[3], entries)
+        except journal.JournalError as exc:
+            return str(exc)
+        return ""
 
     @staticmethod
     def command(template: str, value: str = "") -> List[str]:
@@ -108,7 +151,7 @@ class Settings:
                         f"{len(values)} different values ({', '.join(values)[:OUTPUT_CHARS]}): "
                         "cannot restore one value at the end")
             self.original[s.name] = self.now[s.name] = values[0]
-        return ""
+        return self._journal()
 
     def apply(self, point: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
         """`set` of every setting whose value this point changes: ('' or the problem, what
@@ -145,6 +188,10 @@ class Settings:
                                 f"{code}: {text}")
             else:
                 self.now[s.name] = value
+        if self.leader and self.owner and not problems:
+            from mpiwrite.study import journal
+
+            journal.remove(self.owner[0], self.owner[1])  # everything is back on this node
         return "; ".join(problems)
 
 
@@ -201,7 +248,8 @@ class Execution:
         self.keys: List[str] = []
         self.generation = 1
         self.lock_fd = -1  # rank 0: held for the whole study (study/resume.py)
-        self.settings = Settings(st.settings if st else [], world.is_leader)
+        owner = (world.host, st.name, fingerprint(st), st.path) if st else None
+        self.settings = Settings(st.settings if st else [], world.is_leader, owner)
 
     def _check(self, problem: str) -> Tuple[List[Tuple[int, int]], List[Dict[str, str]]]:
         """Before any point: the input on every rank, the allocation each point needs, the
@@ -259,6 +307,14 @@ class Execution:
     def execute(self, problem: str) -> int:
         world, st = self.world, self.st
         todo, tags = self._check(problem)
+        said, trouble = self.settings.recover()
+        for line in world.allgather_texts(said):
+            if line:
+                _say(world, f"study {st.name}: {line}")
+        failed = world.agree(trouble)
+        if failed:
+            _fail(world, failed, "journal restore")
+            return 1
         failed = world.agree(self.settings.read())
         if failed:
             _fail(world, failed, "get")

@@ -1,0 +1,153 @@
+"""The settings journal (study/journal.py): what a study changed is put back even when the
+launcher killed the ranks before they could.  Real launches, a stand-in lctl on a sysroot."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun
+from test_study_run import checksums_now, setting_study
+
+from mpiwrite.study import journal
+
+pytestmark = pytest.mark.mpi
+
+SLOW_RESTORE = """#!/bin/bash
+# the stand-in lctl, slow to put checksums back on (a real lctl on many OSTs)
+[ "$1" = set_param ] && [ "${2##*=}" = 1 ] && sleep {sleep}
+exec {real} "$@"
+"""
+
+
+def launch(tmp_path, path, root, state):
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    return subprocess.Popen([MPIEXEC, "-n", "2", MPIWRITE, "study", "run", path],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            env=clean_env({"MPIWRITE_SYSROOT": str(root),
+                                           "MPIWRITE_STATE": str(state)}))
+
+
+def wait_for(what, seconds, proc=None):
+    end = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < end, "timed out" + (
+            "" if proc is None or proc.poll() is None else f": {proc.communicate()}")
+        time.sleep(0.05)
+
+
+def killed_mid_point(tmp_path):
+    """A study whose first point set checksums to 0, its launcher and ranks SIGKILLed while
+    the point writes: nothing of the ranks could put the setting back."""
+    path, root = setting_study(tmp_path, '"0"')
+    with open(path) as fh:
+        text = fh.read().replace('size = "1MiB"', 'time = "20s"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    state = tmp_path / "state"
+    proc = launch(tmp_path, path, root, state)
+    try:
+        wait_for(lambda: checksums_now(root) == {"0"}, 60, proc)
+        time.sleep(1.0)  # the point is writing
+    finally:
+        kill_group(proc)  # mpiexec, its proxies and the ranks: the launcher's own SIGKILL
+        proc.communicate(timeout=30)
+    return path, root, state
+
+
+@pytest.mark.timeout(180)
+def test_a_killed_study_leaves_a_journal_that_restore_puts_back(tmp_path):
+    path, root, state = killed_mid_point(tmp_path)
+    assert checksums_now(root) == {"0"}, "the kill left the setting changed (the premise)"
+    env = {"MPIWRITE_SYSROOT": str(root), "MPIWRITE_STATE": str(state)}
+    names = [n for n in os.listdir(state) if n.startswith(journal.PREFIX)]
+    assert len(names) == 1, names
+    # every command on this node says so
+    other = cli(["study", "plan", path], cwd=tmp_path, env=env)
+    warned = [ln for ln in other.stderr.splitlines() if "did not put them back" in ln]
+    assert len(warned) == 1 and "mpiwrite study restore" in warned[0], other.stderr
+    out = cli(["study", "restore", path], cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "checksums=1" in out.stdout and "put back" in out.stdout, out.stdout
+    assert checksums_now(root) == {"1"}
+    assert not [n for n in os.listdir(state) if n.startswith(journal.PREFIX)]
+    again = cli(["study", "restore", path], cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "nothing to put back" in again.stdout
+    assert "did not put them back" not in again.stderr
+
+
+@pytest.mark.timeout(240)
+def test_the_next_study_run_puts_back_what_a_killed_one_left_before_it_reads(tmp_path):
+    path, root, state = killed_mid_point(tmp_path)
+    with open(path) as fh:
+        text = fh.read().replace('time = "20s"', 'size = "1MiB"')
+    with open(path, "w") as fh:
+        fh.write(text)  # a changed file (--new): the journal is the study name's
+    out = mpirun(2, ["study", "run", path, "--new"], cwd=tmp_path, timeout=150,
+                 env={"MPIWRITE_SYSROOT": str(root), "MPIWRITE_STATE": str(state)})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    assert "put back what an earlier launch of the study left changed" in out.stdout
+    assert "checksums=1" in out.stdout
+    assert out.stderr.count("did not put them back") == 1, out.stderr  # rank 0 alone
+    # the original it then read is the true one: restored to 1 at the end, journal gone
+    assert checksums_now(root) == {"1"}
+    assert not [n for n in os.listdir(state) if n.startswith(journal.PREFIX)]
+
+
+@pytest.mark.timeout(180)
+def test_a_slow_restore_is_not_cut_by_the_end_of_the_job(tmp_path):
+    """SIGTERM while the setting is being put back, slowly (8 s): the watchdog's MPI_Abort
+    once killed rank 0 mid-restore and the setting stayed changed.  The restore command runs
+    in a session of its own: it finishes whatever happens to the rank."""
+    path, root = setting_study(tmp_path, '"0"')
+    slow = tmp_path / "slow-lctl"
+    slow.write_text(SLOW_RESTORE.replace("{sleep}", "8").replace("{real}",
+                                                                  str(tmp_path / "lctl")))
+    slow.chmod(0o755)
+    with open(path) as fh:
+        text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
+            'size = "1MiB"', 'time = "20s"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    proc = launch(tmp_path, path, root, tmp_path / "state")
+    try:
+        wait_for(lambda: checksums_now(root) == {"0"}, 60, proc)
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGTERM)  # to mpiexec, which forwards it to the ranks
+        proc.communicate(timeout=60)
+    finally:
+        kill_group(proc)
+    wait_for(lambda: checksums_now(root) == {"1"}, 30)
+
+
+def test_the_journal_folder_is_never_another_users_or_a_link(tmp_path, monkeypatch):
+    monkeypatch.setenv(journal.ENV, str(tmp_path / "state"))
+    entry = [{"name": "x", "set": "true {value}", "original": "1"}]
+    path = journal.write("h", "s", "f", "s.toml", entry)
+    assert journal.of_study("h", "s")["settings"] == entry and os.path.exists(path)
+    assert oct(os.stat(tmp_path / "state").st_mode & 0o777) == "0o700"
+    journal.remove("h", "s")
+    assert journal.of_study("h", "s") is None and journal.warning() == ""
+    os.symlink(tmp_path / "elsewhere", tmp_path / "link")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.setenv(journal.ENV, str(tmp_path / "link"))
+    with pytest.raises(journal.JournalError, match="symbolic link"):
+        journal.write("h", "s", "f", "s.toml", entry)
+    (tmp_path / "open").mkdir(mode=0o777)
+    os.chmod(tmp_path / "open", 0o777)
+    monkeypatch.setenv(journal.ENV, str(tmp_path / "open"))
+    with pytest.raises(journal.JournalError, match="writable by other users"):
+        journal.write("h", "s", "f", "s.toml", entry)
+    if os.geteuid() == 0:
+        (tmp_path / "theirs").mkdir(mode=0o700)
+        os.chown(tmp_path / "theirs", 65534, 65534)
+        monkeypatch.setenv(journal.ENV, str(tmp_path / "theirs"))
+        with pytest.raises(journal.JournalError, match="not yours"):
+            journal.write("h", "s", "f", "s.toml", entry)
+    monkeypatch.setenv(journal.ENV, str(tmp_path / "no" / "such" / "home"))
+    with pytest.raises(journal.JournalError, match="does not exist"):
+        journal.write("h", "s", "f", "s.toml", entry)
+    assert not (tmp_path / "no").exists()
