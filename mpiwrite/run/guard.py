@@ -83,6 +83,10 @@ def end_job(run: Run, exc: BaseException) -> None:
             status = RunStatus.INTERRUPTED if isinstance(exc, Interrupted) else RunStatus.FAILED
             run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
                                       f"{report.get('phase')}: {report.get('message')}")
+        if files is not None:  # the record is final (rank 0): the lock goes
+            files.release_lock()
+            if run.ledger.keeps_record:
+                files.remove_made_target()
     except BaseException:  # the end must come, whatever breaks on the way to it
         pass
     if team.rank != 0:
@@ -224,6 +228,8 @@ def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str 
         run.agree_on_input(problem)
         return run.execute()
     except AgreedError as exc:
+        if run is not None and run.files is not None:
+            run.files.release_lock()
         if team.rank == 0:
             sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
         return exc.exit_code

@@ -290,6 +290,7 @@ class RankFiles:
         self.subdirs: Dict[str, files.Folder] = {}  # run subdirectories used here, by name
         self._retired: List[files.Folder] = []  # replaced by a newer one; files made there
         # are still removed through them
+        self.lock: Optional[Tuple[files.Folder, str, int]] = None  # this node's proof of life
 
     @property
     def target_fd(self) -> Optional[int]:
@@ -368,6 +369,35 @@ class RankFiles:
             self._retired.append(held)
         self.subdirs[sub] = new
         return new, ""
+
+    def take_lock(self, node: int) -> str:
+        """A node leader: its lock file in TARGET (mpiwrite/liveness.py), locked until the run
+        ends or this process dies, whatever kills it; '' or why not (then nothing is left)."""
+        name = names.lock(self.run_id, node)
+        folder, problem = self.folder_for(os.path.join(self.cfg.target, name))
+        if folder is None:
+            return problem
+        from mpiwrite import liveness  # node leaders only (start-up: docs/scaling.md)
+
+        fd, problem = liveness.take(folder.fd, name)
+        if fd >= 0:
+            self.lock = (folder, name, fd)
+        return problem
+
+    def release_lock(self) -> None:
+        """At the run's end (its record final): the lock file removed, its lock dropped."""
+        if self.lock is not None:
+            from mpiwrite import liveness
+
+            (folder, name, fd), self.lock = self.lock, None
+            liveness.release(fd, folder.fd, name)
+
+    def remove_made_target(self) -> None:
+        """Rank 0, once the leaders have dropped their locks: TARGET, if this run made it, it
+        still is the folder opened at the start and it is empty."""
+        t = self.target
+        if self.created_target and not self.cfg.keep and t is not None and t.leads_here():
+            remove_dir_if_empty(self.cfg.target)
 
     def add_created(self, path: str, folder: Optional[files.Folder]) -> None:
         self.created.append(path)

@@ -137,7 +137,7 @@ class Run:
         self.watch.node_fs = (facts or {}).get("fs") or {}
         self.watch.node_client = (facts or {}).get("client") or {}
         raise_agreed(team.agree(problem), team.size)
-        nodes, spaces = prepare.gather_nodes(team, cfg, facts)
+        nodes, spaces = prepare.gather_nodes(team, cfg, facts, self.run_id)
         probed, probed_at = prepare.probe_target(cfg, self.files, self.run_id, nodes) \
             if self.rank == 0 else (None, None)
         node_rows = team.gather_rows([float(team.node), float(team.local_rank)])
@@ -147,6 +147,8 @@ class Run:
         problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces, probed) \
             if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)
+        if team.is_leader and self.rank != 0:  # rank 0's is held since before the record
+            self.files.take_lock(team.node)  # none: `clean` finds no lock, proves nothing
         # every rank must take the same branch at the layout gather: rank 0's answer
         kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"])
                                if self.ledger.keeps_record else "")  # fsclients: rank 0's
@@ -433,7 +435,10 @@ class Run:
         if self.ledger.keeps_record:  # rank 0: the run's folders are its own
             self.files.remove_run_folders(self.ledger.warn)
         code = self.ledger.end(final, code)
+        self.files.release_lock()  # the record is final: the run is over
         code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
+        if self.ledger.keeps_record:  # every leader's lock file is gone now
+            self.files.remove_made_target()
         team.signal_patience = None  # a team that runs again (a study) starts with the grace
         if late and final is not RunStatus.INTERRUPTED and self.ledger.keeps_record:
             sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
