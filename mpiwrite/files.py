@@ -376,3 +376,30 @@ def _pseudo_fs(folder: str) -> bool:
     """True for /proc and /sys, where root's access() says yes but creating files fails."""
     real = os.path.realpath(folder)
     return any(real == p or real.startswith(p + "/") for p in ("/proc", "/sys"))
+
+
+def same_bytes(a: str, b: str) -> bool:
+    """Whether two regular files hold the same bytes (False when either cannot be read)."""
+    try:
+        fa = open_regular(a)
+    except OSError:
+        return False
+    try:
+        fb = open_regular(b)
+    except OSError:
+        os.close(fa)
+        return False
+    try:
+        if os.fstat(fa).st_size != os.fstat(fb).st_size:
+            return False
+        while True:
+            x, y = os.read(fa, 1 << 20), os.read(fb, 1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+    except OSError:
+        return False
+    finally:
+        os.close(fa)
+        os.close(fb)

@@ -67,7 +67,9 @@ def release(fd: int, dir_fd: Optional[int], name: str) -> None:
 def check(name: str, dir_fd: Optional[int] = None) -> Tuple[str, str]:
     """(HELD, FREE, MISSING or UNKNOWN, why) for the lock file `name` (in `dir_fd`, or a
     path).  Never follows a link at the name, never blocks, never waits for the lock."""
-    try:
+    try:  # a record may name any path: nothing but a regular file is even opened
+        if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            return UNKNOWN, "its lock file is not a regular file"
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
                      dir_fd=dir_fd)
     except FileNotFoundError:
