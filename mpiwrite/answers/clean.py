@@ -18,9 +18,9 @@ import os
 import stat
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from mpiwrite import liveness
 from mpiwrite.answers.state import Verdict, verdict
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.facts import liveness
 from mpiwrite.formats import names
 from mpiwrite.formats.status import RunStatus
 

@@ -2,7 +2,7 @@
 (SIGKILL, the OOM killer, a node crash, mpiexec's own death on a hang-up or a closed pipe)
 cannot rewrite its record, so the record says `running` for ever.
 
-The proof is each node's lock (mpiwrite/liveness.py): a lock that is held means the run
+The proof is each node's lock (facts/liveness.py): a lock that is held means the run
 lives, whatever its record says; a free lock on the kernel that ran the node (the same boot
 id) means that node's part is over; a `running` record is proven `abandoned` when every
 node's lock is.  Nothing else proves anything: a lock file missing (a run from before the
@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from typing import NamedTuple, Optional
 
-from mpiwrite import liveness
+from mpiwrite.facts import liveness
 from mpiwrite.facts.host import boot_id, host_name, start_ticks
 from mpiwrite.formats import names
 from mpiwrite.formats.status import RunStatus

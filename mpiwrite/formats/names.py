@@ -4,7 +4,7 @@ Every name carries the run id, so a run (or `verify`, or a later clean-up) can t
 files from anyone else's: `mpiwrite-<run id>-i<iteration>-r<rank:06d>.dat` (a file per rank),
 `mpiwrite-<run id>-i<iteration>-shared.dat` (one shared file), `mpiwrite-<run id>-d<index:05d>`
 (a run subdirectory), `.mpiwrite-<run id>-probe` (the preflight's probe block),
-`.mpiwrite-<run id>-n<node:05d>.lock` (each node's proof of life, mpiwrite/liveness.py) and
+`.mpiwrite-<run id>-n<node:05d>.lock` (each node's proof of life, facts/liveness.py) and
 the record `mpiwrite-<run id>.h5`.
 """
 

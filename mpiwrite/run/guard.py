@@ -68,6 +68,8 @@ def end_job(run: Run, exc: BaseException) -> None:
         # it cannot see other nodes' files, and their leftovers go unnamed.
         files = run.files
         left = files.remove_created() if files is not None else []
+        if files is not None:
+            files.release_lock()  # with the run's files, before its folders go
         if team.rank == 0 and isinstance(exc, Interrupted):
             sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
                              f"rank answered within {team.grace:.0f}s, ending the job\n")
@@ -83,10 +85,6 @@ def end_job(run: Run, exc: BaseException) -> None:
             status = RunStatus.INTERRUPTED if isinstance(exc, Interrupted) else RunStatus.FAILED
             run.ledger.finish(status, f"rank {report.get('rank')} on {report.get('host')} in "
                                       f"{report.get('phase')}: {report.get('message')}")
-        if files is not None:  # the record is final (rank 0): the lock goes
-            files.release_lock()
-            if run.ledger.keeps_record:
-                files.remove_made_target()
     except BaseException:  # the end must come, whatever breaks on the way to it
         pass
     if team.rank != 0:

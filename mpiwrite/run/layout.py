@@ -371,13 +371,13 @@ class RankFiles:
         return new, ""
 
     def take_lock(self, node: int) -> str:
-        """A node leader: its lock file in TARGET (mpiwrite/liveness.py), locked until the run
+        """A node leader: its lock file in TARGET (facts/liveness.py), locked until the run
         ends or this process dies, whatever kills it; '' or why not (then nothing is left)."""
         name = names.lock(self.run_id, node)
         folder, problem = self.folder_for(os.path.join(self.cfg.target, name))
         if folder is None:
             return problem
-        from mpiwrite import liveness  # node leaders only (start-up: docs/scaling.md)
+        from mpiwrite.facts import liveness  # node leaders only (start-up: docs/scaling.md)
 
         fd, problem = liveness.take(folder.fd, name)
         if fd >= 0:
@@ -385,19 +385,13 @@ class RankFiles:
         return problem
 
     def release_lock(self) -> None:
-        """At the run's end (its record final): the lock file removed, its lock dropped."""
+        """At the run's orderly end, with its other files: the lock file removed, then its
+        lock dropped (the file never stays behind unlocked)."""
         if self.lock is not None:
-            from mpiwrite import liveness
+            from mpiwrite.facts import liveness
 
             (folder, name, fd), self.lock = self.lock, None
             liveness.release(fd, folder.fd, name)
-
-    def remove_made_target(self) -> None:
-        """Rank 0, once the leaders have dropped their locks: TARGET, if this run made it, it
-        still is the folder opened at the start and it is empty."""
-        t = self.target
-        if self.created_target and not self.cfg.keep and t is not None and t.leads_here():
-            remove_dir_if_empty(self.cfg.target)
 
     def add_created(self, path: str, folder: Optional[files.Folder]) -> None:
         self.created.append(path)

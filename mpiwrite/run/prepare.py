@@ -84,7 +84,7 @@ def node_facts(cfg: RunConfig, mpi_library: str, host: str) -> Dict[str, Any]:
 def gather_nodes(team, cfg: RunConfig, facts: Optional[Dict[str, Any]], run_id: str):
     """The node leaders' facts, and each node's free space on TARGET and the process that
     identifies the node's part of the run, with the path of the lock file it will hold
-    (mpiwrite/liveness.py: so that a run killed for good is later proven over): (nodes,
+    (facts/liveness.py: so that a run killed for good is later proven over): (nodes,
     spaces) on rank 0, ([], []) elsewhere."""
     if not team.is_leader:
         return [], []

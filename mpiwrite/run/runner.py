@@ -393,6 +393,7 @@ class Run:
             for r in range(self.team.size):
                 self.files.unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
         # the subdirectories, and TARGET when this run made it (an empty TARGET was left)
+        self.files.release_lock()
         self.files.remove_run_folders(self.ledger.warn)
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
@@ -428,6 +429,7 @@ class Run:
         if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         team = self.team
+        self.files.release_lock()  # with the run's other files, before its folders go
         team.barrier()
         # the data is gone, the status known: a signal must not cut rank 0's final record
         # short (a stalled rename once left a finished run `running` beside a complete .tmp)
@@ -435,10 +437,7 @@ class Run:
         if self.ledger.keeps_record:  # rank 0: the run's folders are its own
             self.files.remove_run_folders(self.ledger.warn)
         code = self.ledger.end(final, code)
-        self.files.release_lock()  # the record is final: the run is over
         code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
-        if self.ledger.keeps_record:  # every leader's lock file is gone now
-            self.files.remove_made_target()
         team.signal_patience = None  # a team that runs again (a study) starts with the grace
         if late and final is not RunStatus.INTERRUPTED and self.ledger.keeps_record:
             sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
