@@ -122,7 +122,8 @@ class Store:
                 self.duplicates.append(path)
                 return
             if rec.run_id not in self.conflicts:
-                self.runs.remove(old)
+                # by identity: == compares whole records (and reads a lazy one in full)
+                self.runs = [r for r in self.runs if r is not old]
                 self.conflicts[rec.run_id] = [old]
             self.conflicts[rec.run_id].append(rec)
             return
