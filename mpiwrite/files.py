@@ -439,3 +439,30 @@ def untrusted(path: str, st: os.stat_result) -> str:
         if _others_can_write(fst) and not (fst.st_mode & stat.S_ISVTX and st.st_uid == me):
             return said(f"its folder {folder}", fst) + ": other users can replace the file"
     return ""
+
+
+def same_bytes(a: str, b: str) -> bool:
+    """Whether two regular files hold the same bytes (False when either cannot be read)."""
+    try:
+        fa = open_regular(a)
+    except OSError:
+        return False
+    try:
+        fb = open_regular(b)
+    except OSError:
+        os.close(fa)
+        return False
+    try:
+        if os.fstat(fa).st_size != os.fstat(fb).st_size:
+            return False
+        while True:
+            x, y = os.read(fa, 1 << 20), os.read(fb, 1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+    except OSError:
+        return False
+    finally:
+        os.close(fa)
+        os.close(fb)

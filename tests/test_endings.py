@@ -215,3 +215,144 @@ def test_a_time_limited_run_is_not_refused_for_space():
                                            {"free": 2**20, "fs": [1, 2, 3]}])  # one shared fs
     layout.check_space(sized, [0, 1], [{"free": 2**20, "fs": [1, 2, 3]},
                                        {"free": 2**20, "fs": [9, 2, 3]}])  # a disk each
+
+
+# ---------------------------------------------------------------- liveness is proven (issue 30)
+def _live(tmp_path, seconds=10, pre=()):
+    """A run of `seconds` writing into d, launched in a session of its own (under `pre`, e.g.
+    unshare), returned once both ranks have written and its `running` record exists."""
+    proc = subprocess.Popen(list(pre) + [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-t",
+                                         str(seconds), "-b", "64k", "--results", "r"] + QUIET,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=clean_env(), stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for_bytes(tmp_path / "d", 2**20)
+        end = time.monotonic() + 20
+        while not records_in(tmp_path / "r"):
+            assert time.monotonic() < end, "no record"
+            time.sleep(0.05)
+    except BaseException:
+        kill_group(proc)
+        raise
+    return proc
+
+
+def _locks(folder):
+    return sorted(f for f in os.listdir(folder) if f.endswith(".lock")) \
+        if os.path.isdir(folder) else []
+
+
+@needs_root
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_live_run_in_another_pid_namespace_is_never_cleaned(tmp_path):
+    """Round 4: the run's pids are another namespace's, so the pid evidence called it
+    abandoned and clean removed 4 GB of data while it wrote.  Its lock is held: it lives."""
+    import shutil
+
+    if not shutil.which("unshare") or MPIEXEC is None:
+        pytest.skip("needs unshare(1) and mpiexec")
+    proc = _live(tmp_path, 10, ["unshare", "--pid", "--fork", "--mount-proc"])
+    try:
+        shown = cli(["show", "r"], cwd=tmp_path)
+        assert "status running" in shown.stdout and "lock is held" in shown.stdout, shown.stdout
+        out = cli(["clean", "d", "--results", "r", "--yes", "--force"], cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "is live" in out.stdout and "removed" not in out.stdout, out.stdout
+        assert len(data_files(tmp_path / "d")) == 2 and len(_locks(tmp_path / "d")) == 1
+        rc, _out, err = wait(proc, 60)
+    finally:
+        kill_group(proc)
+    assert rc == 0, err
+    assert records.read(records_in(tmp_path / "r")[0]).status == "complete"
+    assert not (tmp_path / "d").exists()  # the run made it and removed it: nothing is left
+
+
+def _sigkill_group(tmp_path):
+    """A live run whose whole process group (mpiexec and every rank) gets SIGKILL mid-write;
+    returns its record once every rank is gone."""
+    proc = _live(tmp_path, 30)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+        wait(proc, 60)
+    finally:
+        kill_group(proc)
+    end = time.monotonic() + 20
+    while _ranks_in(tmp_path):
+        assert time.monotonic() < end, "the ranks outlived their launcher"
+        time.sleep(0.1)
+    return records.read(records_in(tmp_path / "r")[0])
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_sigkilled_run_is_proven_over_by_its_free_lock(tmp_path):
+    rec = _sigkill_group(tmp_path)
+    assert rec.status == "running" and len(data_files(tmp_path / "d")) == 2
+    assert _locks(tmp_path / "d") == [f".mpiwrite-{rec.run_id}-n00000.lock"]
+    shown = cli(["show", "r"], cwd=tmp_path)
+    assert "status abandoned" in shown.stdout and "every node's lock is free" in shown.stdout
+    done = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"run {rec.run_id} (abandoned): 2 files" in done.stdout, done.stdout
+    assert "1 lock file removed" in done.stdout, done.stdout
+    assert os.listdir(tmp_path / "d") == []
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_run_whose_end_cannot_be_proven_is_cleaned_only_with_force(tmp_path):
+    """No lock file (a record from before the locks, or a filesystem that refused them): the
+    pid says gone, but that proves nothing (another PID namespace): --force decides."""
+    rec = _sigkill_group(tmp_path)
+    os.unlink(tmp_path / "d" / f".mpiwrite-{rec.run_id}-n00000.lock")
+    out = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    said = [ln for ln in out.stdout.splitlines() if rec.run_id in ln]
+    assert len(said) == 1 and "cannot prove" in said[0] and "no lock file" in said[0] \
+        and "--force" in said[0], out.stdout
+    assert len(data_files(tmp_path / "d")) == 2
+    forced = cli(["clean", "d", "--results", "r", "--yes", "--force"], cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert "not proven" in forced.stdout and "2 files" in forced.stdout, forced.stdout
+    assert data_files(tmp_path / "d") == []
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_planted_record_of_a_live_runs_id_is_a_conflict_not_a_licence(tmp_path):
+    """Round 4: a second record with the live run's id saying `complete` (a copy, or planted
+    in a shared folder) made clean remove the live run's data, and report counted it."""
+    import shutil
+
+    import h5py
+
+    made = cli(["run", "d0", "-s", "1M", "--results", "src"] + QUIET, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    proc = _live(tmp_path, 10)
+    try:
+        real = records_in(tmp_path / "r")[0]
+        run_id = records.read(real).run_id
+        planted = tmp_path / "r" / "mpiwrite-0.h5"
+        shutil.copyfile(records_in(tmp_path / "src")[0], planted)
+        with h5py.File(planted, "r+") as f:
+            f.attrs["run_id"] = run_id
+        out = cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stdout.splitlines() if run_id in ln]
+        assert len(said) == 1 and "conflict" in said[0] and "mpiwrite-0.h5" in said[0] \
+            and os.path.basename(real) in said[0], out.stdout
+        assert len(data_files(tmp_path / "d")) == 2
+        rep = cli(["report", "r"], cwd=tmp_path)
+        named = [ln for ln in rep.stderr.splitlines() if "conflict" in ln]
+        assert len(named) == 1 and "mpiwrite-0.h5" in named[0] \
+            and os.path.basename(real) in named[0], rep.stderr
+        assert "counted once" not in rep.stdout + rep.stderr
+        assert rep.returncode == 2  # neither record counts: no complete run
+        shown = cli(["show", run_id, "--in", "r"], cwd=tmp_path)
+        assert shown.returncode == 2 and "conflict" in shown.stderr, shown.stderr
+        rc, _out, err = wait(proc, 60)
+    finally:
+        kill_group(proc)
+    assert rc == 0, err

@@ -134,6 +134,24 @@ def test_runs_named_twice_or_copied_count_once(three_runs, tmp_path, spellings):
     assert rows["b"]["runs"] == 3 and rows["b"]["n"] == 6
 
 
+def test_records_that_claim_one_run_id_and_differ_are_a_conflict_not_counted_once(tmp_path):
+    """Issue 30: a second record with a run's id (planted, or a copy taken while the run
+    wrote) was "counted once", and the one kept was whichever said complete."""
+    (tmp_path / "r").mkdir()
+    synth.make(tmp_path / "r" / "real.h5", [500, 503], "a0", tags={"cfg": "a"})
+    synth.make(tmp_path / "r" / "planted.h5", [900, 903], "a0", tags={"cfg": "a"})
+    synth.make(tmp_path / "r" / "other.h5", [510, 512], "a1", tags={"cfg": "a"})
+    out = cli(["report", "r", "--by", "cfg", "--format", "json", "--unit", "iteration"],
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    said = [ln for ln in out.stderr.splitlines() if "conflict" in ln]
+    assert len(said) == 1 and "real.h5" in said[0] and "planted.h5" in said[0], out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["rows"][0]["runs"] == 1 and doc["duplicate_records"] == 0  # a1 alone
+    shown = cli(["show", "a0", "--in", "r"], cwd=tmp_path)
+    assert shown.returncode == 2 and "conflict" in shown.stderr, shown.stderr
+
+
 def test_compare_verdict_does_not_change_with_copies(three_runs, tmp_path, capsys):
     once = _main(["compare", "cfg=a", "cfg=b", "--in", str(three_runs), "--json", "--unit",
                   "iteration"], capsys)

@@ -18,6 +18,7 @@ from mpiwrite.answers import metricnames
 from mpiwrite.answers.index import lookup
 from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
+from mpiwrite.files import same_bytes
 from mpiwrite.formats import records
 from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined once there
 from mpiwrite.formats.status import RunStatus, Status
@@ -41,8 +42,10 @@ def level_for(metric: str) -> str:
 class Store:
     """The readable records under some paths; the unreadable ones are listed in `bad`.
 
-    Each run counts once: records with the same run id (copies, a folder named twice) are
-    collapsed into one, a complete one preferred."""
+    Each run counts once: records with the same run id and the same bytes (copies, a folder
+    named twice) are one.  Records with the same run id and different contents are a
+    conflict (a copy taken while the run wrote, or one planted): named, and none of them
+    counted, shown or cleaned (`conflicts`)."""
 
     def __init__(self, paths: Iterable[str], warn=True, option: str = "PATHS",
                  level: str = "full", cache: Any = None):
@@ -55,6 +58,7 @@ class Store:
         self.runs: List[records.RunRecord] = []
         self.bad: List[Tuple[str, str]] = []
         self.duplicates: List[str] = []
+        self.conflicts: Dict[str, List[records.RunRecord]] = {}  # run id -> its records
         self.leftovers: List[str] = []
         self._keys: Dict[int, Dict[str, Any]] = {}
         by_id: Dict[str, records.RunRecord] = {}
@@ -82,6 +86,8 @@ class Store:
                 sys.stderr.write(f"mpiwrite: note: {len(self.duplicates)} record(s) repeat a "
                                  f"run already read (e.g. {printable(self.duplicates[0])}); "
                                  "each run is counted once\n")
+            for rid in self.conflicts:
+                sys.stderr.write(f"mpiwrite: warning: {self.conflict_text(rid)}\n")
         self.runs.sort(key=lambda r: (getattr(r, "start_time", None)
                                       or str(r.attrs.get("start_time")), r.run_id))
 
@@ -112,13 +118,26 @@ class Store:
             return
         old = by_id.get(rec.run_id)
         if old is not None:
-            self.duplicates.append(path)
-            if old.status == RunStatus.COMPLETE or rec.status != RunStatus.COMPLETE:
+            if same_bytes(old.path, path):
+                self.duplicates.append(path)
                 return
-            self.runs.remove(old)
+            if rec.run_id not in self.conflicts:
+                # by identity: == compares whole records (and reads a lazy one in full)
+                self.runs = [r for r in self.runs if r is not old]
+                self.conflicts[rec.run_id] = [old]
+            self.conflicts[rec.run_id].append(rec)
+            return
         by_id[rec.run_id] = rec
         self.runs.append(rec)
         self._keys[id(rec)] = keys
+
+    def conflict_text(self, run_id: str) -> str:
+        """One line naming the records of a run id in conflict."""
+        recs = self.conflicts[run_id]
+        more = f" (and {len(recs) - 2} more)" if len(recs) > 2 else ""
+        return printable(f"conflict: {recs[0].path} ({recs[0].status}) and {recs[1].path} "
+                         f"({recs[1].status}){more} hold the same run id {run_id} but differ "
+                         "(a copy taken while the run wrote, or planted): none is counted")
 
     def _bad(self, path: str, message: str, warn: bool) -> None:
         self.bad.append((path, message))
@@ -152,6 +171,9 @@ class Store:
         return out
 
     def find_run(self, ident: str) -> records.RunRecord:
+        for rid in self.conflicts:
+            if rid == ident or rid.startswith(ident) or rid.endswith("-" + ident):
+                raise ConfigError(f"RUN: {self.conflict_text(rid)}")
         hits = [r for r in self.runs if r.run_id == ident or r.run_id.startswith(ident)
                 or r.run_id.endswith("-" + ident)
                 or os.path.abspath(r.path) == os.path.abspath(ident)]

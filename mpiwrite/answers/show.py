@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.answers.state import ABANDONED, run_state
+from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats.status import Status
 from mpiwrite.formats.summary import node_totals
@@ -53,7 +53,8 @@ def _options(text) -> str:
 def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
     p = rec.params()
     hosts = [printable(n.get("host")) for n in rec.nodes]
-    state = run_state(rec)
+    known = verdict(rec)
+    state = known.state
     lines = [f"run {rec.run_id}  status {state}  started {rec.attrs.get('start_time')}",
              f"command: {rec.attrs.get('command_line')}",
              f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
@@ -67,10 +68,14 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")),
              ]
     if state == ABANDONED:
+        proof = "" if known.proven else " (not proven: `clean` needs --force)"
         lines.append(f"abandoned: the record says running, but its processes are gone (killed "
-                     f"for good: SIGKILL, out of memory, a crashed node or launcher); "
-                     f"`mpiwrite clean {printable(p.get('target'))} --results DIR` removes the "
-                     "data files it left")
+                     f"for good: SIGKILL, out of memory, a crashed node or launcher): "
+                     f"{printable(known.why)}{proof}; `mpiwrite clean "
+                     f"{printable(p.get('target'))} --results DIR` removes the data files it "
+                     "left")
+    elif state == "running" and known.proven:
+        lines.append(f"running: {printable(known.why)} (the run lives)")
     if rec.tags():
         lines.append("tags: " + ", ".join(f"{k}={v}" for k, v in rec.tags().items()))
     lines += imported_lines(rec)

@@ -265,6 +265,8 @@ def show(run, where, iteration, by, skip_bad):
     code = 0
     if os.path.isdir(run):
         store, code = _store([run], skip_bad, "RUN")
+        if store.conflicts:
+            raise ConfigError(f"RUN: {store.conflict_text(next(iter(store.conflicts)))}")
         if len(store.runs) != 1:
             raise ConfigError(f"RUN: {run!r} is a folder with {len(store.runs)} readable "
                               "records, not one; give one record file, or a run id with --in "

@@ -3,14 +3,15 @@
 Every name carries the run id, so a run (or `verify`, or a later clean-up) can tell its own
 files from anyone else's: `mpiwrite-<run id>-i<iteration>-r<rank:06d>.dat` (a file per rank),
 `mpiwrite-<run id>-i<iteration>-shared.dat` (one shared file), `mpiwrite-<run id>-d<index:05d>`
-(a run subdirectory), `.mpiwrite-<run id>-probe` (the preflight's probe block) and the record
-`mpiwrite-<run id>.h5`.
+(a run subdirectory), `.mpiwrite-<run id>-probe` (the preflight's probe block),
+`.mpiwrite-<run id>-n<node:05d>.lock` (each node's proof of life, facts/liveness.py) and
+the record `mpiwrite-<run id>.h5`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 DATA_NAME = re.compile(
     r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat$")
@@ -64,6 +65,20 @@ def parse_probe(name: str) -> Optional[str]:
     """The run id of a probe file's name, or None."""
     m = PROBE_NAME.match(name)
     return m["run"] if m else None
+
+
+LOCK_NAME = re.compile(r"^\.mpiwrite-(?P<run>.+)-n(?P<node>\d{5,9})\.lock$")
+
+
+def lock(run_id: str, node: int) -> str:
+    """The lock file that node `node`'s leader holds locked while the run lives."""
+    return f".mpiwrite-{run_id}-n{node:05d}.lock"
+
+
+def parse_lock(name: str) -> Optional[Tuple[str, int]]:
+    """(run id, node) of a lock file's name, or None."""
+    m = LOCK_NAME.match(name)
+    return (m["run"], int(m["node"])) if m else None
 
 
 RECORD_SUFFIX = ".h5"

@@ -85,7 +85,7 @@ class RunRecord:
 
     def processes(self) -> List[Dict[str, Any]]:
         """Per node, the process that identifies the run there: {host, pid, start_ticks,
-        boot_id, job?}; entries of the wrong shape are left out (records from before the
+        boot_id, job?, lock?}; entries of the wrong shape are left out (records from before the
         attribute have none)."""
         out = []
         for p in self._json("processes", []) or []:
@@ -101,6 +101,8 @@ class RunRecord:
             if isinstance(job, dict) and isinstance(job.get("id"), str) \
                     and isinstance(job.get("scheduler"), str):
                 one["job"] = {"scheduler": job["scheduler"][:16], "id": job["id"][:64]}
+            if isinstance(p.get("lock"), str) and p["lock"].startswith("/"):
+                one["lock"] = p["lock"][:4096]  # the lock file of its proof of life
             out.append(one)
         return out
 

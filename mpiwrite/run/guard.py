@@ -68,6 +68,8 @@ def end_job(run: Run, exc: BaseException) -> None:
         # it cannot see other nodes' files, and their leftovers go unnamed.
         files = run.files
         left = files.remove_created() if files is not None else []
+        if files is not None:
+            files.release_lock()  # with the run's files, before its folders go
         if team.rank == 0 and isinstance(exc, Interrupted):
             sys.stderr.write(f"mpiwrite: run interrupted by signal {exc.signum}; not every "
                              f"rank answered within {team.grace:.0f}s, ending the job\n")
@@ -224,6 +226,8 @@ def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str 
         run.agree_on_input(problem)
         return run.execute()
     except AgreedError as exc:
+        if run is not None and run.files is not None:
+            run.files.release_lock()
         if team.rank == 0:
             sys.stderr.write(printable(f"mpiwrite: error: {exc}") + "\n")
         return exc.exit_code

@@ -293,6 +293,7 @@ class RankFiles:
         self.subdirs: Dict[str, files.Folder] = {}  # run subdirectories used here, by name
         self._retired: List[files.Folder] = []  # replaced by a newer one; files made there
         # are still removed through them
+        self.lock: Optional[Tuple[files.Folder, str, int]] = None  # this node's proof of life
 
     @property
     def target_fd(self) -> Optional[int]:
@@ -371,6 +372,29 @@ class RankFiles:
             self._retired.append(held)
         self.subdirs[sub] = new
         return new, ""
+
+    def take_lock(self, node: int) -> str:
+        """A node leader: its lock file in TARGET (facts/liveness.py), locked until the run
+        ends or this process dies, whatever kills it; '' or why not (then nothing is left)."""
+        name = names.lock(self.run_id, node)
+        folder, problem = self.folder_for(os.path.join(self.cfg.target, name))
+        if folder is None:
+            return problem
+        from mpiwrite.facts import liveness  # node leaders only (start-up: docs/scaling.md)
+
+        fd, problem = liveness.take(folder.fd, name)
+        if fd >= 0:
+            self.lock = (folder, name, fd)
+        return problem
+
+    def release_lock(self) -> None:
+        """At the run's orderly end, with its other files: the lock file removed, then its
+        lock dropped (the file never stays behind unlocked)."""
+        if self.lock is not None:
+            from mpiwrite.facts import liveness
+
+            (folder, name, fd), self.lock = self.lock, None
+            liveness.release(fd, folder.fd, name)
 
     def add_created(self, path: str, folder: Optional[files.Folder]) -> None:
         self.created.append(path)

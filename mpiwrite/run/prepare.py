@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.facts.host import address_space
-from mpiwrite.formats import pattern
+from mpiwrite.formats import names, pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout
 from mpiwrite.run.config import RunConfig
@@ -81,15 +81,18 @@ def node_facts(cfg: RunConfig, mpi_library: str, host: str) -> Dict[str, Any]:
     return nodeinfo.collect(cfg.target, cfg.sysroot, mpi_library, host=host)
 
 
-def gather_nodes(team, cfg: RunConfig, facts: Optional[Dict[str, Any]]):
+def gather_nodes(team, cfg: RunConfig, facts: Optional[Dict[str, Any]], run_id: str):
     """The node leaders' facts, and each node's free space on TARGET and the process that
-    identifies the node's part of the run (so that a run killed for good is later known as
-    abandoned): (nodes, spaces) on rank 0, ([], []) elsewhere."""
+    identifies the node's part of the run, with the path of the lock file it will hold
+    (facts/liveness.py: so that a run killed for good is later proven over): (nodes,
+    spaces) on rank 0, ([], []) elsewhere."""
     if not team.is_leader:
         return [], []
     texts = team.gather_texts(json.dumps(facts), team.leaders)
+    lock = os.path.abspath(os.path.join(cfg.target, names.lock(run_id, team.node)))
     spaces = team.gather_texts(json.dumps({"space": layout.free_space(cfg.target),
-                                           "process": this_process()}), team.leaders)
+                                           "process": dict(this_process(), lock=lock)}),
+                               team.leaders)
     return [json.loads(t) for t in texts or ()], [json.loads(t) for t in spaces or ()]
 
 
@@ -167,6 +170,12 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces,
                                                          files.target)
         if stripe is not None:
             led.extra["stripe_request"] = stripe
+        # rank 0 leads node 0; its lock is held before any record says `running`
+        unlocked = files.take_lock(0)
+        if unlocked:
+            led.note(f"no proof of life for this run ({unlocked}): if it is killed for good, "
+                     "`mpiwrite clean` cannot prove it over and removes its files only with "
+                     "--force")
         led.save(RunStatus.RUNNING)
         if led.record_error:
             raise ConfigError(f"--results: {led.record_error}")
@@ -175,6 +184,7 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces,
         message = str(exc)
     except OSError as exc:
         message = f"TARGET: cannot create run directories: {why(exc)}"
+    files.release_lock()
     files.remove_subdirs()
     if files.created_target:
         layout.remove_dir_if_empty(cfg.target)

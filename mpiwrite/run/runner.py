@@ -132,7 +132,7 @@ class Run:
         self.watch.node_fs = (facts or {}).get("fs") or {}
         self.watch.node_client = (facts or {}).get("client") or {}
         raise_agreed(team.agree(problem), team.size)
-        nodes, spaces = prepare.gather_nodes(team, cfg, facts)
+        nodes, spaces = prepare.gather_nodes(team, cfg, facts, self.run_id)
         probed, probed_at = prepare.probe_target(cfg, self.files, self.run_id, nodes) \
             if self.rank == 0 else (None, None)
         node_rows = team.gather_rows([float(team.node), float(team.local_rank)])
@@ -142,6 +142,8 @@ class Run:
         problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces, probed) \
             if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)
+        if team.is_leader and self.rank != 0:  # rank 0's is held since before the record
+            self.files.take_lock(team.node)  # none: `clean` finds no lock, proves nothing
         # every rank must take the same branch at the layout gather: rank 0's answer
         kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"])
                                if self.ledger.keeps_record else "")  # fsclients: rank 0's
@@ -397,6 +399,7 @@ class Run:
             for r in range(self.team.size):
                 self.files.unlink(layout.data_path(self.cfg, self.run_id, self.team.size, r, it))
         # the subdirectories, and TARGET when this run made it (an empty TARGET was left)
+        self.files.release_lock()
         self.files.remove_run_folders(self.ledger.warn)
         message = self.ledger.timed_out(missing, it, watch_s)
         sys.stderr.write(printable(message) + "\n")
@@ -432,6 +435,7 @@ class Run:
         if final is RunStatus.INTERRUPTED:
             code = Signals.exit_code_of(int(self.team.allreduce_max(self.signals.received)))
         team = self.team
+        self.files.release_lock()  # with the run's other files, before its folders go
         team.barrier()
         # the data is gone, the status known: a signal must not cut rank 0's final record
         # short (a stalled rename once left a finished run `running` beside a complete .tmp)
