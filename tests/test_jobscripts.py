@@ -435,7 +435,7 @@ def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
     assert rec.ranks["bytes"].sum() > 0
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
     log = (tmp_path / f"slurm-{job}.out").read_text()
-    assert "run interrupted by a signal" in log
+    assert "run interrupted by SIGTERM" in log
     assert "1 run(s) that did not complete" in log  # the script went on to its report
 
 
