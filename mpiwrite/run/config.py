@@ -185,6 +185,14 @@ def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
     return tags
 
 
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_target_name(target: str) -> str:
     if not target or not target.strip():
         raise _fail("TARGET", "is empty; expected a directory")
@@ -290,6 +298,9 @@ def build(
         kwargs["verify"] = True
     if kwargs.get("results") is not None and not str(kwargs["results"]).strip():
         raise _fail("--results", "is empty; expected a directory")
+    for field in ("results", "json_path"):  # the record and summary keep them as text
+        if kwargs.get(field) is not None and not _is_utf8(str(kwargs[field])):
+            raise _fail(option_name(field).split("/")[0], "the name is not UTF-8")
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
                      time_limit=time_limit, **kwargs)
 
