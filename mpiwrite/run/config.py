@@ -33,7 +33,7 @@ RUN_KEYS = (
     "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
     "client", "tool", "tool_version",
 )
-_TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 
 @dataclasses.dataclass(frozen=True)
