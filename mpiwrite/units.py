@@ -15,8 +15,8 @@ _DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
 _IEC = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 
 # ASCII digits only: '١٢M' or '１M' are not sizes.
-_SIZE_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]*)\s*$", re.ASCII)
-_TIME_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(ms|s|m|min|h)?\s*$",
+_SIZE_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([A-Za-z]*)\s*\Z", re.ASCII)
+_TIME_RE = re.compile(r"^\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*(ms|s|m|min|h)?\s*\Z",
                       re.IGNORECASE | re.ASCII)
 _TIME_UNITS = {None: 1.0, "s": 1.0, "ms": 1e-3, "min": 60.0, "h": 3600.0}
 

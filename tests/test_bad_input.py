@@ -4,7 +4,7 @@ import os
 import subprocess
 
 import pytest
-from common import MPIWRITE, clean_env, cli
+from common import MPIWRITE, clean_env, cli, mpirun
 
 CASES = [
     (["-s", "1Q"], "--size"),
@@ -42,6 +42,8 @@ CASES = [
     (["--files-per-dir", "0"], "--files-per-dir"),
     (["--verify-shift", "-1"], "--verify-shift"),
     (["--results", ""], "--results"),
+    (["--results", os.fsdecode(b"rr\xfe")], "--results"),  # a record keeps it as text
+    (["--json", os.fsdecode(b"j\xfe.json")], "--json"),
     (["--bogus"], "--bogus"),
     (["/"], "TARGET"),
     (["a-file"], "TARGET"),
@@ -49,7 +51,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("args,option", CASES, ids=[" ".join(a) for a, _ in CASES])
+@pytest.mark.parametrize("args,option", CASES, ids=[" ".join(a).encode("ascii", "backslashreplace")
+                                                    .decode() for a, _ in CASES])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, option):
     (tmp_path / "a-file").write_text("not a directory")
     before = sorted(os.listdir(tmp_path))
@@ -67,6 +70,17 @@ def test_non_utf8_tag_value(tmp_path):
                          capture_output=True, timeout=60, env=clean_env())
     assert out.returncode == 2
     assert b"--tag" in out.stderr and b"UTF-8" in out.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_results_name_that_is_not_utf8_is_refused_before_any_data(tmp_path):
+    """It once ran, then said "record not saved: ... 'utf-8' codec can't encode ..."."""
+    out = mpirun(2, ["run", "d", "-s", "1M", "--results", os.fsdecode(b"rr\xfe")], tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite:")]
+    assert lines == ["mpiwrite: error: --results: the name is not UTF-8"], out.stderr
     assert os.listdir(tmp_path) == []
 
 

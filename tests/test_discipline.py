@@ -411,6 +411,7 @@ def test_stdout_that_cannot_be_written_ends_the_run_with_one_line(tmp_path):
     assert out.returncode == 1
     said = lines_with(out.stderr, "run failed:")
     assert len(said) == 1 and "No space left" in said[0] and "Traceback" not in out.stderr
+    assert "standard output could not be written" in said[0]  # not a disk of the run's
     assert not (tmp_path / "d").exists()
     assert records.read(records_in(tmp_path / "r")[0]).status == "failed"
 

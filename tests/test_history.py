@@ -465,3 +465,81 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     shutil.copy(site / "a1.h5", d / "a1.h5")
     bad = Store([str(d)], warn=False, level="run", cache=False)
     assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(records.read(path))
+
+
+def _default_env(**where):
+    """The environment of a command whose index is in the default place (no MPIWRITE_CACHE)."""
+    env = clean_env({k: str(v) for k, v in where.items()})
+    del env["MPIWRITE_CACHE"]
+    if "XDG_CACHE_HOME" not in where:
+        env.pop("XDG_CACHE_HOME", None)
+    return env
+
+
+def test_an_index_folder_that_is_a_file_is_not_a_folder(site, tmp_path):
+    """--cache FILE once said "cannot use the index folder FILE (File exists)" and went on:
+    now exit 2, one line; MPIWRITE_CACHE=FILE a warning, and the report."""
+    f = tmp_path / "file"
+    f.write_text("mine")
+    out = cli(["report", str(site), "--cache", str(f)], cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mpiwrite: error: --cache:"), lines
+    assert "not a folder" in lines[0] and str(f) in lines[0]
+    out = report(site, tmp_path, env={"MPIWRITE_CACHE": str(f)})
+    assert "not a folder" in out.stderr and f.read_text() == "mine"
+    out = cli(["report", str(site), "--cache", str(tmp_path / "no" / "cache")], cwd=tmp_path)
+    assert out.returncode == 2 and "does not exist" in out.stderr, out.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_the_default_index_folder_makes_no_home(site, tmp_path):
+    """HOME=/tmp/nohome/deeper once made the whole HOME path: no folder above the cache
+    folder's own parent is made (no index, a warning, the report)."""
+    home = tmp_path / "nohome" / "deeper"
+    for env in (_default_env(HOME=home), _default_env(HOME=tmp_path, XDG_CACHE_HOME=home / "c")):
+        out = subprocess.run([MPIWRITE, "report", str(site), "--by", "config"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "config" in out.stdout, out.stderr
+        warned = [ln for ln in out.stderr.splitlines() if "warning" in ln]
+        assert len(warned) == 1 and "does not exist" in warned[0], out.stderr
+        assert not (tmp_path / "nohome").exists()
+    (tmp_path / "home").mkdir()
+    out = subprocess.run([MPIWRITE, "report", str(site)], cwd=tmp_path, capture_output=True,
+                         env=_default_env(HOME=tmp_path / "home"), text=True, timeout=60)
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    made = tmp_path / "home" / ".cache" / "mpiwrite"
+    assert (made / NAME).exists() and os.stat(made).st_mode & 0o777 == 0o700
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    """A results folder named res\\xff (report, compare, plot scaling) once died of a
+    UnicodeEncodeError in the index; a record named mpiwrite-\\xfe.h5 beside good ones made
+    every later report die at the end.  Such names are read, not indexed."""
+    res = tmp_path / os.fsdecode(b"res\xff")
+    res.mkdir()
+    for i in range(2):
+        make(res, f"a{i}", [800.0 + i, 805.0], tags={"config": "A"}, nodes=2)
+        make(res, f"b{i}", [600.0 + i, 602.0], tags={"config": "B"}, nodes=2)
+    odd = synth.make(res / os.fsdecode(b"mpiwrite-\xfe.h5"), [700.0, 701.0], "odd",
+                     tags={"config": "B"})
+    aged(odd)
+    cache = tmp_path / "cache"
+    env = {"MPIWRITE_CACHE": str(cache)}
+    for _twice in range(2):
+        out = report(res, tmp_path, env=env)
+        assert not out.stderr and len(json.loads(out.stdout)["rows"]) == 2, out.stderr
+        for args in (["compare", "config=A", "config=B", "--in", str(res)],
+                     ["plot", "scaling", str(res), "-o", str(tmp_path / "s.png")]):
+            out = cli(args, cwd=tmp_path, env=env)
+            assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    good = tmp_path / "good"
+    good.mkdir()
+    shutil.copy(odd, good / os.path.basename(odd))
+    for name in ("a0", "a1"):
+        shutil.copy2(res / f"{name}.h5", good / f"{name}.h5")
+    for _twice in range(2):
+        out = report(good, tmp_path, env=env)
+        assert not out.stderr, out.stderr
+    _st, idx = store(good, cache)
+    assert (idx.hits, idx.misses) == (2, 1)  # the good ones are indexed, the odd one read

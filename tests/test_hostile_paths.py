@@ -401,3 +401,52 @@ def test_run_subdirectory_swapped_in_a_folder_of_nobodys_is_refused(tmp_path, sh
     said = failure_lines(err)
     assert len(said) == 1 and "rank 1 on " in said[0] and str(sub) in said[0], err
     assert "no longer" in said[0]
+
+
+# ------------------------------------------------------------- the index folder (--cache)
+def _records(folder):
+    folder.mkdir()
+    for i in range(2):
+        path = synth.make(folder / f"a{i}.h5", [800.0 + i, 805.0], f"a{i}")
+        t = time.time_ns() - 60 * 10**9  # settled: the index keeps it
+        os.utime(path, ns=(t, t))
+    return folder
+
+
+def _report(tmp_path, site, *extra, env=None):
+    return bounded([MPIWRITE, "report", str(site), *extra], 60, cwd=tmp_path,
+                   env=clean_env(env))
+
+
+def test_an_index_folder_planted_as_a_link_is_not_followed(tmp_path, shared, victim):
+    """nobody links /shared/cache (1777) to root's own private index folder: root's report
+    with --cache /shared/cache once followed it, called root's index damaged, removed it and
+    wrote a new one there.  --cache: exit 2 naming the link; MPIWRITE_CACHE: a warning and
+    no index; root's folder untouched either way."""
+    site = _records(tmp_path / "r")
+    os.chmod(shared, 0o1777)
+    assert _report(tmp_path, site, "--cache", str(victim[1])).returncode == 0
+    (victim[1] / "index-2.sqlite").write_bytes(b"root's own file, not an index")
+    before = {p.name: (p.read_bytes(), p.stat().st_ino) for p in victim[1].iterdir()}
+    link = shared / "cache"
+    as_nobody("ln", "-s", victim[1], link)
+    out = _report(tmp_path, site, "--cache", str(link))
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mpiwrite: error: --cache:"), out.stderr
+    assert str(link) in lines[0] and "another user" in lines[0]
+    out = _report(tmp_path, site, env={"MPIWRITE_CACHE": str(link)})
+    assert out.returncode == 0 and "a0" not in out.stderr, out.stderr
+    warned = [ln for ln in out.stderr.splitlines() if "warning" in ln]
+    assert len(warned) == 1 and str(link) in warned[0] and "another user" in warned[0]
+    assert {p.name: (p.read_bytes(), p.stat().st_ino) for p in victim[1].iterdir()} == before
+
+
+def test_an_index_folder_of_another_user_is_refused(tmp_path, shared):
+    site = _records(tmp_path / "r")
+    theirs = nobodys(shared / "cache")
+    out = _report(tmp_path, site, "--cache", str(theirs))
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(theirs) in lines[0] and "another user" in lines[0], lines
+    assert os.listdir(theirs) == []

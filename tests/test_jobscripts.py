@@ -40,11 +40,32 @@ def test_run_arguments_pass_unchanged_and_quoted():
 @pytest.mark.parametrize("job,option", [
     (js.Job(launcher="ssh"), "--launcher"), (js.Job(ntasks_per_node=0), "--ntasks-per-node"),
     (js.Job(repeat=0), "--repeat"), (js.Job(time_limit="soon"), "--time-limit"),
+    (js.Job(time_limit="10\n"), "--time-limit"), (js.Job(time_limit="1:00:00\n"), "--time-limit"),
     (js.Job(partition="a b"), "--partition"),
 ])
 def test_render_refuses_bad_options(job, option):
     with pytest.raises(ConfigError, match=option):
         js.render(job)
+
+
+def test_a_time_limit_with_a_trailing_newline_is_refused(tmp_path):
+    """A regex's `$` matches before a trailing newline: `--time-limit $'10\\n'` once gave a
+    blank line among the #SBATCH lines.  Every check of user input matches to the very end."""
+    out = cli(["jobscript", "--time-limit", "10\n", "--", "d", "-t", "5"], cwd=tmp_path)
+    assert out.returncode == 2 and "--time-limit" in out.stderr, out.stderr
+    with pytest.raises(ConfigError, match="--time-limit"):
+        js.slurm_seconds("10\n")
+    from mpiwrite.formats import names, records
+    from mpiwrite.run.config import parse_tags
+    from mpiwrite.units import parse_size
+
+    assert names.parse_data_file("mpiwrite-x-i0-r000000.dat\n") is None
+    assert names.parse_subdir("mpiwrite-x-d00001\n") is None
+    assert names.parse_probe(".mpiwrite-x-probe\n") is None
+    assert not records.TMP_NAME.match(".mpiwrite-x.h5.tmp-12\n")
+    assert names.parse_data_file("mpiwrite-x-i0-r000000.dat") is not None
+    assert parse_tags(["a=x"]) == {"a": "x"}
+    assert parse_size("1M\n") == 2**20  # spaces around a size are allowed, as they were
 
 
 def test_jobscript_command_checks_run_arguments(tmp_path):
@@ -435,7 +456,7 @@ def test_sigterm_from_slurm_leaves_an_interrupted_record(slurm, tmp_path):
     assert rec.ranks["bytes"].sum() > 0
     assert not os.path.exists(tmp_path / "d") or os.listdir(tmp_path / "d") == []
     log = (tmp_path / f"slurm-{job}.out").read_text()
-    assert "run interrupted by a signal" in log
+    assert "run interrupted by SIGTERM" in log
     assert "1 run(s) that did not complete" in log  # the script went on to its report
 
 

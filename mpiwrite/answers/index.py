@@ -11,7 +11,11 @@ with cheap type checks only, since it is what this reader wrote.  A record that 
 still `running`, or was modified in the last SETTLE seconds (a timestamp tick may repeat),
 is never kept.  The index lives in the user's cache folder (never next to the records, which
 may be read-only or someone else's), in a folder that must be the user's own and not
-writable by others; the file is created O_EXCL|O_NOFOLLOW with mode 0600.  Readers and a
+writable by others, opened by descriptor like every output folder (files.Folder: a symlink
+of another user's is not followed) and made only below a folder that exists (never HOME);
+the file is created O_EXCL|O_NOFOLLOW with mode 0600.  --cache DIR that cannot be used is
+exit 2; MPIWRITE_CACHE or the default folder, a warning.  A record whose path is not UTF-8
+is read, not indexed.  Readers and a
 writer at the same time: SQLite's rollback journal with a busy timeout (it works on NFS home
 folders, which WAL does not), every write one short transaction; an index that is busy for
 longer is passed over for that command.  A damaged index is removed and made anew, with a
@@ -30,7 +34,8 @@ import sys
 import time
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from mpiwrite import SCHEMA_VERSION, __version__
+from mpiwrite import SCHEMA_VERSION, __version__, files
+from mpiwrite.errors import ConfigError
 from mpiwrite.formats import isolated, runlevel, runrows
 from mpiwrite.text import printable
 
@@ -50,19 +55,78 @@ _COLUMNS = ("dev, ino, size, mtime_ns, ctime_ns, reader, head, doc, keys, iterat
             "rank_stats, mac")
 
 
-def folder_for(option: Any = None) -> Optional[str]:
-    """The index's folder: --cache DIR, None for --no-cache (option False), else MPIWRITE_CACHE
-    (a folder, or `off`), else $XDG_CACHE_HOME/mpiwrite or ~/.cache/mpiwrite."""
+def location(option: Any = None) -> Optional[Tuple[str, str]]:
+    """(the index's folder, the folder above it that must exist already: only the folders
+    between the two are made): --cache DIR, None for --no-cache (option False), else
+    MPIWRITE_CACHE (a folder, or `off`), else $XDG_CACHE_HOME/mpiwrite or ~/.cache/mpiwrite
+    (HOME must exist)."""
     if option is False:
         return None
-    if option:
-        return str(option)
-    env = os.environ.get(ENV, "").strip()
-    if env:
-        return None if env.lower() in OFF else env
+    folder = str(option) if option else os.environ.get(ENV, "").strip()
+    if folder:
+        if not option and folder.lower() in OFF:
+            return None
+        return folder, os.path.dirname(os.path.abspath(folder))
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "mpiwrite")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, "mpiwrite"), os.path.dirname(os.path.abspath(xdg))
+    home = os.path.expanduser("~")
+    return os.path.join(home, ".cache", "mpiwrite"), home
+
+
+def folder_for(option: Any = None) -> Optional[str]:
+    """The index's folder (location()), or None when there is none."""
+    where = location(option)
+    return where[0] if where else None
+
+
+def open_folder(folder: str, anchor: str) -> files.Folder:
+    """The index's folder, opened by descriptor: `anchor` must exist (a symlink there only of
+    the user's own or root's, files.Folder), the folders below it are made (0700) and opened
+    one by one from the one above, never through another user's symlink; the last must be
+    the user's own and not writable by others.  OSError naming the path otherwise."""
+    folder = os.path.abspath(folder)
+    rel = os.path.relpath(folder, anchor)
+    parts = [] if rel == "." else rel.split(os.sep)
+    try:
+        cur = files.Folder.open(anchor)
+    except FileNotFoundError:
+        raise OSError(errno.ENOENT, "does not exist (it is not made)", anchor) from None
+    except NotADirectoryError:
+        raise OSError(errno.ENOTDIR, "not a folder", anchor) from None
+    try:
+        for part in parts:
+            path = os.path.join(cur.path, part)
+            try:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=cur.fd)
+                except FileExistsError:
+                    pass
+                nxt = files.Folder.open(path, dir_fd=cur.fd, name=part)
+            except OSError as exc:  # named by its whole path, not by `part`
+                raise OSError(exc.errno, "not a folder" if exc.errno == errno.ENOTDIR
+                              else exc.strerror, path) from None
+            cur.close()
+            cur = nxt
+        st = os.fstat(cur.fd)
+        if st.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, f"belongs to another user (uid {st.st_uid})", folder)
+        if st.st_mode & 0o022:
+            raise OSError(errno.EPERM, "is writable by others or by its group", folder)
+    except BaseException:
+        cur.close()
+        raise
+    return cur
+
+
+def _utf8(*texts: str) -> bool:
+    """Whether SQLite can take these as text (a name that is not UTF-8 holds surrogates)."""
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _busy(exc: Exception) -> bool:
@@ -78,27 +142,29 @@ def _own_file(st: os.stat_result, name: str) -> None:
         raise OSError(errno.EPERM, f"{name} is not a regular file of yours (a link?)")
 
 
-def _key(folder: str) -> bytes:
-    """The index's HMAC key, made once (written under a temporary name, then linked into
-    place, so no reader sees half a key); OSError when it is not the user's own 0600 file."""
-    path = os.path.join(folder, KEY_NAME)
+def _key(dir_fd: int) -> bytes:
+    """The index's HMAC key in the folder open at dir_fd, made once (written under a
+    temporary name, then linked into place, so no reader sees half a key); OSError when it
+    is not the user's own 0600 file."""
+    path = KEY_NAME
     for _attempt in range(2):
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                         dir_fd=dir_fd)
         except FileNotFoundError:
             tmp = f"{path}.tmp-{os.getpid()}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600)
+                         | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
             try:
                 os.write(fd, os.urandom(KEY_BYTES))
                 os.fsync(fd)
                 os.close(fd)
                 try:
-                    os.link(tmp, path)
+                    os.link(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
                 except FileExistsError:  # another reader made it first: theirs is read
                     pass
             finally:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dir_fd)
             continue
         try:
             st = os.fstat(fd)
@@ -124,9 +190,11 @@ def seal(key: bytes, path: str, ident: Tuple[int, ...], *parts: bytes) -> bytes:
 class Index:
     """Lookups and new rows for one command; `close()` writes the new rows."""
 
-    def __init__(self, folder: str, warn=_say):
+    def __init__(self, folder: str, warn=_say, anchor: Optional[str] = None):
         self.folder, self.warn = folder, warn
+        self.anchor = anchor or os.path.dirname(os.path.abspath(folder))
         self.path = os.path.join(folder, NAME)
+        self.dir: Optional[files.Folder] = None  # the folder, open while the index is
         self.db: Optional[sqlite3.Connection] = None
         self.pending: List[tuple] = []
         self.key = b""
@@ -147,28 +215,33 @@ class Index:
         except sqlite3.DatabaseError as exc:
             self._rebuild(exc)
         except OSError as exc:
-            self._disable(f"cannot use the index folder {self.folder} "
-                          f"({exc.strerror or exc}); reading the records")
+            self._disable(f"cannot use the index folder: "
+                          f"{files.about(exc.filename or self.folder, exc)}; reading the "
+                          "records")
         return self.db
 
+    def opened(self) -> files.Folder:
+        """The index's folder, opened once (open_folder)."""
+        if self.dir is None:
+            self.dir = open_folder(self.folder, self.anchor)
+        return self.dir
+
     def _connect(self) -> sqlite3.Connection:
-        os.makedirs(self.folder, mode=0o700, exist_ok=True)
-        st = os.stat(self.folder)
-        if not stat.S_ISDIR(st.st_mode):
-            raise OSError(errno.ENOTDIR, "not a folder")
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            raise OSError(errno.EPERM, "not your own folder, or writable by others")
+        fd = self.opened().fd
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600)
-            os.close(fd)
+            os.close(os.open(NAME, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600, dir_fd=fd))
         except FileExistsError:
             pass
         except PermissionError:  # a read-only folder: an index already there is still read
             pass
-        _own_file(os.lstat(self.path), NAME)
-        self.key = _key(self.folder)
-        db = sqlite3.connect(self.path, timeout=BUSY_MS / 1000, isolation_level=None,
+        _own_file(os.stat(NAME, dir_fd=fd, follow_symlinks=False), NAME)
+        self.key = _key(fd)
+        # SQLite opens the file and its journal by name: through the descriptor's folder
+        # (Linux's /proc/self/fd), so that a path swapped since it was checked is not used
+        here = f"/proc/self/fd/{fd}"
+        db = sqlite3.connect(os.path.join(here if os.path.isdir(here) else self.folder, NAME),
+                             timeout=BUSY_MS / 1000, isolation_level=None,
                              check_same_thread=False)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
@@ -203,8 +276,10 @@ class Index:
         self._rows, self._dirs = {}, set()
         for suffix in ("", "-journal", "-wal", "-shm"):
             try:
-                if stat.S_ISREG(os.lstat(self.path + suffix).st_mode):
-                    os.unlink(self.path + suffix)
+                fd = self.opened().fd
+                if stat.S_ISREG(os.stat(NAME + suffix, dir_fd=fd,
+                                        follow_symlinks=False).st_mode):
+                    os.unlink(NAME + suffix, dir_fd=fd)
             except OSError:
                 pass
         try:
@@ -230,6 +305,9 @@ class Index:
     def get(self, key: str, shown: str, ident: Tuple[int, ...]):
         """(record, run keys) of `key` (an absolute path) from its row, if the row is of
         this very file and its seal verifies; else None (the caller reads the file)."""
+        if not _utf8(key):  # not a name SQLite can hold: read, not indexed
+            self.misses += 1
+            return None
         db = self._open()
         if db is None:
             return None
@@ -268,14 +346,15 @@ class Index:
             keys: Dict[str, Any]) -> None:
         """Keep a record just read and checked, with its run keys, unless it may still
         change (running, just modified) or does not come back from JSON as it is."""
-        if rec.status not in runlevel.FINAL or self._off or self._open() is None:
+        if (rec.status not in runlevel.FINAL or not _utf8(key, rec.run_id, rec.status)
+                or self._off or self._open() is None):
             return
         if time.time() - ident[3] / 1e9 < SETTLE:
             return
         text = getattr(rec, "row_text", None) or _text(runrows.doc_of(rec))
         keys_text = getattr(rec, "keys_text", None) or _text(keys)
-        if text is None or keys_text is None:  # a tuple, say: not kept, read each time
-            return
+        if text is None or keys_text is None or not _utf8(text, keys_text):
+            return  # a tuple, say: not kept, read each time
         its, stats = rec.iterations.tobytes(), rec.rank_stats.tobytes()
         head_text = json.dumps(runrows.head_of(rec))
         head, doc, kdoc = (t.encode("utf-8", "surrogateescape")
@@ -312,6 +391,9 @@ class Index:
         if self.db is not None:
             self.db.close()
             self.db = None
+        if self.dir is not None:
+            self.dir.close()
+            self.dir = None
 
 
 def _text(value: Any) -> Optional[str]:
@@ -345,6 +427,17 @@ def lookup(paths: List[str], level: str, index: Optional[Index]) -> Iterator[Tup
 
 
 def open_index(option: Any = None, warn=_say) -> Optional[Index]:
-    """The index for --cache/--no-cache/MPIWRITE_CACHE, or None when it is off."""
-    folder = folder_for(option)
-    return Index(folder, warn) if folder else None
+    """The index for --cache/--no-cache/MPIWRITE_CACHE, or None when it is off.  --cache DIR
+    is opened at once: one that cannot be used is a ConfigError (exit 2) naming it; the
+    others are a warning when first used, and the records are read without an index."""
+    where = location(option)
+    if where is None:
+        return None
+    index = Index(where[0], warn, where[1])
+    if option:
+        try:
+            index.opened()
+        except OSError as exc:
+            raise ConfigError(f"--cache: {files.about(exc.filename or where[0], exc)}") \
+                from None
+    return index

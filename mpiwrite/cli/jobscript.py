@@ -28,7 +28,7 @@ MPIRUN_FAMILIES = {"openmpi": "openmpi", "mpich": "hydra", "intelmpi": "hydra",
                    "mvapich": "hydra"}
 _SRUN_MPI_OF = {"openmpi": "pmix", "mpich": "pmi2", "intelmpi": "pmi2", "mvapich": "pmi2",
                 "cray-mpich": "cray_shasta"}
-_TIME = re.compile(r"^(\d{1,4}-)?\d{1,6}(:\d{1,2}){0,2}$", re.ASCII)  # '١٠' is no time
+_TIME = re.compile(r"^(\d{1,4}-)?\d{1,6}(:\d{1,2}){0,2}\Z", re.ASCII)  # '١٠' is no time
 MOST_NODES = 10 ** 6
 
 

@@ -71,9 +71,9 @@ COUNTERS = {
 }
 SECTION_NAMES = {"objecter": "objecter", "objectcacher-libcephfs": "objectcacher",
                  "client": "client"}
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
-_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_VERSION = re.compile(r"^\d+(?:\.\d+){1,3}$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,79}\Z")
+_WORD = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
+_VERSION = re.compile(r"^\d+(?:\.\d+){1,3}\Z")
 
 
 def collect(reader: Reader, fs: Dict[str, Any], kernel: str) -> Dict[str, Any]:

@@ -166,7 +166,7 @@ def parse_facts(items) -> Dict[str, str]:
         if "=" not in text:
             raise ConfigError(f"--fact: {printable(text)!r} is not KEY=VALUE")
         key, value = (s.strip() for s in text.split("=", 1))
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$", key):
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z", key):
             raise ConfigError(f"--fact: key {printable(key)!r} must start with a letter and "
                               "use [A-Za-z0-9_.-]")
         if key in NOT_FACTS:

@@ -14,7 +14,7 @@ import re
 from typing import NamedTuple, Optional, Tuple
 
 DATA_NAME = re.compile(
-    r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat$")
+    r"^mpiwrite-(?P<run>.+)-i(?P<it>\d{1,9})-(?:r(?P<rank>\d{6,9})|shared)\.dat\Z")
 
 
 class DataName(NamedTuple):
@@ -43,8 +43,8 @@ def parse_data_file(name: str) -> Optional[DataName]:
     return DataName(m["run"], int(m["it"]), int(m["rank"]) if m["rank"] else None)
 
 
-SUBDIR_NAME = re.compile(r"^mpiwrite-(?P<run>.+)-d(?P<index>\d{5,9})$")
-PROBE_NAME = re.compile(r"^\.mpiwrite-(?P<run>.+)-probe$")
+SUBDIR_NAME = re.compile(r"^mpiwrite-(?P<run>.+)-d(?P<index>\d{5,9})\Z")
+PROBE_NAME = re.compile(r"^\.mpiwrite-(?P<run>.+)-probe\Z")
 
 
 def subdir(run_id: str, index: int) -> str:

@@ -303,7 +303,7 @@ def leftovers(folder: str, names: List[str]) -> List[str]:
     return [os.path.join(folder, n) for n in sorted(names) if TMP_NAME.match(n)]
 
 
-TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?$")
+TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?\Z")
 
 
 def _text(v) -> Any:

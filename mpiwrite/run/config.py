@@ -33,7 +33,7 @@ RUN_KEYS = (
     "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
     "client", "tool", "tool_version",
 )
-_TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +190,14 @@ def parse_tags(items, tag_file: Optional[str] = None) -> Dict[str, str]:
     return tags
 
 
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_target_name(target: str) -> str:
     if not target or not target.strip():
         raise _fail("TARGET", "is empty; expected a directory")
@@ -296,6 +304,9 @@ def build(
         kwargs["verify"] = True
     if kwargs.get("results") is not None and not str(kwargs["results"]).strip():
         raise _fail("--results", "is empty; expected a directory")
+    for field in ("results", "json_path"):  # the record and summary keep them as text
+        if kwargs.get(field) is not None and not _is_utf8(str(kwargs[field])):
+            raise _fail(option_name(field).split("/")[0], "the name is not UTF-8")
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
                      time_limit=time_limit, **kwargs)
 

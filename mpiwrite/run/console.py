@@ -51,10 +51,21 @@ class Console:
         self.tty = self.out.isatty()
         self._progress_shown = False
 
+    def _put(self, text: str, flush: bool = True) -> None:
+        """Write to the output; a stream that cannot be written (`> /dev/full`, a full disk
+        under a redirect) is an OSError that says which stream, not only ENOSPC."""
+        try:
+            self.out.write(text)
+            if flush:
+                self.out.flush()
+        except OSError as exc:
+            name = "standard error" if self.out is sys.stderr else "standard output"
+            raise OSError(exc.errno, f"{name} could not be written: "
+                                     f"{exc.strerror or exc}") from None
+
     def line(self, text: str = "") -> None:
         self._end_progress()
-        self.out.write(printable(text) + "\n")
-        self.out.flush()
+        self._put(printable(text) + "\n")
 
     def warn(self, text: str) -> None:
         self._end_progress()
@@ -104,16 +115,15 @@ class Console:
                 f"{rate:9.1f} {OUTPUT['units']}/s so far, {done}/{total} ranks done, "
                 f"eta {format_seconds(eta)}")
         if self.tty:
-            self.out.write("\r" + text + "   ")
+            self._put("\r" + text + "   ")
             self._progress_shown = True
         else:
-            self.out.write(text + "\n")
-        self.out.flush()
+            self._put(text + "\n")
 
     def _end_progress(self) -> None:
         if self._progress_shown:
-            self.out.write("\n")
             self._progress_shown = False
+            self._put("\n", flush=False)
 
     def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None) -> None:
         agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]

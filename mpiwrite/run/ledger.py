@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -450,7 +451,7 @@ class Ledger:
     def end(self, final: RunStatus, code: int) -> int:
         """The run's end on rank 0: the final record and JSON, the failure (if any) in one
         line; returns `code`, or 1 when the record could not be saved."""
-        message = self.failure_message(final)
+        message = self.failure_message(final, code)
         self.finish(final, message)
         if message:
             sys.stderr.write(printable(message) + "\n")
@@ -459,12 +460,17 @@ class Ledger:
             code = code or 1
         return code
 
-    def failure_message(self, final: RunStatus) -> str:
-        """One line naming the first failing rank, its host, path and error."""
+    def failure_message(self, final: RunStatus, code: int = 0) -> str:
+        """One line naming the first failing rank, its host, path and error (or the signal
+        that interrupted the run, from its exit code 128+N)."""
         if final == RunStatus.COMPLETE:
             return ""
         if final == RunStatus.INTERRUPTED:
-            return "mpiwrite: run interrupted by a signal; partial results recorded"
+            try:
+                name = signal.Signals(code - 128).name if code > 128 else "a signal"
+            except ValueError:
+                name = "a signal"
+            return f"mpiwrite: run interrupted by {name}; partial results recorded"
         errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
                                                   _number(e.get("t"), 0.0)))
         if not errs:

@@ -16,12 +16,20 @@ from mpiwrite.text import printable
 
 # The signals a run answers in order (stop writing, remove its files, record `interrupted`),
 # each with the shell's exit code for it: Ctrl-C, the batch system's SIGTERM, a hang-up (a
-# closed terminal or ssh session), Ctrl-\, an alarm, and the user signals that batch systems
-# send before a time limit (sbatch --signal).  Anything else ends the rank at once (SIGKILL
-# cannot be caught); `show` then calls such a run abandoned once its processes are gone.
-EXIT_FOR_SIGNAL = {s: 128 + s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
-                                        signal.SIGQUIT, signal.SIGALRM, signal.SIGUSR1,
-                                        signal.SIGUSR2)}
+# closed terminal or ssh session), Ctrl-\, an alarm, the user signals that batch systems
+# send before a time limit (sbatch --signal), and the other signals whose default action ends
+# a process: a CPU-time limit (SIGXCPU, RLIMIT_CPU as batch systems set it), a file-size limit
+# (SIGXFSZ: the write that crossed RLIMIT_FSIZE then fails with EFBIG), a power failure
+# (SIGPWR, Linux), and the timers' SIGVTALRM and SIGPROF (mpiwrite sets no timers).  Anything
+# else ends the rank at once (SIGKILL cannot be caught); `show` then calls such a run
+# abandoned once its processes are gone.
+ORDERLY = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2",
+           "SIGXCPU", "SIGXFSZ", "SIGPWR", "SIGVTALRM", "SIGPROF")
+EXIT_FOR_SIGNAL = {s: 128 + s for s in (getattr(signal, n) for n in ORDERLY
+                                        if hasattr(signal, n))}
+# Signals the kernel sends a rank for a call of its own that then fails and says why (the
+# write past RLIMIT_FSIZE: EFBIG, "File too large"): a failed run names that, not the signal.
+WITH_AN_ERROR = frozenset({signal.SIGXFSZ})
 
 clock = time.monotonic
 

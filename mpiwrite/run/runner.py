@@ -30,6 +30,7 @@ from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch, fs_kind
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import (
+    WITH_AN_ERROR,
     Signals,
     Watchdog,
     clock,
@@ -445,7 +446,8 @@ class Run:
         code = self.ledger.end(final, code)
         code, late = (int(x) for x in team.allreduce([code, self.signals.received]))
         team.signal_patience = None  # a team that runs again (a study) starts with the grace
-        if late and final is not RunStatus.INTERRUPTED and self.ledger.keeps_record:
+        if (late and final is not RunStatus.INTERRUPTED and self.ledger.keeps_record
+                and not (final is RunStatus.FAILED and late in WITH_AN_ERROR)):
             sys.stderr.write(f"mpiwrite: signal {late} arrived after the run had ended; its "
                              f"record is final ({final})\n")
         return code
