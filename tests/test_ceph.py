@@ -17,8 +17,8 @@ import pytest
 import testbed
 from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
 
-from mpiwrite.facts import fs_fuse
-from mpiwrite.facts.fscommon import command
+from mpiwrite.clients import fuse as fs_fuse
+from mpiwrite.clients.common import command
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.formats import records
 

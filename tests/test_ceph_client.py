@@ -14,8 +14,8 @@ import synth
 import sysroots
 from common import cli
 
-from mpiwrite.facts import fs_ceph as ceph
-from mpiwrite.facts import fsclients
+from mpiwrite.clients import ceph
+from mpiwrite.clients import registry as fsclients
 from mpiwrite.facts.sysroot import Reader
 
 pytestmark = pytest.mark.timeout(60)

@@ -16,17 +16,20 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "study", "run", "engines", "facts", "formats", "answers", "vocab")
+FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "formats", "answers", "vocab")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"study", "run", "engines", "facts", "formats", "answers", "vocab"},
+    "cli": {"study", "run", "engines", "facts", "clients", "formats", "answers", "vocab"},
     "study": {"run", "engines", "facts", "formats", "vocab"},
-    "run": {"engines", "facts", "formats", "vocab"},
+    "run": {"engines", "facts", "clients", "formats", "vocab"},
     "engines": {"formats", "vocab"},
-    "answers": {"facts", "formats", "vocab"},
-    "formats": {"facts", "vocab"},
-    "facts": {"vocab"},
+    "answers": {"facts", "clients", "formats", "vocab"},
+    "formats": {"facts", "clients", "vocab"},
+    # facts/nodeinfo asks the clients (the target's client, its mount); the clients read
+    # through facts/sysroot only (CLIENTS_READ_FACTS, below): no module cycle
+    "facts": {"clients", "vocab"},
+    "clients": {"facts", "vocab"},
     "vocab": set(),
     "top": set(),
 }
@@ -101,6 +104,21 @@ def test_folders_import_only_what_their_layer_may():
             if theirs not in ALLOWED[mine]:
                 wrong.append(f"{name} ({mine}/) imports {target} ({theirs}/)")
     assert not wrong, "\n".join(wrong)
+
+
+# The only facts module the clients may import: the sysroot reader and its parsing helpers.
+CLIENTS_READ_FACTS = {"facts.sysroot"}
+
+
+def test_the_clients_import_only_the_sysroot_reader_of_the_facts():
+    """clients/ sits between facts/sysroot.py (reading files under a sysroot) and the rest of
+    facts/ (nodeinfo asks the registry for the target's client): docs/architecture.md."""
+    mods = modules()
+    wrong = sorted(f"{name} imports {target}"
+                   for name, path in mods.items() if name.startswith("clients.")
+                   for target in {resolve(i, mods) for i in imports(path)[0]}
+                   if target.startswith("facts.") and target not in CLIENTS_READ_FACTS)
+    assert not wrong, wrong
 
 
 def test_the_shared_modules_import_no_folder():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mpiwrite.facts import targets
+from mpiwrite.clients import targets
 
 pytestmark = pytest.mark.timeout(30)
 

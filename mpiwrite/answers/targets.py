@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mpiwrite import stats
-from mpiwrite.facts.targets import targets_of
+from mpiwrite.clients.targets import targets_of
 from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size

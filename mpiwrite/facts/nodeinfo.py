@@ -13,10 +13,11 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__
+from mpiwrite.clients import lustre
+from mpiwrite.clients import registry as fsclients
+from mpiwrite.clients.common import scrub
+from mpiwrite.clients.common import unescape as _unescape
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts import fsclients, lustre
-from mpiwrite.facts.fscommon import scrub
-from mpiwrite.facts.fscommon import unescape as _unescape
 from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.facts.sysroot import check as check_sysroot
 from mpiwrite.text import printable

@@ -15,7 +15,7 @@ from mpiwrite.run import rows
 def fs_kind(fstype: str) -> str:
     """`lustre` (layouts name OSTs), `local` (no client places files on targets: the layout
     gather is made for iteration 0 only), or `other` (a client that may tell)."""
-    from mpiwrite.facts.fsclients import LOCAL
+    from mpiwrite.clients.registry import LOCAL
 
     return "lustre" if fstype in ("lustre", "mixed") else "local" if fstype in LOCAL else \
         "other"
@@ -36,7 +36,8 @@ class NodeWatch:
         ceph-fuse perf dump) before the phase; else None."""
         if not self.team.is_leader:
             return None
-        from mpiwrite.facts import fsclients, nodeinfo  # leaders import them at set-up
+        from mpiwrite.clients import registry as fsclients  # leaders import them at set-up
+        from mpiwrite.facts import nodeinfo
 
         return nodeinfo.cpu_line(), fsclients.snapshot(self.cfg.sysroot, self.node_fs,
                                                        self.node_client)
@@ -46,7 +47,8 @@ class NodeWatch:
         of the node has finished; (NaN, NaN), None on other ranks."""
         if before is None:
             return (rows.NAN, rows.NAN), None
-        from mpiwrite.facts import fsclients, nodeinfo
+        from mpiwrite.clients import registry as fsclients
+        from mpiwrite.facts import nodeinfo
 
         cpu, client = before
         return (rows.cpu_fractions(cpu, nodeinfo.cpu_line()),
@@ -78,11 +80,11 @@ class NodeWatch:
         lay = None
         if created or (self.cfg.layout == "shared" and it == 0):  # one shared file: once
             if self.on_lustre:  # each module only where it is used (start-up metadata)
-                from mpiwrite.facts import lustre_layout
+                from mpiwrite.clients import lustre_layout
 
                 lay = lustre_layout.rank_layout(path)
             else:
-                from mpiwrite.facts import targets
+                from mpiwrite.clients import targets
 
                 lay = targets.of_file(path)
         texts = team.gather_texts(json.dumps(lay))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional
 
-from mpiwrite.facts.fscommon import client_string, command, package_version
+from mpiwrite.clients.common import client_string, command, package_version
 from mpiwrite.facts.sysroot import Reader
 
 MMFS_CFG = "var/mmfs/gen/mmfs.cfg"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from mpiwrite.facts.fscommon import client_string, package_version
+from mpiwrite.clients.common import client_string, package_version
 from mpiwrite.facts.sysroot import Reader, first_line, key_values
 
 WRITE_KEYS = ("tuneFileCacheType", "tuneFileCacheBufSize", "tuneRemoteFSync",

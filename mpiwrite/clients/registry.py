@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from mpiwrite.facts import fs_beegfs as beegfs
-from mpiwrite.facts import fs_ceph as ceph
-from mpiwrite.facts import fs_fuse as fuse
-from mpiwrite.facts import fs_gpfs as gpfs
-from mpiwrite.facts import fs_nfs as nfs
-from mpiwrite.facts.fscommon import client_string
+from mpiwrite.clients import beegfs, ceph, fuse, gpfs, nfs
+from mpiwrite.clients.common import client_string
 from mpiwrite.facts.sysroot import Reader
 
 LOCAL = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "zfs", "f2fs",
@@ -52,7 +48,7 @@ def snapshot(sysroot: str, fs: Dict[str, Any],
     counters, or a ceph-fuse client's `perf dump` counters through its admin socket;
     {'kind': None} for the others.  fs and client are facts['fs'] and facts['client'] of
     this node (the client's facts say where its admin socket is)."""
-    from mpiwrite.facts import lustre_counters
+    from mpiwrite.clients import lustre_counters
 
     reader = Reader(sysroot or "/")
     fstype = str(fs.get("fstype") or "")
@@ -69,7 +65,7 @@ def snapshot(sysroot: str, fs: Dict[str, Any],
 def delta(before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
     """What the client did between two snapshots; `write_bytes` is its total in every kind
     (None when unknown), beside the kind's own details."""
-    from mpiwrite.facts import lustre_counters
+    from mpiwrite.clients import lustre_counters
 
     kind = after.get("kind")
     if kind != before.get("kind") or kind is None:

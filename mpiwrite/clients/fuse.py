@@ -20,8 +20,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts import fs_ceph as ceph
-from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
+from mpiwrite.clients import ceph
+from mpiwrite.clients.common import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 

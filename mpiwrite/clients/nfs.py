@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.fscommon import client_string, options
-from mpiwrite.facts.fscommon import unescape as _unescape
+from mpiwrite.clients.common import client_string, options
+from mpiwrite.clients.common import unescape as _unescape
 from mpiwrite.facts.sysroot import Reader, to_int
 
 MOUNTSTATS = "proc/self/mountstats"
