@@ -203,6 +203,52 @@ def test_no_module_outside_the_engines_compares_an_engines_name():
     assert not found, found
 
 
+def _names_fstype(x) -> bool:
+    """`fstype`, `fs.fstype`, `x["fstype"]`, `x.get("fstype")`: a mount's type."""
+    if isinstance(x, ast.Name):
+        return "fstype" in x.id
+    if isinstance(x, ast.Attribute):
+        return "fstype" in x.attr
+    if isinstance(x, ast.Subscript):
+        return isinstance(x.slice, ast.Constant) and x.slice.value == "fstype"
+    if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "get":
+        return bool(x.args) and isinstance(x.args[0], ast.Constant) \
+            and x.args[0].value == "fstype"
+    return False
+
+
+def test_no_module_outside_the_clients_compares_a_filesystem_type():
+    """Callers ask the client object (clients/registry.for_mount and its flags), never the
+    mount's type by name: a new client is one module and one registry line.  Read from the
+    AST: a comparison (==, !=, in) or a startswith/endswith of a mount's type with a
+    filesystem's name that some registered client serves or names."""
+    from mpiwrite.clients import registry
+
+    names = {"fuse", "fuse.", "fuseblk", "fuseblk."}
+    for c in registry.every():
+        names |= set(c.fstypes) | set(c.magics.values()) | {c.name}
+
+    def literal(x):
+        if isinstance(x, ast.Constant):
+            return x.value in names
+        return isinstance(x, (ast.Tuple, ast.List, ast.Set)) and any(map(literal, x.elts))
+
+    found = []
+    for name, path in modules().items():
+        if name.startswith("clients."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left] + list(node.comparators)
+                if any(map(_names_fstype, sides)) and any(map(literal, sides)):
+                    found.append(f"{name}:{node.lineno}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("startswith", "endswith") \
+                    and _names_fstype(node.func.value) and any(map(literal, node.args)):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, found
+
+
 def test_subpackage_init_files_are_empty():
     """No import side effects: a rank's start-up imports only what it uses."""
     for folder in FOLDERS:
