@@ -1,4 +1,4 @@
-"""facts/targets.py: the storage targets a client names for a file, parsed and bounded."""
+"""clients/targets.py: the storage targets a client names for a file, parsed and bounded."""
 
 import pytest
 
