@@ -17,8 +17,8 @@ import pytest
 import testbed
 from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
 
-from mpiwrite.facts import fs_fuse
-from mpiwrite.facts.fscommon import command
+from mpiwrite.clients import fuse as fs_fuse
+from mpiwrite.clients.common import command
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.formats import records
 
@@ -153,7 +153,7 @@ def test_client_oc_max_dirty_ab_with_compare(bed):
     `compare` names the option as what differs, and what the client did differently (OSD
     write ops of whole objects against one per FUSE write; the time a write() spends in
     ceph-fuse).  Write-through is slower; by how much is the machine's business."""
-    from mpiwrite.answers import differences
+    from mpiwrite.clients import ceph_fuse
 
     res = os.path.join(bed.folder, "ab")
     try:
@@ -173,10 +173,10 @@ def test_client_oc_max_dirty_ab_with_compare(bed):
     print(json.dumps({k: verdict[k] for k in ("change_pct", "p_value", "verdict")}),
           json.dumps(diff))
     assert diff["client.config.client_oc_max_dirty"] == {"a": [DEFAULT_MAX_DIRTY], "b": ["0"]}
-    size = diff[differences.CEPH_OP_SIZE]
+    size = diff[ceph_fuse.OP_SIZE]
     assert float(size["a"][0]) > 4 * float(size["b"][0]), size  # MiBs against 128 KiB
     assert float(size["b"][0]) <= 2**17 + 1
-    assert differences.CEPH_WRLAT in diff
+    assert ceph_fuse.WRLAT in diff
     assert verdict["b"]["mean_MB_per_s"] < verdict["a"]["mean_MB_per_s"]
     text = cli(["compare", "oc=default", "oc=writethrough", "--in", res], cwd=bed.folder)
     assert f"client.config.client_oc_max_dirty: {DEFAULT_MAX_DIRTY} -> 0" in text.stdout

@@ -14,8 +14,8 @@ import synth
 import sysroots
 from common import cli
 
-from mpiwrite.facts import fs_ceph as ceph
-from mpiwrite.facts import fsclients
+from mpiwrite.clients import ceph
+from mpiwrite.clients import registry as fsclients
 from mpiwrite.facts.sysroot import Reader
 
 pytestmark = pytest.mark.timeout(60)
@@ -393,7 +393,7 @@ def test_show_prints_each_nodes_ceph_counters(tmp_path):
 
 
 def test_compare_names_the_ceph_option_and_what_the_client_did_differently(tmp_path):
-    from mpiwrite.answers import differences
+    from mpiwrite.clients import ceph_fuse
 
     _ceph_records(tmp_path, "a", "104857600", 4 * 2**20, 0.5)
     _ceph_records(tmp_path, "b", "0", 128 * 1024, 9.0)
@@ -401,9 +401,9 @@ def test_compare_names_the_ceph_option_and_what_the_client_did_differently(tmp_p
     assert out.returncode == 0, out.stderr
     diff = json.loads(out.stdout)["differing_facts"]
     assert diff["client.config.client_oc_max_dirty"] == {"a": ["104857600"], "b": ["0"]}
-    assert diff[differences.CEPH_OP_SIZE] == {"a": ["4194304"], "b": ["131072"]}
-    assert diff[differences.CEPH_WRLAT] == {"a": ["0.5 ms"], "b": ["9 ms"]}
-    assert differences.CEPH_BLOCKED not in diff  # the same on both sides (none)
+    assert diff[ceph_fuse.OP_SIZE] == {"a": ["4194304"], "b": ["131072"]}
+    assert diff[ceph_fuse.WRLAT] == {"a": ["0.5 ms"], "b": ["9 ms"]}
+    assert ceph_fuse.BLOCKED not in diff  # the same on both sides (none)
     assert not any("admin_socket" in k or "global_id" in k for k in diff)  # names, not settings
     assert "client write RPC size (bytes per RPC, from its counters)" not in diff
     text = cli(["compare", "oc=a", "oc=b", "--in", str(tmp_path)], cwd=tmp_path).stdout

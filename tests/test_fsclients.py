@@ -7,10 +7,9 @@ import pytest
 import sysroots
 from common import cli
 
-from mpiwrite.facts import fs_fuse as fuse
-from mpiwrite.facts import fs_gpfs as gpfs
-from mpiwrite.facts import fs_nfs as nfs
-from mpiwrite.facts import fsclients, nodeinfo
+from mpiwrite.clients import fuse, gpfs, nfs
+from mpiwrite.clients import registry as fsclients
+from mpiwrite.facts import nodeinfo
 
 
 def facts(tmp_path, files, target):
@@ -141,7 +140,7 @@ def test_version_strings_of_fuse_daemons():
 def test_real_glusterfs_binary_version_on_this_machine():
     import shutil
 
-    from mpiwrite.facts.fscommon import command
+    from mpiwrite.clients.common import command
     from mpiwrite.facts.sysroot import Reader
 
     if not shutil.which("glusterfs"):
@@ -272,7 +271,7 @@ def test_mount_secrets_are_not_recorded(tmp_path):
 def test_a_slow_command_is_ended_with_its_children_and_leaves_an_unknown(monkeypatch):
     import time
 
-    from mpiwrite.facts import fscommon
+    from mpiwrite.clients import common as fscommon
     from mpiwrite.facts.sysroot import Reader
 
     monkeypatch.setattr(fscommon, "COMMAND_TIMEOUT", 0.5)
@@ -335,7 +334,7 @@ Final graph:
 
 
 def test_gluster_graph_from_the_clients_log():
-    from mpiwrite.facts.fs_fuse import parse_graph
+    from mpiwrite.clients.fuse import parse_graph
 
     old = GLUSTER_LOG.replace("features/cdc", "performance/write-behind")
     g = parse_graph(old + GLUSTER_LOG)  # the last graph wins (a volume set switches it)

@@ -211,7 +211,7 @@ def _set_and_wait(bed, compression: str, timeout: float = 90.0) -> None:
     lookup found a brick missing ("Found anomalies ... holes=1") and the client never
     switched, whatever the probes.  A client not switched halfway through the wait is
     mounted afresh, as an administrator would (its new mount runs the volume's graph), once."""
-    from mpiwrite.facts.fs_fuse import parse_graph
+    from mpiwrite.clients.fuse import parse_graph
 
     before = [t.count("Final graph:") for t in _client_logs(bed)]
     if bed.fs.get("network.compression") == compression:

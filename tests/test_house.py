@@ -16,17 +16,20 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "study", "run", "engines", "facts", "formats", "answers", "vocab")
+FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "formats", "answers", "vocab")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"study", "run", "engines", "facts", "formats", "answers", "vocab"},
+    "cli": {"study", "run", "engines", "facts", "clients", "formats", "answers", "vocab"},
     "study": {"run", "engines", "facts", "formats", "vocab"},
-    "run": {"engines", "facts", "formats", "vocab"},
+    "run": {"engines", "facts", "clients", "formats", "vocab"},
     "engines": {"formats", "vocab"},
-    "answers": {"facts", "formats", "vocab"},
-    "formats": {"facts", "vocab"},
-    "facts": {"vocab"},
+    "answers": {"facts", "clients", "formats", "vocab"},
+    "formats": {"facts", "clients", "vocab"},
+    # facts/nodeinfo asks the clients (the target's client, its mount); the clients read
+    # through facts/sysroot only (CLIENTS_READ_FACTS, below): no module cycle
+    "facts": {"clients", "vocab"},
+    "clients": {"facts", "vocab"},
     "vocab": set(),
     "top": set(),
 }
@@ -101,6 +104,21 @@ def test_folders_import_only_what_their_layer_may():
             if theirs not in ALLOWED[mine]:
                 wrong.append(f"{name} ({mine}/) imports {target} ({theirs}/)")
     assert not wrong, "\n".join(wrong)
+
+
+# The only facts module the clients may import: the sysroot reader and its parsing helpers.
+CLIENTS_READ_FACTS = {"facts.sysroot"}
+
+
+def test_the_clients_import_only_the_sysroot_reader_of_the_facts():
+    """clients/ sits between facts/sysroot.py (reading files under a sysroot) and the rest of
+    facts/ (nodeinfo asks the registry for the target's client): docs/architecture.md."""
+    mods = modules()
+    wrong = sorted(f"{name} imports {target}"
+                   for name, path in mods.items() if name.startswith("clients.")
+                   for target in {resolve(i, mods) for i in imports(path)[0]}
+                   if target.startswith("facts.") and target not in CLIENTS_READ_FACTS)
+    assert not wrong, wrong
 
 
 def test_the_shared_modules_import_no_folder():
@@ -181,6 +199,52 @@ def test_no_module_outside_the_engines_compares_an_engines_name():
             literal = any(isinstance(x, ast.Constant) and x.value in base.ENGINES
                           for x in sides)
             if named and literal:
+                found.append(f"{name}:{node.lineno}")
+    assert not found, found
+
+
+def _names_fstype(x) -> bool:
+    """`fstype`, `fs.fstype`, `x["fstype"]`, `x.get("fstype")`: a mount's type."""
+    if isinstance(x, ast.Name):
+        return "fstype" in x.id
+    if isinstance(x, ast.Attribute):
+        return "fstype" in x.attr
+    if isinstance(x, ast.Subscript):
+        return isinstance(x.slice, ast.Constant) and x.slice.value == "fstype"
+    if isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr == "get":
+        return bool(x.args) and isinstance(x.args[0], ast.Constant) \
+            and x.args[0].value == "fstype"
+    return False
+
+
+def test_no_module_outside_the_clients_compares_a_filesystem_type():
+    """Callers ask the client object (clients/registry.for_mount and its flags), never the
+    mount's type by name: a new client is one module and one registry line.  Read from the
+    AST: a comparison (==, !=, in) or a startswith/endswith of a mount's type with a
+    filesystem's name that some registered client serves or names."""
+    from mpiwrite.clients import registry
+
+    names = {"fuse", "fuse.", "fuseblk", "fuseblk."}
+    for c in registry.every():
+        names |= set(c.fstypes) | set(c.magics.values()) | {c.name}
+
+    def literal(x):
+        if isinstance(x, ast.Constant):
+            return x.value in names
+        return isinstance(x, (ast.Tuple, ast.List, ast.Set)) and any(map(literal, x.elts))
+
+    found = []
+    for name, path in modules().items():
+        if name.startswith("clients."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left] + list(node.comparators)
+                if any(map(_names_fstype, sides)) and any(map(literal, sides)):
+                    found.append(f"{name}:{node.lineno}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("startswith", "endswith") \
+                    and _names_fstype(node.func.value) and any(map(literal, node.args)):
                 found.append(f"{name}:{node.lineno}")
     assert not found, found
 

@@ -8,9 +8,9 @@ import struct
 import pytest
 import sysroots
 
+from mpiwrite.clients import lustre_counters as lc
+from mpiwrite.clients import lustre_layout as ll
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts import lustre_counters as lc
-from mpiwrite.facts import lustre_layout as ll
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.run import stripeopts
 

@@ -9,7 +9,8 @@ import pytest
 import sysroots
 from common import MPIWRITE, cli, mpirun, only_record
 
-from mpiwrite.facts import lustre, nodeinfo
+from mpiwrite.clients import lustre
+from mpiwrite.facts import nodeinfo
 
 
 def facts(tmp_path, files, target="/mnt/lustre/me"):

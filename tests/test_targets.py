@@ -1,8 +1,8 @@
-"""facts/targets.py: the storage targets a client names for a file, parsed and bounded."""
+"""clients/targets.py: the storage targets a client names for a file, parsed and bounded."""
 
 import pytest
 
-from mpiwrite.facts import targets
+from mpiwrite.clients import targets
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -88,11 +88,19 @@ def test_a_record_with_iteration_0s_targets_only_says_so(tmp_path):
 
 
 def test_targets_are_gathered_every_iteration_except_on_local_filesystems():
-    """run/observe.fs_kind: the GlusterFS FUSE client and CephFS may tell targets (every
-    iteration), Lustre has layouts, a local filesystem has none (iteration 0's gather only)."""
-    from mpiwrite.run.observe import fs_kind
+    """The run's client (clients/registry.for_run): the GlusterFS FUSE client and CephFS may
+    tell targets (every iteration), Lustre has layouts, a local filesystem has none
+    (iteration 0's gather only); nodes on different filesystems are read as Lustre."""
+    from mpiwrite.clients import registry
 
-    assert [fs_kind(t) for t in ("fuse.glusterfs", "ceph", "fuse.ceph-fuse", "nfs4")] == \
-        ["other"] * 4
-    assert fs_kind("lustre") == fs_kind("mixed") == "lustre"
-    assert fs_kind("ext4") == fs_kind("tmpfs") == fs_kind("xfs") == "local"
+    def run(fstype):
+        return registry.for_run(fstype, {"fstype": fstype})
+
+    assert [run(t).name for t in ("fuse.glusterfs", "ceph", "fuse.ceph-fuse", "nfs4")] == \
+        ["glusterfs", "cephfs", "ceph-fuse", "nfs"]
+    assert not any(run(t).local or run(t).lov_layouts
+                   for t in ("fuse.glusterfs", "ceph", "fuse.ceph-fuse", "nfs4"))
+    assert run("lustre").lov_layouts and run("mixed").lov_layouts
+    assert not run("mixed").striping and run("lustre").striping
+    assert run("ext4").local and run("tmpfs").local and run("xfs").local
+    assert run("tmpfs").in_memory and not run("ext4").in_memory

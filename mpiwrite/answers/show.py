@@ -199,55 +199,9 @@ def imported_lines(rec) -> List[str]:
     return lines
 
 
-def _n(x) -> Optional[float]:
-    """A counter from a record (someone else's JSON): a finite number, else None."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or abs(x) == math.inf:
-        return None
-    return x
-
-
-def _size(x) -> str:
-    v = _n(x)
-    return format_size(v) if v is not None and v >= 0 else "?"
-
-
-def _per(total, count, unit: str) -> str:
-    t, c = _n(total), _n(count)
-    return f" ({format_size(t / c)} per {unit})" if t is not None and c else ""
-
-
-def _latency(row, what: str) -> str:
-    """'512 x 2.35 ms' from a ceph {avgcount, sum} delta."""
-    row = row if isinstance(row, dict) else {}
-    count, total = _n(row.get("avgcount")), _n(row.get("sum"))
-    if not count or total is None:
-        return f"{what} -"
-    return f"{what} {int(count)} x {_ms(total / count)}"
-
-
 def counter_text(d: Dict[str, Any]) -> str:
-    """One node's client counter delta in words: what it sent, in how many write RPCs or OSD
-    write ops, and for ceph-fuse its cache (blocked writes) and its write/fsync latency."""
-    kind = d.get("kind")
-    if kind is None:
-        return "no counters for this client"
-    if _n(d.get("write_bytes")) is None:
-        return f"{kind}: no counters ({d.get('why') or 'unknown'})"
-    if kind == "ceph":
-        obj = d.get("objecter") if isinstance(d.get("objecter"), dict) else {}
-        oc = d.get("objectcacher") if isinstance(d.get("objectcacher"), dict) else {}
-        cl = d.get("client") if isinstance(d.get("client"), dict) else {}
-        blocked = _n(oc.get("write_ops_blocked"))
-        ops = _n(obj.get("op_w"))
-        return (f"ceph: sent {_size(d['write_bytes'])} in {'?' if ops is None else int(ops)} "
-                "OSD write ops"
-                f"{_per(d['write_bytes'], obj.get('op_w'), 'op')}; cache: "
-                f"{_size(oc.get('data_written'))} written, {_size(oc.get('data_flushed'))} "
-                f"flushed, {'?' if blocked is None else int(blocked)} writes blocked on the "
-                f"dirty limit ({_size(oc.get('write_bytes_blocked'))}, "
-                f"{_num(_n(oc.get('write_time_blocked')) or 0.0, 3)} s); "
-                f"{_latency(cl.get('wrlat'), 'write()')}, {_latency(cl.get('fsync'), 'fsync')}")
-    rpcs = _n(d.get("write_rpcs"))
-    return (f"{kind}: sent {_size(d['write_bytes'])}"
-            + (f" in {int(rpcs)} write RPCs{_per(d['write_bytes'], rpcs, 'RPC')}"
-               if rpcs is not None else ""))
+    """One node's client counter delta in words, as its client says it (Client.counter_text:
+    what it sent, in how many write RPCs or OSD write ops, ...)."""
+    from mpiwrite.clients import registry
+
+    return registry.for_kind(d.get("kind")).counter_text(d)

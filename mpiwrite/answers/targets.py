@@ -1,6 +1,6 @@
 """`show RUN --by target` and `explain RUN`'s target table: which storage target is slow
 (Lustre OSTs, GlusterFS bricks, a CephFS pool), from each rank's rate and the targets that
-hold its file (facts/targets.py).
+hold its file (clients/targets.py).
 
 Ranks differ because their files land on different servers.  A file that lies on one target
 is that target's sample: one per rank and iteration (each iteration writes new files, which
@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from mpiwrite import stats
-from mpiwrite.facts.targets import targets_of
+from mpiwrite.clients.targets import targets_of
 from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size

@@ -13,20 +13,14 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from mpiwrite import __version__
+from mpiwrite.clients import lustre, registry
+from mpiwrite.clients.common import scrub
+from mpiwrite.clients.common import unescape as _unescape
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts import fsclients, lustre
-from mpiwrite.facts.fscommon import scrub
-from mpiwrite.facts.fscommon import unescape as _unescape
 from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.facts.sysroot import check as check_sysroot
 from mpiwrite.text import printable
 
-FS_MAGICS = {
-    0x0BD00BD0: "lustre", 0x47504653: "gpfs", 0x19830326: "beegfs", 0x6969: "nfs",
-    0xEF53: "ext4", 0x58465342: "xfs", 0x01021994: "tmpfs", 0x9123683E: "btrfs",
-    0x00C36400: "ceph", 0x65735546: "fuse", 0x794C7630: "overlay", 0x5346544E: "ntfs",
-    0x2FC12FC1: "zfs", 0x73717368: "squashfs", 0xFF534D42: "cifs", 0x6E667364: "nfsd",
-}
 VM_KEYS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes",
            "dirty_expire_centisecs", "dirty_writeback_centisecs")
 SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURM_NNODES",
@@ -111,14 +105,15 @@ def filesystem(reader: Reader, path: str) -> Dict[str, Any]:
     if best:
         info.update(fstype=best["fstype"], mount_point=best["mount_point"],
                     mount_source=best["source"], mount_options=scrub(best["options"]))
+        # the client of the mount knows its magic (ext2/3/4 share one; FUSE's is the
+        # wrapper's): the name from the table is the more specific, keep both
+        named = registry.magic_name(magic, registry.for_mount(best["fstype"], best["source"]))
+        if named and best["fstype"] != named:
+            info["fs_magic_name"] = named
     else:
-        info.update(fstype=FS_MAGICS.get(magic or -1, "unknown"), mount_point=None,
+        info.update(fstype=registry.magic_name(magic) or "unknown", mount_point=None,
                     mount_source=None, mount_options=None)
         reader.unknown["fs.mount"] = "no mount table entry matched"
-    if magic in FS_MAGICS and best and best["fstype"] not in (FS_MAGICS[magic],):
-        # the name from the table is more specific (ext2/3/4 share a magic) unless it is a
-        # wrapper; keep both.
-        info["fs_magic_name"] = FS_MAGICS[magic]
     return info
 
 
@@ -277,8 +272,8 @@ def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
     facts.update(host_facts(reader))
     facts["lustre"] = lustre.collect(reader, facts.get("kernel") or "")
     facts["fs"] = filesystem(reader, target)
-    facts["client"] = fsclients.collect(reader, facts["fs"], facts.get("kernel") or "",
-                                        facts["lustre"])
+    facts["client"] = registry.collect(reader, facts["fs"], facts.get("kernel") or "",
+                                       facts["lustre"])
     facts["infiniband"] = infiniband(reader)
     facts["software"] = software(mpi_library)
     facts["slurm"] = slurm()
@@ -316,8 +311,8 @@ def client_of(facts: Dict[str, Any]) -> str:
     client = facts.get("client")
     if isinstance(client, dict) and client.get("client"):
         return str(client["client"])
-    return fsclients.legacy_client({"lustre": summary_value(facts, "lustre"),
-                                    "fstype": summary_value(facts, "fstype")})
+    return registry.legacy_client({"lustre": summary_value(facts, "lustre"),
+                                   "fstype": summary_value(facts, "fstype")})
 
 
 def common_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
@@ -329,11 +324,8 @@ def common_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:
     return out
 
 
-# Node facts that name the node or the run, not a setting: never grouping keys.
-NOT_FACT_KEYS = ("host", "sysroot", "raw", "unknown", "device", "pid", "argv", "log",
-                 "version_file", "fs.path", "fs.mount_point", "fs.fs_magic",
-                 "admin_socket", "global_id")  # ceph-fuse: its socket's path, its session id
 MAX_FACT_DEPTH = 5
+_not_facts: List[str] = []  # registry.volatile(), once: facts that name things, not settings
 
 
 def _flatten(value: Any, prefix: str, out: Dict[str, str], depth: int = 0) -> None:
@@ -341,9 +333,11 @@ def _flatten(value: Any, prefix: str, out: Dict[str, str], depth: int = 0) -> No
     mount, per HCA) gives one key per field with its common value or `mixed`."""
     if depth > MAX_FACT_DEPTH:
         return
+    if not _not_facts:
+        _not_facts.extend(registry.volatile())
     if isinstance(value, dict):
         for k, v in value.items():
-            if k in NOT_FACT_KEYS or f"{prefix}{k}" in NOT_FACT_KEYS:
+            if k in _not_facts or f"{prefix}{k}" in _not_facts:
                 continue
             _flatten(v, f"{prefix}{k}.", out, depth + 1)
     elif isinstance(value, list):
@@ -387,42 +381,6 @@ def common_value(values: List[str]) -> str:
     return s.pop() if len(s) == 1 else "mixed"
 
 
-def describe_client(client: Dict[str, Any]) -> List[str]:
-    """The `client` line and the settings that decide writes, per filesystem."""
-    lines = [f"client         {client.get('client', 'unknown')}"]
-    detail = []
-    name = client.get("name")
-    if name == "nfs":
-        detail = [f"{k}={client.get(k)}" for k in ("vers", "proto", "rsize", "wsize", "nconnect",
-                                                    "sec", "mode") if client.get(k) is not None]
-        b = client.get("bytes") or {}
-        if b:
-            detail.append(f"bytes written {b.get('normal_write')} (direct "
-                          f"{b.get('direct_write')}, to server {b.get('server_write')})")
-    elif client.get("fuse"):
-        d = client.get("daemon") or {}
-        detail = [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
-                  f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
-                  f"version from {client.get('version_source')}"]
-        if client.get("admin_socket"):  # ceph-fuse: what its admin socket said
-            lines.append(f"  {client.get('entity') or 'client ?'} (global id "
-                         f"{client.get('global_id')}) of fs {client.get('fs_name')}, admin "
-                         f"socket {client['admin_socket']} ({client.get('admin_socket_source')})")
-            config = client.get("config") or {}
-            if config:
-                lines.append("  config " + ", ".join(f"{k}={v}" for k, v in config.items()))
-    elif name == "beegfs":
-        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
-    elif name == "gpfs":
-        detail = [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
-        detail.append(f"from {client.get('config_source')}")
-    elif name == "ceph":
-        detail = [f"{k}={v}" for k, v in (client.get("options") or {}).items()]
-    if detail:
-        lines.insert(1, "  " + ", ".join(detail))
-    return lines
-
-
 def describe(facts: Dict[str, Any]) -> List[str]:
     """Readable lines for `mpiwrite env`."""
     lus = facts["lustre"]
@@ -439,7 +397,7 @@ def describe(facts: Dict[str, Any]) -> List[str]:
         f"filesystem     {fs.get('fstype')} at {fs.get('mount_point')} "
         f"(source {fs.get('mount_source')}, {fs.get('mount_options')})",
     ]
-    lines += describe_client(facts.get("client") or {})
+    lines += registry.for_fs(fs).describe(facts.get("client") or {})
     if lus.get("present"):
         lines.append(f"lustre         {lus.get('version')} ({lus.get('kernel')}; "
                      f"kernel line {lus.get('kernel_line')!r})")

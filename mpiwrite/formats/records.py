@@ -112,7 +112,7 @@ class RunRecord:
         keys = self._json("keys", {})
         if isinstance(keys, dict) and "client" not in keys:
             keys = dict(keys)
-            from mpiwrite.facts.fsclients import legacy_client
+            from mpiwrite.clients.registry import legacy_client
             from mpiwrite.facts.nodeinfo import client_of
 
             values = {client_of(n) for n in self.nodes} if self.nodes else \

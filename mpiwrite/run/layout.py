@@ -222,7 +222,7 @@ def make_subdirs(cfg: RunConfig, run_id: str, nranks: int, stripe=None,
         else:
             os.mkdir(subdir(cfg, run_id, i))
         if stripe is not None:
-            from mpiwrite.facts.lustre_layout import apply_stripe
+            from mpiwrite.clients.lustre_layout import apply_stripe
 
             stripe["method"] = apply_stripe(subdir(cfg, run_id, i), stripe["count"],
                                             stripe["size"], stripe["ost"])

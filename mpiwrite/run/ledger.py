@@ -32,7 +32,6 @@ from mpiwrite.units import format_size
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_", "FI_PROVIDER")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note
-MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")  # the CPU copies the data: busy by design
 CLOCK_SLACK = 0.005  # seconds beyond the measured offset uncertainty before a clock is odd
 SAVE_EVERY = 1.0  # seconds: the least time between two records saved after iterations
 # what the record says where the run JSON says null (Ledger.shared)
@@ -266,7 +265,9 @@ class Ledger:
             self.note(f"iteration {it}: with the open time included (IOR's figure) the "
                       f"aggregate is {ior:.1f} MB/s ({(ior / ours - 1) * 100:+.1f}%)")
         busy = ranks["node_cpu_busy"]
-        in_memory = self.keys.get("fstype") in MEMORY_FILESYSTEMS
+        from mpiwrite.clients import registry  # a memory filesystem: the CPU copies the data
+
+        in_memory = registry.for_mount(self.keys.get("fstype")).in_memory
         if code == Status.OK and not in_memory and np.isfinite(busy).any() \
                 and np.nanmax(busy) > CPU_SATURATED:
             hot = sorted({self.host_of(int(r)) for r in ranks["rank"][busy > CPU_SATURATED]})

@@ -12,15 +12,6 @@ from typing import Dict
 from mpiwrite.run import rows
 
 
-def fs_kind(fstype: str) -> str:
-    """`lustre` (layouts name OSTs), `local` (no client places files on targets: the layout
-    gather is made for iteration 0 only), or `other` (a client that may tell)."""
-    from mpiwrite.facts.fsclients import LOCAL
-
-    return "lustre" if fstype in ("lustre", "mixed") else "local" if fstype in LOCAL else \
-        "other"
-
-
 class NodeWatch:
     """One rank's part; only node leaders read counters (`node_fs`: their target's facts)."""
 
@@ -28,35 +19,56 @@ class NodeWatch:
         self.team, self.cfg = team, cfg
         self.node_fs: Dict = {}  # leaders: the target's filesystem facts
         self.node_client: Dict = {}  # leaders: its client's facts (ceph-fuse: admin socket)
-        self.on_lustre = False  # the same answer on every rank (rank 0's), for the layout gather
-        self.local = False  # likewise: a local filesystem, whose files no client places
+        self.mine = None  # leaders: the client of their node's target (its counters)
+        self.client = None  # the run's client, rank 0's on every rank (the layout gather)
+
+    def run_client(self, fstype_key: str) -> str:
+        """Rank 0: the name of the run's client (its node's, or `mixed`), to broadcast."""
+        from mpiwrite.clients import registry
+
+        return registry.for_run(fstype_key, self.node_fs).name
+
+    def use(self, name: str) -> None:
+        """The run's client, as rank 0 names it (every rank takes the same branches at the
+        layout gather); '' (no record kept) asks the files as of an unknown filesystem."""
+        from mpiwrite.clients import registry
+
+        self.client = registry.get(name or "other")
+
+    def _mine(self):
+        if self.mine is None:
+            from mpiwrite.clients import registry  # leaders import it at set-up
+
+            self.mine = registry.for_fs(self.node_fs)
+        return self.mine
 
     def before(self):
         """Node leaders: (CPU counters, client counters: Lustre osc/llite, NFS mountstats,
         ceph-fuse perf dump) before the phase; else None."""
         if not self.team.is_leader:
             return None
-        from mpiwrite.facts import fsclients, nodeinfo  # leaders import them at set-up
+        from mpiwrite.facts import nodeinfo  # leaders import it at set-up
 
-        return nodeinfo.cpu_line(), fsclients.snapshot(self.cfg.sysroot, self.node_fs,
-                                                       self.node_client)
+        return nodeinfo.cpu_line(), self._mine().snapshot(self.cfg.sysroot, self.node_fs,
+                                                          self.node_client)
 
     def after(self, before):
         """((busy, iowait) fractions of the node's CPUs, client counter delta) once every rank
         of the node has finished; (NaN, NaN), None on other ranks."""
         if before is None:
             return (rows.NAN, rows.NAN), None
-        from mpiwrite.facts import fsclients, nodeinfo
+        from mpiwrite.facts import nodeinfo
 
         cpu, client = before
+        mine = self._mine()
         return (rows.cpu_fractions(cpu, nodeinfo.cpu_line()),
-                fsclients.delta(client, fsclients.snapshot(self.cfg.sysroot, self.node_fs,
-                                                           self.node_client)))
+                mine.delta(client, mine.snapshot(self.cfg.sysroot, self.node_fs,
+                                                 self.node_client)))
 
     def gather(self, it: int, delta, path: str, created: bool, res, ledger) -> None:
         """Counter deltas of every node; each rank's file layout and the storage targets of its
         data where the client tells (every iteration: each writes new files, which may land on
-        other targets; a getxattr or two per rank, after the timed phase; facts/targets.py; on
+        other targets; a getxattr or two per rank, after the timed phase; Client.targets; on
         a local filesystem iteration 0's only); every node's write() and fsync() latency
         histograms."""
         team = self.team
@@ -66,7 +78,7 @@ class NodeWatch:
                 ledger.client_counters += [
                     {"iteration": it, "node": i, "delta": json.loads(t)}
                     for i, t in enumerate(texts) if t and t != "null"]
-        if it == 0 or not self.local:  # every rank alike: the gather is collective
+        if it == 0 or not self.client.local:  # every rank alike: the gather is collective
             self._gather_layouts(it, path, created, ledger)
         self._gather_latency(it, res, ledger)
 
@@ -77,19 +89,12 @@ class NodeWatch:
         team = self.team
         lay = None
         if created or (self.cfg.layout == "shared" and it == 0):  # one shared file: once
-            if self.on_lustre:  # each module only where it is used (start-up metadata)
-                from mpiwrite.facts import lustre_layout
-
-                lay = lustre_layout.rank_layout(path)
-            else:
-                from mpiwrite.facts import targets
-
-                lay = targets.of_file(path)
+            lay = self.client.targets(path)  # its modules only where used (start-up)
         texts = team.gather_texts(json.dumps(lay))
         if texts is not None:
             ledger.layouts += [{"iteration": it, "rank": r, "layout": json.loads(t)}
                                for r, t in enumerate(texts) if t and t != "null"]
-            if self.on_lustre and it == 0:
+            if self.client.lov_layouts and it == 0:
                 from mpiwrite.facts import nodeinfo
 
                 ledger.extra["stripe"] = nodeinfo.stripe_of(path)

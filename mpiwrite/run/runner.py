@@ -27,7 +27,7 @@ from mpiwrite.formats import pattern
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, prepare, rows
 from mpiwrite.run.config import RunConfig, differing_options
-from mpiwrite.run.observe import NodeWatch, fs_kind
+from mpiwrite.run.observe import NodeWatch
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import (
     WITH_AN_ERROR,
@@ -145,10 +145,9 @@ class Run:
         raise_agreed(team.agree(problem), team.size)
         if team.is_leader and self.rank != 0:  # rank 0's is held since before the record
             self.files.take_lock(team.node)  # none: `clean` finds no lock, proves nothing
-        # every rank must take the same branch at the layout gather: rank 0's answer
-        kind = team.bcast_text(fs_kind(self.ledger.keys["fstype"])
-                               if self.ledger.keeps_record else "")  # fsclients: rank 0's
-        self.watch.on_lustre, self.watch.local = kind == "lustre", kind == "local"
+        # every rank must take the same branch at the layout gather: rank 0's client
+        self.watch.use(team.bcast_text(self.watch.run_client(self.ledger.keys["fstype"])
+                                       if self.ledger.keeps_record else ""))
         if cfg.read:
             # default: the ranks per node, so that (with ranks placed by node) every rank reads
             # a file written on another node, as IOR's -C with -Q

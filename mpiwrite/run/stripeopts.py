@@ -27,7 +27,9 @@ def check(stripe_count: Optional[int], stripe_size: Optional[str], ost_index: Op
              "--ost-index": ost_index}
     if all(v is None for v in given.values()):
         return None
-    if fstype != "lustre":
+    from mpiwrite.clients import registry
+
+    if not registry.for_mount(fstype).striping:
         name = next(k for k, v in given.items() if v is not None)
         raise ConfigError(f"{name}: the target is on {fstype or 'an unknown filesystem'}, not "
                           "Lustre; striping applies only to Lustre (nothing was created)")

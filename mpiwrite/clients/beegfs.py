@@ -8,9 +8,10 @@ beegfs-client package.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
-from mpiwrite.facts.fscommon import client_string, package_version
+from mpiwrite.clients.base import Client
+from mpiwrite.clients.common import client_string, package_version
 from mpiwrite.facts.sysroot import Reader, first_line, key_values
 
 WRITE_KEYS = ("tuneFileCacheType", "tuneFileCacheBufSize", "tuneRemoteFSync",
@@ -45,3 +46,21 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     info["version"] = version
     info["client"] = client_string("beegfs", version)
     return info
+
+
+class Beegfs(Client):
+    """The BeeGFS client: its per-session config under /proc/fs/beegfs."""
+
+    name = "beegfs"
+    fstypes = ("beegfs",)
+    magics = {0x19830326: "beegfs"}
+
+    def collect(self, reader, fs: Dict[str, Any], kernel: str,
+                lustre: Dict[str, Any]) -> Dict[str, Any]:
+        return collect(reader, fs)
+
+    def detail(self, client: Dict[str, Any]) -> List[str]:
+        return [f"{k}={v}" for k, v in (client.get("config") or {}).items()]
+
+
+CLIENT = Beegfs()

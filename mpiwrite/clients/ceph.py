@@ -39,8 +39,8 @@ import struct
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from mpiwrite.clients.common import client_string, options, package_version, scrub
 from mpiwrite.errors import why
-from mpiwrite.facts.fscommon import client_string, options, package_version, scrub
 from mpiwrite.facts.sysroot import Reader, first_line, to_int
 from mpiwrite.text import clean
 

@@ -53,18 +53,28 @@ def _xattr(path: str, name: str) -> Optional[str]:
     return value[:1 << 16].decode("utf-8", "replace").strip("\x00 \n")
 
 
-def of_file(path: str) -> Optional[Dict[str, Any]]:
-    """The targets of a file off Lustre (GlusterFS bricks, a CephFS pool), or None when the
-    client does not say.  Two getxattr calls at most: call it outside the timed phase."""
+def bricks_of(path: str) -> Optional[Dict[str, Any]]:
+    """The GlusterFS bricks that hold a file (one getxattr), or None."""
     info = _xattr(path, PATHINFO)
     if info:
         bricks = parse_pathinfo(info)
         if bricks:
             return {"layout": "glusterfs", "targets": bricks}
+    return None
+
+
+def pool_of(path: str) -> Optional[Dict[str, Any]]:
+    """The CephFS data pool of a file (one getxattr), or None."""
     pool = _xattr(path, CEPH_POOL)
     if pool:
         return {"layout": "cephfs", "pool": pool[:256], "targets": [f"pool:{pool[:256]}"]}
     return None
+
+
+def of_file(path: str) -> Optional[Dict[str, Any]]:
+    """The targets of a file off Lustre (GlusterFS bricks, a CephFS pool), or None when the
+    client does not say.  Two getxattr calls at most: call it outside the timed phase."""
+    return bricks_of(path) or pool_of(path)
 
 
 def targets_of(layout: Optional[Dict[str, Any]]) -> List[str]:

@@ -10,9 +10,10 @@ show what the running daemon uses.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.fscommon import client_string, command, package_version
+from mpiwrite.clients.base import Client
+from mpiwrite.clients.common import client_string, command, package_version
 from mpiwrite.facts.sysroot import Reader
 
 MMFS_CFG = "var/mmfs/gen/mmfs.cfg"
@@ -80,3 +81,23 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     info["version"] = version
     info["client"] = client_string("gpfs", version)
     return info
+
+
+class Gpfs(Client):
+    """IBM Storage Scale (GPFS): the running daemon's configuration (mmdiag), else mmfs.cfg."""
+
+    name = "gpfs"
+    fstypes = ("gpfs",)
+    magics = {0x47504653: "gpfs"}
+    volatile = ("device",)  # the filesystem's device name
+
+    def collect(self, reader, fs: Dict[str, Any], kernel: str,
+                lustre: Dict[str, Any]) -> Dict[str, Any]:
+        return collect(reader, fs)
+
+    def detail(self, client: Dict[str, Any]) -> List[str]:
+        return [f"{k}={v}" for k, v in (client.get("config") or {}).items()] + [
+            f"from {client.get('config_source')}"]
+
+
+CLIENT = Gpfs()

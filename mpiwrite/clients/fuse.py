@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from mpiwrite.facts import fs_ceph as ceph
-from mpiwrite.facts.fscommon import client_string, command, options, package_version, unescape
+from mpiwrite.clients import ceph
+from mpiwrite.clients.base import Client
+from mpiwrite.clients.common import client_string, command, options, package_version, unescape
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 
@@ -204,3 +205,35 @@ def _flags(argv: List[str], names) -> Dict[str, str]:
         if key in names:
             out[key.lstrip("-")] = value
     return out
+
+
+def is_fuse(fstype: str) -> bool:
+    """A FUSE mount (or GlusterFS's own type name), served by a daemon of its subtype."""
+    return fstype.startswith(("fuse.", "fuseblk.")) or fstype in ("fuse", "fuseblk", "glusterfs")
+
+
+class Fuse(Client):
+    """Any FUSE filesystem: its subtype, source, daemon (found in /proc) and version.  The
+    FUSE clients with more to say (GlusterFS, ceph-fuse, DAOS dfuse) are its subclasses,
+    each matching its own subtypes; this one serves the rest (sshfs, ...)."""
+
+    name = "fuse"
+    magics = {0x65735546: "fuse"}
+    subtypes: Tuple[str, ...] = ()  # the daemons it serves; empty: any
+    volatile = ("pid", "argv", "log")  # the daemon's process, its command line, its log file
+
+    def matches(self, fstype: str, source: Optional[str] = None) -> bool:
+        return is_fuse(fstype) and (not self.subtypes or subtype(fstype, source) in self.subtypes)
+
+    def collect(self, reader, fs: Dict[str, Any], kernel: str,
+                lustre: Dict[str, Any]) -> Dict[str, Any]:
+        return collect(reader, fs)
+
+    def detail(self, client: Dict[str, Any]) -> List[str]:
+        d = client.get("daemon") or {}
+        return [f"fuse {client.get('subtype')} from {client.get('mount_source')}",
+                f"daemon {d.get('name')} pid {d.get('pid')}" if d else "daemon not found",
+                f"version from {client.get('version_source')}"]
+
+
+CLIENT = Fuse()

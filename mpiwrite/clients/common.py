@@ -13,6 +13,7 @@ import re
 import shutil
 from typing import Dict, Optional, Sequence, Tuple
 
+from mpiwrite.clients.base import client_string  # noqa: F401  (the clients' one-line value)
 from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 
@@ -20,11 +21,6 @@ COMMAND_TIMEOUT = 5.0  # seconds; a hung daemon (mmdiag waits for mmfsd) must no
 COMMAND_OUTPUT = 64 * 1024
 DPKG_STATUS = "var/lib/dpkg/status"
 SECRET_OPTIONS = ("secret", "password", "pass", "key")
-
-
-def client_string(name: str, version: Optional[str]) -> str:
-    """'nfs 4.2', 'gpfs 5.1.9.0', 'glusterfs unknown' (a client whose version was not found)."""
-    return f"{name} {version or 'unknown'}"
 
 
 def options(text: Optional[str]) -> Dict[str, str]:

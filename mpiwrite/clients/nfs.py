@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.fscommon import client_string, options
-from mpiwrite.facts.fscommon import unescape as _unescape
+from mpiwrite.clients.base import Client, grown
+from mpiwrite.clients.common import client_string, options
+from mpiwrite.clients.common import unescape as _unescape
 from mpiwrite.facts.sysroot import Reader, to_int
 
 MOUNTSTATS = "proc/self/mountstats"
@@ -132,3 +133,50 @@ def counters(reader: Reader, mount_point: str) -> Dict[str, Any]:
         return {}
     parsed = parse_block(block)
     return {"bytes": parsed.get("bytes") or {}, "ops": parsed.get("ops") or {}}
+
+
+class Nfs(Client):
+    """The NFS client (3, 4.0, 4.1, 4.2): mount options and counters from mountstats."""
+
+    name = "nfs"
+    fstypes = ("nfs", "nfs4")
+    magics = {0x6969: "nfs"}
+    kind = "nfs"
+    rpc_counters = True
+
+    def unknown_client(self, fstype: str) -> str:
+        return client_string("nfs", None)
+
+    def collect(self, reader, fs: Dict[str, Any], kernel: str,
+                lustre: Dict[str, Any]) -> Dict[str, Any]:
+        return collect(reader, fs)
+
+    def snapshot(self, sysroot: str, fs: Dict[str, Any],
+                 client: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        reader = Reader(sysroot or "/")
+        return {"kind": "nfs", "data": counters(reader, str(fs.get("mount_point") or ""))}
+
+    def counter_delta(self, before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"bytes": {}, "ops": {}}
+        b0, b1 = before.get("bytes") or {}, after.get("bytes") or {}
+        for k, v in b1.items():
+            out["bytes"][k] = grown(b0.get(k), v)
+        for op, row in (after.get("ops") or {}).items():
+            old = (before.get("ops") or {}).get(op) or {}
+            out["ops"][op] = {k: grown(old.get(k), v) for k, v in row.items()}
+        nw, dw = out["bytes"].get("normal_write"), out["bytes"].get("direct_write")
+        out["write_bytes"] = None if nw is None or dw is None else nw + dw
+        out["write_rpcs"] = (out["ops"].get("WRITE") or {}).get("ops")
+        return out
+
+    def detail(self, client: Dict[str, Any]) -> List[str]:
+        detail = [f"{k}={client.get(k)}" for k in ("vers", "proto", "rsize", "wsize", "nconnect",
+                                                    "sec", "mode") if client.get(k) is not None]
+        b = client.get("bytes") or {}
+        if b:
+            detail.append(f"bytes written {b.get('normal_write')} (direct "
+                          f"{b.get('direct_write')}, to server {b.get('server_write')})")
+        return detail
+
+
+CLIENT = Nfs()

@@ -1,0 +1,44 @@
+"""The Lustre client: its facts are the node's Lustre facts (clients/lustre.py, read on every
+node, whatever the target); counters per OSC and llite (lustre_counters.py); each file's
+layout and OSTs from `lustre.lov` (lustre_layout.py); the only client that takes stripe
+requests (run/stripeopts.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from mpiwrite.clients.base import Client, client_string
+from mpiwrite.facts.sysroot import Reader
+
+
+class Lustre(Client):
+    name = "lustre"
+    fstypes = ("lustre",)
+    magics = {0x0BD00BD0: "lustre"}
+    kind = "lustre"
+    striping = lov_layouts = rpc_counters = True
+    volatile = ("device", "version_file")  # an OSC's or llite's instance name; where read
+
+    def collect(self, reader, fs: Dict[str, Any], kernel: str,
+                lustre: Dict[str, Any]) -> Dict[str, Any]:
+        version = lustre.get("version")
+        return {"name": "lustre", "version": version, "client": client_string("lustre", version)}
+
+    def snapshot(self, sysroot: str, fs: Dict[str, Any],
+                 client: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        from mpiwrite.clients import lustre_counters
+
+        return {"kind": "lustre", "data": lustre_counters.counters(Reader(sysroot or "/"))}
+
+    def counter_delta(self, before: Dict[str, Any], after: Dict[str, Any]) -> Dict[str, Any]:
+        from mpiwrite.clients import lustre_counters
+
+        return lustre_counters.counter_delta(before, after)
+
+    def targets(self, path: str) -> Optional[Dict[str, Any]]:
+        from mpiwrite.clients import lustre_layout
+
+        return lustre_layout.rank_layout(path)
+
+
+CLIENT = Lustre()
