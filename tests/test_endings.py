@@ -391,3 +391,17 @@ def test_a_file_size_limit_fails_the_run_naming_it_and_leaves_no_data(tmp_path):
     assert "signal" not in out.stderr  # it came with the write, not after the run ended
     assert data_files(tmp_path / "d") == []
     assert records.read(records_in(tmp_path / "r")[0]).status == "failed"
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_the_next_run_into_a_target_names_what_a_killed_run_left(tmp_path):
+    """What the ranks of a killed launch could not remove, the next start says: the next
+    run into that TARGET names the run proven over (its lock is free) and `clean`."""
+    rec = _sigkill_group(tmp_path)
+    assert len(data_files(tmp_path / "d")) == 2
+    out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r"] + QUIET, tmp_path)
+    assert out.returncode == 0, out.stderr
+    said = [ln for ln in (out.stdout + out.stderr).splitlines() if rec.run_id in ln]
+    assert len(said) == 1 and "mpiwrite clean d" in said[0], out.stdout + out.stderr
+    assert len(data_files(tmp_path / "d")) == 2  # named, never touched: clean's to remove

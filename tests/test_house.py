@@ -301,10 +301,12 @@ def test_the_wheel_holds_every_subpackage_and_its_commands_run(tmp_path):
     assert (tmp_path / "man" / "mpiwrite-run.1").is_file()
 
 
-def test_no_module_is_over_500_lines():
-    """A module that grows past this holds more than one concept: split it by concept."""
+def test_no_module_is_over_800_lines():
+    """Modules are split by concept, not by a line count (a 500-line cap once split modules
+    where they fit, not where they change together); a module past 800 lines is the sign
+    that it holds more than one concept: split it by concept."""
     long = {n: len(p.read_text().splitlines()) for n, p in modules().items()}
-    assert not {n: k for n, k in long.items() if k > 500}, long
+    assert not {n: k for n, k in long.items() if k > 800}, long
 
 
 def test_every_metric_name_has_its_figures():

@@ -272,3 +272,19 @@ def test_a_tag_file_others_can_change_is_refused(tmp_path):
     assert out.returncode == 2 and "--tag-file" in out.stderr and "nobody" in out.stderr, \
         out.stderr
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("rate", ["1e-300", "inf", "nan", "0", "-5", "1e30"])
+def test_an_assumed_rate_out_of_range_is_one_line(tmp_path, rate):
+    """--rate 1e-300 printed a 300-digit duration; inf "assumed inf MB/s per rank"."""
+    out = cli(["study", "plan", write(tmp_path, GOOD), "--rate", rate], cwd=tmp_path)
+    assert out.returncode == 2, out.stdout[-500:]
+    assert out.stderr.count("\n") == 1 and "--rate" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("name", ["blocks\\n", "a\\nb", ""])
+def test_a_study_name_with_a_newline_is_refused(tmp_path, name):
+    """The name check matched up to a trailing newline (`$`): "blocks\\n" was a name."""
+    out = cli(["study", "plan", write(tmp_path, GOOD.replace('"blocks"', f'"{name}"'))],
+              cwd=tmp_path)
+    assert out.returncode == 2 and "name" in out.stderr, out.stderr

@@ -196,6 +196,9 @@ def study_job(file: str, nodes: Optional[List[int]], ntasks_per_node: Optional[i
                          f"from {basis}")}
 
 
+MIN_RATE, MAX_RATE = 1e-3, 1e7  # MB/s per rank assumed in an estimate (--rate)
+
+
 def fail(path: str, problems: List[Problem]) -> None:
     """One line for every problem, in the file's order; exit 2."""
     for p in sorted(problems, key=lambda p: p.line):
@@ -217,8 +220,9 @@ def plan(file, rate):
     """The runs of a study in the order they will run, how many, and how long they take.
 
     Every problem in the file is one line naming its key and line (exit 2)."""
-    if not rate > 0:
-        raise ConfigError("--rate: must be a positive rate in MB/s")
+    if not MIN_RATE <= rate <= MAX_RATE:  # NaN fails too
+        raise ConfigError(f"--rate: must be a rate from {MIN_RATE:g} to {MAX_RATE:g} MB/s per "
+                          "rank")
     try:
         st = load(file)
     except StudyError as exc:  # the file's shape is wrong: its option values are said too

@@ -387,6 +387,31 @@ class RankFiles:
             self.lock = (folder, name, fd)
         return problem
 
+    def leftovers(self, folder: files.Folder) -> str:
+        """Rank 0, before its own lock: '' or one line naming runs that left files in TARGET
+        and are proven over (their lock file is free on this kernel): what the ranks of a
+        launcher that killed them could not remove, the next start says.  One directory
+        read; runs that may live elsewhere are not named (nothing is said on a guess)."""
+        from mpiwrite.facts import liveness
+
+        over = []
+        try:
+            entries = sorted(os.listdir(folder.fd))[:10000]
+        except OSError:
+            return ""
+        for entry in entries:
+            got = names.parse_lock(entry)
+            if got is None or got[0] == self.run_id:
+                continue
+            if liveness.check(entry, folder.fd)[0] == liveness.FREE and got[0] not in over:
+                over.append(got[0])
+        if not over:
+            return ""
+        shown = ", ".join(over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+        return (f"{self.cfg.target} holds files of run(s) {shown} that ended without "
+                f"removing them (their lock is free): `mpiwrite clean {self.cfg.target}` "
+                "removes them")
+
     def release_lock(self) -> None:
         """At the run's orderly end, with its other files: the lock file removed, then its
         lock dropped (the file never stays behind unlocked)."""

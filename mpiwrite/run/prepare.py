@@ -170,6 +170,9 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces,
                                                          files.target)
         if stripe is not None:
             led.extra["stripe_request"] = stripe
+        left = files.leftovers(files.target)
+        if left:
+            led.warn(left)
         # rank 0 leads node 0; its lock is held before any record says `running`
         unlocked = files.take_lock(0)
         if unlocked:

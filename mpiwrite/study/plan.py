@@ -27,7 +27,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.9/3.10
     import tomli as tomllib
 
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 ORDERS = ("interleaved", "random", "sequential")
 STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description"}
 SETTING_KEYS = {"name", "values", "set", "get"}
