@@ -14,7 +14,8 @@ import subprocess
 import pytest
 import synth
 
-from mpiwrite.formats import imported, importers, records
+from mpiwrite.formats import imported, records
+from mpiwrite.importers import registry as importers
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
 MIB = 2**20

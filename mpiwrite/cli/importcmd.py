@@ -40,8 +40,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     claims (cut short, another tool's, errors printed into it) is refused with one line and
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
-    from mpiwrite.formats import importers, records
+    from mpiwrite.formats import records
     from mpiwrite.formats.imported import build, parse_facts, read_node_facts, run_id
+    from mpiwrite.importers import registry as importers
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from mpiwrite.formats import import_dd, import_fio, import_ior
 from mpiwrite.formats.imported import (
     Source,
     Test,
@@ -14,6 +13,9 @@ from mpiwrite.formats.imported import (
     refuse,
     what_it_is,
 )
+from mpiwrite.importers import ddlines as import_dd
+from mpiwrite.importers import fio as import_fio
+from mpiwrite.importers import ior as import_ior
 
 PARSERS = {"ior": import_ior.parse, "fio": import_fio.parse, "lmdd": import_dd.parse_lmdd,
            "dd": import_dd.parse_dd}

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from mpiwrite.formats.import_ior_command import command_flags
 from mpiwrite.formats.imported import (
     MIB_TO_MB,
     UNKNOWN,
@@ -40,6 +39,7 @@ from mpiwrite.formats.numbers import (
     parse_json,
     shown,
 )
+from mpiwrite.importers.ior_command import command_flags
 from mpiwrite.text import printable
 from mpiwrite.units import MiB, format_size
 
