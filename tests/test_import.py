@@ -14,7 +14,8 @@ import subprocess
 import pytest
 import synth
 
-from mpiwrite.formats import imported, records
+from mpiwrite.formats import records
+from mpiwrite.importers import base as imported
 from mpiwrite.importers import registry as importers
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
@@ -209,11 +210,11 @@ def test_a_real_fio_run_imported(tmp_path, capsys, fmt, extra):
 def test_the_tool_is_told_from_the_content():
     for name, tool in (("fpp-write-fsync-i3.json", "ior"), ("fpp-write-i2.txt", "ior"),
                        ("fpp-write-i2.csv", "ior"), ("lmdd-tmpfs.txt", "lmdd")):
-        assert imported.detect((FIX / name).read_text()) == tool, name
-    assert imported.detect("8+0 records in\n8+0 records out\n8388608 bytes (8.4 MB, 8.0 MiB) "
+        assert importers.detect((FIX / name).read_text()) == tool, name
+    assert importers.detect("8+0 records in\n8+0 records out\n8388608 bytes (8.4 MB, 8.0 MiB) "
                            "copied, 0.02 s, 388 MB/s\n") == "dd"
-    assert imported.detect('{\n"fio version" : "fio-3.33",\n"jobs": []}') == "fio"
-    assert imported.detect("hello\n") is None
+    assert importers.detect('{\n"fio version" : "fio-3.33",\n"jobs": []}') == "fio"
+    assert importers.detect("hello\n") is None
 
 
 def _refused(capsys, tmp_path, path, *more):
@@ -239,7 +240,7 @@ def test_another_tools_output_is_refused(tmp_path, capsys):
     assert "--from ior, but the file is lmdd output" in err
     odd = tmp_path / "odd.json"
     odd.write_text('{"tests": 1}')
-    assert "not the output of IOR, fio, lmdd or dd" in _refused(capsys, tmp_path, odd)
+    assert "not the output of fio, IOR, dd or lmdd" in _refused(capsys, tmp_path, odd)
 
 
 @pytest.mark.timeout(60)

@@ -1,4 +1,5 @@
-"""`import`: other tools' results (IOR, fio, lmdd, dd) as records beside mpiwrite's own."""
+"""`import`: other tools' results (importers/registry.IMPORTERS) as records beside mpiwrite's
+own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import click
 
 from mpiwrite.errors import ConfigError, RunError, why
+from mpiwrite.importers import registry
 from mpiwrite.text import printable
 
 
@@ -25,7 +27,7 @@ from mpiwrite.text import printable
 @click.option("--node-facts", default=None, metavar="FILE",
               help="`mpiwrite env --json` taken on the client that ran the tool: its facts "
                    "become the record's one node row (--fact still wins).")
-@click.option("--from", "tool", type=click.Choice(["ior", "fio", "lmdd", "dd"]), default=None,
+@click.option("--from", "tool", type=click.Choice(registry.names()), default=None,
               help="The tool that wrote FILES [default: told from each file's content, which "
                    "must agree with --from when given].")
 @click.option("--command", default="",
@@ -41,8 +43,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
     from mpiwrite.formats import records
-    from mpiwrite.formats.imported import build, parse_facts, read_node_facts, run_id
-    from mpiwrite.importers import registry as importers
+    from mpiwrite.importers.base import build, parse_facts, read_node_facts, run_id
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)
@@ -55,7 +56,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
         raise ConfigError("--command: one line of at most 64 KiB")
     parsed = []  # every file is read and checked before any record is written
     for path in files:
-        src, tests = importers.read_tests(path, tool, command)
+        src, tests = registry.read_tests(path, tool, command)
         parsed.append((src, tests))
     folder = _open_results(results)
     made = skipped = 0
@@ -63,7 +64,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
         for src, tests in parsed:  # a name taken by anything but a file: refused before writing
             for test in tests:
                 _not_planted(folder, results,
-                             records.record_path("", run_id(src, test.tool, test.index)))
+                             records.record_path("", run_id(src, test.tool, test.index, test)))
         for src, tests in parsed:
             for w in src.repairs:
                 sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")

@@ -11,15 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from mpiwrite.formats.imported import (
-    UNKNOWN,
-    Phase,
-    Source,
-    Test,
-    iso_utc,
-    refuse,
-    size_text,
-)
 from mpiwrite.formats.numbers import (
     BYTES,
     COUNT,
@@ -32,6 +23,16 @@ from mpiwrite.formats.numbers import (
     obj,
     parse_json,
     shown,
+)
+from mpiwrite.importers.base import (
+    UNKNOWN,
+    Importer,
+    Phase,
+    Source,
+    Test,
+    iso_utc,
+    refuse,
+    size_text,
 )
 from mpiwrite.text import printable
 from mpiwrite.units import MB, format_size
@@ -208,3 +209,10 @@ def parse(src: Source, command: str = "") -> List[Test]:
             ([] if command else ["command_line"])
         out.append(test)
     return out
+
+
+def detect(text: str) -> bool:
+    return '"fio version"' in text[:4096]
+
+
+IMPORTER = Importer(name="fio", title="fio", detect=detect, parse=parse)

@@ -14,16 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from mpiwrite.formats.imported import (
-    MIB_TO_MB,
-    UNKNOWN,
-    Phase,
-    Source,
-    Test,
-    ctime_local,
-    refuse,
-    size_text,
-)
 from mpiwrite.formats.numbers import (
     BYTES,
     COUNT,
@@ -38,6 +28,17 @@ from mpiwrite.formats.numbers import (
     number,
     parse_json,
     shown,
+)
+from mpiwrite.importers.base import (
+    MIB_TO_MB,
+    UNKNOWN,
+    Importer,
+    Phase,
+    Source,
+    Test,
+    ctime_local,
+    refuse,
+    size_text,
 )
 from mpiwrite.importers.ior_command import command_flags
 from mpiwrite.text import printable
@@ -458,3 +459,17 @@ def parse(src: Source, command: str = "") -> List[Test]:
         for t in tests:
             t.notes.append("--command ignored: the output states its command line")
     return tests
+
+
+_BANNER = re.compile(r"^IOR-\S+: MPI Coordinated Test of Parallel I/O", re.M)
+_CSV_HEADER = re.compile(r"^access,bw\(MiB/s\),IOPS,", re.M)
+
+
+def detect(text: str) -> bool:
+    """IOR's text banner, its CSV header, or its JSON's `Version`, `Command line`, `tests`."""
+    head = text[:4096]
+    return bool(_BANNER.search(head) or _CSV_HEADER.search(head) or (
+        '"Version"' in head and '"Command line"' in head and '"tests"' in text[:65536]))
+
+
+IMPORTER = Importer(name="ior", title="IOR", detect=detect, parse=parse)
