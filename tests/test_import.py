@@ -555,3 +555,25 @@ def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
     assert 0.9 < doc["factors"][0]["variance_share"] < 0.93
     assert doc["factors"][1]["keys"] == ["lustre"]
     assert doc["same_everywhere"]["site"] == "b"  # the tag, on every imported record
+
+
+@pytest.mark.timeout(90)
+def test_a_random_mixed_fio_job_is_not_pooled_with_a_sequential_write(tmp_path, capsys):
+    """fio's rw, rwmixread, iodepth and ioengine are run keys and durability keys: a
+    `rw=randrw rwmixread=70` job is not a plain write, and report never pools the two."""
+    res = tmp_path / "r"
+    code, _o, err = cli(capsys, "import", FIX / "fio-randrw70-libaio.json", "--results", res)
+    assert code == 0, err
+    keys = one(res).keys()
+    assert (keys["rw"], keys["rwmixread"], keys["iodepth"], keys["ioengine"]) == (
+        "randrw", "70", "4", "libaio")
+    # the same engine, block size, fsync and layout as fio-write-2jobs.json: only rw differs
+    path, _doc = _fio(tmp_path, "json", rw="randrw")
+    code, _o, err = cli(capsys, "import", FIX / "fio-write-2jobs.json", path, "--results",
+                        tmp_path / "s")
+    assert code == 0, err
+    code, _o, err = cli(capsys, "report", tmp_path / "s")
+    assert code == 2 and "rw" in err and "randrw and write" in err, err
+    code, out, err = cli(capsys, "report", tmp_path / "s", "--by", "rw", "--format", "json")
+    assert code == 0, err
+    assert {r["keys"]["rw"] for r in json.loads(out)["rows"]} == {"randrw", "write"}

@@ -52,7 +52,8 @@ FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client
 # Keys the file decides: a --fact may not state them.
 NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size", "size",
              "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
-             "fsync_every", "mpi", "engine", "tool", "tool_version") + DECIDED_KEYS
+             "fsync_every", "mpi", "engine", "tool", "tool_version", "rw", "rwmixread",
+             "iodepth", "ioengine") + DECIDED_KEYS
 UNKNOWN = "unknown"
 MIB_TO_MB = MiB / MB
 
