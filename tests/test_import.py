@@ -577,3 +577,30 @@ def test_a_random_mixed_fio_job_is_not_pooled_with_a_sequential_write(tmp_path, 
     code, out, err = cli(capsys, "report", tmp_path / "s", "--by", "rw", "--format", "json")
     assert code == 0, err
     assert {r["keys"]["rw"] for r in json.loads(out)["rows"]} == {"randrw", "write"}
+
+
+@pytest.mark.timeout(60)
+def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_path, capsys):
+    """IOR prints no MPI library (its header: banner, Began, Command line, Machine; none of
+    the real outputs names one): the record says so, and `--fact mpi=...` states it."""
+    for name in FIXTURES_IOR:
+        assert "Open MPI" not in (FIX / name).read_text() and "MPICH" not in (
+            FIX / name).read_text()
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "a")
+    assert code == 0, err
+    rec = one(tmp_path / "a")
+    assert "mpi" in rec.imported()["unknown"] and rec.keys().get("mpi", "unknown") == "unknown"
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "b",
+                        "--fact", "mpi=Open MPI v4.1.4")
+    assert code == 0, err
+    rec = one(tmp_path / "b")
+    from mpiwrite.formats.runkeys import run_keys
+
+    assert run_keys(rec)["mpi"] == "Open MPI v4.1.4"
+    assert rec.imported()["stated_facts"] == {"mpi": "Open MPI v4.1.4"}
+    assert "mpi" not in rec.imported()["unknown"]
+
+
+FIXTURES_IOR = ("fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
+                "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
+                "glusterfs-3hosts-6ranks.txt", "glusterfs-3hosts-json-broken-by-warning.json")

@@ -42,7 +42,7 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         for k in IMPORT_DECIDED + ("lustre_kernel",):
             if k in stored:
                 keys[k] = stored[k]
-        keys["mpi"] = "unknown"
+        keys["mpi"] = str(stored.get("mpi", "unknown"))  # only as stated (--fact mpi=)
     keys["tool"] = str(imported.get("tool", "mpiwrite"))
     keys["tool_version"] = str(imported.get("tool_version")
                                or rec.attrs.get("mpiwrite_version") or "unknown")

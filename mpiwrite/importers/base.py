@@ -49,10 +49,11 @@ FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client
              "lustre_kernel")
 # DECIDED_KEYS: run keys an importer decides from the file (params cannot say "unknown"):
 # formats/runkeys.py takes them from the record's `keys` attribute for an imported record.
-# Keys the file decides: a --fact may not state them.
+# Keys the file decides: a --fact may not state them.  (Not `mpi`: no tool's output names
+# its MPI library, IOR's neither, so `--fact mpi=...` states it.)
 NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size", "size",
              "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
-             "fsync_every", "mpi", "engine", "tool", "tool_version", "rw", "rwmixread",
+             "fsync_every", "engine", "tool", "tool_version", "rw", "rwmixread",
              "iodepth", "ioengine") + DECIDED_KEYS
 UNKNOWN = "unknown"
 MIB_TO_MB = MiB / MB

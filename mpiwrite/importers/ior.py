@@ -93,7 +93,9 @@ def _from_command(test: Test, flags: Dict[str, Any], have: Dict[str, Any]) -> No
 
 def _finish(test: Test) -> Test:
     test.keys = _keys(test.params)
-    test.unknown += ["kernel", "lustre", "checksums", "fstype", "client"]
+    # IOR's header (banner, Began, Command line, Machine: ior-output.c PrintHeader) names no
+    # MPI library, nor does any summary format: `--fact mpi=...` states it
+    test.unknown += ["kernel", "lustre", "checksums", "fstype", "client", "mpi"]
     test.derived.setdefault("aggregate_MB_per_s", "IOR's bandwidth x 1.048576 (MiB/s to MB/s); "
                             "IOR times from the first open to the last close, mpiwrite's own "
                             "aggregate from the first write")
