@@ -240,7 +240,7 @@ def test_another_tools_output_is_refused(tmp_path, capsys):
     assert "--from ior, but the file is lmdd output" in err
     odd = tmp_path / "odd.json"
     odd.write_text('{"tests": 1}')
-    assert "not the output of fio, IOR, dd or lmdd" in _refused(capsys, tmp_path, odd)
+    assert f"not the output of {importers.known_tools()}" in _refused(capsys, tmp_path, odd)
 
 
 @pytest.mark.timeout(60)
@@ -604,3 +604,37 @@ def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_pat
 FIXTURES_IOR = ("fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
                 "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
                 "glusterfs-3hosts-6ranks.txt", "glusterfs-3hosts-json-broken-by-warning.json")
+
+
+@pytest.mark.timeout(60)
+def test_mpiwrite_own_run_json_becomes_a_record_of_what_it_states(tmp_path, capsys):
+    """A real `mpiwrite run --json` (a run with --no-record): told from its content, imported
+    under the run's own id, with its iterations, settings, keys and tags as it states them."""
+    path = FIX / "mpiwrite-run.json"
+    doc = json.loads(path.read_text())
+    res = tmp_path / "r"
+    code, out, err = cli(capsys, "import", path, "--results", res, "--tag", "site=a")
+    assert code == 0, err
+    rec = one(res)
+    assert rec.run_id == doc["run_id"] and rec.imported()["tool"] == "mpiwrite"
+    assert rec.imported()["format"] == "mpiwrite-json"
+    its = doc["iterations"]
+    assert agg(rec) == pytest.approx([i["aggregate_MB_per_s"] for i in its])
+    assert agg(rec, "first_done_MB_per_s") == pytest.approx(
+        [i["first_done_MB_per_s"] for i in its])
+    assert agg(rec, "aggregate_with_open_MB_per_s") == pytest.approx(
+        [i["aggregate_with_open_MB_per_s"] for i in its])
+    assert list(rec.iterations["bytes"]) == [i["bytes"] for i in its]
+    assert (rec.attrs["ranks"], rec.attrs["nodes"]) == (doc["ranks"], doc["nodes"])
+    assert rec.attrs["start_time"] == doc["start_time"]
+    p = rec.params()
+    assert (p["block_size"], p["size"], p["fsync"], p["layout"]) == (MIB, 4 * MIB, True, "fpp")
+    keys = rec.keys()
+    assert keys["kernel"] == doc["keys"]["kernel"] and keys["fstype"] == "ext4"
+    assert keys["fsync"] == "on" and keys["block_size"] == "1MiB"
+    assert rec.tags() == {"site": "a"}
+    code, _o, err = cli(capsys, "import", path, "--results", res, "--from", "mpiwrite-json")
+    assert code == 0 and "already imported" in err
+    bad = tmp_path / "failed.json"
+    bad.write_text(path.read_text().replace('"status": "complete"', '"status": "failed"'))
+    assert "only a complete run" in _refused(capsys, tmp_path / "x", bad)

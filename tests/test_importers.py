@@ -23,6 +23,7 @@ FIXTURES = {
     "fio": ["fio-write-2jobs.json", "fio-randrw70-libaio.json"],
     "lmdd": ["lmdd-tmpfs.txt"],
     "dd": ["dd-fsync.txt"],
+    "mpiwrite-json": ["mpiwrite-run.json"],
 }
 GARBAGE = {
     "empty": "",

@@ -84,8 +84,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
                     click.echo(f"{shown}: {test.tool} -> {printable(os.path.join(results, name))}")
                 else:
                     skipped += 1
+                    same = "a record of this run" if test.run_id else "same file content"
                     sys.stderr.write(f"mpiwrite: {shown}: already imported as {rec.run_id} "
-                                     "(same file content): skipped, its record unchanged\n")
+                                     f"({same}): skipped, its record unchanged\n")
     finally:
         folder.close()
     click.echo(f"{made} record(s) made, {skipped} already there")

@@ -97,6 +97,7 @@ class Test:
     # (mpiwrite's own --json: first_done_MB_per_s, status, ...); checked in check_test
     columns: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
     run_id: str = ""  # the run's own id where the file states one (else from the sha256)
+    tags: Dict[str, str] = dataclasses.field(default_factory=dict)  # the file's; --tag wins
 
 
 @dataclasses.dataclass
@@ -296,7 +297,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "command_line": clean(test.command) if test.command else "",
         "host": clean(test.host), "error": "", "mpi_library": "",
         "ranks": int(test.ranks), "nodes": int(test.nodes),
-        "params": params, "tags": dict(tags), "keys": _keys(test, facts, node),
+        "params": params, "tags": {**test.tags, **tags}, "keys": _keys(test, facts, node),
         "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs],
         "notes": list(test.notes), "first_done_note": "", "imported": imported,
     }

@@ -15,15 +15,18 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 if TYPE_CHECKING:
     from mpiwrite.importers.base import Importer, Source, Test
 
-# In the order the content is matched: the most specific marks first (fio's JSON has
-# `fio version`; IOR's banner, CSV header or JSON keys), then dd's `records in/out` lines
-# before lmdd's bare summary lines.
+# In the order the content is matched: the most specific marks first (mpiwrite's own JSON
+# names itself; fio's JSON has `fio version`; IOR's banner, CSV header or JSON keys), then
+# dd's `records in/out` lines before lmdd's bare summary lines.
 IMPORTERS: Dict[str, str] = {
+    "mpiwrite-json": "mpiwrite.importers.mpiwrite_json",
     "fio": "mpiwrite.importers.fio",
     "ior": "mpiwrite.importers.ior",
     "dd": "mpiwrite.importers.dd",
     "lmdd": "mpiwrite.importers.lmdd",
 }
+
+
 def names() -> Tuple[str, ...]:
     """--from's choices, without importing any importer."""
     return tuple(IMPORTERS)
