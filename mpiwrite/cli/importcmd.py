@@ -35,7 +35,8 @@ from mpiwrite.text import printable
                    "dd, IOR's CSV, fio): its block size, count and fsync/direct flags are "
                    "read from it.")
 def import_(files, results, tags, facts, node_facts, tool, command):
-    """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output into records.
+    """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output, and mpiwrite's own
+    run --json, into records.
 
     One record per IOR test, fio group or lmdd/dd summary line; its run id comes from the
     file's sha256, so importing the same file again adds nothing. A file that is not what it
