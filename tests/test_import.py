@@ -14,7 +14,9 @@ import subprocess
 import pytest
 import synth
 
-from mpiwrite.formats import imported, importers, records
+from mpiwrite.formats import records
+from mpiwrite.importers import base as imported
+from mpiwrite.importers import registry as importers
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
 MIB = 2**20
@@ -208,11 +210,11 @@ def test_a_real_fio_run_imported(tmp_path, capsys, fmt, extra):
 def test_the_tool_is_told_from_the_content():
     for name, tool in (("fpp-write-fsync-i3.json", "ior"), ("fpp-write-i2.txt", "ior"),
                        ("fpp-write-i2.csv", "ior"), ("lmdd-tmpfs.txt", "lmdd")):
-        assert imported.detect((FIX / name).read_text()) == tool, name
-    assert imported.detect("8+0 records in\n8+0 records out\n8388608 bytes (8.4 MB, 8.0 MiB) "
+        assert importers.detect((FIX / name).read_text()) == tool, name
+    assert importers.detect("8+0 records in\n8+0 records out\n8388608 bytes (8.4 MB, 8.0 MiB) "
                            "copied, 0.02 s, 388 MB/s\n") == "dd"
-    assert imported.detect('{\n"fio version" : "fio-3.33",\n"jobs": []}') == "fio"
-    assert imported.detect("hello\n") is None
+    assert importers.detect('{\n"fio version" : "fio-3.33",\n"jobs": []}') == "fio"
+    assert importers.detect("hello\n") is None
 
 
 def _refused(capsys, tmp_path, path, *more):
@@ -238,7 +240,7 @@ def test_another_tools_output_is_refused(tmp_path, capsys):
     assert "--from ior, but the file is lmdd output" in err
     odd = tmp_path / "odd.json"
     odd.write_text('{"tests": 1}')
-    assert "not the output of IOR, fio, lmdd or dd" in _refused(capsys, tmp_path, odd)
+    assert f"not the output of {importers.known_tools()}" in _refused(capsys, tmp_path, odd)
 
 
 @pytest.mark.timeout(60)
@@ -553,3 +555,86 @@ def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
     assert 0.9 < doc["factors"][0]["variance_share"] < 0.93
     assert doc["factors"][1]["keys"] == ["lustre"]
     assert doc["same_everywhere"]["site"] == "b"  # the tag, on every imported record
+
+
+@pytest.mark.timeout(90)
+def test_a_random_mixed_fio_job_is_not_pooled_with_a_sequential_write(tmp_path, capsys):
+    """fio's rw, rwmixread, iodepth and ioengine are run keys and durability keys: a
+    `rw=randrw rwmixread=70` job is not a plain write, and report never pools the two."""
+    res = tmp_path / "r"
+    code, _o, err = cli(capsys, "import", FIX / "fio-randrw70-libaio.json", "--results", res)
+    assert code == 0, err
+    keys = one(res).keys()
+    assert (keys["rw"], keys["rwmixread"], keys["iodepth"], keys["ioengine"]) == (
+        "randrw", "70", "4", "libaio")
+    # the same engine, block size, fsync and layout as fio-write-2jobs.json: only rw differs
+    path, _doc = _fio(tmp_path, "json", rw="randrw")
+    code, _o, err = cli(capsys, "import", FIX / "fio-write-2jobs.json", path, "--results",
+                        tmp_path / "s")
+    assert code == 0, err
+    code, _o, err = cli(capsys, "report", tmp_path / "s")
+    assert code == 2 and "rw" in err and "randrw and write" in err, err
+    code, out, err = cli(capsys, "report", tmp_path / "s", "--by", "rw", "--format", "json")
+    assert code == 0, err
+    assert {r["keys"]["rw"] for r in json.loads(out)["rows"]} == {"randrw", "write"}
+
+
+@pytest.mark.timeout(60)
+def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_path, capsys):
+    """IOR prints no MPI library (its header: banner, Began, Command line, Machine; none of
+    the real outputs names one): the record says so, and `--fact mpi=...` states it."""
+    for name in FIXTURES_IOR:
+        assert "Open MPI" not in (FIX / name).read_text() and "MPICH" not in (
+            FIX / name).read_text()
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "a")
+    assert code == 0, err
+    rec = one(tmp_path / "a")
+    assert "mpi" in rec.imported()["unknown"] and rec.keys().get("mpi", "unknown") == "unknown"
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "b",
+                        "--fact", "mpi=Open MPI v4.1.4")
+    assert code == 0, err
+    rec = one(tmp_path / "b")
+    from mpiwrite.formats.runkeys import run_keys
+
+    assert run_keys(rec)["mpi"] == "Open MPI v4.1.4"
+    assert rec.imported()["stated_facts"] == {"mpi": "Open MPI v4.1.4"}
+    assert "mpi" not in rec.imported()["unknown"]
+
+
+FIXTURES_IOR = ("fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
+                "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
+                "glusterfs-3hosts-6ranks.txt", "glusterfs-3hosts-json-broken-by-warning.json")
+
+
+@pytest.mark.timeout(60)
+def test_mpiwrite_own_run_json_becomes_a_record_of_what_it_states(tmp_path, capsys):
+    """A real `mpiwrite run --json` (a run with --no-record): told from its content, imported
+    under the run's own id, with its iterations, settings, keys and tags as it states them."""
+    path = FIX / "mpiwrite-run.json"
+    doc = json.loads(path.read_text())
+    res = tmp_path / "r"
+    code, out, err = cli(capsys, "import", path, "--results", res, "--tag", "site=a")
+    assert code == 0, err
+    rec = one(res)
+    assert rec.run_id == doc["run_id"] and rec.imported()["tool"] == "mpiwrite"
+    assert rec.imported()["format"] == "mpiwrite-json"
+    its = doc["iterations"]
+    assert agg(rec) == pytest.approx([i["aggregate_MB_per_s"] for i in its])
+    assert agg(rec, "first_done_MB_per_s") == pytest.approx(
+        [i["first_done_MB_per_s"] for i in its])
+    assert agg(rec, "aggregate_with_open_MB_per_s") == pytest.approx(
+        [i["aggregate_with_open_MB_per_s"] for i in its])
+    assert list(rec.iterations["bytes"]) == [i["bytes"] for i in its]
+    assert (rec.attrs["ranks"], rec.attrs["nodes"]) == (doc["ranks"], doc["nodes"])
+    assert rec.attrs["start_time"] == doc["start_time"]
+    p = rec.params()
+    assert (p["block_size"], p["size"], p["fsync"], p["layout"]) == (MIB, 4 * MIB, True, "fpp")
+    keys = rec.keys()
+    assert keys["kernel"] == doc["keys"]["kernel"] and keys["fstype"] == "ext4"
+    assert keys["fsync"] == "on" and keys["block_size"] == "1MiB"
+    assert rec.tags() == {"site": "a"}
+    code, _o, err = cli(capsys, "import", path, "--results", res, "--from", "mpiwrite-json")
+    assert code == 0 and "already imported" in err
+    bad = tmp_path / "failed.json"
+    bad.write_text(path.read_text().replace('"status": "complete"', '"status": "failed"'))
+    assert "only a complete run" in _refused(capsys, tmp_path / "x", bad)

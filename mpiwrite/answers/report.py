@@ -55,7 +55,10 @@ def unit_text(unit: str, asked: str, warmup: int) -> str:
 
 # Settings that decide what a figure means: runs that differ in one are different questions
 # (1,251.6 +-1,218 MB/s was fsync'd runs pooled with --no-fsync ones), never pooled silently.
-DURABILITY_KEYS = ("engine", "fsync", "direct", "layout", "block_size")
+# rw, rwmixread, iodepth, ioengine: fio's access pattern (imported fio runs have them): a
+# random or mixed job is not a sequential write.
+DURABILITY_KEYS = ("engine", "fsync", "direct", "layout", "block_size", "rw", "rwmixread",
+                   "iodepth", "ioengine")
 
 
 # Run keys that differ between any two groups of runs and say nothing about the setup.

@@ -1,4 +1,5 @@
-"""`import`: other tools' results (IOR, fio, lmdd, dd) as records beside mpiwrite's own."""
+"""`import`: other tools' results (importers/registry.IMPORTERS) as records beside mpiwrite's
+own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import click
 
 from mpiwrite.errors import ConfigError, RunError, why
+from mpiwrite.importers import registry
 from mpiwrite.text import printable
 
 
@@ -25,7 +27,7 @@ from mpiwrite.text import printable
 @click.option("--node-facts", default=None, metavar="FILE",
               help="`mpiwrite env --json` taken on the client that ran the tool: its facts "
                    "become the record's one node row (--fact still wins).")
-@click.option("--from", "tool", type=click.Choice(["ior", "fio", "lmdd", "dd"]), default=None,
+@click.option("--from", "tool", type=click.Choice(registry.names()), default=None,
               help="The tool that wrote FILES [default: told from each file's content, which "
                    "must agree with --from when given].")
 @click.option("--command", default="",
@@ -33,15 +35,16 @@ from mpiwrite.text import printable
                    "dd, IOR's CSV, fio): its block size, count and fsync/direct flags are "
                    "read from it.")
 def import_(files, results, tags, facts, node_facts, tool, command):
-    """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output into records.
+    """Turn IOR (JSON, text, CSV), fio (JSON, json+), lmdd and dd output, and mpiwrite's own
+    run --json, into records.
 
     One record per IOR test, fio group or lmdd/dd summary line; its run id comes from the
     file's sha256, so importing the same file again adds nothing. A file that is not what it
     claims (cut short, another tool's, errors printed into it) is refused with one line and
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
-    from mpiwrite.formats import importers, records
-    from mpiwrite.formats.imported import build, parse_facts, read_node_facts, run_id
+    from mpiwrite.formats import records
+    from mpiwrite.importers.base import build, parse_facts, read_node_facts, run_id
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)
@@ -54,7 +57,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
         raise ConfigError("--command: one line of at most 64 KiB")
     parsed = []  # every file is read and checked before any record is written
     for path in files:
-        src, tests = importers.read_tests(path, tool, command)
+        src, tests = registry.read_tests(path, tool, command)
         parsed.append((src, tests))
     folder = _open_results(results)
     made = skipped = 0
@@ -62,7 +65,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
         for src, tests in parsed:  # a name taken by anything but a file: refused before writing
             for test in tests:
                 _not_planted(folder, results,
-                             records.record_path("", run_id(src, test.tool, test.index)))
+                             records.record_path("", run_id(src, test.tool, test.index, test)))
         for src, tests in parsed:
             for w in src.repairs:
                 sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")
@@ -82,8 +85,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
                     click.echo(f"{shown}: {test.tool} -> {printable(os.path.join(results, name))}")
                 else:
                     skipped += 1
+                    same = "a record of this run" if test.run_id else "same file content"
                     sys.stderr.write(f"mpiwrite: {shown}: already imported as {rec.run_id} "
-                                     "(same file content): skipped, its record unchanged\n")
+                                     f"({same}): skipped, its record unchanged\n")
     finally:
         folder.close()
     click.echo(f"{made} record(s) made, {skipped} already there")

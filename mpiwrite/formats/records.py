@@ -124,7 +124,7 @@ class RunRecord:
         return self._json("warnings", [])
 
     def imported(self) -> Dict[str, Any]:
-        """For a record imported from another tool's output (formats/imported.py): the tool,
+        """For a record imported from another tool's output (importers/base.py): the tool,
         file, sha256, exact/derived/unknown figures; {} for mpiwrite's own runs."""
         value = self._json("imported", {})
         return value if isinstance(value, dict) else {}

@@ -10,11 +10,11 @@ from typing import Any, Dict
 
 from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
 from mpiwrite.formats import records
-from mpiwrite.formats.imported import DECIDED_KEYS
 from mpiwrite.units import format_size
 
-# Keys an imported record states itself (what params cannot say: "unknown").
-IMPORT_DECIDED = DECIDED_KEYS + ("lustre_kernel",)
+# Keys an imported record states itself (what params cannot say: "unknown"); its importer
+# (importers/) writes them into the record's `keys` attribute.
+IMPORT_DECIDED = ("fsync", "direct", "layout", "engine", "block_size")
 
 
 def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
@@ -39,10 +39,10 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
     )
     imported = rec.imported()
     if imported:  # what the importer read (or stated as unknown), not derived from params
-        for k in IMPORT_DECIDED:
+        for k in IMPORT_DECIDED + ("lustre_kernel",):
             if k in stored:
                 keys[k] = stored[k]
-        keys["mpi"] = "unknown"
+        keys["mpi"] = str(stored.get("mpi", "unknown"))  # only as stated (--fact mpi=)
     keys["tool"] = str(imported.get("tool", "mpiwrite"))
     keys["tool_version"] = str(imported.get("tool_version")
                                or rec.attrs.get("mpiwrite_version") or "unknown")

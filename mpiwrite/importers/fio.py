@@ -11,15 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from mpiwrite.formats.imported import (
-    UNKNOWN,
-    Phase,
-    Source,
-    Test,
-    iso_utc,
-    refuse,
-    size_text,
-)
 from mpiwrite.formats.numbers import (
     BYTES,
     COUNT,
@@ -32,6 +23,16 @@ from mpiwrite.formats.numbers import (
     obj,
     parse_json,
     shown,
+)
+from mpiwrite.importers.base import (
+    UNKNOWN,
+    Importer,
+    Phase,
+    Source,
+    Test,
+    iso_utc,
+    refuse,
+    size_text,
 )
 from mpiwrite.text import printable
 from mpiwrite.units import MB, format_size
@@ -107,6 +108,37 @@ def _durability(test: Test, opts: Dict[str, str], path: str) -> None:
                                     "fio's default: no fsync, no O_DIRECT")
     if _on(opts, "sync"):
         test.notes.append("sync=1: every write was O_SYNC")
+
+
+# fio's access pattern as run keys (report's durability keys: a random or mixed job is never
+# pooled with a sequential write), with fio's defaults where the job does not say
+_MIXED = ("rw", "readwrite", "randrw", "trimwrite")
+
+
+def _pattern(test: Test, opts: Dict[str, str], path: str) -> Dict[str, str]:
+    def said(name: str, default: str) -> str:
+        return printable((opts.get(name) or default).strip()[:64])
+
+    rw = said("rw", opts.get("readwrite") or "read")
+    mixed = rw.split(":")[0] in _MIXED
+    write_share = _whole(opts, "rwmixwrite", COUNT, path, test.label)
+    if not mixed:
+        mix = "n/a"
+    elif opts.get("rwmixread") or write_share is None or write_share > 100:
+        mix = said("rwmixread", "50")
+    else:
+        mix = str(100 - write_share)
+    keys = {"rw": rw, "rwmixread": mix, "iodepth": said("iodepth", "1"),
+            "ioengine": said("ioengine", "psync")}
+    given = [k for k in ("rw", "rwmixread", "iodepth", "ioengine") if opts.get(k)]
+    test.derived["keys.rw, rwmixread, iodepth, ioengine"] = (
+        "from the job options " + ", ".join(given) + "; " if given else "") + (
+        "fio's defaults otherwise (rw=read, rwmixread=50 for a mixed job, n/a for others, "
+        "iodepth=1, ioengine=psync)")
+    if mixed:
+        test.notes.append(f"rw={rw} rwmixread={mix}: a mixed job; its writes and reads ran "
+                          "together, each column holds one direction's bytes over its runtime")
+    return keys
 
 
 def _kb_base(opts: Dict[str, str]) -> int:
@@ -188,7 +220,8 @@ def parse(src: Source, command: str = "") -> List[Test]:
                      "direct": "on" if test.params["direct"] else "off",
                      "layout": test.params["layout"], "engine": test.params["engine"],
                      "block_size": format_size(test.params["block_size"])
-                     if test.params.get("block_size") else UNKNOWN}
+                     if test.params.get("block_size") else UNKNOWN,
+                     **_pattern(test, opts, src.path)}
         test.exact += ["bytes (io_bytes)", "read_bytes", "tool_version"] + \
             ([] if reporting else ["ranks (jobs)"])
         test.exact += [
@@ -208,3 +241,10 @@ def parse(src: Source, command: str = "") -> List[Test]:
             ([] if command else ["command_line"])
         out.append(test)
     return out
+
+
+def detect(text: str) -> bool:
+    return '"fio version"' in text[:4096]
+
+
+IMPORTER = Importer(name="fio", title="fio", detect=detect, parse=parse)

@@ -14,17 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from mpiwrite.formats.import_ior_command import command_flags
-from mpiwrite.formats.imported import (
-    MIB_TO_MB,
-    UNKNOWN,
-    Phase,
-    Source,
-    Test,
-    ctime_local,
-    refuse,
-    size_text,
-)
 from mpiwrite.formats.numbers import (
     BYTES,
     COUNT,
@@ -40,6 +29,18 @@ from mpiwrite.formats.numbers import (
     parse_json,
     shown,
 )
+from mpiwrite.importers.base import (
+    MIB_TO_MB,
+    UNKNOWN,
+    Importer,
+    Phase,
+    Source,
+    Test,
+    ctime_local,
+    refuse,
+    size_text,
+)
+from mpiwrite.importers.ior_command import command_flags
 from mpiwrite.text import printable
 from mpiwrite.units import MiB, format_size
 
@@ -92,7 +93,9 @@ def _from_command(test: Test, flags: Dict[str, Any], have: Dict[str, Any]) -> No
 
 def _finish(test: Test) -> Test:
     test.keys = _keys(test.params)
-    test.unknown += ["kernel", "lustre", "checksums", "fstype", "client"]
+    # IOR's header (banner, Began, Command line, Machine: ior-output.c PrintHeader) names no
+    # MPI library, nor does any summary format: `--fact mpi=...` states it
+    test.unknown += ["kernel", "lustre", "checksums", "fstype", "client", "mpi"]
     test.derived.setdefault("aggregate_MB_per_s", "IOR's bandwidth x 1.048576 (MiB/s to MB/s); "
                             "IOR times from the first open to the last close, mpiwrite's own "
                             "aggregate from the first write")
@@ -458,3 +461,17 @@ def parse(src: Source, command: str = "") -> List[Test]:
         for t in tests:
             t.notes.append("--command ignored: the output states its command line")
     return tests
+
+
+_BANNER = re.compile(r"^IOR-\S+: MPI Coordinated Test of Parallel I/O", re.M)
+_CSV_HEADER = re.compile(r"^access,bw\(MiB/s\),IOPS,", re.M)
+
+
+def detect(text: str) -> bool:
+    """IOR's text banner, its CSV header, or its JSON's `Version`, `Command line`, `tests`."""
+    head = text[:4096]
+    return bool(_BANNER.search(head) or _CSV_HEADER.search(head) or (
+        '"Version"' in head and '"Command line"' in head and '"tests"' in text[:65536]))
+
+
+IMPORTER = Importer(name="ior", title="IOR", detect=detect, parse=parse)

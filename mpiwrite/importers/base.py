@@ -1,14 +1,15 @@
 """Other tools' results as mpiwrite records: what every importer shares (docs/import.md).
 
-An importer (import_ior.py, import_fio.py, import_dd.py) turns the text of one file into
-`Test`s: one per test of IOR, per group of fio jobs, per summary line of lmdd or dd.  This
-module reads the file (a regular file, bounded in size), tells which tool wrote it, and builds
-the record of each test: its iterations hold the tool's figures converted to mpiwrite's units;
-it has no per-rank rows (none of these tools times each rank on a common timeline: IOR reports
-aggregates only, fio per job without a common clock, dd one process), no node rows (nothing was
-observed on a node), and an `imported` attribute that says from what file (path, sha256), by
-which tool and version, which figures are exact, which derived and which unknown, and which
-facts the user stated.  Pure: no MPI, no command line.
+An importer (one module per tool in this folder, registered in registry.py) says whether a
+text is its tool's output (`detect`) and turns the text of one file into `Test`s (`parse`):
+one per test of IOR, per group of fio jobs, per summary line of lmdd or dd, per run of
+mpiwrite's own `--json`.  This module reads the file (a regular file, bounded in size) and
+builds the record of each test: its iterations hold the tool's figures converted to mpiwrite's
+units; it has no per-rank rows (none of these tools times each rank on a common timeline: IOR
+reports aggregates only, fio per job without a common clock, dd one process), no node rows
+(nothing was observed on a node), and an `imported` attribute that says from what file (path,
+sha256), by which tool and version, which figures are exact, which derived and which unknown,
+and which facts the user stated.  Pure: no MPI, no command line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 import math
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -36,23 +37,24 @@ from mpiwrite.formats.numbers import (  # noqa: F401 (ImportRefused: the importe
     refuse,
     shown,
 )
+from mpiwrite.formats.runkeys import IMPORT_DECIDED as DECIDED_KEYS
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
 from mpiwrite.units import MB, MiB
 
 MAX_INPUT_BYTES = 64 * MiB  # larger files are refused before they are read
-TOOLS = ("ior", "fio", "lmdd", "dd")
 # The node facts every run has as keys; unknown unless the user states them (--fact).
 FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client",
              "lustre_kernel")
-# Run keys an importer decides from the file (params cannot say "unknown"): run_keys takes
-# them from the record's `keys` attribute for an imported record.
-DECIDED_KEYS = ("fsync", "direct", "layout", "engine", "block_size")
-# Keys the file decides: a --fact may not state them.
+# DECIDED_KEYS: run keys an importer decides from the file (params cannot say "unknown"):
+# formats/runkeys.py takes them from the record's `keys` attribute for an imported record.
+# Keys the file decides: a --fact may not state them.  (Not `mpi`: no tool's output names
+# its MPI library, IOR's neither, so `--fact mpi=...` states it.)
 NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size", "size",
              "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
-             "fsync_every", "mpi", "engine", "tool", "tool_version")
+             "fsync_every", "engine", "tool", "tool_version", "rw", "rwmixread",
+             "iodepth", "ioengine") + DECIDED_KEYS
 UNKNOWN = "unknown"
 MIB_TO_MB = MiB / MB
 
@@ -91,6 +93,11 @@ class Test:
     unknown: List[str] = dataclasses.field(default_factory=list)
     original: List[Dict[str, Any]] = dataclasses.field(default_factory=list)  # the tool's own
     notes: List[str] = dataclasses.field(default_factory=list)
+    # per iteration, any other column of the record's iteration table the file states
+    # (mpiwrite's own --json: first_done_MB_per_s, status, ...); checked in check_test
+    columns: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
+    run_id: str = ""  # the run's own id where the file states one (else from the sha256)
+    tags: Dict[str, str] = dataclasses.field(default_factory=dict)  # the file's; --tag wins
 
 
 @dataclasses.dataclass
@@ -119,43 +126,25 @@ def read_source(path: str) -> Source:
                   text=text)
 
 
-_IOR_TEXT = re.compile(r"^IOR-\S+: MPI Coordinated Test of Parallel I/O", re.M)
-_IOR_CSV = re.compile(r"^access,bw\(MiB/s\),IOPS,", re.M)
-_LMDD = re.compile(r"^\s*\d+(?:\.\d+)? MB in \d+(?:\.\d+)? secs, \d+(?:\.\d+)? MB/sec\s*$",
-                   re.M)
-_DD = re.compile(r"^\d+ bytes (?:\([^)]*\) )?copied, ", re.M)
+@dataclasses.dataclass(frozen=True)
+class Importer:
+    """One tool's output as records: registered by its module's name in registry.IMPORTERS.
+
+    `name` is what `--from` takes; `title` names the tool in messages; `detect(text)` says
+    whether the text is this tool's output (asked in the registry's order, on the whole text);
+    `parse(source, command)` gives its tests or raises ImportRefused (one line) for anything
+    it cannot read whole, also for another tool's output."""
+    name: str
+    title: str
+    detect: Callable[[str], bool]
+    parse: Callable[[Source, str], List[Test]]
 
 
-def detect(text: str) -> Optional[str]:
-    """Which tool wrote this text (ior, fio, lmdd, dd), or None."""
-    head = text[:4096]
-    if '"fio version"' in head:
-        return "fio"
-    if _IOR_TEXT.search(head) or _IOR_CSV.search(head) or (
-            '"Version"' in head and '"Command line"' in head and '"tests"' in text[:65536]):
-        return "ior"
-    if _DD.search(text) or re.search(r"^\d+\+\d+ records (?:in|out)$", text, re.M):
-        return "dd"
-    if _LMDD.search(text):
-        return "lmdd"
-    return None
-
-
-def what_it_is(text: str) -> str:
-    """A few words on what a file looks like, for the line that refuses it."""
-    tool = detect(text)
-    if tool:
-        return f"{tool} output"
-    stripped = text.lstrip()
-    if not stripped:
-        return "an empty file"
-    if stripped[:1] in "{[":
-        return "JSON of no tool known here"
-    return "text of no tool known here"
-
-
-def run_id(src: Source, tool: str, index: int) -> str:
-    """The same file (same bytes) gives the same id, wherever it is: imported once."""
+def run_id(src: Source, tool: str, index: int, test: Optional[Test] = None) -> str:
+    """The same file (same bytes) gives the same id, wherever it is: imported once; a test
+    that carries its run's own id (mpiwrite's `--json`) keeps it."""
+    if test is not None and test.run_id:
+        return test.run_id
     return f"import-{tool}-{src.sha256[:16]}-{index}"
 
 
@@ -248,6 +237,9 @@ def iterations(test: Test) -> np.ndarray:
         if r and i < len(r.bytes):
             out["read_bytes"][i] = r.bytes[i]
             out["read_aggregate_MB_per_s"][i] = _finite(r.MB_per_s[i])
+    for name, values in test.columns.items():
+        for i, x in enumerate(values[:n]):
+            out[name][i] = _finite(x) if ITER_DTYPE[name].kind == "f" else x
     return out
 
 
@@ -257,10 +249,12 @@ def _keys(test: Test, facts: Dict[str, str], node: Optional[Dict[str, Any]]) -> 
         from mpiwrite.facts.nodeinfo import summary_value
 
         measured = {k: summary_value(node, k) for k in FACT_KEYS}
-    keys: Dict[str, Any] = {k: facts.get(k, measured.get(k, UNKNOWN)) for k in FACT_KEYS}
+    keys: Dict[str, Any] = {k: facts.get(k, measured.get(k, test.keys.get(k, UNKNOWN)))
+                            for k in FACT_KEYS}
     keys.update({k: v for k, v in facts.items() if k not in FACT_KEYS})
     for k in DECIDED_KEYS:
         keys[k] = str(test.keys.get(k, UNKNOWN))
+    keys.update({k: str(v) for k, v in test.keys.items() if k not in keys})
     return keys
 
 
@@ -272,7 +266,8 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
 
     from mpiwrite.formats.records import RunRecord
 
-    stated_unknown = [k for k in FACT_KEYS if k not in facts and node is None]
+    stated_unknown = [k for k in FACT_KEYS if k not in facts and node is None
+                      and test.keys.get(k, UNKNOWN) == UNKNOWN]
     imported = {
         "tool": test.tool, "tool_version": test.tool_version or UNKNOWN, "format": test.fmt,
         "file": os.path.abspath(src.path), "sha256": src.sha256, "size_bytes": src.size_bytes,
@@ -297,12 +292,12 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     params = dict(test.params)
     params.setdefault("iterations", len(iterations(test)))
     attrs = {
-        "run_id": run_id(src, test.tool, test.index), "status": RunStatus.COMPLETE.value,
+        "run_id": run_id(src, test.tool, test.index, test), "status": RunStatus.COMPLETE.value,
         "start_time": test.start_time, "end_time": test.end_time,
         "command_line": clean(test.command) if test.command else "",
         "host": clean(test.host), "error": "", "mpi_library": "",
         "ranks": int(test.ranks), "nodes": int(test.nodes),
-        "params": params, "tags": dict(tags), "keys": _keys(test, facts, node),
+        "params": params, "tags": {**test.tags, **tags}, "keys": _keys(test, facts, node),
         "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs],
         "notes": list(test.notes), "first_done_note": "", "imported": imported,
     }
@@ -330,6 +325,11 @@ def check_test(test: Test, path: str) -> None:
                              f"at {shown(rate)} MB/s (at most 2^63 - 1 bytes and 10^9 MB/s)")
     if test.write is None and test.read is None:
         raise refuse(path, f"{test.label}: neither a write nor a read result")
+    n = max(len(ph.bytes) for ph in (test.write, test.read) if ph is not None)
+    for name, values in test.columns.items():
+        if name not in ITER_DTYPE.names or len(values) != n:
+            raise refuse(path, f"{test.label}: {shown(name, 40)}: not a column of {n} "
+                         "iterations")
 
 
 def size_text(text: str, binary_letters: str = "kmgtpe", base: int = 1024) -> int:

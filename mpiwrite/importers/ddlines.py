@@ -15,7 +15,6 @@ import re
 import shlex
 from typing import Dict, List, Optional
 
-from mpiwrite.formats.imported import UNKNOWN, Phase, Source, Test, refuse
 from mpiwrite.formats.numbers import (
     BYTES,
     COUNT,
@@ -28,6 +27,7 @@ from mpiwrite.formats.numbers import (
     number,
     shown,
 )
+from mpiwrite.importers.base import UNKNOWN, Phase, Source, Test, refuse
 from mpiwrite.text import printable
 from mpiwrite.units import MB, format_size
 
