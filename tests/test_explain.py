@@ -9,8 +9,9 @@ import synth
 from common import cli, mpirun
 
 from mpiwrite import stats
-from mpiwrite.answers.explain import explain, format_explain
+from mpiwrite.answers.explain import explain
 from mpiwrite.answers.explain_run import explain_run
+from mpiwrite.answers.explain_text import format_explain
 from mpiwrite.answers.report import Sampling
 from mpiwrite.answers.results import Store
 from mpiwrite.formats import contract
@@ -96,12 +97,12 @@ def test_effects_within_the_levels_of_another(doc):
 def test_single_valued_and_per_run_keys_are_listed_not_factors(doc):
     assert doc["same_everywhere"]["fstype"] == "lustre"
     assert doc["same_everywhere"]["block_size"] == "1MiB"
-    assert "job" in doc["unique_per_run"]  # a tag with a value per run
+    assert "job" in doc["labels"]  # a job id names a run: a label (vocab/keys.py)
     keys = {k for f in doc["factors"] for k in f["keys"]}
     assert not keys & ({"run_id", "start_time", "job", "status"} | set(doc["same_everywhere"]))
     text = format_explain(doc)
     assert text.count("fstype=lustre") == 1 and "the same everywhere" in text
-    assert "unique per run" in text and "job" in text
+    assert "labels (name runs, not settings" in text
 
 
 @pytest.mark.timeout(60)
@@ -137,7 +138,7 @@ def test_cli_json_is_valid_against_the_shipped_schema_and_markdown_reads(history
     md = cli(["explain", str(history), "--format", "markdown"], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     assert "## factors, by the share they explain" in md.stdout
-    assert "| checksums | runs | MB/s ±95% |" in md.stdout
+    assert "| checksums | runs | MB/s [95%] |" in md.stdout
     assert "|---|---|---|" in md.stdout
     amd = cli(["explain", str(history), "--where", "cpu_model=AMD Opteron 2218",
                "--format", "json"], cwd=tmp_path)

@@ -30,7 +30,7 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     (docs/explain.md).  PATHS one record file: the variation between that run's ranks, per
     storage target, host and node fact."""
     from mpiwrite.answers.explain import explain as explain_runs
-    from mpiwrite.answers.explain import format_explain
+    from mpiwrite.answers.explain_text import format_explain
     from mpiwrite.answers.results import parse_filter
 
     sampling = sampling_from(metric, unit, warmup, confidence)
@@ -62,8 +62,8 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
 
 def _one_run(path, where, sampling, fmt):
     """`explain RECORD`: the ranks of one run (answers/explain_run.py)."""
-    from mpiwrite.answers.explain import format_explain
     from mpiwrite.answers.explain_run import explain_run
+    from mpiwrite.answers.explain_text import format_explain
     from mpiwrite.formats import isolated
 
     if where:
