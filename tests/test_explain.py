@@ -153,7 +153,6 @@ def test_refusals_are_one_line_and_exit_2(history, tmp_path):
     synth.make(mixed / "b.h5", [900, 910], "20080101T000001Z-bbbbbb", lustre="1.6.5",
                params={"fsync": False})
     for args, needle in (
-            (["explain", str(mixed)], "fsync off and on"),
             (["explain", str(history), "--where", "lustre=9.9"], "--where"),
             (["explain", str(tmp_path / "none")], "does not exist"),
             (["explain", str(history), "--metric", "read"], "read figure")):
@@ -161,6 +160,8 @@ def test_refusals_are_one_line_and_exit_2(history, tmp_path):
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert needle in out.stderr, out.stderr
+    both = cli(["explain", str(mixed)], cwd=tmp_path)  # fsync off and on: a section each
+    assert both.returncode == 0 and "=== within fsync=off: 1 runs" in both.stdout, both.stderr
     one = cli(["explain", str(mixed), "--where", "fsync=on"], cwd=tmp_path)
     assert one.returncode == 0, one.stderr  # one run: an answer with no factor in it
     assert "no factor" in one.stdout

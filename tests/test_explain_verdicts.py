@@ -181,3 +181,44 @@ def test_no_interval_of_a_rate_is_negative_two_runs_far_apart(tmp_path):
     assert float(rows[0]["ci_lo_MB_per_s"]) > 0
     table = cli(["report", "."], cwd=tmp_path).stdout
     assert "-" not in table.splitlines()[1].split("1050.0", 1)[1].split()[0], table
+
+
+def _three_block_sizes(folder):
+    """A study's runs: block sizes 4KiB, 64KiB, 1MiB x write_behind off/on x 3 repeats;
+    write_behind costs 20% at 4KiB only."""
+    rng = np.random.default_rng(9)
+    for bs, base in ((4096, 120.0), (65536, 600.0), (2**20, 900.0)):
+        for wb in ("off", "on"):
+            for rep in range(3):
+                v = base * (0.8 if wb == "on" and bs == 4096 else 1) * (1 + 0.02 *
+                                                                        rng.standard_normal())
+                synth.make(folder / f"{bs}-{wb}-{rep}.h5", [v], f"r-{bs}-{wb}-{rep}",
+                           tags={"wb": wb, "study_point": f"{bs}{wb}", "study_repeat": str(rep)},
+                           params={"block_size": bs})
+
+
+@pytest.mark.timeout(180)
+def test_three_block_sizes_answer_per_stratum_and_agree_with_compare(tmp_path):
+    _three_block_sizes(tmp_path)
+    out = cli(["explain", ".", "--format", "json"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr  # no refusal: a section per block size
+    doc = json.loads(out.stdout)
+    jsonschema.validate(doc, contract.schema("explain"))
+    assert doc["stratified_by"] == ["block_size"] and doc["scale"] == "log"
+    assert doc["factors"][0]["key"] == "block_size"
+    assert [p["where"]["block_size"] for p in doc["strata"]] == ["4KiB", "64KiB", "1MiB"]
+    for part in doc["strata"]:
+        assert part["runs"] == 6
+        (f,) = [f for f in part["factors"] if f["key"] == "wb"]
+        bs = part["where"]["block_size"]
+        cmp = _json(["compare", f"wb=off,block_size={bs}", f"wb=on,block_size={bs}", "--in",
+                     ".", "--json"], tmp_path)
+        assert f["p_value_uncorrected"] == pytest.approx(cmp["p_value"], rel=1e-9)
+        assert (f["p_value"] < 0.05) is cmp["real"] or f["p_value"] >= cmp["p_value"]
+    text = cli(["explain", "."], cwd=tmp_path).stdout
+    assert "=== within block_size=4KiB: 6 runs, n=6 ===" in text
+    assert "labels (name runs" in text
+    rep = cli(["report", ".", "--by", "wb", "--where", "block_size=64KiB"], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    refused = cli(["report", ".", "--by", "wb"], cwd=tmp_path)
+    assert refused.returncode == 2 and "--where block_size=" in refused.stderr

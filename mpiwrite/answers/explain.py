@@ -15,6 +15,8 @@ from __future__ import annotations
 from itertools import permutations as ordered_pairs
 from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
+
 from mpiwrite import stats
 from mpiwrite.answers.report import DURABILITY_KEYS, Sampling, no_figure_text, within_warmup
 from mpiwrite.answers.results import metric_info, resolve_unit, sample_values
@@ -117,17 +119,24 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     runs = list(runs)
     if not runs:
         raise ConfigError("PATHS: no complete runs match")
-    for dk in DURABILITY_KEYS:  # report's rule: these are different questions, never pooled
-        seen = sorted({str(keys_of(r).get(dk)) for r in runs})
-        if len(seen) > 1:
-            raise ConfigError(f"explain: the runs would pool {dk} {' and '.join(seen)}, "
-                              f"which measure different things; select one value, e.g. "
-                              f"--where {dk}={seen[0]}")
     unit = resolve_unit(runs, sampling.unit, sampling.warmup)
+    # durability settings are different questions, never pooled in one share: the runs are
+    # explained within each combination of them (a stratum), and the settings themselves
+    # are ranked over all runs on the ratio scale (the log of the rate)
+    mixed = [dk for dk in DURABILITY_KEYS if len({str(keys_of(r).get(dk)) for r in runs}) > 1]
+    if mixed:
+        return _stratified(runs, keys_of, sampling, unit, mixed, permutations, seed)
     s = Samples(runs, keys_of, sampling, unit)
     if not s.values:
         raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
                                          within_warmup(runs, sampling.metric, sampling.warmup)))
+    doc = _header(sampling, unit, s, runs)
+    doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
+                       permutations, seed))
+    return contract.finite(doc)
+
+
+def _header(sampling: Sampling, unit: str, s: Samples, runs) -> Dict[str, Any]:
     doc = contract.header("explain")
     doc.update(scope="runs", metric=sampling.metric,
                metric_unit=metric_info(sampling.metric).unit,
@@ -135,13 +144,54 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
                unit_requested=sampling.unit, warmup=sampling.warmup,
                confidence=sampling.confidence, runs=len(s.runs), samples=len(s.values),
                runs_without_figure=len(runs) - len(s.runs))
-    doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
-                       permutations, seed))
+    return doc
+
+
+def _stratified(runs, keys_of, sampling: Sampling, unit: str, mixed: List[str],
+                permutations: int, seed: int) -> Dict[str, Any]:
+    """Runs that mix durability settings (`mixed`): those settings ranked as factors over
+    all runs on the log of the metric (a share of the log rate, Welch's test on the logs
+    for two levels), then a section per combination of them, each with its own analysis."""
+    s = Samples(runs, keys_of, sampling, unit)
+    if not s.values:
+        raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
+                                         within_warmup(runs, sampling.metric, sampling.warmup)))
+    suffix = metric_info(sampling.metric).suffix
+    doc = _header(sampling, unit, s, runs)
+    ratio = stats.on_ratio_scale(s.values)
+    pooled = Samples.__new__(Samples)  # the same runs, their durability keys only
+    pooled.runs, pooled.run_of, pooled.raw = s.runs, s.run_of, s.values
+    pooled.values = [float(np.log(v)) for v in s.values] if ratio else s.values
+    pooled.keys = {k: s.keys[k] for k in mixed}
+    doc.update(analyse(pooled, sampling.confidence, suffix, permutations, seed,
+                       pairs=False))
+    doc.update(scale="log" if ratio else "values", stratified_by=mixed,
+               labels=s.labels, outcomes=s.outcomes, strata=[])
+    combos: Dict[tuple, list] = {}
+    for r in s.runs:
+        combos.setdefault(tuple(str(keys_of(r).get(k)) for k in mixed), []).append(r)
+    for combo in sorted(combos, key=lambda c: [_num_key(v) for v in c]):
+        sub = Samples(combos[combo], keys_of, sampling, unit)
+        part = dict(where=dict(zip(mixed, combo)), runs=len(sub.runs),
+                    samples=len(sub.values))
+        part.update(analyse(sub, sampling.confidence, suffix, permutations, seed))
+        doc["strata"].append(part)
     return contract.finite(doc)
 
 
+def _num_key(v: str):
+    """Sizes and numbers by value (64KiB before 1MiB), then text."""
+    from mpiwrite.units import parse_size
+
+    try:
+        return (0, float(parse_size(v)), v)
+    except (ValueError, TypeError):
+        return (1, 0.0, v)
+
+
 def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
-            seed: int = stats.SEED, clear_first: bool = False) -> Dict[str, Any]:
+            seed: int = stats.SEED, clear_first: bool = False,
+            pairs: bool = True) -> Dict[str, Any]:
     """What explain finds in samples `s` (Samples, or any object with its attributes): the
     document's test, total, factors, within, same_everywhere and unique_per_run.  Factors by
     share; with `clear_first`, those with p < ALPHA before the others (the ranks of a run:
@@ -172,7 +222,7 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
         f["determines"] = [g["key"] for g in factors if g is not f
                            and len(set(zip(col, s.keys[g["key"]]))) == f["levels"]]
     flat = len(set(s.values)) == 1  # nothing varies: no factor can explain anything
-    top = [] if flat else factors[:TOP]
+    top = [] if flat or not pairs else factors[:TOP]
     within = [_within(s, a, b, permutations, seed) for a, b in ordered_pairs(top, 2)]
     clear = [f for f in factors if f["p_value"] is not None and f["p_value"] < ALPHA][:TOP]
     for f in top:
@@ -183,7 +233,7 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
                            and g["p_value"] is not None and g["p_value"] < ALPHA)
     return dict(test="welch/permutation", correction="holm",
                 keys_tried=sum(p is not None for p in raw), permutations=permutations,
-                seed=seed, total=contract.stat_block(s.values, conf, suffix),
+                seed=seed, total=contract.stat_block(_raw(s), conf, suffix),
                 factors=factors, within=within, same_everywhere=same, unique_per_run=unique,
                 labels=list(getattr(s, "labels", [])),
                 outcomes=list(getattr(s, "outcomes", [])))
@@ -206,7 +256,7 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
     share = stats.variance_share(s.values, labels, None, permutations, seed)
     groups = []
     for level in _levels(s.keys[main]):
-        vals = [v for v, lab in zip(s.values, labels) if lab == level]
+        vals = [v for v, lab in zip(_raw(s), labels) if lab == level]
         at = s.keys[main].index(level)
         gmean = stats.describe(vals, conf).gmean
         groups.append(dict(values={k: s.keys[k][at] for k in facts},
@@ -226,7 +276,7 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
                groups=groups, missing_combinations=missing[:MISSING_KEPT])
     if len(groups) == 2:  # two levels: the test compare and study report make (one verdict)
         lv = _levels(s.keys[main])
-        a, b = ([v for v, lab in zip(s.values, labels) if lab == x] for x in lv)
+        a, b = ([v for v, lab in zip(_raw(s), labels) if lab == x] for x in lv)
         c = stats.compare(a, b, conf)
         if c.p_value == c.p_value and c.p_value > 0:
             out.update(test="welch", p_value=c.p_value, p_value_uncorrected=c.p_value,
@@ -235,6 +285,11 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
                                   p_value=c.p_value, df=c.df, n=[c.a.n, c.b.n],
                                   scale=c.scale))
     return out
+
+
+def _raw(s) -> List[float]:
+    """The metric's own values (`values` may be their logs: _stratified's pooled ranking)."""
+    return getattr(s, "raw", s.values)
 
 
 def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,

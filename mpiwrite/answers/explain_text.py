@@ -127,23 +127,44 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         return contract.dumps(doc)
     if fmt not in ("table", "markdown"):
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, json")
+    if doc.get("strata") is None:
+        return _format(doc, fmt)
+    md = fmt == "markdown"
+    scale = "the log of the metric (a ratio)" if doc.get("scale") == "log" else "the metric"
+    pooled = dict(doc, labels=[], outcomes=[])
+    text = [_format(pooled, fmt, order=f"durability settings over all runs, on {scale}, by "
+                    "the share they explain (each stratum below is explained on its own)")]
+    for part in doc["strata"]:
+        where = ", ".join(f"{k}={v}" for k, v in part["where"].items())
+        title = f"within {where}: {part['runs']} runs, n={part['samples']}"
+        text += ["", f"# {title}" if md else f"=== {title} ==="]
+        text.append(_format(dict(doc, **part, strata=None), fmt, head=False))
+    if doc.get("labels") or doc.get("outcomes"):
+        text.append(_format(dict(doc, factors=[], same_everywhere={}, unique_per_run=[],
+                                 within=[]), fmt, head=False, factors=False))
+    return "\n".join(text)
+
+
+def _format(doc: Dict[str, Any], fmt: str, order: str = "", head: bool = True,
+            factors: bool = True) -> str:
     md = fmt == "markdown"
     info = metric_info(doc["metric"])
     noun, one = _noun(doc), _noun(doc)[:-1]
-    lines = [("- " if md else "") + ln for ln in _head(doc)]
+    lines = [("- " if md else "") + ln for ln in _head(doc)] if head else []
     if doc.get("targets") is not None:
         from mpiwrite.answers.targets import format_targets
 
         t = doc["targets"]
         lines += [""] + format_targets(t["rows"], t["notes"], doc["iterations"], md)
-    order = ("clear ones (p < 0.05) first, then by the share they explain"
-             if doc.get("scope") == "ranks" else "by the share they explain")
-    lines += ["", f"## factors, {order}" if md else f"factors, {order}:"]
+    order = order or ("clear ones (p < 0.05) first, then by the share they explain"
+                      if doc.get("scope") == "ranks" else "by the share they explain")
+    if factors:
+        lines += ["", f"## factors, {order}" if md else f"factors, {order}:"]
     if len(doc["factors"]) and doc["total"]["n"] > 1 and not doc["total"][
             f"std_{info.suffix}"]:
         lines.append("the metric has the same value in every sample: there is nothing to "
                      "explain")
-    if not doc["factors"]:
+    if not doc["factors"] and factors:
         lines.append(f"no factor: no key has two values or more over these {noun} without "
                      f"having one for every {one}")
         if doc["runs"] == 1 and noun == "runs":

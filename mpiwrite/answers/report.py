@@ -67,7 +67,8 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
                 continue
             seen = sorted({str(keys_of(r).get(dk)) for r in members})
             if len(seen) > 1:
-                advice = (f"add {dk} to --by (or select one value)" if option == "--by"
+                advice = (f"add {dk} to --by (or select one value: --where {dk}={seen[0]})"
+                          if option == "--by"
                           else f"select one value, e.g. {dk}={seen[0]} in each side")
                 raise ConfigError(
                     f"{option}: {printable(label)} would pool runs with {dk} "
