@@ -222,3 +222,34 @@ def test_three_block_sizes_answer_per_stratum_and_agree_with_compare(tmp_path):
     assert rep.returncode == 0, rep.stderr
     refused = cli(["report", ".", "--by", "wb"], cwd=tmp_path)
     assert refused.returncode == 2 and "--where block_size=" in refused.stderr
+
+
+def test_also_different_ranks_settings_first_and_volatile_identifiers_last():
+    """compare's "also different" opened with 12 GlusterFS graph identifiers and hid the
+    one setting that differed (client.graph.write_behind)."""
+    from types import SimpleNamespace
+
+    from mpiwrite.answers.differences import DIFFERENCES_SHOWN, differing_facts
+
+    def run(i, wb):
+        keys = {f"client.graph.{k}": f"{k}-{i}" for k in (
+            "process-uuid", "volfile-checksum", "client-version", "brick0.process-uuid",
+            "brick1.process-uuid", "brick2.process-uuid", "brick3.process-uuid",
+            "graph-id", "a-uuid", "b-uuid", "c-uuid", "d-uuid", "e-uuid")}
+        keys.update({"client.graph.write_behind": wb, "study_point": str(i), "size": "time",
+                     "time_limit": 200, "bytes": str(1000 + i)})
+        return SimpleNamespace(keys=keys, iterations=np.zeros(0, dtype=[("x", float)]))
+
+    a, b = [run(0, "on"), run(1, "on")], [run(2, "off"), run(3, "off")]
+    diff = differing_facts(a, b, lambda r: r.keys)
+    first = list(diff)[:DIFFERENCES_SHOWN]
+    assert first[0] == "client.graph.write_behind", first
+    assert "study_point" not in diff and "bytes" not in diff
+
+
+@pytest.mark.timeout(120)
+def test_report_orders_sizes_by_value(tmp_path):
+    for i, bs in enumerate((2**20, 4 * 2**20, 65536)):
+        synth.make(tmp_path / f"{i}.h5", [500.0], f"r-{i}", params={"block_size": bs})
+    rows = _json(["report", ".", "--by", "block_size", "--format", "json"], tmp_path)["rows"]
+    assert [r["keys"]["block_size"] for r in rows] == ["64KiB", "1MiB", "4MiB"]

@@ -146,7 +146,17 @@ def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
 
 
 def _sort_key(key: tuple):
-    return tuple((0, float(k), "") if _isnum(k) else (1, 0.0, k) for k in key)
+    """Numbers and sizes by value (64KiB before 1MiB before 4MiB), then text."""
+    from mpiwrite.units import parse_size
+
+    def one(k: str):
+        if _isnum(k):
+            return (0, float(k), "")
+        try:
+            return (0, float(parse_size(k)), "")
+        except (ValueError, TypeError):
+            return (1, 0.0, k)
+    return tuple(one(k) for k in key)
 
 
 def _isnum(text: str) -> bool:

@@ -77,3 +77,24 @@ def outcome_keys(keys: Mapping[str, object]) -> Iterable[str]:
     if "size" in keys and time_limited(keys):
         out.append("size")
     return out
+
+
+# Identifiers a client makes up per mount or process (GlusterFS's graph: process-uuid,
+# volfile-checksum, client-version): they differ between any two runs and change no rate.
+VOLATILE_ENDINGS = ("uuid", "-checksum", "_checksum", "client-version", "-pid", "_pid",
+                    "process-name", "-id", "_id", "graph-id", "mount-time")
+
+
+def volatile(key: str) -> bool:
+    """Whether a key is an identifier that changes from mount to mount (not a setting)."""
+    last = key.rsplit(".", 1)[-1].lower()
+    return last.endswith(VOLATILE_ENDINGS) or last in ("pid", "uuid", "id")
+
+
+def relevance(key: str) -> tuple:
+    """How a difference between two groups of runs is ranked: settings that decide what a
+    rate means first, then other settings and facts, then what is not known to matter,
+    volatile identifiers last (a sort key: smaller first)."""
+    k = kind(key)
+    order = {DURABILITY: 0, SETTING: 1, FACT: 2}.get(k, 4)
+    return (3 if volatile(key) else order, key.count("."), key)
