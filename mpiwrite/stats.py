@@ -6,6 +6,7 @@ fraction, Lentz's method); its quantiles from bisection on the CDF.
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import NamedTuple, Sequence
@@ -60,6 +61,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=4096)  # the same few (p, df) over and over: a run's n - 1
 def t_ppf(p: float, df: float) -> float:
     """Quantile of Student's t (bisection on the tail; relative accuracy ~1e-12).
 
@@ -91,30 +93,59 @@ def t_ppf(p: float, df: float) -> float:
     return (lo + hi) / 2
 
 
+def two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with df degrees of freedom, from the tail itself (not
+    1 - cdf, which rounds to 0 past 1e-16): never 0 for a finite t."""
+    if math.isinf(df):
+        return min(1.0, max(2 * NormalDist().cdf(-abs(t)), 5e-324))
+    return min(1.0, max(betainc(df / 2, 0.5, df / (df + t * t)), 5e-324))
+
+
 class Summary(NamedTuple):
     n: int
-    mean: float
+    mean: float  # arithmetic
     std: float
-    lo: float  # confidence interval of the mean
+    lo: float  # confidence interval: of the geometric mean on the ratio scale, else the mean
     hi: float
     min: float
     max: float
+    gmean: float = float("nan")  # geometric mean (nan unless every value is positive)
+    ratio: bool = False  # whether lo, hi come from the log of the values
 
 
-def describe(values: Sequence[float], confidence: float = 0.95) -> Summary:
+def on_ratio_scale(*sides: Sequence[float]) -> bool:
+    """Whether values are read on the ratio scale: every one positive (a rate, CPU s/GB).
+    Their intervals then come from the log of the values and are always positive: a rate's
+    interval of -973 MB/s (two runs far apart) says nothing a rate can be."""
+    vals = [x for side in sides for x in side if x == x]
+    return bool(vals) and all(x > 0 and math.isfinite(x) for x in vals)
+
+
+def describe(values: Sequence[float], confidence: float = 0.95,
+             ratio: bool = True) -> Summary:
+    """n, mean, sd, min, max and the interval: with `ratio` and every value positive, the
+    Student t interval of the mean of log(values) taken back (the geometric mean's, always
+    positive); otherwise the Student t interval of the arithmetic mean."""
     v = np.asarray([x for x in values if x == x], dtype=float)
     n = int(v.size)
+    nan = float("nan")
     if n == 0:
-        nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan)
     mean = float(v.mean())
-    std = float(v.std(ddof=1)) if n > 1 else float("nan")
+    std = float(v.std(ddof=1)) if n > 1 else nan
+    use_log = ratio and on_ratio_scale(v)
+    gmean = float(np.exp(np.log(v).mean())) if use_log else nan
+    lo = hi = nan
     if n > 1:
-        half = t_ppf(0.5 + confidence / 2, n - 1) * std / math.sqrt(n)
-        lo, hi = mean - half, mean + half
-    else:
-        lo = hi = float("nan")
-    return Summary(n, mean, std, lo, hi, float(v.min()), float(v.max()))
+        tq = t_ppf(0.5 + confidence / 2, n - 1)
+        if use_log:
+            lv = np.log(v)
+            half = tq * float(lv.std(ddof=1)) / math.sqrt(n)
+            lo, hi = float(np.exp(lv.mean() - half)), float(np.exp(lv.mean() + half))
+        else:
+            half = tq * std / math.sqrt(n)
+            lo, hi = mean - half, mean + half
+    return Summary(n, mean, std, lo, hi, float(v.min()), float(v.max()), gmean, use_log)
 
 
 def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
@@ -137,6 +168,7 @@ class Comparison(NamedTuple):
     real: bool
     needed_per_side: int  # repetitions per side that would settle a difference this size
     more_per_side: int  # how many more than the smaller side has (0: settled or identical)
+    scale: str = "difference"  # "ratio": the test and intervals on the log of the values
 
 
 def needed_per_side(diff: float, sd: float, confidence: float = 0.95,
@@ -161,40 +193,85 @@ def needed_per_side(diff: float, sd: float, confidence: float = 0.95,
 
 
 def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
-            power: float = 0.8) -> Comparison:
+            power: float = 0.8, ratio: bool = True) -> Comparison:
     """Welch's t-test of b against a.
 
-    The interval of the change in percent is the difference's interval divided by mean(a)
-    (the same t quantile and Welch degrees of freedom), so the absolute interval, the percent
-    interval and the verdict always agree: each excludes zero exactly when p < 1 - confidence.
+    On the ratio scale (`ratio` and every value positive: rates, CPU s/GB) the test is on the
+    log of the values: the change is the ratio of the geometric means, its interval the log
+    interval taken back, so it never goes below -100% ("-37% [-53, -21]").  Otherwise on the
+    values, the percent interval the difference's divided by mean(a).  Either way one t, one
+    df: the absolute interval, the percent interval and the verdict agree (each excludes
+    zero exactly when p < 1 - confidence).  `diff` is the difference of the arithmetic means;
+    on the ratio scale its interval is the ratio's, at mean(a).
     """
-    sa, sb = describe(a, confidence), describe(b, confidence)
+    use_log = ratio and on_ratio_scale(a, b)
+    sa, sb = describe(a, confidence, ratio), describe(b, confidence, ratio)
     nan = float("nan")
-    scale = 100 / sa.mean if sa.n and sa.mean else nan
     if sa.n < 2 or sb.n < 2:
         need = 2
-        return Comparison(sa, sb, sb.mean - sa.mean, nan, nan,
-                          (sb.mean / sa.mean - 1) * 100 if sa.n and sb.n and sa.mean else nan,
-                          nan, nan, nan, nan, False, need, need - min(sa.n, sb.n))
-    va, vb = sa.std ** 2, sb.std ** 2
+        pct = (sb.mean / sa.mean - 1) * 100 if sa.n and sb.n and sa.mean else nan
+        if use_log and sa.n and sb.n:
+            pct = (sb.gmean / sa.gmean - 1) * 100
+        return Comparison(sa, sb, sb.mean - sa.mean, nan, nan, pct, nan, nan, nan, nan, False,
+                          need, need - min(sa.n, sb.n), "ratio" if use_log else "difference")
+    if use_log:
+        la = np.log(np.asarray([x for x in a if x == x], dtype=float))
+        lb = np.log(np.asarray([x for x in b if x == x], dtype=float))
+        ma, mb = float(la.mean()), float(lb.mean())
+        va, vb = float(la.var(ddof=1)), float(lb.var(ddof=1))
+    else:
+        ma, mb, va, vb = sa.mean, sb.mean, sa.std ** 2, sb.std ** 2
     se = math.sqrt(va / sa.n + vb / sb.n)
     df = _welch_df(va, sa.n, vb, sb.n)
-    diff = sb.mean - sa.mean
+    d = mb - ma
     if se == 0:
-        p = 0.0 if diff != 0 else 1.0
-        lo = hi = diff
+        p = 0.0 if d != 0 else 1.0
+        lo = hi = d
     else:
-        p = min(1.0, 2 * (1 - t_cdf(abs(diff) / se, df)))
+        p = two_sided_p(d / se, df)
         tq = t_ppf(0.5 + confidence / 2, df)
-        lo, hi = diff - tq * se, diff + tq * se
+        lo, hi = d - tq * se, d + tq * se
     real = bool(p < 1 - confidence)  # the same t and df: exactly when [lo, hi] excludes 0
     need = more = 0
-    if not real and diff:
-        need = needed_per_side(diff, math.sqrt((va + vb) / 2), confidence, power)
+    if not real and d:
+        need = needed_per_side(d, math.sqrt((va + vb) / 2), confidence, power)
         more = max(1, need - min(sa.n, sb.n))
         need = min(sa.n, sb.n) + more
+    diff = sb.mean - sa.mean
+    if use_log:
+        pct, pct_lo, pct_hi = ((math.exp(x) - 1) * 100 for x in (d, lo, hi))
+        diff_lo, diff_hi = sa.mean * pct_lo / 100, sa.mean * pct_hi / 100
+        return Comparison(sa, sb, diff, diff_lo, diff_hi, pct, pct_lo, pct_hi, p, df, real,
+                          need, more, "ratio")
+    scale = 100 / sa.mean if sa.mean else nan
     return Comparison(sa, sb, diff, lo, hi, diff * scale, lo * scale, hi * scale, p, df,
-                      real, need, more)
+                      real, need, more, "difference")
+
+
+def holm(p_values: Sequence) -> list:
+    """Holm's step-down correction of p-values for the number tested (None: not tested,
+    left None): the k-th smallest p times (m - k + 1), never below an earlier one, at most 1.
+    Controls the chance of any false "clear" among the m at the level asked."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None and p == p)
+    m = len(tested)
+    out = [None if p is None or p != p else p for p in p_values]
+    running = 0.0
+    for k, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - k) * p))
+        out[i] = running
+    return out
+
+
+def min_permutation_p(sizes: Sequence[int]) -> float:
+    """The smallest p any permutation test of groups of these sizes can give: relabellings
+    that keep the statistic (groups of equal size swapped) over the distinct splits (the
+    multinomial).  3 runs against 3: 2 / 20 = 0.1, never below 0.05."""
+    sizes = [int(x) for x in sizes if x > 0]
+    if len(sizes) < 2:
+        return 1.0
+    log_splits = math.lgamma(sum(sizes) + 1) - sum(math.lgamma(x + 1) for x in sizes)
+    same = sum(math.lgamma(sizes.count(x) + 1) for x in set(sizes))
+    return min(1.0, math.exp(same - log_splits))
 
 
 # ---------------------------------------------------------------- variance explained

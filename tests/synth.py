@@ -168,6 +168,41 @@ def ior_site(folder, runs: int = 3, seed: int = 3, mbps: float = 4300.0):
              attrs={"mpi_library": "MPICH Version: 5.0.2"})
 
 
+# The original study as lmdd lines (issue 32): 8 configurations (Lustre build with its kernel,
+# checksums, CPU) x 5 repetitions of `lmdd of=/lustre/f bs=1m time=200 fsync=1`, each
+# configuration's lines imported with its tags.  lmdd ran for 200 s, so its MB are the rate
+# times 200: with rates to whole MB/s, repeated lines repeat their bytes (an outcome that
+# splits the runs like a setting would).
+LMDD_RATES = {("1.6.4.3", "off"): 832.0, ("1.6.4.3", "on"): 400.0, ("1.6.5", "off"): 681.0,
+              ("1.6.5", "on"): 326.0}
+LMDD_KERNELS = {"1.6.4.3": "patched", "1.6.5": "patchless"}
+
+
+def lmdd_seed(folder, cli, cwd, seed: int = 32, noise: float = 0.01, command: str =
+              "lmdd of=/lustre/f bs=1m time=200 fsync=1"):
+    """Imports the 40 runs into `folder` with `cli` (tests/common.cli); returns the count."""
+    import os
+
+    rng = np.random.default_rng(seed)
+    count = 0
+    for (build, csum), mbps in LMDD_RATES.items():
+        for cpu, factor in (("xeon", 1.0), ("opteron", 0.92)):
+            lines = []
+            for _rep in range(5):
+                rate = round(mbps * factor * (1 + noise * rng.standard_normal()))
+                lines.append(f"{rate * 200:.4f} MB in 200.0000 secs, {rate:.4f} MB/sec")
+            text = os.path.join(str(cwd), f"lmdd-{build}-{csum}-{cpu}.txt")
+            with open(text, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            out = cli(["import", "--from", "lmdd", "--command", command, "--results",
+                       str(folder), "--tag", f"cpu={cpu}", "--tag",
+                       f"kern={LMDD_KERNELS[build]}", "--tag", f"build={build}", "--tag",
+                       f"csum={csum}", text], cwd=cwd)
+            assert out.returncode == 0, out.stderr
+            count += len(lines)
+    return count
+
+
 if __name__ == "__main__":
     import sys
 

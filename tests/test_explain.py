@@ -9,8 +9,9 @@ import synth
 from common import cli, mpirun
 
 from mpiwrite import stats
-from mpiwrite.answers.explain import explain, format_explain
+from mpiwrite.answers.explain import explain
 from mpiwrite.answers.explain_run import explain_run
+from mpiwrite.answers.explain_text import format_explain
 from mpiwrite.answers.report import Sampling
 from mpiwrite.answers.results import Store
 from mpiwrite.formats import contract
@@ -96,12 +97,12 @@ def test_effects_within_the_levels_of_another(doc):
 def test_single_valued_and_per_run_keys_are_listed_not_factors(doc):
     assert doc["same_everywhere"]["fstype"] == "lustre"
     assert doc["same_everywhere"]["block_size"] == "1MiB"
-    assert "job" in doc["unique_per_run"]  # a tag with a value per run
+    assert "job" in doc["labels"]  # a job id names a run: a label (vocab/keys.py)
     keys = {k for f in doc["factors"] for k in f["keys"]}
     assert not keys & ({"run_id", "start_time", "job", "status"} | set(doc["same_everywhere"]))
     text = format_explain(doc)
     assert text.count("fstype=lustre") == 1 and "the same everywhere" in text
-    assert "unique per run" in text and "job" in text
+    assert "labels (name runs, not settings" in text
 
 
 @pytest.mark.timeout(60)
@@ -137,7 +138,7 @@ def test_cli_json_is_valid_against_the_shipped_schema_and_markdown_reads(history
     md = cli(["explain", str(history), "--format", "markdown"], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     assert "## factors, by the share they explain" in md.stdout
-    assert "| checksums | runs | MB/s ±95% |" in md.stdout
+    assert "| checksums | runs | MB/s [95%] |" in md.stdout
     assert "|---|---|---|" in md.stdout
     amd = cli(["explain", str(history), "--where", "cpu_model=AMD Opteron 2218",
                "--format", "json"], cwd=tmp_path)
@@ -152,7 +153,6 @@ def test_refusals_are_one_line_and_exit_2(history, tmp_path):
     synth.make(mixed / "b.h5", [900, 910], "20080101T000001Z-bbbbbb", lustre="1.6.5",
                params={"fsync": False})
     for args, needle in (
-            (["explain", str(mixed)], "fsync off and on"),
             (["explain", str(history), "--where", "lustre=9.9"], "--where"),
             (["explain", str(tmp_path / "none")], "does not exist"),
             (["explain", str(history), "--metric", "read"], "read figure")):
@@ -160,6 +160,8 @@ def test_refusals_are_one_line_and_exit_2(history, tmp_path):
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert needle in out.stderr, out.stderr
+    both = cli(["explain", str(mixed)], cwd=tmp_path)  # fsync off and on: a section each
+    assert both.returncode == 0 and "=== within fsync=off: 1 runs" in both.stdout, both.stderr
     one = cli(["explain", str(mixed), "--where", "fsync=on"], cwd=tmp_path)
     assert one.returncode == 0, one.stderr  # one run: an answer with no factor in it
     assert "no factor" in one.stdout

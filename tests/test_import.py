@@ -553,6 +553,7 @@ def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
     doc = json.loads(mw(["explain", "lmdd-history", "--format", "json"], cwd=tmp_path).stdout)
     assert doc["factors"][0]["keys"] == ["checksums"]
     assert 0.9 < doc["factors"][0]["variance_share"] < 0.93
+    assert doc["outcomes"] == ["size"]  # time=200: the bytes are the rate times 200
     assert doc["factors"][1]["keys"] == ["lustre"]
     assert doc["same_everywhere"]["site"] == "b"  # the tag, on every imported record
 

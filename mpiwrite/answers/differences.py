@@ -11,6 +11,7 @@ from typing import Dict, List
 import numpy as np
 
 from mpiwrite.clients import registry
+from mpiwrite.vocab.keys import IDENTITY, LABEL, kind, outcome_keys, relevance
 
 NOT_DIFFERENCES = ("run_id", "status", "start_time", "host", "iterations", "size", "time_limit")
 DIFFERENCES_SHOWN = 12
@@ -29,8 +30,13 @@ def differing_facts(a_runs, b_runs, keys_of) -> Dict[str, Dict[str, List[str]]]:
 
     va, vb = values(a_runs), values(b_runs)
     diff = {}
-    for k in sorted(set(va) | set(vb)):
+    # what plausibly changes a write rate first, volatile identifiers last; outcomes (a
+    # time-limited run's bytes) and labels (a study's point, a job id) are no difference
+    outcomes = {k for r in list(a_runs) + list(b_runs) for k in outcome_keys(keys_of(r))}
+    for k in sorted(set(va) | set(vb), key=relevance):
         if k in NOT_DIFFERENCES or k.startswith("software.") and k != "software.mpiwrite":
+            continue
+        if k in outcomes or kind(k) in (LABEL, IDENTITY):
             continue
         a, b = va.get(k, {"-"}), vb.get(k, {"-"})
         if a != b:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from itertools import permutations as ordered_pairs
 from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
+
 from mpiwrite import stats
 from mpiwrite.answers.report import DURABILITY_KEYS, Sampling, no_figure_text, within_warmup
 from mpiwrite.answers.results import metric_info, resolve_unit, sample_values
@@ -22,6 +24,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.facts.nodeinfo import SUMMARY_KEYS
 from mpiwrite.formats import contract
 from mpiwrite.text import printable
+from mpiwrite.vocab import keys as runkinds
 
 # What names a run, not a setting: never a factor (and not listed).
 IDENTITY_KEYS = ("run_id", "status", "start_time")
@@ -84,9 +87,19 @@ class Samples:
             self.values += vals
             self.runs.append(r)
         names = set().union(*(keys_of(r) for r in self.runs)) if self.runs else set()
+        # what a run measured (a time-limited run's bytes) is never its cause, and what only
+        # names runs (a study's point, a job id) explains nothing: vocab/keys.py says which
+        outcomes = set().union(*(runkinds.outcome_keys(keys_of(r)) for r in self.runs)) \
+            if self.runs else set()
+        self.outcomes = sorted(outcomes, key=_order)
+        self.labels = sorted((k for k in names if runkinds.kind(k) == runkinds.LABEL
+                              and k not in outcomes and not (k.startswith("tag.")
+                                                             and k[4:] in names)), key=_order)
         self.keys: Dict[str, List[str]] = {
             k: [printable(keys_of(r).get(k, "-")) for r in self.runs]
-            for k in sorted(names, key=_order) if k not in IDENTITY_KEYS}
+            for k in sorted(names, key=_order) if k not in IDENTITY_KEYS
+            and runkinds.kind(k) != runkinds.IDENTITY and k not in outcomes
+            and runkinds.kind(k) != runkinds.LABEL}
         for k in [k for k in self.keys if k.startswith("tag.")]:
             # `tag.NAME` names the tag NAME on every record (results.run_keys): the same key
             # twice where NAME is the tag itself, not a restatement to name
@@ -106,17 +119,24 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     runs = list(runs)
     if not runs:
         raise ConfigError("PATHS: no complete runs match")
-    for dk in DURABILITY_KEYS:  # report's rule: these are different questions, never pooled
-        seen = sorted({str(keys_of(r).get(dk)) for r in runs})
-        if len(seen) > 1:
-            raise ConfigError(f"explain: the runs would pool {dk} {' and '.join(seen)}, "
-                              f"which measure different things; select one value, e.g. "
-                              f"--where {dk}={seen[0]}")
     unit = resolve_unit(runs, sampling.unit, sampling.warmup)
+    # durability settings are different questions, never pooled in one share: the runs are
+    # explained within each combination of them (a stratum), and the settings themselves
+    # are ranked over all runs on the ratio scale (the log of the rate)
+    mixed = [dk for dk in DURABILITY_KEYS if len({str(keys_of(r).get(dk)) for r in runs}) > 1]
+    if mixed:
+        return _stratified(runs, keys_of, sampling, unit, mixed, permutations, seed)
     s = Samples(runs, keys_of, sampling, unit)
     if not s.values:
         raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
                                          within_warmup(runs, sampling.metric, sampling.warmup)))
+    doc = _header(sampling, unit, s, runs)
+    doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
+                       permutations, seed))
+    return contract.finite(doc)
+
+
+def _header(sampling: Sampling, unit: str, s: Samples, runs) -> Dict[str, Any]:
     doc = contract.header("explain")
     doc.update(scope="runs", metric=sampling.metric,
                metric_unit=metric_info(sampling.metric).unit,
@@ -124,13 +144,54 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
                unit_requested=sampling.unit, warmup=sampling.warmup,
                confidence=sampling.confidence, runs=len(s.runs), samples=len(s.values),
                runs_without_figure=len(runs) - len(s.runs))
-    doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
-                       permutations, seed))
+    return doc
+
+
+def _stratified(runs, keys_of, sampling: Sampling, unit: str, mixed: List[str],
+                permutations: int, seed: int) -> Dict[str, Any]:
+    """Runs that mix durability settings (`mixed`): those settings ranked as factors over
+    all runs on the log of the metric (a share of the log rate, Welch's test on the logs
+    for two levels), then a section per combination of them, each with its own analysis."""
+    s = Samples(runs, keys_of, sampling, unit)
+    if not s.values:
+        raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
+                                         within_warmup(runs, sampling.metric, sampling.warmup)))
+    suffix = metric_info(sampling.metric).suffix
+    doc = _header(sampling, unit, s, runs)
+    ratio = stats.on_ratio_scale(s.values)
+    pooled = Samples.__new__(Samples)  # the same runs, their durability keys only
+    pooled.runs, pooled.run_of, pooled.raw = s.runs, s.run_of, s.values
+    pooled.values = [float(np.log(v)) for v in s.values] if ratio else s.values
+    pooled.keys = {k: s.keys[k] for k in mixed}
+    doc.update(analyse(pooled, sampling.confidence, suffix, permutations, seed,
+                       pairs=False))
+    doc.update(scale="log" if ratio else "values", stratified_by=mixed,
+               labels=s.labels, outcomes=s.outcomes, strata=[])
+    combos: Dict[tuple, list] = {}
+    for r in s.runs:
+        combos.setdefault(tuple(str(keys_of(r).get(k)) for k in mixed), []).append(r)
+    for combo in sorted(combos, key=lambda c: [_num_key(v) for v in c]):
+        sub = Samples(combos[combo], keys_of, sampling, unit)
+        part = dict(where=dict(zip(mixed, combo)), runs=len(sub.runs),
+                    samples=len(sub.values))
+        part.update(analyse(sub, sampling.confidence, suffix, permutations, seed))
+        doc["strata"].append(part)
     return contract.finite(doc)
 
 
+def _num_key(v: str):
+    """Sizes and numbers by value (64KiB before 1MiB), then text."""
+    from mpiwrite.units import parse_size
+
+    try:
+        return (0, float(parse_size(v)), v)
+    except (ValueError, TypeError):
+        return (1, 0.0, v)
+
+
 def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
-            seed: int = stats.SEED, clear_first: bool = False) -> Dict[str, Any]:
+            seed: int = stats.SEED, clear_first: bool = False,
+            pairs: bool = True) -> Dict[str, Any]:
     """What explain finds in samples `s` (Samples, or any object with its attributes): the
     document's test, total, factors, within, same_everywhere and unique_per_run.  Factors by
     share; with `clear_first`, those with p < ALPHA before the others (the ranks of a run:
@@ -148,6 +209,11 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
     factors = []
     for keys in groups.values():
         factors.append(_factor(s, keys, conf, suffix, permutations, seed))
+    # every key tried is one more chance of a small p by chance alone: each factor's p is
+    # corrected for the number tried (Holm), and "clear" reads the corrected p
+    raw = [f["p_value_uncorrected"] for f in factors]
+    for f, p in zip(factors, stats.holm(raw)):
+        f["p_value"] = p
     factors.sort(key=lambda f: (clear_first and not (f["p_value"] is not None
                                                      and f["p_value"] < ALPHA),
                                 -f["variance_share"], _order(f["keys"][0])))
@@ -156,7 +222,7 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
         f["determines"] = [g["key"] for g in factors if g is not f
                            and len(set(zip(col, s.keys[g["key"]]))) == f["levels"]]
     flat = len(set(s.values)) == 1  # nothing varies: no factor can explain anything
-    top = [] if flat else factors[:TOP]
+    top = [] if flat or not pairs else factors[:TOP]
     within = [_within(s, a, b, permutations, seed) for a, b in ordered_pairs(top, 2)]
     clear = [f for f in factors if f["p_value"] is not None and f["p_value"] < ALPHA][:TOP]
     for f in top:
@@ -165,9 +231,12 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
         g = f["given_others"]
         f["hidden"] = bool(g and g["varied"] and (f["p_value"] is None or f["p_value"] >= ALPHA)
                            and g["p_value"] is not None and g["p_value"] < ALPHA)
-    return dict(test="permutation", permutations=permutations, seed=seed,
-                total=contract.stat_block(s.values, conf, suffix),
-                factors=factors, within=within, same_everywhere=same, unique_per_run=unique)
+    return dict(test="welch/permutation", correction="holm",
+                keys_tried=sum(p is not None for p in raw), permutations=permutations,
+                seed=seed, total=contract.stat_block(_raw(s), conf, suffix),
+                factors=factors, within=within, same_everywhere=same, unique_per_run=unique,
+                labels=list(getattr(s, "labels", [])),
+                outcomes=list(getattr(s, "outcomes", [])))
 
 
 def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations: int,
@@ -187,19 +256,40 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
     share = stats.variance_share(s.values, labels, None, permutations, seed)
     groups = []
     for level in _levels(s.keys[main]):
-        vals = [v for v, lab in zip(s.values, labels) if lab == level]
+        vals = [v for v, lab in zip(_raw(s), labels) if lab == level]
         at = s.keys[main].index(level)
+        gmean = stats.describe(vals, conf).gmean
         groups.append(dict(values={k: s.keys[k][at] for k in facts},
                            **{s.count_key: s.keys[main].count(level)},
-                           **contract.stat_block(vals, conf, suffix)))
+                           **contract.stat_block(vals, conf, suffix),
+                           **{f"gmean_{suffix}": gmean if gmean == gmean else None}))
     missing = []
     for other in [k for k in facts if k != main]:  # what would separate main from each
         pairs = set(zip(s.keys[main], s.keys[other]))
         missing += [{main: a, other: b} for a in _levels(s.keys[main])
                     for b in _levels(s.keys[other]) if (a, b) not in pairs]
-    return dict(keys=keys, key=main, facts=facts, aliases=aliases, confounded=len(facts) > 1,
-                levels=len(groups), variance_share=share.share, p_value=share.p_value,
-                groups=groups, missing_combinations=missing[:MISSING_KEPT])
+    perm_p = None if share.p_value != share.p_value else share.p_value
+    out = dict(keys=keys, key=main, facts=facts, aliases=aliases, confounded=len(facts) > 1,
+               levels=len(groups), variance_share=share.share, p_value=perm_p,
+               p_value_uncorrected=perm_p, test="permutation", p_permutation=perm_p,
+               permutation_min_p=stats.min_permutation_p([g["n"] for g in groups]),
+               groups=groups, missing_combinations=missing[:MISSING_KEPT])
+    if len(groups) == 2:  # two levels: the test compare and study report make (one verdict)
+        lv = _levels(s.keys[main])
+        a, b = ([v for v, lab in zip(_raw(s), labels) if lab == x] for x in lv)
+        c = stats.compare(a, b, conf)
+        if c.p_value == c.p_value and c.p_value > 0:
+            out.update(test="welch", p_value=c.p_value, p_value_uncorrected=c.p_value,
+                       welch=dict(against=lv[0], level=lv[1], change_pct=c.pct,
+                                  change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
+                                  p_value=c.p_value, df=c.df, n=[c.a.n, c.b.n],
+                                  scale=c.scale))
+    return out
+
+
+def _raw(s) -> List[float]:
+    """The metric's own values (`values` may be their logs: _stratified's pooled ranking)."""
+    return getattr(s, "raw", s.values)
 
 
 def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
@@ -219,10 +309,14 @@ def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
             if 1 < len(present) < nruns else None
         means = {x: sum(v for v, lab in zip(vals, labs) if lab == x)
                  / labs.count(x) for x in present}
+        p = sh.p_value if sh else None
+        if sh and len(present) == 2:  # two values here: compare's Welch test, one verdict
+            c = stats.compare(*([v for v, lab in zip(vals, labs) if lab == x] for x in present))
+            p = c.p_value if c.p_value == c.p_value and c.p_value > 0 else p
         levels.append({"level": level, s.count_key: nruns,
                        "values": present, "means": means,
                        "variance_share": sh.share if sh else None,
-                       "p_value": sh.p_value if sh else None})
+                       "p_value": p, "p_permutation": sh.p_value if sh else None})
     varied = {lv["level"] for lv in levels if lv["variance_share"] is not None}
     pooled = _pooled(s.values, la, lb, varied, permutations, seed) if varied else None
     pairs = set(zip(s.keys[ka], s.keys[kb]))
@@ -233,8 +327,17 @@ def _within(s: Samples, a: Dict[str, Any], b: Dict[str, Any], permutations: int,
     return {"key": ka, "within": kb, "keys": a["facts"], "within_keys": b["facts"],
             "varied": bool(varied), "nested": nested,
             "variance_share": pooled.share if pooled else None,
-            "p_value": pooled.p_value if pooled else None, "levels": levels,
+            "p_value": _pooled_p(pooled, levels), "levels": levels,
             "missing_combinations": missing[:MISSING_KEPT]}
+
+
+def _pooled_p(pooled, levels) -> Optional[float]:
+    """The pooled p; where a single level varies, that level's own (Welch's for two values:
+    the same question as the level's line, one answer)."""
+    if pooled is None:
+        return None
+    varied = [lv for lv in levels if lv["variance_share"] is not None]
+    return varied[0]["p_value"] if len(varied) == 1 else pooled.p_value
 
 
 def _given(s: Samples, key: str, others: List[str], permutations: int,
@@ -255,7 +358,14 @@ def _given(s: Samples, key: str, others: List[str], permutations: int,
         return {"keys": others, "varied": False, "variance_share": None, "p_value": None,
                 "strata": 0}
     sh = _pooled(s.values, labels, strata, varied, permutations, seed)
-    return {"keys": others, "varied": True, "variance_share": sh.share, "p_value": sh.p_value,
+    p = sh.p_value
+    if len(varied) == 1:  # one stratum, two values: compare's Welch test there
+        idx = [i for i, x in enumerate(strata) if x in varied]
+        present = _levels([labels[i] for i in idx])
+        if len(present) == 2:
+            c = stats.compare(*([s.values[i] for i in idx if labels[i] == x] for x in present))
+            p = c.p_value if c.p_value == c.p_value and c.p_value > 0 else p
+    return {"keys": others, "varied": True, "variance_share": sh.share, "p_value": p,
             "strata": len(varied)}
 
 
@@ -265,201 +375,3 @@ def _pooled(values, labels, strata, varied, permutations: int, seed: int) -> sta
     idx = [i for i, st in enumerate(strata) if st in varied]
     return stats.variance_share([values[i] for i in idx], [labels[i] for i in idx],
                                 [strata[i] for i in idx], permutations, seed)
-
-
-# ---------------------------------------------------------------- text
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _p(x) -> str:
-    return "p -" if x is None else f"p {x:.2g}"
-
-
-def _names(keys: Sequence[str]) -> str:
-    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
-
-
-def _combo(c: Dict[str, str]) -> str:
-    return " with ".join(f"{k}={v}" for k, v in c.items())
-
-
-def confounded_text(f: Dict[str, Any], noun: str = "runs") -> str:
-    """'kernel and lustre change together here: the runs cannot tell them apart'."""
-    return f"{_names(f['facts'])} change together here: the {noun} cannot tell them apart"
-
-
-def _noun(doc: Dict[str, Any]) -> str:
-    """What a sample's unit is called: runs, or the ranks of one run (explain_run.py)."""
-    return "ranks" if doc.get("scope") == "ranks" else "runs"
-
-
-def _head(doc: Dict[str, Any]) -> List[str]:
-    from mpiwrite.answers.report import unit_text
-
-    t = doc["total"]
-    suffix = metric_info(doc["metric"]).suffix
-    stat = f"(n={t['n']}, mean {_num(t['mean_' + suffix])}, sd {_num(t['std_' + suffix])})"
-    if doc.get("scope") == "ranks":  # explain_run.py's document
-        from mpiwrite.answers.targets import iterations_text
-
-        its = doc["iterations"]
-        return [f"explain: each rank's write {doc['metric_unit']} within run {doc['run_id']} "
-                f"({doc['run_status']}): {doc['ranks']} ranks on {doc['nodes']} node(s) x "
-                f"{len(its)} iteration(s) {stat}",
-                f"samples: one per rank and iteration ({iterations_text(its)}; warm-up "
-                f"{doc['warmup'] or 'none'} dropped)",
-                f"share: of the variance between the ranks, between the key's groups (eta "
-                f"squared); p: permutation test, {doc['permutations']} permutations, seed "
-                f"{doc['seed']}"]
-    return [f"explain: {doc['metric']} {doc['metric_unit']} over {doc['runs']} runs {stat}",
-            f"samples: {unit_text(doc['unit'], doc['unit_requested'], doc['warmup'])}",
-            f"share: of the variance, between the key's groups (eta squared); p: permutation "
-            f"test, {doc['permutations']} permutations, seed {doc['seed']}"]
-
-
-def _num(x, digits: int = 1) -> str:
-    from mpiwrite.units import format_number
-
-    return format_number(x, digits)
-
-
-def _group_cells(g: Dict[str, Any], suffix: str, digits: int, noun: str) -> List[str]:
-    mean, lo, hi = (g[f"{k}_{suffix}"] for k in ("mean", "ci_lo", "ci_hi"))
-    half = "±?" if lo is None else f"±{_num((hi - lo) / 2, digits)}"
-    return [" / ".join(g["values"].values()), str(g[noun]), f"{_num(mean, digits)} {half}"]
-
-
-def _within_levels(w: Dict[str, Any], noun: str = "runs") -> List[str]:
-    """One line per level of the second key: the first key's share there and its means."""
-    parts = []
-    for lv in w["levels"]:
-        if lv["variance_share"] is None and len(lv["values"]) == 1:
-            parts.append(f"{lv['level']}: one value ({lv['values'][0]})")
-        elif lv["variance_share"] is None:
-            parts.append(f"{lv['level']}: a value per {noun[:-1]}")
-        else:
-            items = list(lv["means"].items())
-            if len(items) > MEANS_SHOWN:  # the lowest and highest, by mean
-                items.sort(key=lambda kv: (kv[1] is None, kv[1] or 0.0))
-                items = items[:3] + [(f"... {len(items) - 6} more ...", None)] + items[-3:]
-            means = ", ".join(k if v is None else f"{k} {_num(v)}" for k, v in items)
-            parts.append(f"{lv['level']}: {_pct(lv['variance_share'])} "
-                         f"{_p(lv['p_value'])} ({means})")
-    return parts
-
-
-def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
-    """The `explain` answer as a table (text), markdown or the JSON document."""
-    if fmt == "json":
-        return contract.dumps(doc)
-    if fmt not in ("table", "markdown"):
-        raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, json")
-    md = fmt == "markdown"
-    info = metric_info(doc["metric"])
-    noun, one = _noun(doc), _noun(doc)[:-1]
-    lines = [("- " if md else "") + ln for ln in _head(doc)]
-    if doc.get("targets") is not None:
-        from mpiwrite.answers.targets import format_targets
-
-        t = doc["targets"]
-        lines += [""] + format_targets(t["rows"], t["notes"], doc["iterations"], md)
-    order = ("clear ones (p < 0.05) first, then by the share they explain"
-             if doc.get("scope") == "ranks" else "by the share they explain")
-    lines += ["", f"## factors, {order}" if md else f"factors, {order}:"]
-    if len(doc["factors"]) and doc["total"]["n"] > 1 and not doc["total"][
-            f"std_{info.suffix}"]:
-        lines.append("the metric has the same value in every sample: there is nothing to "
-                     "explain")
-    if not doc["factors"]:
-        lines.append(f"no factor: no key has two values or more over these {noun} without "
-                     f"having one for every {one}")
-        if doc["runs"] == 1 and noun == "runs":
-            lines.append("one run: give its record file (explain RECORD.h5) to explain the "
-                         "variation between its ranks")
-    for i, f in enumerate(doc["factors"][:FACTORS_SHOWN], 1):
-        given = f.get("given_others")
-        extra = ""
-        if given and given["varied"]:
-            extra = (f"; given {', '.join(given['keys'])}: {_pct(given['variance_share'])} "
-                     f"{_p(given['p_value'])}")
-        name = _names(f["facts"]) + (" (confounded)" if f["confounded"] else "")
-        also = [k for k in f["keys"] if k not in f["facts"]]
-        head = (f"{i}. {name}: {_pct(f['variance_share'])} {_p(f['p_value'])}{extra}"
-                + (f"  [also recorded as {', '.join(also)}]" if also else ""))
-        lines += ["", f"### {head}"] if md else [head]
-        if f.get("determines"):
-            dec = f["determines"]
-            lines.append(("" if md else "     ") + f"each {f['key']} has one "
-                         f"{' and one '.join(dec)}: its share includes what "
-                         f"{' and '.join(dec)} explain{'s' * (len(dec) == 1)}")
-        if f.get("hidden"):
-            lines.append(("" if md else "     ") + "hidden by bigger effects: small over all "
-                         f"{noun}, clear once {', '.join(f['given_others']['keys'])} are "
-                         "taken out")
-        if f["confounded"]:
-            lines.append(("" if md else "     ") + confounded_text(f, noun))
-            if f["missing_combinations"]:
-                miss = "; ".join(_combo(c) for c in f["missing_combinations"][:MISSING_SHOWN])
-                lines.append(("" if md else "     ") + f"{noun} that would separate them: {miss}")
-        groups = f["groups"]
-        if len(groups) > GROUPS_SHOWN:  # the 5 lowest and 5 highest means
-            groups = sorted(groups, key=lambda g: (g[f"mean_{info.suffix}"] is None,
-                                                   g[f"mean_{info.suffix}"] or 0.0))
-            groups = groups[:5] + [None] + groups[-5:]
-        cells = [_group_cells(g, info.suffix, info.digits, noun) if g else
-                 [f"... {len(f['groups']) - 10} more (all in --format json)", "", ""]
-                 for g in groups]
-        head_cells = [" / ".join(f["facts"]), noun, f"{info.header} ±{_conf(doc)}"]
-        lines += _table(head_cells, cells, md, "     ")
-    if len(doc["factors"]) > FACTORS_SHOWN:
-        rest = doc["factors"][FACTORS_SHOWN:]
-        lines.append(f"... {len(rest)} more, each at most {_pct(rest[0]['variance_share'])}: "
-                     + ", ".join(r["key"] for r in rest[:20]) + (" ..." if len(rest) > 20
-                                                                   else "")
-                     + " (all in --format json)")
-    shown = [w for w in doc["within"] if w["varied"]]
-    if shown:
-        lines += ["", "## within the levels of another" if md else
-                  "within the levels of another (share, p, means):"]
-        for w in shown:
-            text = (f"{'/'.join(w['keys'])} within {'/'.join(w['within_keys'])}: "
-                    f"{_pct(w['variance_share'])} {_p(w['p_value'])}")
-            lines.append(("- " if md else "  ") + text)
-            sub = _within_levels(w, noun) if len(w["levels"]) <= LEVELS_SHOWN else []
-            if w["missing_combinations"]:
-                sub.append(f"no {one} has: " + "; ".join(
-                    _combo(c) for c in w["missing_combinations"][:MISSING_SHOWN]))
-            lines += [("  - " if md else "     ") + x for x in sub]
-    if doc["same_everywhere"]:
-        same_map = doc["same_everywhere"]  # a node fact that restates a run key: said once
-        items = [(k, v) for k, v in same_map.items()
-                 if not ("." in k and same_map.get(k.rsplit(".", 1)[1]) == v)]
-        same = ", ".join(f"{k}={v}" for k, v in items[:SAME_SHOWN])
-        if len(items) > SAME_SHOWN:
-            same += f", ... {len(items) - SAME_SHOWN} more in --format json"
-        lines += ["", f"the same everywhere (cannot explain anything): {same}"]
-    if doc["unique_per_run"]:
-        lines += ["", f"unique per {one} (a value for every {one}: cannot be told from "
-                  f"{one}-to-{one} noise): {', '.join(doc['unique_per_run'])}"]
-    return "\n".join(printable(ln) if not md else _md_line(ln) for ln in lines)
-
-
-def _conf(doc) -> str:
-    return f"{doc['confidence'] * 100:g}%"
-
-
-def _md_line(line: str) -> str:
-    return printable(line)
-
-
-def _table(head: List[str], body: List[List[str]], md: bool, indent: str) -> List[str]:
-    if md:
-        esc = [[c.replace("\\", "\\\\").replace("|", "\\|") for c in row]
-               for row in [head] + body]
-        return ["", "| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(head)] + \
-            ["| " + " | ".join(row) + " |" for row in esc[1:]]
-    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
-    return [indent + "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-            for row in [head] + body]

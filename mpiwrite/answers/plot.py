@@ -91,13 +91,15 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
         xs = sorted(points)
         ticks.update(xs)
         d = [stats.describe(points[v], confidence) for v in xs]
-        means = np.array([s.mean for s in d])
+        # a rate's interval is its geometric mean's (from the logs): the point is that mean
+        means = np.array([s.gmean if s.ratio else s.mean for s in d])
         lo = np.array([s.lo if s.n > 1 else s.mean for s in d])
         hi = np.array([s.hi if s.n > 1 else s.mean for s in d])
         yerr = np.vstack([means - np.maximum(lo, 0), hi - means])
         label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
         line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
-                           label=f"{label}: mean, error bars {ci}")
+                           label=f"{label}: {'geometric ' if d[0].ratio else ''}mean, "
+                           f"error bars {ci}")
         if len(xs) > 1 and info.higher_is_better:
             ax.plot(xs, [means[0] * v / xs[0] for v in xs], linestyle="--", linewidth=1.5,
                      color=line[0].get_color(), alpha=0.8, label=f"{label}: ideal (linear)")

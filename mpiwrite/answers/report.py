@@ -29,6 +29,7 @@ from mpiwrite.formats.status import Status
 from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import plural as _count
+from mpiwrite.vocab import keys
 
 
 class Sampling(NamedTuple):
@@ -55,10 +56,8 @@ def unit_text(unit: str, asked: str, warmup: int) -> str:
 
 # Settings that decide what a figure means: runs that differ in one are different questions
 # (1,251.6 +-1,218 MB/s was fsync'd runs pooled with --no-fsync ones), never pooled silently.
-# rw, rwmixread, iodepth, ioengine: fio's access pattern (imported fio runs have them): a
-# random or mixed job is not a sequential write.
-DURABILITY_KEYS = ("engine", "fsync", "direct", "layout", "block_size", "rw", "rwmixread",
-                   "iodepth", "ioengine")
+# Declared once, with every key's kind, in vocab/keys.py.
+DURABILITY_KEYS = keys.DURABILITY_KEYS
 
 
 # Run keys that differ between any two groups of runs and say nothing about the setup.
@@ -70,7 +69,8 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
                 continue
             seen = sorted({str(keys_of(r).get(dk)) for r in members})
             if len(seen) > 1:
-                advice = (f"add {dk} to --by (or select one value)" if option == "--by"
+                advice = (f"add {dk} to --by (or select one value: --where {dk}={seen[0]})"
+                          if option == "--by"
                           else f"select one value, e.g. {dk}={seen[0]} in each side")
                 raise ConfigError(
                     f"{option}: {printable(label)} would pool runs with {dk} "
@@ -148,7 +148,17 @@ def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
 
 
 def _sort_key(key: tuple):
-    return tuple((0, float(k), "") if _isnum(k) else (1, 0.0, k) for k in key)
+    """Numbers and sizes by value (64KiB before 1MiB before 4MiB), then text."""
+    from mpiwrite.units import parse_size
+
+    def one(k: str):
+        if _isnum(k):
+            return (0, float(k), "")
+        try:
+            return (0, float(parse_size(k)), "")
+        except (ValueError, TypeError):
+            return (1, 0.0, k)
+    return tuple(one(k) for k in key)
 
 
 def _isnum(text: str) -> bool:
@@ -264,13 +274,23 @@ def _figure_cells(r: Dict[str, Any], metric: str, units: str = "MB") -> List[str
     info = metric_info(metric, units)
     key = dict(zip(contract.STAT_NAMES, contract.stat_keys(info.suffix)[1:]))
     extremes = 0 if info.unit == f"{units}/s" else info.digits
-    half = (r[key["ci_hi"]] - r[key["ci_lo"]]) / 2 if r["n"] > 1 else float("nan")
-    return [str(r["runs"]), str(r["n"]),
-            f"{_num(r[key['mean']], info.digits)} ±{_num(half, info.digits)}",
+    return [str(r["runs"]), str(r["n"]), mean_cell(r[key["mean"]], r[key["ci_lo"]],
+                                                   r[key["ci_hi"]], r["n"], info.digits),
             _num(r[key["min"]], extremes), _num(r[key["max"]], extremes),
             f"{_num(r[rate_key('rank_mean', units)], 0)}±"
             f"{_num(r[rate_key('rank_std', units)], 0)}",
             _num(r[rate_key("first_done", units)])]
+
+
+def mean_cell(mean: float, lo: float, hi: float, n: int, digits: int = 1) -> str:
+    """`mean ±half` where the interval is about symmetric; else `mean [lo, hi]`: a rate's
+    interval comes from its logs (always positive), and 550 ±2475 would read as negative."""
+    if n < 2 or lo is None or lo != lo:
+        return f"{_num(mean, digits)} ±{_num(float('nan'), digits)}"
+    half = (hi - lo) / 2
+    if abs((hi - mean) - (mean - lo)) <= 0.1 * half and mean - half >= 0 or lo < 0:
+        return f"{_num(mean, digits)} ±{_num(half, digits)}"
+    return f"{_num(mean, digits)} {interval(lo, hi, digits)}"
 
 
 def _duplicate_note(n: int) -> str:
@@ -293,8 +313,11 @@ def _change_cell(r: Dict[str, Any]) -> str:
         return "base"
     if r["change_ci_lo_pct"] != r["change_ci_lo_pct"]:
         return f"{r['change_pct']:+.1f} ±?"
-    half = (r["change_ci_hi_pct"] - r["change_ci_lo_pct"]) / 2
-    return f"{r['change_pct']:+.1f} ±{half:.1f}{'' if r['verdict'] == 'real' else ' ~'}"
+    lo, hi, pct = r["change_ci_lo_pct"], r["change_ci_hi_pct"], r["change_pct"]
+    half = (hi - lo) / 2  # a ratio's interval (from the logs) is not symmetric around it
+    span = f"±{half:.1f}" if abs((hi - pct) - (pct - lo)) <= 0.1 * half else \
+        f"[{lo:+.1f}, {hi:+.1f}]"
+    return f"{pct:+.1f} {span}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
 def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: str = "full",
@@ -346,13 +369,21 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
         ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
+        geo = ""
+        if s.ratio and s.n > 1:  # the interval is the geometric mean's, from the logs
+            geo, ci = f", geometric mean {_num(s.gmean, d)}", f"{ci} (of the geometric mean)"
         lines.append(f"  A={name}" if name == a_name else f"  B={name}")
         lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
-                     f"{info.unit}, {ci}, sd {_num(s.std, d)}")
+                     f"{info.unit}{geo}, {ci}, sd {_num(s.std, d)}")
     verdict = _verdict(c, metric)
-    lines.append(f"  B - A: {c.diff:+.{d}f} {info.diff_unit or info.unit}, {pct} CI "
-                 f"{interval(c.diff_lo, c.diff_hi, d)}; "
-                 f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
+    if c.scale == "ratio":  # the test on the log of the rates: a ratio, never below -100%
+        lines.append(f"  B / A: {c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)} (ratio "
+                     f"of geometric means); B - A: {c.diff:+.{d}f} "
+                     f"{info.diff_unit or info.unit} (of the means)")
+    else:
+        lines.append(f"  B - A: {c.diff:+.{d}f} {info.diff_unit or info.unit}, {pct} CI "
+                     f"{interval(c.diff_lo, c.diff_hi, d)}; "
+                     f"{c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)}")
     lines.append(f"  verdict: {verdict}")
     if differing:  # what else differs between the two groups, settings first
         lines.append("  also different between A and B:")

@@ -59,7 +59,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
              f"command: {rec.attrs.get('command_line')}",
              f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
              f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
-             f"{format_size(p.get('block_size') or 0)}, size "
+             f"{format_size(p['block_size']) if p.get('block_size') else 'unknown'}, size "
              f"{format_size(p['size']) if p.get('size') else '-'}, time "
              f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
              f"{store_keys.get('direct')}, layout {store_keys.get('layout')}, target "

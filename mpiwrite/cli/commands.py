@@ -9,20 +9,21 @@ import click
 
 from mpiwrite.cli.jobscript import MPIRUN_FAMILIES
 from mpiwrite.cli.options import (
+    FILTER_HELP,
     FORMATS,
     INT,
     AsciiInt,
+    Where,
     cache_choice,
     cache_options,
     sampling_from,
     sampling_options,
     units_option,
+    where_filter,
+    where_option,
 )
 from mpiwrite.errors import ConfigError, RecordError, RunError, why
 from mpiwrite.text import printable
-
-FILTER_HELP = ("KEY=VALUE[,...]; quote values holding ',' or '=' (KEY=\"a,b\") or use "
-               "a backslash (KEY=a\\,b)")
 
 
 def _store(paths, skip_bad: bool, option: str = "PATHS", level: str = "full", cache=None):
@@ -125,9 +126,10 @@ class _RecordFinder:
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
               help="json and csv follow the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+@where_option
 @units_option
 @cache_options
-def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, units,
+def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
            cache_dir, no_cache):
     """One row per configuration over the records under PATHS (files, folders, globs)."""
     from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
@@ -136,6 +138,11 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
     sampling = sampling_from(metric, unit, warmup, confidence, units)
     store, code = _store(paths, skip_bad, level=level_for(metric),
                          cache=cache_choice(cache_dir, no_cache))
+    flt = where_filter(where)
+    if flt:
+        if store.select() and not store.select(flt):
+            raise ConfigError(f"--where: no complete run matches {', '.join(where)}")
+        store = Where(store, flt)
     keys = _keys(by)
     rows, used = report_rows(store, keys, sampling, baseline)
     if not rows:

@@ -8,16 +8,15 @@ import sys
 
 import click
 
-from mpiwrite.cli.commands import FILTER_HELP, _no_rows_text, _note_runs_without, _store
-from mpiwrite.cli.options import sampling_from, sampling_options
+from mpiwrite.cli.commands import _no_rows_text, _note_runs_without, _store
+from mpiwrite.cli.options import sampling_from, sampling_options, where_filter, where_option
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.text import printable
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--where", "where", multiple=True,
-              help=f"Only the runs with these keys: {FILTER_HELP} (repeatable: all must hold).")
+@where_option
 @sampling_options
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]),
               default="table", show_default=True,
@@ -30,16 +29,13 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     (docs/explain.md).  PATHS one record file: the variation between that run's ranks, per
     storage target, host and node fact."""
     from mpiwrite.answers.explain import explain as explain_runs
-    from mpiwrite.answers.explain import format_explain
-    from mpiwrite.answers.results import parse_filter
+    from mpiwrite.answers.explain_text import format_explain
 
     sampling = sampling_from(metric, unit, warmup, confidence)
     if len(paths) == 1 and os.path.isfile(paths[0]):
         return _one_run(paths[0], where, sampling, fmt)
     store, code = _store(paths, skip_bad)
-    flt = {}
-    for text in where:
-        flt.update(parse_filter(text, "--where"))
+    flt = where_filter(where)
     runs = store.select(flt)
     if not runs:
         text = (f"--where: no complete run matches {', '.join(where)}" if flt and
@@ -62,8 +58,8 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
 
 def _one_run(path, where, sampling, fmt):
     """`explain RECORD`: the ranks of one run (answers/explain_run.py)."""
-    from mpiwrite.answers.explain import format_explain
     from mpiwrite.answers.explain_run import explain_run
+    from mpiwrite.answers.explain_text import format_explain
     from mpiwrite.formats import isolated
 
     if where:

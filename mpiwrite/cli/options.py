@@ -101,3 +101,38 @@ def cache_choice(cache_dir, no_cache):
     if no_cache and cache_dir:
         raise ConfigError("--cache: cannot be given with --no-cache")
     return False if no_cache else cache_dir
+
+
+FILTER_HELP = ("KEY=VALUE[,...]; quote values holding ',' or '=' (KEY=\"a,b\") or use "
+               "a backslash (KEY=a\\,b)")
+
+
+def where_option(f):
+    """`--where KEY=VALUE[,...]` (repeatable: all must hold): explain's and report's filter,
+    in the syntax of compare's sides."""
+    return click.option("--where", "where", multiple=True, metavar="KEY=VALUE[,...]",
+                        help=f"Only the runs with these keys: {FILTER_HELP} (repeatable: "
+                             "all must hold).")(f)
+
+
+def where_filter(where) -> dict:
+    """The --where texts as one filter."""
+    from mpiwrite.answers.results import parse_filter
+
+    flt: dict = {}
+    for text in where:
+        flt.update(parse_filter(text, "--where"))
+    return flt
+
+
+class Where:
+    """A store seen through --where: select() keeps only the runs every filter matches."""
+
+    def __init__(self, store, flt: dict):
+        self.store, self.flt = store, flt
+
+    def select(self, flt=None, complete_only: bool = True):
+        return self.store.select({**self.flt, **(flt or {})}, complete_only)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)

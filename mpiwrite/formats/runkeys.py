@@ -27,7 +27,9 @@ def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
         run_id=rec.run_id, status=rec.status, nodes=nodes, ranks=ranks,
         ranks_per_node=ranks // nodes if nodes else 0,
         block_size=format_size(p.get("block_size", 0)),
-        size=format_size(p["size"]) if p.get("size") else "time",
+        # a time-limited run's bytes are its outcome (vocab/keys.py), not a size it was given
+        size=format_size(p["size"]) if p.get("size") and not p.get("time_limit") else
+        ("time" if p.get("time_limit") or not rec.imported() else "unknown"),
         time_limit=p.get("time_limit"), layout=p.get("layout"),
         fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
         ("on" if p.get("fsync") else "off"),

@@ -94,6 +94,16 @@ def _expected(ops: Dict[str, str], tool: str) -> Optional[int]:
     return None
 
 
+def _time_limit(ops: Dict[str, str], tool: str, src: Source) -> Optional[float]:
+    """lmdd's `time=N` (seconds), or None: the command gave no time limit."""
+    if tool != "lmdd" or "time" not in ops:
+        return None
+    text = ops["time"]
+    if not re.fullmatch(r"\d{1,9}(?:\.\d{1,9})?", text) or float(text) <= 0:
+        raise refuse(src.path, f"--command: time={shown(text)} is not a number of seconds")
+    return float(text)
+
+
 def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command: str,
           src: Source, original: Dict[str, str], exact_bytes: bool) -> Test:
     test = Test(index=index, label=f"line {original['line']}", tool=tool, tool_version=version,
@@ -132,7 +142,14 @@ def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command
         if full and nbytes % full == 0 and original["records_out"].endswith("+0"):
             test.params["block_size"] = nbytes // full
             test.derived["params.block_size"] = "bytes / full records out"
-    test.params.update(size=test.write.bytes[0], iterations=1, layout="fpp")
+    limit = _time_limit(ops, tool, src)
+    if limit is not None:  # lmdd's time=N: ended by alarm; the bytes are an outcome
+        test.params["time_limit"] = limit
+        test.derived["params.time_limit"] = "from --command: time= (lmdd stops by alarm)"
+        test.unknown.append("params.size")
+    else:  # what was asked for is what was written (bs x count, or as printed)
+        test.params["size"] = test.write.bytes[0]
+    test.params.update(iterations=1, layout="fpp")
     fsync = test.params.get("fsync")
     test.keys = {"layout": "fpp", "engine": tool,
                  "fsync": UNKNOWN if fsync is None else (
