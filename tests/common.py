@@ -91,11 +91,11 @@ def records_in(folder: str) -> List[str]:
 
 
 def only_record(folder: str):
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
     found = records_in(folder)
     assert len(found) == 1, found
-    return records.read(found[0])
+    return records._read(found[0])
 
 
 def is_root() -> bool:

@@ -16,15 +16,21 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "formats", "answers", "vocab")
+FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "records", "formats", "answers",
+           "vocab")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"study", "run", "engines", "facts", "clients", "formats", "answers", "vocab"},
-    "study": {"run", "engines", "facts", "formats", "vocab"},
-    "run": {"engines", "facts", "clients", "formats", "vocab"},
+    "cli": {"study", "run", "engines", "facts", "clients", "records", "formats", "answers",
+            "vocab"},
+    "study": {"run", "engines", "facts", "records", "formats", "vocab"},
+    "run": {"engines", "facts", "clients", "records", "formats", "vocab"},
     "engines": {"formats", "vocab"},
-    "answers": {"facts", "clients", "formats", "vocab"},
+    "answers": {"facts", "clients", "records", "formats", "vocab"},
+    # the record (model, HDF5 form, checks, sandbox, store): the shared words of formats/
+    # (names, summary's tables, status, runkeys), a node's facts, the clients (who wrote
+    # a record older than the `client` key)
+    "records": {"formats", "facts", "clients", "vocab"},
     "formats": {"facts", "clients", "vocab"},
     # facts/nodeinfo asks the clients (the target's client, its mount); the clients read
     # through facts/sysroot only (CLIENTS_READ_FACTS, below): no module cycle
@@ -33,6 +39,10 @@ ALLOWED = {
     "vocab": set(),
     "top": set(),
 }
+# Imports across the layers that one module makes until it moves: formats/imported.py builds
+# imported records (RunRecord, the checks of node facts); its move to importers/, which may
+# import records/, ends this.
+EXCEPTIONS = {"formats.imported": {"records.model", "records.check"}}
 
 
 def modules():
@@ -101,7 +111,7 @@ def test_folders_import_only_what_their_layer_may():
             theirs = folder_of(target)
             if theirs in (mine, "top"):
                 continue
-            if theirs not in ALLOWED[mine]:
+            if theirs not in ALLOWED[mine] and target not in EXCEPTIONS.get(name, ()):
                 wrong.append(f"{name} ({mine}/) imports {target} ({theirs}/)")
     assert not wrong, "\n".join(wrong)
 
@@ -154,8 +164,8 @@ def test_the_import_graph_has_no_cycle():
 
 
 # The modules that may start a process: the bounded runner, and the record sandbox's
-# long-lived workers (which bound themselves: formats/isolated.py).
-STARTS_PROCESSES = {"procs", "formats.isolated"}
+# long-lived workers (which bound themselves: records/sandbox.py).
+STARTS_PROCESSES = {"procs", "records.sandbox"}
 STARTERS = {("subprocess", a) for a in ("run", "Popen", "call", "check_call", "check_output",
                                          "getoutput", "getstatusoutput")} \
     | {("os", a) for a in ("system", "popen", "spawnl", "spawnlp", "spawnv", "spawnvp",
@@ -334,3 +344,4 @@ def test_the_null_ledger_takes_every_call_the_steps_make():
     offered = {n for n in dir(null) if not n.startswith("_")}
     assert {n for n in offered if not hasattr(Ledger, n) and n not in ("extra", "keys")} \
         == set()
+

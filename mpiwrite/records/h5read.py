@@ -1,8 +1,8 @@
 """HDF5 objects of an untrusted record read through h5py's low-level API, fast: memory types
 made once, each table's type looked at once per distinct type, no h5py object made that is
 not needed (docs/history.md: a cold report reads thousands of records this way, in a
-worker of formats/isolated.py).  The checks are recordcheck.Checker's; what is read is
-runlevel.extract's choice.
+worker of records/sandbox.py).  The checks are recordcheck.Checker's; what is read is
+runlevel._extract's choice.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.formats import recordcheck, records
+from mpiwrite.records import check as recordcheck
+from mpiwrite.records import h5 as records
 
 _TYPES: Dict[Any, Any] = {}
 _MEMBERS: Dict[bytes, Dict[str, str]] = {}
