@@ -30,7 +30,7 @@ MPIEXEC = tool("mpiexec")
 MPIWRITE = tool("mpiwrite")
 
 
-# the index of records read (answers/index.py) of every command a test runs: never the
+# the index of records read (records/index.py) of every command a test runs: never the
 # user's own cache folder
 TEST_CACHE = tempfile.mkdtemp(prefix="mpiwrite-test-cache-")
 # the settings journals of the tests' studies (study/journal.py), never the user's own

@@ -1,5 +1,5 @@
 """A site's history (issue 20): the run-level reading, the index of records already read
-(answers/index.py) and its invalidation, --units for report/compare/plot, tag files."""
+(records/index.py) and its invalidation, --units for report/compare/plot, tag files."""
 
 import json
 import os

@@ -306,7 +306,7 @@ def _mutant(seed: int) -> bytes:
 def test_bit_flipped_records_that_crash_or_stall_libhdf5_skip_only_themselves(tmp_path):
     """Once a bit-flipped record among good ones made `report --skip-bad` hang for good (or
     die with SIGSEGV/SIGABRT): the good records produced no output.  Now each record not in
-    the index is parsed by libhdf5 in a child process (formats/isolated.py): the bad ones are
+    the index is parsed by libhdf5 in a child process (records/sandbox.py): the bad ones are
     named and skipped, the good ones reported."""
     from common import cli
 

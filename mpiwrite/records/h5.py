@@ -231,7 +231,7 @@ def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:
     """Read and check a record; RecordError (naming the file and what is wrong) otherwise.
 
     Only a regular file is opened (a FIFO or device is refused at once, without blocking);
-    everything is checked before use (recordcheck.py).  The record's `identity` is the file's
+    everything is checked before use (check.py).  The record's `identity` is the file's
     (device, inode, size, mtime, ctime in ns); with `expect`, a file that no longer has it is
     refused before libhdf5 sees it (records/sandbox.py)."""
     import h5py

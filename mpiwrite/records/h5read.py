@@ -81,14 +81,14 @@ MAX_ATTR_VALUES = 100_000
 
 
 def _text(v: Any) -> Any:
-    """Text as h5py's own reading decodes it (records.read): bytes that are not UTF-8 kept
+    """Text as h5py's own reading decodes it (h5._read): bytes that are not UTF-8 kept
     as surrogates, which the checks of text then refuse or escape."""
     return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
 
 
 def listed(name: str, value: Any) -> Any:
     """An array (or compound) attribute as JSON values, as a site adds one with h5py
-    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  records.read
+    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  h5._read
     keeps such an attribute as it is; the run-level part must be JSON, and must not refuse
     a record that `show` reads."""
     if isinstance(value, np.ndarray):

@@ -8,9 +8,9 @@ records as it is asked and answers with plain JSON, never pickle:
 
   `runlevel`  the record's run-level material (runlevel._extract), which the parent checks
               again (runlevel.build) as it checks a row of the index: the child is not trusted
-  `whole`     the record read whole and checked (h5._read): the parent then reads the
-              same file itself, if it is still the one the child read (device, inode, size,
-              mtime, ctime): libhdf5 runs in the parent only on bytes it ran on in a child
+  `whole`     the record read whole and checked (h5._read), sent pickled (record_of):
+              libhdf5 never runs on a record in the parent (the one exception to "never
+              pickle": the child is this program, docs/security.md)
 
 A worker that dies on a record (a signal, or any end without an answer), or that gives no
 answer for HANG_SECONDS (libhdf5 loops forever on some damaged records), is ended and started
