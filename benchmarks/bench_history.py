@@ -14,7 +14,7 @@ and importing h5py:
 with each command's peak RSS (wait4), and the CPU time of cold over bare (cpu c/b: what
 the load of other processes changes least; cold's includes its worker processes).
 Records are dated a minute back once written, as any record of a history is: the index
-keeps only records that have settled (answers/index.py).
+keeps only records that have settled (records/index.py).
 Goals (issue 20): 10,000 records warm under 2 s; cold within 5x of bare; under 1 GiB.
 
     python benchmarks/bench_history.py [--counts 1000,3000] [--repeat 3] [--folder DIR]
@@ -97,7 +97,7 @@ def make_records(folder: str, count: int, chunk: int) -> list:
 
 def timed(cmd, env) -> tuple:
     """(seconds, peak RSS in bytes, CPU seconds) of one command, which must succeed; its
-    CPU time includes the worker processes it waited for (formats/isolated.py)."""
+    CPU time includes the worker processes it waited for (records/sandbox.py)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _pid, status, usage = os.wait4(proc.pid, 0)

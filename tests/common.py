@@ -30,7 +30,7 @@ MPIEXEC = tool("mpiexec")
 MPIWRITE = tool("mpiwrite")
 
 
-# the index of records read (answers/index.py) of every command a test runs: never the
+# the index of records read (records/index.py) of every command a test runs: never the
 # user's own cache folder
 TEST_CACHE = tempfile.mkdtemp(prefix="mpiwrite-test-cache-")
 # the settings journals of the tests' studies (study/journal.py), never the user's own
@@ -91,11 +91,11 @@ def records_in(folder: str) -> List[str]:
 
 
 def only_record(folder: str):
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
     found = records_in(folder)
     assert len(found) == 1, found
-    return records.read(found[0])
+    return records._read(found[0])
 
 
 def is_root() -> bool:

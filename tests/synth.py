@@ -4,8 +4,9 @@ import json
 
 import numpy as np
 
-from mpiwrite.formats import records, summary
+from mpiwrite.formats import summary
 from mpiwrite.formats.status import Status
+from mpiwrite.records import h5 as records
 
 
 def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18", patched="patchless",

@@ -20,7 +20,7 @@ from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
 from mpiwrite.clients import fuse as fs_fuse
 from mpiwrite.clients.common import command
 from mpiwrite.facts.sysroot import Reader
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.timeout(300)]
 
@@ -248,7 +248,7 @@ get = "{occ} get"
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     finally:
         _set_everywhere(bed, DEFAULT_MAX_DIRTY)
-    recs = [records.read(p) for p in records_in(res)]
+    recs = [records._read(p) for p in records_in(res)]
     assert len(recs) == 4 and all(r.status == "complete" for r in recs)
     for rec in recs:
         value = rec.tags()["setting.client_oc_max_dirty"]

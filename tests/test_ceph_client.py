@@ -352,14 +352,14 @@ def test_counters_that_cannot_be_read_say_why(daemon, tmp_path):
 # ---- what the records, show and compare make of them ----
 
 def _ceph_records(folder, side, max_dirty, op_size, wrlat_ms):
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
     paths = []
     for i in range(2):
         path = folder / f"{side}{i}.h5"
         synth.make(path, [300.0 + i, 310.0 + i] if side == "a" else [40.0 + i, 42.0 + i],
                    f"run-{side}{i}", tags={"oc": side}, nodes=2, ranks_per_node=1)
-        rec = records.read(str(path))
+        rec = records._read(str(path))
         sent = 64 * 2**20
         delta = {"kind": "ceph", "objecter": {"op_w": sent // op_size, "op_send_bytes": sent},
                  "objectcacher": {"data_written": sent, "data_flushed": sent,

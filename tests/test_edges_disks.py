@@ -11,7 +11,7 @@ import pytest
 from common import cli, ext4_disk, is_root, kill_group, records_in
 from test_faults import start, wait, wait_for_bytes
 
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 QUIET = ["--progress-interval", "0"]
 pytestmark = [pytest.mark.mpi, pytest.mark.root,
@@ -45,7 +45,7 @@ def test_an_append_only_results_folder_gets_no_tmp_files(tmp_path):
         assert not [f for f in left if ".tmp-" in f], (left, err)
         assert rc == 1 and "record not saved" in err and "append-only" in err, err
         (path,) = records_in(results)
-        assert records.read(path).status == "running"  # the set-up's, all it could keep
+        assert records._read(path).status == "running"  # the set-up's, all it could keep
         shown = cli(["show", path], cwd=tmp_path)
         assert "status abandoned" in shown.stdout, shown.stdout
 
@@ -101,7 +101,7 @@ def test_ranks_stuck_in_write_at_the_timeout_leave_a_timeout_record(tmp_path):
                 # the watchdogs fire at --timeout plus the grace (5 s); the ranks stay inside
                 # write() until the filesystem thaws, and the launcher waits for them
                 end = time.monotonic() + 40
-                while proc.poll() is None and time.monotonic() < end and records.read(
+                while proc.poll() is None and time.monotonic() < end and records._read(
                         records_in(tmp_path / "r")[0]).status == "running":
                     time.sleep(0.1)
             finally:
@@ -112,7 +112,7 @@ def test_ranks_stuck_in_write_at_the_timeout_leave_a_timeout_record(tmp_path):
         left = [f for f in os.listdir(target) if f.endswith(".dat")] \
             if os.path.isdir(target) else []
     assert rc != 0 and "Traceback" not in err, err
-    assert records.read(records_in(tmp_path / "r")[0]).status == "timeout", err
+    assert records._read(records_in(tmp_path / "r")[0]).status == "timeout", err
     said = [ln for ln in err.splitlines() if "timed out" in ln]
     assert said and "rank" in said[0], err
     if left:  # not removed: then named, in one line

@@ -16,7 +16,7 @@ QUIET = ["--progress-interval", "0"]
 # SAVES_LOG and makes the saves whose numbers FAIL_SAVES lists fail with EIO.
 HOOK = '''
 import errno, os
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 _write, _n = records.write, [0]
 def write(*a, **k):
     _n[0] += 1

@@ -26,7 +26,7 @@ from common import (
 )
 from test_faults import rank_pids, start, wait, wait_for_bytes
 
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 QUIET = ["--progress-interval", "0"]
 
@@ -60,7 +60,7 @@ def test_a_catchable_signal_to_a_rank_ends_the_run_in_order(tmp_path, sig):
     assert "Traceback" not in err and len(said) == 1, err
     assert signal.Signals(sig).name in said[0], err
     assert data_files(tmp_path / "d") == []
-    assert records.read(records_in(tmp_path / "r")[0]).status == "interrupted"
+    assert records._read(records_in(tmp_path / "r")[0]).status == "interrupted"
 
 
 def _kill_for_good(tmp_path):
@@ -113,7 +113,7 @@ def test_a_run_killed_for_good_is_abandoned_and_clean_removes_only_its_files(tmp
     left = data_files(tmp_path / "d")
     assert len(left) == 2, left  # nothing could remove them
     path = records_in(tmp_path / "r")[0]
-    rec = records.read(path)
+    rec = records._read(path)
     assert rec.status == "running"
     assert [p["host"] for p in rec.processes()] and all(p["pid"] > 0 for p in rec.processes())
     shown = cli(["show", path], cwd=tmp_path)
@@ -150,7 +150,7 @@ def test_a_closed_output_pipe_leaves_an_abandoned_record_not_a_running_one(tmp_p
                          cwd=tmp_path, capture_output=True, text=True, env=clean_env(),
                          timeout=90)
     rec_path = records_in(tmp_path / "r")[0]
-    rec = records.read(rec_path)
+    rec = records._read(rec_path)
     if out.returncode == 0:  # the run finished before its output was cut: nothing to show
         assert rec.status == "complete"
         return
@@ -195,7 +195,7 @@ def test_a_run_that_does_not_fit_its_filesystem_is_refused_before_data(tmp_path,
             assert not os.path.exists(f"{mnt}/d") and not (tmp_path / "r").exists()
         else:
             assert out.returncode == 0, out.stderr
-            assert records.read(records_in(tmp_path / "r")[0]).status == "complete"
+            assert records._read(records_in(tmp_path / "r")[0]).status == "complete"
 
 
 @needs_root
@@ -282,7 +282,7 @@ def test_a_live_run_in_another_pid_namespace_is_never_cleaned(tmp_path):
     finally:
         kill_group(proc)
     assert rc == 0, err
-    assert records.read(records_in(tmp_path / "r")[0]).status == "complete"
+    assert records._read(records_in(tmp_path / "r")[0]).status == "complete"
     assert not (tmp_path / "d").exists()  # the run made it and removed it: nothing is left
 
 
@@ -299,7 +299,7 @@ def _sigkill_group(tmp_path):
     while _ranks_in(tmp_path):
         assert time.monotonic() < end, "the ranks outlived their launcher"
         time.sleep(0.1)
-    return records.read(records_in(tmp_path / "r")[0])
+    return records._read(records_in(tmp_path / "r")[0])
 
 
 @pytest.mark.mpi
@@ -350,7 +350,7 @@ def test_a_planted_record_of_a_live_runs_id_is_a_conflict_not_a_licence(tmp_path
     proc = _live(tmp_path, 10)
     try:
         real = records_in(tmp_path / "r")[0]
-        run_id = records.read(real).run_id
+        run_id = records._read(real).run_id
         planted = tmp_path / "r" / "mpiwrite-0.h5"
         shutil.copyfile(records_in(tmp_path / "src")[0], planted)
         with h5py.File(planted, "r+") as f:
@@ -390,7 +390,7 @@ def test_a_file_size_limit_fails_the_run_naming_it_and_leaves_no_data(tmp_path):
     assert "Traceback" not in out.stderr and "BAD TERMINATION" not in out.stdout
     assert "signal" not in out.stderr  # it came with the write, not after the run ended
     assert data_files(tmp_path / "d") == []
-    assert records.read(records_in(tmp_path / "r")[0]).status == "failed"
+    assert records._read(records_in(tmp_path / "r")[0]).status == "failed"
 
 
 @pytest.mark.mpi

@@ -56,10 +56,10 @@ def test_lmdd_time_limit_is_recorded_and_an_unknown_block_is_unknown(tmp_path):
                "--results", "r", str(lines)], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     (rec,) = (tmp_path / "r").glob("*.h5")
-    from mpiwrite.formats import records
     from mpiwrite.formats.runkeys import run_keys
+    from mpiwrite.records import h5 as records
 
-    run = records.read(str(rec))
+    run = records._read(str(rec))
     params, keys = run.params(), run_keys(run)
     assert params["time_limit"] == 200 and "size" not in params, params
     assert "block_size" not in params and keys["block_size"] == "unknown"

@@ -22,8 +22,8 @@ from common import (
     records_in,
 )
 
-from mpiwrite.formats import records
 from mpiwrite.formats.status import Status
+from mpiwrite.records import h5 as records
 
 
 def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
@@ -164,10 +164,10 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
     os.kill(pids[1], signal.SIGKILL)
     code, _out, _err = wait(proc, 60)
     assert code != 0
-    assert pathlib.Path(good).read_bytes() == before and records.read(good).status == "complete"
+    assert pathlib.Path(good).read_bytes() == before and records._read(good).status == "complete"
     for path in records_in(res):
         if path != good:
-            assert records.read(path).status != "complete"  # never mistaken for a good run
+            assert records._read(path).status != "complete"  # never mistaken for a good run
     assert not [f for f in os.listdir(res) if ".tmp" in f]
 
 
@@ -239,7 +239,7 @@ def test_results_disk_full_at_the_end_still_reports(tmp_path):
         assert doc["iterations"][0]["aggregate_MB_per_s"] > 0
         assert "record not saved" in err
         running = records_in(res)
-        assert len(running) == 1 and records.read(running[0]).status == "running"
+        assert len(running) == 1 and records._read(running[0]).status == "running"
 
 
 @pytest.mark.mpi
@@ -250,7 +250,7 @@ def test_eight_runs_finishing_at_once(tmp_path):
         assert wait(p, 120)[0] == 0
     found = records_in(tmp_path / "r")
     assert len(found) == 8
-    assert all(records.read(p).status == "complete" for p in found)
+    assert all(records._read(p).status == "complete" for p in found)
 
 
 @pytest.mark.mpi

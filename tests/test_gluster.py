@@ -318,16 +318,16 @@ def test_compression_ab_with_compare(bed):
         _set_and_wait(bed, "off")  # the later tests write through the usual graph
         for i in range(HOSTS):
             bed.h.limit(i, RATE)
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
-    complete = [p for p in records_in(res) if records.read(p).status == "complete"]
+    complete = [p for p in records_in(res) if records._read(p).status == "complete"]
     assert len(complete) == 2 * len(reps) and 3 <= len(reps) <= 5
     pairs = len(reps)
     assert verdict["a"]["n"] >= pairs and verdict["b"]["n"] >= pairs  # a sample a run, or more
     assert verdict["real"] and verdict["change_pct"] < -20, verdict
     # every node's facts say what its client ran: the option, not only the tag
     for path in records_in(res):
-        rec = records.read(path)
+        rec = records._read(path)
         graphs = [((n.get("client_info") or n.get("fs", {}).get("client") or {}), n)
                   for n in rec.nodes]
         seen = {_graph_of(n).get("compression") for n in rec.nodes}

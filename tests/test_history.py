@@ -1,5 +1,5 @@
 """A site's history (issue 20): the run-level reading, the index of records already read
-(answers/index.py) and its invalidation, --units for report/compare/plot, tag files."""
+(records/index.py) and its invalidation, --units for report/compare/plot, tag files."""
 
 import json
 import os
@@ -12,10 +12,11 @@ import pytest
 import synth
 from common import MPIWRITE, clean_env, cli
 
-from mpiwrite.answers.index import KEY_NAME, NAME, Index
 from mpiwrite.answers.results import Store, run_keys
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import h5read, records, runlevel
+from mpiwrite.records import h5 as records
+from mpiwrite.records import h5read, runlevel
+from mpiwrite.records.index import KEY_NAME, NAME, Index
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -59,8 +60,8 @@ def report(folder, tmp_path, *extra, env=None):
 
 def test_run_level_record_is_the_record_for_reports(site):
     path = str(site / "a0.h5")
-    rec, material, _ident = runlevel.read(path)
-    whole = records.read(path)
+    rec, material, _ident = runlevel._read(path)
+    whole = records._read(path)
     assert rec.attrs == whole.attrs and run_keys(rec) == run_keys(whole)
     assert rec.iterations.tobytes() == whole.iterations.tobytes()
     n, mean, sd = runlevel.pooled([runlevel.stats_of(rec)])
@@ -72,7 +73,7 @@ def test_run_level_record_is_the_record_for_reports(site):
 
 def test_a_run_level_record_refuses_the_rest_of_a_changed_file(site):
     path = site / "a0.h5"
-    rec, _m, _i = runlevel.read(str(path))
+    rec, _m, _i = runlevel._read(str(path))
     make(site, "a0", [1.0, 2.0, 3.0], tags={"config": "A"})
     with pytest.raises(RecordError, match="changed since it was read"):
         len(rec.ranks)
@@ -389,7 +390,7 @@ def test_a_record_a_site_annotated_with_h5py_is_reported_as_show_reads_it(site, 
     assert report(site, tmp_path, *cache).stdout == plain  # cold
     assert report(site, tmp_path, *cache).stdout == plain  # warm: the row was kept
     assert sum(g["runs"] for g in json.loads(plain)["rows"]) == 8
-    rec, _m, _i = runlevel.read(str(path))
+    rec, _m, _i = runlevel._read(str(path))
     assert (rec.attrs["tickets"], rec.attrs["notes"], rec.attrs["pair"]) == \
         ([101, 102], [["a", "b"], ["c", "d"]], [1, 2.5])
     idx = Index(str(tmp_path / "cache"))
@@ -429,7 +430,7 @@ def test_rank_figures_grouped_at_once_are_the_per_iteration_figures():
 
 
 def test_json_text_keeps_only_what_reads_back_as_it_was():
-    from mpiwrite.formats.isolated import json_text
+    from mpiwrite.records.sandbox import json_text
 
     for value in ({}, [], {"a": [1, 2.5, None, True, "x"]}, {"s": "\ud800\x00é"},
                   [float("inf"), -0.0, 10**30], {"n": float("nan")}):
@@ -447,13 +448,14 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     """A cold record's keys come from the worker that read it (runkeys.run_keys there);
     they are the keys of the record read whole, and an answer whose keys are not keys is an
     unusable record, not keys."""
-    from mpiwrite.formats import isolated, runrows
-    from mpiwrite.formats.worker import _serve_one
+    from mpiwrite.records import runrows
+    from mpiwrite.records import sandbox as isolated
+    from mpiwrite.records.worker import _serve_one
 
     path = str(site / "a1.h5")
     got = _serve_one("runlevel", path)
     rec = runrows.answered(path, json.loads(json.dumps(got)))
-    assert runrows.keys_of(rec) == run_keys(records.read(path))
+    assert runrows.keys_of(rec) == run_keys(records._read(path))
     for bad in ('["config"]', '"config"', '3', 'null', '{"config": '):
         with pytest.raises(ValueError):
             runrows.keys_of(runrows.answered(path, dict(got, keys=bad)))
@@ -464,7 +466,7 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     d.mkdir()
     shutil.copy(site / "a1.h5", d / "a1.h5")
     bad = Store([str(d)], warn=False, level="run", cache=False)
-    assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(records.read(path))
+    assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(records._read(path))
 
 
 def _default_env(**where):

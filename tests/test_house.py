@@ -16,17 +16,21 @@ import zipfile
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
-FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "formats", "answers", "vocab",
-           "importers")
+FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "records", "formats", "answers",
+           "vocab", "importers")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
-    "cli": {"study", "run", "engines", "facts", "clients", "formats", "answers", "vocab",
-            "importers"},
-    "study": {"run", "engines", "facts", "formats", "vocab"},
-    "run": {"engines", "facts", "clients", "formats", "vocab"},
+    "cli": {"study", "run", "engines", "facts", "clients", "records", "formats", "answers",
+            "vocab", "importers"},
+    "study": {"run", "engines", "facts", "records", "formats", "vocab"},
+    "run": {"engines", "facts", "clients", "records", "formats", "vocab"},
     "engines": {"formats", "vocab"},
-    "answers": {"facts", "clients", "formats", "vocab"},
+    "answers": {"facts", "clients", "records", "formats", "vocab"},
+    # the record (model, HDF5 form, checks, sandbox, store): the shared words of formats/
+    # (names, summary's tables, status, runkeys), a node's facts, the clients (who wrote
+    # a record older than the `client` key)
+    "records": {"formats", "facts", "clients", "vocab"},
     "formats": {"facts", "clients", "vocab"},
     # facts/nodeinfo asks the clients (the target's client, its mount); the clients read
     # through facts/sysroot only (CLIENTS_READ_FACTS, below): no module cycle
@@ -35,9 +39,12 @@ ALLOWED = {
     "vocab": set(),
     # other tools' outputs into records: the record model and the numbers' checks (formats),
     # a node's facts (--node-facts), the shared words; only the command line imports them
-    "importers": {"formats", "facts", "vocab"},
+    "importers": {"records", "formats", "facts", "vocab"},
     "top": set(),
+    "api": {"answers"},  # mpiwrite/__init__.py: mpiwrite.load, imported when called
 }
+# Imports across the layers that a module makes for a reason of its own (none now).
+EXCEPTIONS: dict = {}
 
 
 def modules():
@@ -74,6 +81,8 @@ def imports(path: pathlib.Path):
 def folder_of(name: str) -> str:
     if name == "__main__":
         return "cli"  # `python -m mpiwrite` is the command line
+    if name == "__init__":
+        return "api"  # `import mpiwrite`: the Python API's door
     first = name.split(".")[0]
     return first if first in FOLDERS else "top"
 
@@ -106,7 +115,7 @@ def test_folders_import_only_what_their_layer_may():
             theirs = folder_of(target)
             if theirs in (mine, "top"):
                 continue
-            if theirs not in ALLOWED[mine]:
+            if theirs not in ALLOWED[mine] and target not in EXCEPTIONS.get(name, ()):
                 wrong.append(f"{name} ({mine}/) imports {target} ({theirs}/)")
     assert not wrong, "\n".join(wrong)
 
@@ -159,8 +168,8 @@ def test_the_import_graph_has_no_cycle():
 
 
 # The modules that may start a process: the bounded runner, and the record sandbox's
-# long-lived workers (which bound themselves: formats/isolated.py).
-STARTS_PROCESSES = {"procs", "formats.isolated"}
+# long-lived workers (which bound themselves: records/sandbox.py).
+STARTS_PROCESSES = {"procs", "records.sandbox"}
 STARTERS = {("subprocess", a) for a in ("run", "Popen", "call", "check_call", "check_output",
                                          "getoutput", "getstatusoutput")} \
     | {("os", a) for a in ("system", "popen", "spawnl", "spawnlp", "spawnv", "spawnvp",
@@ -341,3 +350,115 @@ def test_the_null_ledger_takes_every_call_the_steps_make():
     offered = {n for n in dir(null) if not n.startswith("_")}
     assert {n for n in offered if not hasattr(Ledger, n) and n not in ("extra", "keys")} \
         == set()
+
+
+# -- one entrance for untrusted records ------------------------------------------------------
+# libhdf5 parses a record (a file anyone may have made) only in the record sandbox's worker
+# process: records/worker.py is the one module that calls the HDF5 read.  The readers are
+# found from the AST: the functions of records/ that open an HDF5 file for reading
+# (h5py.File without a writing mode, h5py.h5f.open, h5py.h5f.open_file_image), and every
+# function of records/ that calls one of them, but for the worker's.
+READING_ENTRANCE = {"records.worker"}
+ROOTS = (PKG, PKG.parent / "benchmarks", PKG.parent / "reframe")
+
+
+def _opens_hdf5_to_read(call: ast.Call) -> bool:
+    func = ast.unparse(call.func)
+    if func.endswith(("h5f.open_file_image", "h5f.open")):
+        return True
+    if func.endswith("h5py.File"):
+        mode = call.args[1] if len(call.args) > 1 else next(
+            (k.value for k in call.keywords if k.arg == "mode"), None)
+        return mode is None or isinstance(mode, ast.Constant) and mode.value == "r"
+    return False
+
+
+def _calls(tree: ast.Module, here: str):
+    """(the top-level function it is made in or None, (module, function) called) for each
+    call of this module that names a module's function: f() of this module's own top-level
+    functions or of a name imported from a module, m.f() of an imported module."""
+    aliases, names = {}, {}
+    own = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.startswith("mpiwrite."):
+            base = node.module[len("mpiwrite."):]
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{base}.{a.name}"  # if a.name is a module
+                names[a.asname or a.name] = (base, a.name)  # if a.name is a function
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("mpiwrite.") and a.asname:
+                    aliases[a.asname] = a.name[len("mpiwrite."):]
+    for top in tree.body:
+        where = top.name if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        for node in ast.walk(top):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                    and f.value.id in aliases:
+                yield where, (aliases[f.value.id], f.attr)
+            elif isinstance(f, ast.Name) and f.id in own:
+                yield where, (here, f.id)
+            elif isinstance(f, ast.Name) and f.id in names:
+                yield where, names[f.id]
+
+
+def _trees():
+    for root in ROOTS:
+        for path in root.rglob("*.py"):
+            rel = path.relative_to(root).with_suffix("")
+            name = ".".join(rel.parts) if root == PKG else f"{root.name}.{'.'.join(rel.parts)}"
+            yield name, ast.parse(path.read_text())
+
+
+def hdf5_readers():
+    """{(module, function)}: the record's HDF5 readers of records/ (see above)."""
+    trees = {n: t for n, t in _trees() if n.startswith("records.")}
+    readers = set()
+    for name, tree in trees.items():
+        for top in tree.body:
+            if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(c, ast.Call) and _opens_hdf5_to_read(c) for c in ast.walk(top)):
+                readers.add((name, top.name))
+    while True:
+        more = {(name, where) for name, tree in trees.items() if name not in READING_ENTRANCE
+                for where, called in _calls(tree, name) if where and called in readers}
+        if more <= readers:
+            return readers
+        readers |= more
+
+
+def test_only_the_sandbox_worker_reads_a_record_with_libhdf5():
+    """Reading a record's HDF5 is private to records/: its readers are private functions,
+    and no module calls or imports one but the worker of the sandbox (and the readers
+    themselves).  tests/ may: they read records they made, and the reader's own checks."""
+    readers = hdf5_readers()
+    assert ("records.h5", "_read") in readers and ("records.runlevel", "_extract") in readers
+    assert not [r for r in readers if not r[1].startswith("_")], readers
+    found = []
+    for name, tree in _trees():
+        if name in READING_ENTRANCE:
+            continue
+        for where, called in _calls(tree, name):
+            if called in readers and (name, where) not in readers:
+                found.append(f"{name}.{where} calls {'.'.join(called)}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and any(
+                    (node.module[len("mpiwrite."):], a.name) in readers for a in node.names):
+                found.append(f"{name}:{node.lineno} imports a reader from {node.module}")
+    assert not found, found
+    worker = dict(_trees())["records.worker"]
+    assert {c for _w, c in _calls(worker, "records.worker")} & readers  # the one caller
+
+
+def test_the_python_api_loads_no_mpi_and_no_h5py():
+    code = ("import sys, mpiwrite; mpiwrite.load; "
+            "print(sorted(m for m in ('mpi4py', 'h5py', 'numpy', 'click') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=PKG.parent)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)
+    import mpiwrite
+    from mpiwrite.answers import results
+    assert callable(mpiwrite.load) and callable(results.load)

@@ -14,9 +14,9 @@ import subprocess
 import pytest
 import synth
 
-from mpiwrite.formats import records
 from mpiwrite.importers import base as imported
 from mpiwrite.importers import registry as importers
+from mpiwrite.records import h5 as records
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
 MIB = 2**20
@@ -35,7 +35,7 @@ def cli(capsys, *args):
 
 
 def recs(folder):
-    return [records.read(str(p)) for p in sorted(pathlib.Path(folder).glob("*.h5"))]
+    return [records._read(str(p)) for p in sorted(pathlib.Path(folder).glob("*.h5"))]
 
 
 def one(folder):
@@ -429,7 +429,7 @@ def test_a_damaged_provenance_is_refused_by_the_record_check(tmp_path):
     from mpiwrite.errors import RecordError
 
     with pytest.raises(RecordError, match="imported.sha256"):
-        records.read(str(path))
+        records._read(str(path))
 
 
 @pytest.mark.timeout(90)

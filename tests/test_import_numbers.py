@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
 DEEP = 100_000

@@ -1,5 +1,5 @@
 """Crafted records cannot crash a command (issue 23): libhdf5 reads a record that is not
-served from the index only in a worker process first (formats/isolated.py).
+served from the index only in a worker process first (records/sandbox.py).
 
 The fixtures are bit-flipped copies of an 18 KB synthetic record (tests/synth.py), found by
 fuzzing with a fixed seed: one that makes libhdf5 segfault while the run-level part is read
@@ -16,14 +16,14 @@ import pytest
 import synth
 from common import cli
 
-from mpiwrite.formats import isolated
+from mpiwrite.records import sandbox as isolated
 
 pytestmark = pytest.mark.timeout(180)
 CRAFTED = os.path.join(os.path.dirname(__file__), "fixtures", "crafted")
 SEGFAULTS = os.path.join(CRAFTED, "segfaults-runlevel.h5")
 WHOLE = os.path.join(CRAFTED, "crashes-whole-read.h5")
 HANGS = os.path.join(CRAFTED, "hangs-libhdf5.h5")
-READ = ("import sys\nfrom mpiwrite.formats import records, runlevel\n"
+READ = ("import sys\nfrom mpiwrite.records import h5 as records, runlevel\n"
         "try:\n    {}(sys.argv[1])\nexcept Exception:\n    pass\n")
 
 
@@ -38,8 +38,8 @@ def folder_with(tmp_path, bad):
     return r
 
 
-@pytest.mark.parametrize("fixture, reader", [(SEGFAULTS, "runlevel.read"),
-                                             (WHOLE, "records.read")])
+@pytest.mark.parametrize("fixture, reader", [(SEGFAULTS, "runlevel._read"),
+                                             (WHOLE, "records._read")])
 def test_the_fixtures_really_crash_libhdf5_in_the_reading_process(tmp_path, fixture, reader):
     out = subprocess.run([sys.executable, "-c", READ.format(reader), fixture], cwd=tmp_path,
                          capture_output=True, timeout=60)

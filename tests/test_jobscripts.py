@@ -55,14 +55,15 @@ def test_a_time_limit_with_a_trailing_newline_is_refused(tmp_path):
     assert out.returncode == 2 and "--time-limit" in out.stderr, out.stderr
     with pytest.raises(ConfigError, match="--time-limit"):
         js.slurm_seconds("10\n")
-    from mpiwrite.formats import names, records
+    from mpiwrite.formats import names
+    from mpiwrite.records.listing import TMP_NAME
     from mpiwrite.run.config import parse_tags
     from mpiwrite.units import parse_size
 
     assert names.parse_data_file("mpiwrite-x-i0-r000000.dat\n") is None
     assert names.parse_subdir("mpiwrite-x-d00001\n") is None
     assert names.parse_probe(".mpiwrite-x-probe\n") is None
-    assert not records.TMP_NAME.match(".mpiwrite-x.h5.tmp-12\n")
+    assert not TMP_NAME.match(".mpiwrite-x.h5.tmp-12\n")
     assert names.parse_data_file("mpiwrite-x-i0-r000000.dat") is not None
     assert parse_tags(["a=x"]) == {"a": "x"}
     assert parse_size("1M\n") == 2**20  # spaces around a size are allowed, as they were
@@ -419,9 +420,9 @@ def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     job = out.stdout.strip().split(";")[0]
     assert slurm.wait(job) == "COMPLETED", slurm.log()
     log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
-    recs = [records.read(p) for p in records_in(tmp_path / "res")]
+    recs = [records._read(p) for p in records_in(tmp_path / "res")]
     assert len(recs) == 4
     seen = [(r.tags()["checksums_set"], r.keys()["checksums"]) for r in recs]
     assert sorted(seen) == [("0", "off"), ("0", "off"), ("1", "on"), ("1", "on")]

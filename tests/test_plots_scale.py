@@ -13,7 +13,7 @@ from PIL import Image  # noqa: E402
 
 from mpiwrite.answers import plot as plots
 from mpiwrite.answers.results import Store  # noqa: E402
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 
 @pytest.mark.parametrize("nodes,per_node,kind", [(64, 64, "histogram"), (8, 64, "per node")])
@@ -38,7 +38,7 @@ class records_title:
     """Draw the ranks plot in-process and hand back its title."""
 
     def __init__(self, path):
-        self.rec = records.read(str(path))
+        self.rec = records._read(str(path))
 
     def __enter__(self):
         got = {}
@@ -93,7 +93,7 @@ def test_timeline_has_an_aggregate_line(tmp_path, monkeypatch):
     from mpiwrite.formats import summary
 
     path = synth.make(tmp_path / "t.h5", [800.0], "2026t-000001", ranks_per_node=3)
-    rec = records.read(path)
+    rec = records._read(path)
     rows = rec.ranks
     fractions = (0.25, 0.5, 0.75, 1.0)
     samples = np.zeros(len(rows) * len(fractions), dtype=summary.SAMPLE_DTYPE)  # phase 0: write

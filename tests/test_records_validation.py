@@ -16,7 +16,8 @@ import pytest
 import synth
 
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import records, summary
+from mpiwrite.formats import summary
+from mpiwrite.records import h5 as records
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "TOP-SECRET-CONTENT"
@@ -188,7 +189,7 @@ def _craft(folder, tmp, case):
 def test_read_refuses_with_a_reason(tmp_path, case):
     bad = _craft(tmp_path / "rec", tmp_path, case)
     with pytest.raises(RecordError) as info:
-        records.read(str(bad))
+        records._read(str(bad))
     msg = str(info.value)
     assert str(bad) in msg and CASES[case][1] in msg, msg
     assert SECRET not in msg
@@ -196,7 +197,7 @@ def test_read_refuses_with_a_reason(tmp_path, case):
 
 def test_the_good_record_reads(tmp_path):
     bad = _craft(tmp_path / "rec", tmp_path, "params-brace")
-    rec = records.read(str(bad.parent / "good.h5"))
+    rec = records._read(str(bad.parent / "good.h5"))
     assert rec.status == "complete" and len(rec.nodes) == 2 and len(rec.ranks) == 4
 
 
@@ -279,7 +280,7 @@ def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_
             d[i:i + chunk] = zeros
     assert path.stat().st_size < 2**20
     with pytest.raises(RecordError, match="refused before reading"):
-        records.read(str(path))
+        records._read(str(path))
 
 
 # seeds whose bit flips of tests/fixtures/round3-record.h5 (a real 2-rank, 3-iteration record)
@@ -305,7 +306,7 @@ def _mutant(seed: int) -> bytes:
 def test_bit_flipped_records_that_crash_or_stall_libhdf5_skip_only_themselves(tmp_path):
     """Once a bit-flipped record among good ones made `report --skip-bad` hang for good (or
     die with SIGSEGV/SIGABRT): the good records produced no output.  Now each record not in
-    the index is parsed by libhdf5 in a child process (formats/isolated.py): the bad ones are
+    the index is parsed by libhdf5 in a child process (records/sandbox.py): the bad ones are
     named and skipped, the good ones reported."""
     from common import cli
 

@@ -243,9 +243,9 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
         path = d / f"r{i}.h5"
         synth.make(path, [300.0 + i, 310.0 + i], f"run-{i}", tags={"ver": "old" if i < 2
                                                                   else "new"})
-        from mpiwrite.formats import records
+        from mpiwrite.records import h5 as records
 
-        rec = records.read(str(path))
+        rec = records._read(str(path))
         rpc = 2**20 if i < 2 else 2**18  # and one counter: the client's write RPC size
         rec.client_counters = [{"iteration": 0, "node": 0, "delta": {
             "kind": "lustre", "write_bytes": 64 * 2**20, "write_rpcs": 64 * 2**20 // rpc}}]

@@ -12,7 +12,7 @@ import time
 import pytest
 from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, records_in
 
-from mpiwrite.formats import records
+from mpiwrite.records import h5 as records
 
 pytestmark = pytest.mark.mpi
 
@@ -37,7 +37,7 @@ def study_file(tmp_path, body, name="s.toml"):
 
 
 def complete(folder):
-    recs = [records.read(p) for p in records_in(folder)]
+    recs = [records._read(p) for p in records_in(folder)]
     return [r for r in recs if r.status == "complete"]
 
 
@@ -227,7 +227,7 @@ block_size = ["64KiB", "1MiB"]
     first = {(r.tags()["study_point"], r.tags()["study_repeat"])
              for r in complete(tmp_path / "results")}
     assert 2 <= len(first) < 6
-    assert not [r for r in (records.read(p) for p in records_in(tmp_path / "results"))
+    assert not [r for r in (records._read(p) for p in records_in(tmp_path / "results"))
                 if r.status == "running"]
     again = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150)
     assert again.returncode == 0, again.stderr
@@ -334,7 +334,7 @@ def test_a_record_libhdf5_never_finishes_is_skipped_when_resuming(tmp_path, monk
     """The records are read in workers that are ended after HANG_SECONDS (60 s; 3 here)."""
     import synth
 
-    from mpiwrite.formats import isolated
+    from mpiwrite.records import sandbox as isolated
     from mpiwrite.study import resume
 
     monkeypatch.setattr(isolated, "HANG_SECONDS", 3.0)
@@ -379,7 +379,7 @@ def test_resuming_a_file_with_its_axes_swapped_runs_each_point_once(tmp_path):
     out = mpirun(2, ["study", "run", a], cwd=tmp_path, timeout=150)
     assert out.returncode == 0, out.stderr
     for rec_path in records_in(tmp_path / "results"):  # two of the four points are lost
-        rec = records.read(rec_path)
+        rec = records._read(rec_path)
         if rec.params()["block_size"] == 65536:  # points 0 and 1 of a, 0 and 2 of b
             os.unlink(rec_path)
     b = study_file(tmp_path, SWAP + "\n".join(reversed(SWAP_AXES)) + "\n", "b.toml")

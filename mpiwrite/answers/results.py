@@ -1,8 +1,9 @@
 """Many records as tables: find them, read them, skip the bad ones, and filter by keys.
 
-`load(paths)` gives pandas DataFrames (runs, iterations, ranks, nodes, samples) joinable on
-`run_id`; the command-line tools use the pandas-free `Store` underneath, so pandas stays an
-optional extra.
+`load(paths)` (also `mpiwrite.load`) gives pandas DataFrames (runs, iterations, ranks, nodes,
+samples) joinable on `run_id`; the command-line tools use the pandas-free `Store` underneath,
+so pandas stays an optional extra.  Records are found and read through a record store
+(records/store.py); this module keeps runs once, filters and measures them.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from mpiwrite.answers import metricnames
-from mpiwrite.answers.index import lookup
-from mpiwrite.answers.listing import find
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.files import same_bytes
-from mpiwrite.formats import records
 from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined once there
 from mpiwrite.formats.status import RunStatus, Status
+from mpiwrite.records.model import RunRecord
+from mpiwrite.records.store import FolderStore, Read
 from mpiwrite.text import printable
 
 LEVELS = ("run", "full")
@@ -51,33 +51,29 @@ class Store:
                  level: str = "full", cache: Any = None):
         """level `run`: only the run-level part of each record is read (and kept in the
         index of `cache`: None for MPIWRITE_CACHE or the user's cache folder, False for
-        none, or a folder; answers/index.py); the rest of a record is read when used.
-        level `full`: every record read whole, as records.read does."""
+        none, or a folder; records/index.py); the rest of a record is read when used.
+        level `full`: every record read whole (in a worker, records/store.py)."""
         if level not in LEVELS:
             raise ValueError(f"level: {level!r} is not one of {', '.join(LEVELS)}")
-        self.runs: List[records.RunRecord] = []
+        self.runs: List[RunRecord] = []
         self.bad: List[Tuple[str, str]] = []
         self.duplicates: List[str] = []
-        self.conflicts: Dict[str, List[records.RunRecord]] = {}  # run id -> its records
+        self.conflicts: Dict[str, List[RunRecord]] = {}  # run id -> its records
         self.leftovers: List[str] = []
         self._keys: Dict[int, Dict[str, Any]] = {}
-        by_id: Dict[str, records.RunRecord] = {}
-        index = None
-        if level == "run":
-            from mpiwrite.answers.index import Index, open_index
-
-            index = cache if isinstance(cache, Index) else open_index(
-                cache, _say if warn else (lambda _text: None))
-        self.index = index
+        by_id: Dict[str, RunRecord] = {}
+        kept = FolderStore(cache if level == "run" else False,
+                           _say if warn else (lambda _text: None))
+        self.index = kept.index
         try:
-            found = find(paths, option, self.leftovers)
+            found = kept.find(paths, option)
+            self.leftovers = kept.leftovers()
+            read = kept.runlevel if level == "run" else kept.wholes
             for at in range(0, len(found), BATCH):
-                batch = found[at:at + BATCH]
-                for path, got in zip(batch, lookup(batch, level, index)):
-                    self._add(path, got, level, index, warn, by_id)
+                for got in read(found[at:at + BATCH]):
+                    self._add(got, warn, by_id)
         finally:
-            if index is not None:
-                index.close()
+            kept.close()
         if warn:
             for left in self.leftovers:
                 sys.stderr.write(f"mpiwrite: warning: {printable(left)}: leftover temporary "
@@ -91,30 +87,10 @@ class Store:
         self.runs.sort(key=lambda r: (getattr(r, "start_time", None)
                                       or str(r.attrs.get("start_time")), r.run_id))
 
-    def _add(self, path: str, got: Tuple[str, Any], level: str, index, warn: bool,
-             by_id) -> None:
-        from mpiwrite.formats import isolated, runrows
-
-        try:
-            keys = None
-            if got[0] == "hit":
-                rec, keys = got[1]
-            elif level == "run":
-                rec = runrows.answered(path, got[1])
-                keys = runrows.keys_of(rec)
-            elif got[1]["ok"]:  # as the worker read it whole (never libhdf5 here)
-                rec = isolated.record_of(got[1], path)
-            else:
-                raise RecordError(str(got[1].get("error")))
-            if keys is None:
-                keys = run_keys(rec)
-            if got[0] != "hit" and level == "run" and index is not None:
-                index.put(os.path.abspath(path), rec.identity, rec, keys)
-        except RecordError as exc:
-            self._bad(path, str(exc), warn)
-            return
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-            self._bad(path, f"{path}: unusable record ({type(exc).__name__}: {exc})", warn)
+    def _add(self, got: Read, warn: bool, by_id) -> None:
+        path, rec, keys = got.ref, got.record, got.keys
+        if rec is None:
+            self._bad(path, got.error, warn)
             return
         old = by_id.get(rec.run_id)
         if old is not None:
@@ -144,7 +120,7 @@ class Store:
         if warn:
             sys.stderr.write(f"mpiwrite: skipped {printable(message)}\n")
 
-    def keys(self, rec: records.RunRecord) -> Dict[str, Any]:
+    def keys(self, rec: RunRecord) -> Dict[str, Any]:
         return self._keys[id(rec)]
 
     def select(self, flt: Optional[Dict[str, str]] = None, complete_only: bool = True):
@@ -170,7 +146,7 @@ class Store:
                 out[state] = out.get(state, 0) + 1
         return out
 
-    def find_run(self, ident: str) -> records.RunRecord:
+    def find_run(self, ident: str) -> RunRecord:
         for rid in self.conflicts:
             if rid == ident or rid.startswith(ident) or rid.endswith("-" + ident):
                 raise ConfigError(f"RUN: {self.conflict_text(rid)}")
@@ -191,7 +167,7 @@ COUNT_KEYS = ("nodes", "ranks", "ranks_per_node", "iterations")
 ON, OFF = {"on", "true", "yes", "1"}, {"off", "false", "no", "0"}
 
 
-def matches(rec: records.RunRecord, keys: Dict[str, Any], key: str, wanted: str) -> bool:
+def matches(rec: RunRecord, keys: Dict[str, Any], key: str, wanted: str) -> bool:
     """Whether a run's `key` is the filter value `wanted`, read as the key's type."""
     from mpiwrite.units import parse_size, parse_time
 
@@ -332,7 +308,7 @@ def cpu_seconds_per_GB(rows: np.ndarray) -> float:
     return float(cpu[measured].sum()) / nbytes * 1e9
 
 
-def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[float]:
+def _cpu_values(rec: RunRecord, its: np.ndarray, metric: str) -> List[float]:
     """Per good iteration: the busiest node's CPU busy percent, or CPU seconds per GB."""
     if metric == "client-cpu":
         if "node_cpu_busy_max" not in (its.dtype.names or ()):
@@ -347,7 +323,7 @@ def _cpu_values(rec: records.RunRecord, its: np.ndarray, metric: str) -> List[fl
 OK = int(Status.OK)  # an enum member looked up once, not per record
 
 
-def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[float]:
+def metric_values(rec: RunRecord, metric: str, warmup: int = 0) -> List[float]:
     """One value per good iteration of a run for the chosen metric, after leaving out the
     first `warmup` iterations of the run (whatever their status).  A record from before the
     figure existed gives none (never a 0).  Kept on the record: a report asks several
@@ -359,7 +335,7 @@ def metric_values(rec: records.RunRecord, metric: str, warmup: int = 0) -> List[
     return list(memo[key])
 
 
-def _metric_values(rec: records.RunRecord, metric: str, warmup: int) -> List[float]:
+def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:
     its = rec.iterations[(rec.iterations["status"] == OK)
                          & (rec.iterations["iteration"] >= warmup)]
     if metric == "per-node":
@@ -385,7 +361,7 @@ def _metric_values(rec: records.RunRecord, metric: str, warmup: int) -> List[flo
 UNITS = ("auto", "run", "iteration")
 
 
-def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) -> str:
+def resolve_unit(runs: Sequence[RunRecord], unit: str, warmup: int = 0) -> str:
     """The sample unit: `run` (one value per run, the mean of its iterations) or `iteration`.
     `auto` is `run` when some run has several good iterations after the warm-up (they are
     not independent samples), else `iteration` (then the two are the same)."""
@@ -398,7 +374,7 @@ def resolve_unit(runs: Sequence[records.RunRecord], unit: str, warmup: int = 0) 
     return "run" if several else "iteration"
 
 
-def sample_values(runs: Sequence[records.RunRecord], metric: str, unit: str,
+def sample_values(runs: Sequence[RunRecord], metric: str, unit: str,
                   warmup: int = 0, units: str = "MB") -> List[float]:
     """The samples of a set of runs: each good iteration (unit `iteration`) or each run's
     mean over its good iterations (unit `run`; a run with none gives no sample); rates in

@@ -97,15 +97,16 @@ class _RecordFinder:
     def get(self, run_id: str):
         if run_id in self.cache:
             return self.cache[run_id]
-        from mpiwrite.formats import isolated, records
+        from mpiwrite.records.h5 import record_path
+        from mpiwrite.records.store import FolderStore
 
         rec = None
         for p in self.paths:
-            path = p if not os.path.isdir(p) else records.record_path(p, run_id)
+            path = p if not os.path.isdir(p) else record_path(p, run_id)
             if not os.path.lexists(path):
                 continue
             try:
-                got = isolated.read_whole(path)  # libhdf5 on it in a child first
+                got = FolderStore().whole(path)  # libhdf5 on it in a child only
             except RecordError as exc:
                 sys.stderr.write(f"mpiwrite: warning: {printable(exc)}\n")
                 continue
@@ -280,9 +281,9 @@ def show(run, where, iteration, by, skip_bad):
                               "FOLDER")
         rec = store.runs[0]
     elif os.path.lexists(run):
-        from mpiwrite.formats import isolated
+        from mpiwrite.records.store import FolderStore
 
-        rec = isolated.read_whole(run)  # RecordError: named, exit 1 (libhdf5 in a child first)
+        rec = FolderStore().whole(run)  # RecordError: named, exit 1 (libhdf5 in a child only)
     else:
         _missing_in(where, f"RUN: {run!r} is not a file")
         store, code = _store(where, skip_bad, "--in")

@@ -60,13 +60,13 @@ def _one_run(path, where, sampling, fmt):
     """`explain RECORD`: the ranks of one run (answers/explain_run.py)."""
     from mpiwrite.answers.explain_run import explain_run
     from mpiwrite.answers.explain_text import format_explain
-    from mpiwrite.formats import isolated
+    from mpiwrite.records.store import FolderStore
 
     if where:
         raise ConfigError("--where: selects runs; PATHS is one record, whose ranks are "
                           "explained (give a folder to select runs in it)")
     # read whole in a worker (never by libhdf5 in this process): RecordError, named, exit 1
-    rec = isolated.read_whole(path)
+    rec = FolderStore().whole(path)
     try:
         doc = explain_run(rec, sampling)
     except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -43,8 +43,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     claims (cut short, another tool's, errors printed into it) is refused with one line and
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a
     warning when what remains is whole. See docs/import.md."""
-    from mpiwrite.formats import records
     from mpiwrite.importers.base import build, parse_facts, read_node_facts, run_id
+    from mpiwrite.records import h5 as records
+    from mpiwrite.records.store import FolderStore
     from mpiwrite.run.config import parse_tags
 
     tag_map = parse_tags(tags)
@@ -73,7 +74,7 @@ def import_(files, results, tags, facts, node_facts, tool, command):
                 rec = build(test, src, tag_map, fact_map, node=node)
                 name = records.record_path("", rec.run_id)
                 try:
-                    created = records.write_exclusive(rec, folder, name)
+                    created = FolderStore().put_new(rec, folder, name)
                 except OSError as exc:
                     raise RunError(f"{os.path.join(results, name)}: cannot write: "
                                    f"{why(exc)}") from None
@@ -94,9 +95,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
 
 
 def _open_results(results: str):
-    """The results folder, opened (records.open_results); exit 2 when the name is not a folder
+    """The results folder, opened (records/h5.open_results); exit 2 when the name is not a folder
     (a file, a FIFO, a dangling symlink) or is another user's symlink (docs/security.md)."""
-    from mpiwrite.formats import records
+    from mpiwrite.records import h5 as records
 
     shown = printable(repr(results))
     try:

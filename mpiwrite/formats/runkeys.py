@@ -1,6 +1,6 @@
 """The keys a run can be grouped and filtered by: built-in keys, every node fact, then tags.
 
-Derived from a record's run-level part, where it is read: in a worker of formats/isolated.py
+Derived from a record's run-level part, where it is read: in a worker of records/sandbox.py
 for a record read cold (its answer carries them), in the command for a whole record.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
-from mpiwrite.formats import records
 from mpiwrite.units import format_size
 
 # Keys an imported record states itself (what params cannot say: "unknown"); its importer
@@ -17,7 +16,8 @@ from mpiwrite.units import format_size
 IMPORT_DECIDED = ("fsync", "direct", "layout", "engine", "block_size")
 
 
-def run_keys(rec: records.RunRecord) -> Dict[str, Any]:
+def run_keys(rec: Any) -> Dict[str, Any]:
+    # rec: a records.model.RunRecord (not imported: formats/ does not import records/)
     """The keys a run can be grouped and filtered by (built-in keys, then user tags)."""
     p = rec.params()
     stored = rec.keys()  # `client` derived there for old records

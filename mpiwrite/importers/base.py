@@ -177,7 +177,7 @@ def read_node_facts(path: str) -> Dict[str, Any]:
     """A node's facts from `mpiwrite env --json` (taken on the client that ran the tool):
     checked as a record's node is; ConfigError naming the file otherwise."""
     from mpiwrite.errors import RecordError
-    from mpiwrite.formats.recordcheck import Checker
+    from mpiwrite.records.check import Checker
 
     try:
         data = files.read_regular(path, MAX_NODE_FACTS_BYTES)
@@ -264,7 +264,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     (read_node_facts), its one node row."""
     import time
 
-    from mpiwrite.formats.records import RunRecord
+    from mpiwrite.records.model import RunRecord
 
     stated_unknown = [k for k in FACT_KEYS if k not in facts and node is None
                       and test.keys.get(k, UNKNOWN) == UNKNOWN]

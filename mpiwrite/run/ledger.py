@@ -83,7 +83,7 @@ class Ledger:
         self.json_folder = check_json_destination(self.cfg.json_path)
         if self.cfg.results is None:
             return
-        from mpiwrite.formats.records import open_results, record_path
+        from mpiwrite.records.h5 import open_results, record_path
 
         try:
             self.results = open_results(self.cfg.results)
@@ -130,7 +130,7 @@ class Ledger:
         rather than write into a removed folder."""
         if self.results is None or not self.results.gone():
             return
-        from mpiwrite.formats.records import open_results
+        from mpiwrite.records.h5 import open_results
 
         self.results.close()
         self.results = open_results(self.cfg.results)
@@ -350,9 +350,9 @@ class Ledger:
         return out
 
     def build(self, status: RunStatus, error: str = ""):
-        from mpiwrite.formats import records
+        from mpiwrite.records.model import RunRecord
 
-        return records.RunRecord(
+        return RunRecord(
             attrs=self.attrs(status, error),
             ranks=np.concatenate(self.rank_rows) if self.rank_rows else
             np.zeros(0, summary.RANK_DTYPE),
@@ -369,7 +369,7 @@ class Ledger:
         a saved record (with a warning), not "record not saved"."""
         if self.record_file is None:
             return
-        from mpiwrite.formats import records
+        from mpiwrite.records import h5
 
         self._results_moved()
         began = time.monotonic()
@@ -377,7 +377,7 @@ class Ledger:
             for again in (False, True):
                 try:
                     self._results_made_again()
-                    records.write(self.build(status, error), self.record_file, self.results)
+                    h5.write(self.build(status, error), self.record_file, self.results)
                     break
                 except FileNotFoundError:
                     if again or self.results is None or not self.results.gone():

@@ -8,9 +8,10 @@ only if `mpiwrite run` made it (not an import, whose tags are whatever its maker
 this study's name and fingerprint, in its newest generation (`study_generation`: each `--new`
 starts one), complete, and its run parameters are the point's.
 
-The records are other people's files too: they are read only through the worker processes of
-formats/isolated.py, never by libhdf5 in the rank that runs the study (a damaged record can
-crash or hang libhdf5); one that cannot be read is named and not counted.
+The records are other people's files too: they are read only through a record store
+(records/store.py), whose sandbox reads them in worker processes, never by libhdf5 in the rank
+that runs the study (a damaged record can crash or hang libhdf5); one that cannot be read is
+named and not counted.
 """
 
 from __future__ import annotations
@@ -120,30 +121,17 @@ def _warn(text: str) -> None:
 
 def read_records(results: str, warn=_warn) -> List[Any]:
     """The run-level part of every record in `results` (not in sub-folders), each read by a
-    worker process (formats/isolated.py); one that cannot be read is named in a warning."""
-    from mpiwrite.errors import RecordError
-    from mpiwrite.formats import isolated, names, runrows
+    worker process of the store's own (ended here: this is rank 0 of an MPI job); one that
+    cannot be read is named in a warning."""
+    from mpiwrite.records.store import FolderStore
 
-    try:
-        listing = sorted(os.listdir(results))
-    except FileNotFoundError:
-        return []
-    paths = [os.path.join(results, n) for n in listing if names.looks_like_record(n)]
     out: List[Any] = []
-    if not paths:
-        return out
-    pool = isolated.Pool()
-    try:
-        for path, got in zip(paths, pool.imap([("runlevel", p) for p in paths])):
-            try:
-                out.append(runrows.answered(path, got))
-            except RecordError as exc:
-                warn(f"skipped {exc} (not counted as a run of the study)")
-            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-                warn(f"skipped {path}: unusable record ({type(exc).__name__}) (not counted "
-                     "as a run of the study)")
-    finally:
-        pool.close()
+    with FolderStore(cache=False, own_pool=True) as store:
+        for got in store.runlevel(store.in_folder(results)):
+            if got.record is not None:
+                out.append(got.record)
+            else:
+                warn(f"skipped {got.error} (not counted as a run of the study)")
     return out
 
 

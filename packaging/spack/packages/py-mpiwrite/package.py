@@ -40,5 +40,5 @@ class PyMpiwrite(PythonPackage):  # noqa: F405
     depends_on("py-pandas@1.3:", type=("build", "run"), when="+pandas")  # noqa: F405
 
     # Importing these starts no MPI (mpi4py.MPI is imported only by `mpiwrite run`).
-    import_modules = ["mpiwrite", "mpiwrite.cli.main", "mpiwrite.formats.records",
+    import_modules = ["mpiwrite", "mpiwrite.cli.main", "mpiwrite.records.h5",
                       "mpiwrite.cli.jobscript"]

@@ -1,8 +1,8 @@
 """HDF5 objects of an untrusted record read through h5py's low-level API, fast: memory types
 made once, each table's type looked at once per distinct type, no h5py object made that is
 not needed (docs/history.md: a cold report reads thousands of records this way, in a
-worker of formats/isolated.py).  The checks are recordcheck.Checker's; what is read is
-runlevel.extract's choice.
+worker of records/sandbox.py).  The checks are recordcheck.Checker's; what is read is
+runlevel._extract's choice.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.formats import recordcheck, records
+from mpiwrite.records import check as recordcheck
+from mpiwrite.records import h5 as records
 
 _TYPES: Dict[Any, Any] = {}
 _MEMBERS: Dict[bytes, Dict[str, str]] = {}
@@ -80,14 +81,14 @@ MAX_ATTR_VALUES = 100_000
 
 
 def _text(v: Any) -> Any:
-    """Text as h5py's own reading decodes it (records.read): bytes that are not UTF-8 kept
+    """Text as h5py's own reading decodes it (h5._read): bytes that are not UTF-8 kept
     as surrogates, which the checks of text then refuse or escape."""
     return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
 
 
 def listed(name: str, value: Any) -> Any:
     """An array (or compound) attribute as JSON values, as a site adds one with h5py
-    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  records.read
+    (`h5.attrs["tickets"] = [101, 102]`): lists, text as h5py decodes it.  h5._read
     keeps such an attribute as it is; the run-level part must be JSON, and must not refuse
     a record that `show` reads."""
     if isinstance(value, np.ndarray):

@@ -3,7 +3,7 @@
 A row is keyed by the record's absolute path and says which file it was read from: device,
 inode, size, mtime and ctime in nanoseconds.  A row is used only when the file at that path
 still has all five.  A row holds what a record read from disk gave once it had passed every
-check (formats/runlevel.build) and its run keys, sealed with an HMAC (SHA-256) over the path,
+check (records/runlevel.build) and its run keys, sealed with an HMAC (SHA-256) over the path,
 the five, the reader version and the row, under a random key kept in a 0600 file beside the
 index: a row that was damaged, edited or moved to another path does not verify and is not
 used (the record is read again), so the index is never trusted; a row that verifies is used
@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from mpiwrite import SCHEMA_VERSION, __version__, files
 from mpiwrite.errors import ConfigError
-from mpiwrite.formats import isolated, runlevel, runrows
+from mpiwrite.records import runlevel, runrows, sandbox
 from mpiwrite.text import printable
 
 ENV = "MPIWRITE_CACHE"
@@ -398,16 +398,15 @@ class Index:
 
 def _text(value: Any) -> Optional[str]:
     """JSON text of value if it reads back exactly (runlevel.json_text), else None."""
-    return isolated.json_text(value)
+    return sandbox.json_text(value)
 
 
-def lookup(paths: List[str], level: str, index: Optional[Index]) -> Iterator[Tuple[str, Any]]:
+def lookup(paths: List[str], level: str, index: Optional[Index],
+           pool: Any = None) -> Iterator[Tuple[str, Any]]:
     """Per path, in order: ("hit", (record, keys)) from the index, or ("answer", a worker's
     answer): libhdf5 reads a record that is not served from the index only in a child
-    process first (formats/isolated.py), several records at once, while the caller works on
+    process first (records/sandbox.py), several records at once, while the caller works on
     the answers already in."""
-    from mpiwrite.formats import isolated
-
     hits: List[Any] = []
     for path in paths:
         got = None
@@ -421,7 +420,7 @@ def lookup(paths: List[str], level: str, index: Optional[Index]) -> Iterator[Tup
         hits.append(got)
     op = "runlevel" if level == "run" else "whole"
     ask = [(op, p) for p, got in zip(paths, hits) if got is None]
-    answers = isolated.pool().imap(ask) if ask else iter(())
+    answers = (pool or sandbox.pool()).imap(ask) if ask else iter(())
     for got in hits:
         yield ("hit", got) if got is not None else ("answer", next(answers))
 

@@ -1,8 +1,9 @@
-"""A worker of formats/isolated.py: reads records as it is asked, answers in JSON.
+"""A worker of records/sandbox.py: reads records as it is asked, answers in JSON.
 
-Run as `python -m mpiwrite.formats.worker`: one JSON request a line on stdin ({"op":
+Run as `python -m mpiwrite.records.worker`: one JSON request a line on stdin ({"op":
 "runlevel"|"whole", "path": ...}), one JSON answer a line on stdout.  No core files; the
-address space bounded; SIGINT left to the parent (its end is ours: stdin closes).
+address space bounded; SIGINT left to the parent (its end is ours: stdin closes).  The one
+caller of the HDF5 read (h5._read, runlevel._read_material): tests/test_house.py.
 """
 
 from __future__ import annotations
@@ -12,31 +13,31 @@ import signal
 import sys
 from typing import Any, Dict
 
-from mpiwrite.formats import isolated
-from mpiwrite.formats.isolated import MEMORY_BYTES, b64
+from mpiwrite.records import sandbox
+from mpiwrite.records.sandbox import MEMORY_BYTES, b64
 
 
 def _serve_one(op: str, path: str) -> Dict[str, Any]:
-    from mpiwrite.formats import records, runlevel, runrows
     from mpiwrite.formats.runkeys import run_keys
+    from mpiwrite.records import h5, runlevel, runrows
 
     if op == "whole":
-        rec = records.read(path)
+        rec = h5._read(path)
         return {"ok": True, "ident": list(getattr(rec, "identity", ()) or ()),
-                "record": isolated.pack_record(rec)}
-    material, ident = runlevel.read_material(path)
+                "record": sandbox.pack_record(rec)}
+    material, ident = runlevel._read_material(path)
     if material is None:  # too large for an image: read whole here, sent whole
-        rec = records.read(path, expect=ident)
+        rec = h5._read(path, expect=ident)
         return {"ok": True, "whole": True, "ident": list(ident),
-                "record": isolated.pack_record(rec)}
+                "record": sandbox.pack_record(rec)}
     # the whole record read and checked first, as `show` reads it: a record that cannot be
     # read whole is not a good run anywhere (a bit-flipped table the run-level part does not
     # read once made `report` count a run that `show` refused)
-    records.read(path, expect=ident)
+    h5._read(path, expect=ident)
     rec = runlevel.build(path, material, ident)  # every value checked here
     doc = runrows.doc_of(rec)
-    text = isolated.json_text(doc)  # None: it does not read back exactly, so not kept
-    keys = isolated.json_text(run_keys(rec))  # derived here, where the cores are
+    text = sandbox.json_text(doc)  # None: it does not read back exactly, so not kept
+    keys = sandbox.json_text(run_keys(rec))  # derived here, where the cores are
     return {"ok": True, "ident": list(ident), "doc": text or json.dumps(doc),
             "keep": text is not None, "keys": keys, "its": b64(rec.iterations.tobytes()),
             "stats": b64(rec.rank_stats.tobytes())}
@@ -51,7 +52,8 @@ def serve() -> None:
     import h5py  # noqa: F401 - loaded before the address space is bounded
 
     from mpiwrite.errors import RecordError
-    from mpiwrite.formats import records, runkeys, runlevel  # noqa: F401
+    from mpiwrite.formats import runkeys  # noqa: F401
+    from mpiwrite.records import h5, runlevel  # noqa: F401
 
     try:
         from mpiwrite.facts.host import address_space

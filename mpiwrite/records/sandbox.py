@@ -6,11 +6,11 @@ report down with it.  So a record that is not served from the index is first rea
 worker: a long-lived child process (as many as cores, at most MAX_WORKERS) that reads
 records as it is asked and answers with plain JSON, never pickle:
 
-  `runlevel`  the record's run-level material (runlevel.extract), which the parent checks
+  `runlevel`  the record's run-level material (runlevel._extract), which the parent checks
               again (runlevel.build) as it checks a row of the index: the child is not trusted
-  `whole`     the record read whole and checked (records.read): the parent then reads the
-              same file itself, if it is still the one the child read (device, inode, size,
-              mtime, ctime): libhdf5 runs in the parent only on bytes it ran on in a child
+  `whole`     the record read whole and checked (h5._read), sent pickled (record_of):
+              libhdf5 never runs on a record in the parent (the one exception to "never
+              pickle": the child is this program, docs/security.md)
 
 A worker that dies on a record (a signal, or any end without an answer), or that gives no
 answer for HANG_SECONDS (libhdf5 loops forever on some damaged records), is ended and started
@@ -91,7 +91,7 @@ class _Worker:
         top = os.path.dirname(os.path.dirname(os.path.abspath(mpiwrite.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.formats.worker"],
+            self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.records.worker"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, env=env, close_fds=True)
         except OSError as exc:
@@ -288,7 +288,7 @@ def unb64(text: Any) -> bytes:
 
 
 def read_whole(path: str):
-    """The record at `path` as a worker read and checked it whole (records.read there)."""
+    """The record at `path` as a worker read and checked it whole (h5._read there)."""
     from mpiwrite.errors import RecordError
 
     got = pool().run([("whole", path)])[0]
@@ -313,7 +313,7 @@ def record_of(got: Dict[str, Any], path: str):
     import pickle
 
     from mpiwrite.errors import RecordError
-    from mpiwrite.formats import records
+    from mpiwrite.records.model import RunRecord
 
     ident = _ident(got)
     try:
@@ -321,7 +321,7 @@ def record_of(got: Dict[str, Any], path: str):
     except (KeyError, ValueError, TypeError, pickle.UnpicklingError, EOFError) as exc:
         raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") \
             from None
-    if not isinstance(rec, records.RunRecord):
+    if not isinstance(rec, RunRecord):
         raise RecordError(f"{path}: the record reader's answer is not a record")
     rec.path, rec.identity = path, ident  # the file the worker read, as it answered
     return rec

@@ -1,4 +1,4 @@
-"""The HDF5 record of one run: writing (rank 0 only), reading, and checking the schema.
+"""The record's HDF5 form: writing (rank 0's ledger, `import`) and the private read.
 
 A record is built in memory, written to a temporary name in the results folder (created with
 O_EXCL|O_NOFOLLOW), fsync'd and renamed into place, so a reader sees either the previous
@@ -6,22 +6,24 @@ complete version or the new one, never half a file; a full disk is an OSError, n
 run rewrites its record after every iteration with status "running", and sets the final status
 ("complete", "failed", "interrupted", "timeout") at the end: a record whose status is not
 "complete" is never mistaken for a good one.  Schema: docs/record-schema.md.
+
+Reading (`_read`) runs libhdf5 on a file that may be crafted: only the sandbox's worker
+process calls it (records/worker.py; tests/test_house.py reads the calls from the AST).
+Everything else asks a record store (records/store.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import os
-import re
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from mpiwrite import SCHEMA_VERSION, __version__, files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import names, recordcheck
+from mpiwrite.formats import names
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -30,6 +32,8 @@ from mpiwrite.formats.summary import (
     RANK_DTYPE,
     SAMPLE_DTYPE,
 )
+from mpiwrite.records import check as recordcheck
+from mpiwrite.records.model import RunRecord
 
 FORMAT = "mpiwrite-run"
 SUFFIX = names.RECORD_SUFFIX
@@ -43,91 +47,6 @@ COUNTER_FIELDS = (("iteration", "<i4"), ("node", "<i4"), ("write_bytes", "<i8"),
 LAYOUT_FIELDS = (("iteration", "<i4"), ("rank", "<i4"), ("stripe_count", "<i4"),
                  ("stripe_size", "<i8"), ("first_ost", "<i4"))
 COMPRESS_ROWS = 4096  # tables longer than this are chunked and compressed
-
-
-@dataclasses.dataclass
-class RunRecord:
-    attrs: Dict[str, Any]
-    ranks: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, RANK_DTYPE))
-    iterations: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, ITER_DTYPE))
-    samples: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, SAMPLE_DTYPE))
-    nodes: List[Dict[str, Any]] = dataclasses.field(default_factory=list)  # facts per node
-    node_clock: Optional[np.ndarray] = None  # (nnodes, 2) offset, uncertainty (last iteration)
-    errors: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    path: str = ""
-    # {"iteration", "node", "delta": lustre_counters.counter_delta(...)} per node and iteration
-    client_counters: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    # {"iteration", "rank", "layout": lustre_layout.rank_layout(path)} per rank (where known)
-    layouts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    # per node and iteration: {"histograms": {"write": {bucket: n}, "fsync": {...}, ...}}
-    latency: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-
-    @property
-    def run_id(self) -> str:
-        return str(self.attrs.get("run_id", ""))
-
-    @property
-    def status(self) -> str:
-        return str(self.attrs.get("status", ""))
-
-    def _json(self, name: str, default: Any) -> Any:
-        """An attribute holding JSON: parsed already (read() checks it) or JSON text."""
-        value = self.attrs.get(name)
-        if value is None:
-            return default
-        return json.loads(value) if isinstance(value, (str, bytes)) else value
-
-    def params(self) -> Dict[str, Any]:
-        return self._json("params", {})
-
-    def tags(self) -> Dict[str, str]:
-        return self._json("tags", {})
-
-    def processes(self) -> List[Dict[str, Any]]:
-        """Per node, the process that identifies the run there: {host, pid, start_ticks,
-        boot_id, job?, lock?}; entries of the wrong shape are left out (records from before the
-        attribute have none)."""
-        out = []
-        for p in self._json("processes", []) or []:
-            if not isinstance(p, dict):
-                continue
-            host, pid, start = p.get("host"), p.get("pid"), p.get("start_ticks")
-            if not (isinstance(host, str) and type(pid) is int and type(start) is int
-                    and 0 < pid < 2**31 and isinstance(p.get("boot_id", ""), str)):
-                continue
-            one = {"host": host[:256], "pid": pid, "start_ticks": start,
-                   "boot_id": str(p.get("boot_id", ""))[:64]}
-            job = p.get("job")
-            if isinstance(job, dict) and isinstance(job.get("id"), str) \
-                    and isinstance(job.get("scheduler"), str):
-                one["job"] = {"scheduler": job["scheduler"][:16], "id": job["id"][:64]}
-            if isinstance(p.get("lock"), str) and p["lock"].startswith("/"):
-                one["lock"] = p["lock"][:4096]  # the lock file of its proof of life
-            out.append(one)
-        return out
-
-    def keys(self) -> Dict[str, Any]:
-        """The run keys; `client`, absent from records written before it, is derived from
-        the nodes' facts (their Lustre version and fstype): docs/record-schema.md."""
-        keys = self._json("keys", {})
-        if isinstance(keys, dict) and "client" not in keys:
-            keys = dict(keys)
-            from mpiwrite.clients.registry import legacy_client
-            from mpiwrite.facts.nodeinfo import client_of
-
-            values = {client_of(n) for n in self.nodes} if self.nodes else \
-                {legacy_client(keys)}
-            keys["client"] = values.pop() if len(values) == 1 else "mixed"
-        return keys
-
-    def warnings(self) -> List[str]:
-        return self._json("warnings", [])
-
-    def imported(self) -> Dict[str, Any]:
-        """For a record imported from another tool's output (importers/base.py): the tool,
-        file, sha256, exact/derived/unknown figures; {} for mpiwrite's own runs."""
-        value = self._json("imported", {})
-        return value if isinstance(value, dict) else {}
 
 
 def record_path(results: str, run_id: str) -> str:
@@ -298,14 +217,6 @@ def write_exclusive(rec: RunRecord, folder: files.Folder, name: str) -> bool:
     return created
 
 
-def leftovers(folder: str, names: List[str]) -> List[str]:
-    """Temporary records (of this folder's listing) that a killed run left behind."""
-    return [os.path.join(folder, n) for n in sorted(names) if TMP_NAME.match(n)]
-
-
-TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?\Z")
-
-
 def _text(v) -> Any:
     return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
 
@@ -316,13 +227,13 @@ ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host
              "mpi_library", "mpiwrite_version")
 
 
-def read(path: str, expect: Optional[tuple] = None) -> RunRecord:
+def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:
     """Read and check a record; RecordError (naming the file and what is wrong) otherwise.
 
     Only a regular file is opened (a FIFO or device is refused at once, without blocking);
-    everything is checked before use (recordcheck.py).  The record's `identity` is the file's
+    everything is checked before use (check.py).  The record's `identity` is the file's
     (device, inode, size, mtime, ctime in ns); with `expect`, a file that no longer has it is
-    refused before libhdf5 sees it (formats/isolated.py)."""
+    refused before libhdf5 sees it (records/sandbox.py)."""
     import h5py
 
     try:
@@ -341,7 +252,7 @@ def read(path: str, expect: Optional[tuple] = None) -> RunRecord:
         except (OSError, ValueError) as exc:
             raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
         with h5:
-            rec = _read(h5, path)
+            rec = _from_h5(h5, path)
             rec.identity = ident
             return rec
     except RecordError:
@@ -394,7 +305,7 @@ def check_attrs(ck: recordcheck.Checker, attrs: Dict[str, Any]):
 REQUIRED = ("ranks", "iterations", "samples", "nodes", "nodes_raw", "errors")
 
 
-def _read(h5, path: str) -> RunRecord:
+def _from_h5(h5, path: str) -> RunRecord:
     import h5py
 
     ck = recordcheck.Checker(path)

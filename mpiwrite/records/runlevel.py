@@ -8,10 +8,11 @@ read and checked, layouts and latency histograms are not read: a `RunLevel` reco
 whole record when one of them is asked for, and refuses if the file changed since
 (docs/history.md).
 
-Reading is split in two so that rows of the index (answers/index.py) are as untrusted as
-files: `extract` reads a file into plain material (HDF5-level checks: links, storage,
+Reading is split in two so that rows of the index (records/index.py) are as untrusted as
+files: `_extract` reads a file into plain material (HDF5-level checks: links, storage,
 shapes and field types before any data), `build` checks every value of that material with
-the same checks as records.read and makes the record.  Files are read through a
+the same checks as h5._read and makes the record.  Reading a file is private to the
+sandbox's worker (records/worker.py).  Files are read through a
 descriptor (regular files only, never blocking) into memory and opened as an HDF5 file
 image with h5py's low-level API and memory types made once: the high-level API translates
 every table's type on every open, which was most of a report's time (issue 20).
@@ -27,17 +28,6 @@ import numpy as np
 
 from mpiwrite import files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import isolated, recordcheck, records
-from mpiwrite.formats.h5read import (
-    ck_rows,
-    dataset,
-    links_of,
-    members,
-    mtype,
-    node_type,
-    root_attrs,
-    table,
-)
 from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
@@ -47,9 +37,22 @@ from mpiwrite.formats.summary import (
     RANK_DTYPE,
     SAMPLE_DTYPE,
 )
+from mpiwrite.records import check as recordcheck
+from mpiwrite.records import h5, sandbox
+from mpiwrite.records.h5read import (
+    ck_rows,
+    dataset,
+    links_of,
+    members,
+    mtype,
+    node_type,
+    root_attrs,
+    table,
+)
+from mpiwrite.records.model import RunRecord
 from mpiwrite.units import MiB
 
-IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (records.read)
+IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (h5._read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
                         ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
@@ -104,28 +107,26 @@ def pooled(stats: List[np.ndarray], read: bool = False) -> Tuple[int, float, flo
     return n, mean, (m2 / (n - 1)) ** 0.5 if n > 1 else float("nan")
 
 
-class RunLevel(records.RunRecord):
+class RunLevel(RunRecord):
     """A record of which only the run-level part was read; the rest is read on first use."""
 
     def __init__(self, attrs, iterations, nodes, node_clock, path, ident, stats, counters):
         self.attrs, self.iterations, self.nodes = attrs, iterations, nodes
         self.node_clock, self.path, self.identity = node_clock, path, ident
         self.rank_stats, self.client_counters = stats, counters
-        self._whole: Optional[records.RunRecord] = None
+        self._whole: Optional[RunRecord] = None
 
     def __repr__(self) -> str:
         return f"RunLevel({self.path!r}, run_id={self.run_id!r})"
 
-    def whole(self) -> records.RunRecord:
+    def whole(self) -> RunRecord:
         """The whole record, read now; RecordError if the file is no longer the one read."""
         if self._whole is None:
             try:
                 before = identity(os.stat(self.path))
             except OSError as exc:
                 raise RecordError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-            from mpiwrite.formats import isolated
-
-            rec = isolated.read_whole(self.path)
+            rec = sandbox.read_whole(self.path)
             if before != self.identity or rec.run_id != self.run_id:
                 raise RecordError(f"{self.path}: changed since it was read; run the command "
                                   "again")
@@ -139,24 +140,25 @@ class RunLevel(records.RunRecord):
     latency = property(lambda self: self.whole().latency)
 
 
-def stats_of(rec: records.RunRecord) -> np.ndarray:
+def stats_of(rec: RunRecord) -> np.ndarray:
     """A record's per-iteration rank statistics (read or computed from its ranks)."""
     got = getattr(rec, "rank_stats", None)
     return got if got is not None else rank_stats(rec.ranks, rec.iterations)
 
 
 # -- reading a file ---------------------------------------------------------------------------
-def read(path: str):
-    """(record, material, identity) of the file at path; RecordError naming what is wrong."""
-    material, ident = read_material(path)
+def _read(path: str):
+    """(record, material, identity) of the file at path; RecordError naming what is wrong
+    (in this process: for the worker, and tests of the reader)."""
+    material, ident = _read_material(path)
     if material is None:
-        return _whole_file(path, ident)
+        return _whole_file(path, ident, h5._read(path, expect=ident)), None, ident
     return build(path, material, ident), material, ident
 
 
-def read_material(path: str):
+def _read_material(path: str):
     """(material, identity) of the file at path, after the HDF5-level checks only (what a
-    worker of formats/isolated.py does; the values are checked by `build`); material None
+    worker of records/sandbox.py does; the values are checked by `build`); material None
     for a record too large to be read as an image."""
     try:
         fd = files.open_regular(path)
@@ -177,7 +179,7 @@ def read_material(path: str):
     finally:
         os.close(fd)
     try:
-        material = extract(path, b"".join(chunks))
+        material = _extract(path, b"".join(chunks))
     except RecordError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
@@ -185,15 +187,15 @@ def read_material(path: str):
     return material, identity(st)
 
 
-def _whole_file(path: str, ident: Tuple[int, ...], reader=None) -> tuple:
-    rec = (reader or (lambda p: records.read(p, expect=ident)))(path)
+def _whole_file(path: str, ident: Tuple[int, ...], rec: RunRecord) -> RunLevel:
+    """The run-level record of a whole record (one too large to be read as an image)."""
     lvl = RunLevel(rec.attrs, rec.iterations, rec.nodes, rec.node_clock, path, ident,
                    rank_stats(rec.ranks, rec.iterations), rec.client_counters)
     lvl._whole = rec
-    return lvl, None, ident  # no material: not read as an image
+    return lvl
 
 
-def extract(path: str, data: bytes) -> Dict[str, Any]:
+def _extract(path: str, data: bytes) -> Dict[str, Any]:
     """The run-level material of a record's bytes, after the HDF5-level checks."""
     import h5py
 
@@ -205,10 +207,10 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
     root = h5py.h5g.open(fid, b"/")
     attrs = root_attrs(root)
     material: Dict[str, Any] = {"attrs": dict(attrs)}
-    nranks, nnodes = records.check_attrs(ck, attrs)
+    nranks, nnodes = h5.check_attrs(ck, attrs)
     material["checked"] = (attrs, nranks, nnodes)  # build's own check of them, made here
     links = links_of(root)
-    for name in records.REQUIRED:
+    for name in h5.REQUIRED:
         kind = links.get(name)
         if kind is None:
             raise RecordError(f"{path}: {name}: missing")
@@ -230,7 +232,7 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
     nodes = np.empty(n, ndt)
     if n:
         d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, nmt)
-    facts = [records._text(v) for v in nodes["facts_json"]]
+    facts = [h5._text(v) for v in nodes["facts_json"]]
     if len(ranks):
         if not n:
             raise RecordError(f"{path}: nodes: empty, but the ranks table has rows")
@@ -243,8 +245,8 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
     _unread(ck, root, per_rank, n)
     counters: List[Dict[str, Any]] = []
     if "client_counters" in links:
-        with h5py.File(fid) as h5:  # rare (Lustre, NFS, ceph clients): the checked reader
-            counters = ck.optional_rows(h5, "client_counters",
+        with h5py.File(fid) as f:  # rare (Lustre, NFS, ceph clients): the checked reader
+            counters = ck.optional_rows(f, "client_counters",
                                         {"node": n, "iteration": len(its) + 1},
                                         "counters_json", (len(its) + 1) * max(n, 1))
     material.update(iterations=its, nodes=facts,
@@ -257,7 +259,7 @@ def extract(path: str, data: bytes) -> Dict[str, Any]:
 
 
 def _unread(ck, root, per_rank: int, nnodes: int) -> None:
-    """The tables a report does not use, checked as records.read checks them but for the
+    """The tables a report does not use, checked as h5._read checks them but for the
     data of the two large ones: samples (storage, fields, rows bounded: metadata only),
     nodes_raw (storage, strings, rows), errors (a few strings, read and checked)."""
     import h5py
@@ -284,18 +286,18 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
 
 # -- checking material (from a file or from the index) ----------------------------------------
 def build(path: str, m: Dict[str, Any], ident) -> RunLevel:
-    """The record from run-level material, every value checked as records.read checks it."""
+    """The record from run-level material, every value checked as h5._read checks it."""
     ck = recordcheck.Checker(path)
     attrs = dict(m["attrs"])
     if not all(isinstance(v, (str, int, float, type(None))) or (isinstance(v, list) and
-                                                              isolated.plain(v))
+                                                              sandbox.plain(v))
                for v in attrs.values()):
         raise ck.fail("attributes", "a value is neither text, a number nor a list of them")
-    checked = m.get("checked")  # extract checked these very attributes: not twice
+    checked = m.get("checked")  # _extract checked these very attributes: not twice
     if checked is not None:
         attrs, nranks, nnodes = dict(checked[0]), checked[1], checked[2]
     else:
-        nranks, nnodes = records.check_attrs(ck, attrs)
+        nranks, nnodes = h5.check_attrs(ck, attrs)
     its = m["iterations"]
     if not isinstance(its, np.ndarray) or its.dtype != ITER_DTYPE or its.ndim != 1:
         raise ck.fail("iterations", "not the iterations table")

@@ -1,5 +1,5 @@
 """A record's run-level part as plain JSON and bytes: the form of the index's rows and of
-the workers' answers (formats/isolated.py), and the records made from it with checks of
+the workers' answers (records/sandbox.py), and the records made from it with checks of
 types only (the values were checked by runlevel.build where the part was read)."""
 
 from __future__ import annotations
@@ -10,24 +10,24 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import records
-from mpiwrite.formats.runlevel import ITER_DTYPE, RSTAT_DTYPE, RunLevel, _whole_file
+from mpiwrite.records.model import RunRecord
+from mpiwrite.records.runlevel import ITER_DTYPE, RSTAT_DTYPE, RunLevel, _whole_file
 
 
 def answered(path: str, got: Dict[str, Any]) -> RunLevel:
-    """The record from a worker's answer (formats/isolated.py): the worker read the file and
+    """The record from a worker's answer (records/sandbox.py): the worker read the file and
     checked every value (`build`); here the answer's types are checked, as an index row's."""
-    from mpiwrite.formats import isolated
+    from mpiwrite.records import sandbox
 
     if not got.get("ok"):
         raise RecordError(str(got.get("error")))
-    ident = isolated._ident(got)
+    ident = sandbox._ident(got)
     if got.get("whole"):  # too large for an image: the worker read it whole, as here
-        return _whole_file(path, ident, reader=lambda p: isolated.record_of(got, p))[0]
+        return _whole_file(path, ident, sandbox.record_of(got, path))
     try:
         doc = got["doc"]
-        rec = from_doc(path, ident, json.loads(doc), isolated.unb64(got["its"]),
-                       isolated.unb64(got["stats"]))
+        rec = from_doc(path, ident, json.loads(doc), sandbox.unb64(got["its"]),
+                       sandbox.unb64(got["stats"]))
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"{path}: the record reader's answer is not usable ({exc})") from None
     rec.row_text = doc if got.get("keep") else None
@@ -85,7 +85,7 @@ def from_doc(shown: str, ident, d: Any, its: bytes, stats: bytes) -> RunLevel:
     return RunLevel(attrs, iterations, nodes, clock, shown, ident, rstats, counters)
 
 
-def head_of(rec: records.RunRecord) -> list:
+def head_of(rec: RunRecord) -> list:
     """What a report asks of every record besides its keys and tables: run id, status and
     start time, as the record's properties give them."""
     return [rec.run_id, rec.status, str(rec.attrs.get("start_time"))]

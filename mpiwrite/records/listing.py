@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import stat
 from typing import Iterable, List, Optional, Tuple
 
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import records
+from mpiwrite.formats.names import RECORD_SUFFIX
 from mpiwrite.text import printable
+
+TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?\Z")  # records/h5.py's temp_names
 
 
 def find(paths: Iterable[str], option: str = "PATHS",
@@ -71,10 +74,15 @@ def _walk(top: str, real: str, option: str, leftovers: Optional[List[str]],
                 dirs.append(e)
         else:
             names.append(e.name)
-            if e.name.endswith(records.SUFFIX) and not e.name.startswith("."):
+            if e.name.endswith(RECORD_SUFFIX) and not e.name.startswith("."):
                 out.append((os.path.join(top, e.name),
                             None if e.is_symlink() else os.path.join(real, e.name)))
     if leftovers is not None:
-        leftovers += records.leftovers(top, names)
+        leftovers += temporary(top, names)
     for d in dirs:
         _walk(os.path.join(top, d.name), os.path.join(real, d.name), option, leftovers, out)
+
+
+def temporary(folder: str, names: List[str]) -> List[str]:
+    """Temporary records (of this folder's listing) that a killed run left behind."""
+    return [os.path.join(folder, n) for n in sorted(names) if TMP_NAME.match(n)]
