@@ -93,9 +93,10 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
         d = [stats.describe(points[v], confidence) for v in xs]
         # a rate's interval is its geometric mean's (from the logs): the point is that mean
         means = np.array([s.gmean if s.ratio else s.mean for s in d])
-        lo = np.array([s.lo if s.n > 1 else s.mean for s in d])
-        hi = np.array([s.hi if s.n > 1 else s.mean for s in d])
-        yerr = np.vstack([means - np.maximum(lo, 0), hi - means])
+        lo = np.array([s.lo if s.n > 1 else m for s, m in zip(d, means)])
+        hi = np.array([s.hi if s.n > 1 else m for s, m in zip(d, means)])
+        # exp(mean(log x)) of one value is x but for the last bit: never a negative bar
+        yerr = np.maximum(np.vstack([means - np.maximum(lo, 0), hi - means]), 0)
         label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
         line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
                            label=f"{label}: {'geometric ' if d[0].ratio else ''}mean, "
