@@ -13,7 +13,16 @@ import threading
 import time
 
 import pytest
-from common import MPIEXEC, MPIWRITE, clean_env, kill_group, needs_root, only_record
+from common import (
+    MPIEXEC,
+    MPIWRITE,
+    clean_env,
+    cli,
+    kill_group,
+    needs_root,
+    only_record,
+    records_in,
+)
 
 from mpiwrite.run import live
 
@@ -155,6 +164,10 @@ def test_live_view_on_a_terminal_marks_the_stopped_host(tmp_path):
     assert ("stall", 3) in phases and ("timeout", 3) in phases, rec.errors
     stall = next(e for e in rec.errors if e["phase"] == "stall")
     assert stall["host"] == "c" and stall["state"] == "T" and stall["t"] > 0
+    shown = cli(["show", records_in(tmp_path / "r")[0]], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "nan" not in shown.stdout.lower(), shown.stdout  # a timed-out run: '-', and why
+    assert "clock offset - (not measured" in shown.stdout
 
 
 @pytest.mark.mpi
