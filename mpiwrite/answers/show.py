@@ -22,6 +22,20 @@ def _ms(seconds) -> str:
     return f"{v * 1e3:.3g} ms" if v == v else "-"
 
 
+def _bucket_ms(seconds, unit: str = "") -> str:
+    """A percentile of a latency histogram (engines/latency.py: 4 buckets an octave, each
+    19% wide) in ms to the 2 significant digits it resolves; '-' when none was kept."""
+    v = float(seconds) * 1e3
+    if not v == v or v <= 0:
+        return "-"
+    return f"{v:.{max(0, 1 - math.floor(math.log10(v)))}f}{unit}"
+
+
+def _offset(seconds) -> str:
+    v = float(seconds)
+    return f"{v:+.6f}" if v == v else "-"
+
+
 def unique_options(text: str) -> str:
     """Mount options with repeats left out, first spelling kept: 'rw,relatime,rw' -> 'rw,relatime'
     (the mount's and the superblock's options are joined in the record)."""
@@ -89,8 +103,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
                      f"{(n.get('fs') or {}).get('fstype')}"
                      f"{_options((n.get('fs') or {}).get('mount_options'))}, "
-                     f"clock offset {off[0]:+.6f}s "
-                     f"±{off[1]:.6f}")
+                     + (f"clock offset {off[0]:+.6f}s ±{off[1]:.6f}" if off[0] == off[0]
+                        else "clock offset - (not measured: no iteration's clock check ran)"))
     for it in rec.iterations:
         lines.append(f"iteration {it['iteration']}: {Status.label_of(it['status'])}"
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
@@ -108,8 +122,9 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                          + (f"{bad} mismatched" if bad else "none mismatched"))
         if np.isfinite(it["write_latency_p50_seconds"]):
             extra.append("write() p50/p99/max "
-                         + "/".join(_ms(it[f"write_latency_{q}_seconds"])
-                                    for q in ("p50", "p99", "max")))
+                         + "/".join(_bucket_ms(it[f"write_latency_{q}_seconds"])
+                                    for q in ("p50", "p99")) + "/"
+                         + _ms(it["write_latency_max_seconds"]))
         if np.isfinite(it["fsync_latency_max_seconds"]):
             extra.append(f"fsync() max {_ms(it['fsync_latency_max_seconds'])}")
         if np.isfinite(it["node_cpu_busy_max"]):
@@ -161,8 +176,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                          f"{_num(float(r['fsync_seconds']), 3):>8} "
                          f"{_num(float(r['close_seconds']), 4):>8} "
                          f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
-                         f"{_num(float(r['write_latency_p99_seconds']) * 1e3, 3):>7} "
-                         f"{float(r['clock_offset_seconds']):>+10.6f} "
+                         f"{_bucket_ms(r['write_latency_p99_seconds']):>7} "
+                         f"{_offset(r['clock_offset_seconds']):>10} "
                          f"{Status.label_of(r['status'])}")
     for w in rec.warnings():
         lines.append(f"warning: {w}")

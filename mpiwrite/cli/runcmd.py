@@ -104,7 +104,14 @@ def _stripe_options(f):
               help="How often rank 0 prints progress (0: never).")
 @click.option("--timeout", type=DURATION, default=None,
               help="End the run if a rank has not finished its writes after this long "
-                   "[default: 2 x --time + 300s when --time is given, else none; 0: none].")
+                   "[default: 3 x --time, at least 60s, when --time is given, else none; "
+                   "0: none].")
+@click.option("--stall", type=DURATION, default=None,
+              help="Name a rank whose bytes have not grown for this long, with what it waits "
+                   "on [default: 3 progress intervals; 0: never].")
+@click.option("--live/--no-live", default=None,
+              help="A live table, one row per node, redrawn each progress interval "
+                   "[default: on a terminal; else one line per interval].")
 @click.option("--files-per-dir", type=INT, default=D.files_per_dir,
               help="Spread file-per-rank files over subdirectories of at most N files.")
 @click.option("--verify", is_flag=True, help="Read every block back and check it (timed "
@@ -154,7 +161,8 @@ def run(ctx, **_params):
 
 def _screen(params: dict) -> dict:
     """The screen options, for rank 0's console only (the other ranks never load it)."""
-    return {"units": params.get("units", "MB"), "ior_summary": bool(params.get("ior_summary"))}
+    return {"units": params.get("units", "MB"), "ior_summary": bool(params.get("ior_summary")),
+            "live": params.get("live")}
 
 
 def shared_params(ctx) -> dict:

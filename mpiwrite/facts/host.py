@@ -41,6 +41,21 @@ def start_ticks(pid: int) -> int:
         return -1
 
 
+def waits_on(pid: int) -> tuple:
+    """(state, wait channel) of process `pid` as /proc says: ('D', 'request_wait_answer') for
+    a writer the kernel holds in a FUSE client, ('T', 'do_signal_stop') for a stopped one;
+    ('?', '') when it cannot be read.  The channel of the process's own thread (the
+    writer's, the main thread of a rank)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as fh:
+            state = fh.read(4096).rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{int(pid)}/wchan") as fh:
+            wchan = fh.read(128).strip()
+    except (OSError, ValueError, IndexError):
+        return "?", ""
+    return state, "" if wchan == "0" else wchan
+
+
 def address_space() -> int:
     """This process's mapped address space in bytes (what RLIMIT_AS counts; 0 where unknown)."""
     try:

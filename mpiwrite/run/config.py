@@ -24,6 +24,7 @@ ENGINES = engines.names()  # posix; null writes nothing (coordination tests)
 LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
 HEADER_BYTES = HEADER.size  # the per-block pattern header
+STALL_INTERVALS = 3  # --stall's default, in progress intervals
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
 
 # Keys that reports group by; a user tag may not shadow them.
@@ -55,6 +56,7 @@ class RunConfig:
     sample_interval: float = defaults.SAMPLE_INTERVAL
     progress_interval: float = defaults.PROGRESS_INTERVAL
     timeout: Optional[float] = None
+    stall: Optional[float] = None  # None: STALL_INTERVALS progress intervals; 0: never
     files_per_dir: int = defaults.FILES_PER_DIR
     verify: bool = False
     verify_shift: int = 0
@@ -78,8 +80,14 @@ class RunConfig:
         if self.timeout is not None:
             return self.timeout if self.timeout > 0 else None
         if self.time_limit is not None:
-            return 2 * self.time_limit + 300.0
+            return max(60.0, 3 * self.time_limit)
         return None
+
+    def stall_seconds(self) -> Optional[float]:
+        """How long a rank's bytes may not grow before it is named stalled (None: never)."""
+        if self.stall is not None:
+            return self.stall or None
+        return STALL_INTERVALS * self.progress_interval or None
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -270,7 +278,10 @@ def build(
         raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")
     if kwargs.get("files_per_dir", defaults.FILES_PER_DIR) < 1:
         raise _fail("--files-per-dir", "must be at least 1")
-    for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval"):
+    if kwargs.get("stall") is not None and not kwargs["stall"] >= 0:
+        raise _fail("--stall", "must not be negative (0: never name a stalled rank)")
+    for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval",
+                 "stall"):
         value = time_limit if name == "time_limit" else kwargs.get(name)
         if value is not None and not value <= MAX_SECONDS:  # also refuses NaN
             raise _fail(option_name(name), f"must be at most {MAX_SECONDS / 86400:.0f} days")
@@ -327,8 +338,9 @@ def from_params(p: dict) -> RunConfig:
         delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
         json_path=p["json_path"], tags=parse_tags(p["tags"], p["tag_file"]),
         sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
-        timeout=p["timeout"], files_per_dir=p["files_per_dir"], verify=p["verify"],
-        verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/", engine=p["engine"],
+        timeout=p["timeout"], stall=p.get("stall"), files_per_dir=p["files_per_dir"],
+        verify=p["verify"], verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/",
+        engine=p["engine"],
         read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
         stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
         allow_fill=p["allow_fill"])

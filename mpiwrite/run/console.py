@@ -7,8 +7,11 @@ from outside and must not move the cursor, retitle the window or forge a line.
 
 from __future__ import annotations
 
-import math
+import os
+import shutil
+import stat
 import sys
+import threading
 from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
@@ -20,11 +23,41 @@ from mpiwrite.units import MB, RATE_UNITS, MiB, format_seconds, format_size
 
 # Screen options of `run` that are not part of the measurement (--units, --ior-summary);
 # set by runcmd on every rank before the run starts.
-OUTPUT = {"units": "MB", "ior_summary": False}
+# --live: None follows the terminal.
+OUTPUT = {"units": "MB", "ior_summary": False, "live": None}
+# The live view is redrawn in place with two ECMA-48 controls every terminal emulator has
+# (cursor to the start of a line N up, erase to the end of the screen): no library for that
+# (curses would take the screen and need a terminfo entry on every node; docs/measurement.md).
+UP_AND_ERASE = "\x1b[{n}F\x1b[J"
+TTY_MAJORS = (4, 5, *range(136, 144))  # virtual consoles, /dev/tty, pseudo-terminals
+LAUNCHERS = ("hydra_pmi_proxy", "mpiexec", "mpiexec.hydra", "mpirun", "orterun", "prterun",
+             "prted", "orted")  # process names (15 characters at most, as /proc says)
 
 
-def configure(units: str = "MB", ior_summary: bool = False) -> None:
-    OUTPUT.update(units=units, ior_summary=ior_summary)
+def terminal_behind(out: TextIO, levels: int = 4) -> bool:
+    """Whether `out`, a pipe, leads to a terminal through the launcher: MPICH's hydra and
+    Open MPI's mpirun relay rank 0's output through pipes, so rank 0's isatty() is false
+    even when the person runs `mpiexec` on a terminal.  Followed only through parents that
+    are launchers (LAUNCHERS): `mpiexec ... | tee log` or a test's pipe says no."""
+    try:
+        st = os.fstat(out.fileno())
+        pid = os.getppid()
+        for _ in range(levels):
+            if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+                return stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) in TTY_MAJORS
+            with open(f"/proc/{pid}/stat") as fh:
+                name, rest = fh.read(4096).split("(", 1)[1].rsplit(")", 1)
+            if name not in LAUNCHERS:
+                return False
+            st = os.stat(f"/proc/{pid}/fd/{out.fileno()}")
+            pid = int(rest.split()[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
+def configure(units: str = "MB", ior_summary: bool = False, live=None) -> None:
+    OUTPUT.update(units=units, ior_summary=ior_summary, live=live)
 
 
 def _scale() -> float:
@@ -48,16 +81,19 @@ class Console:
     def __init__(self, cfg: RunConfig, out: Optional[TextIO] = None):
         self.cfg = cfg
         self.out = out or (sys.stderr if cfg.json_path == "-" else sys.stdout)
-        self.tty = self.out.isatty()
-        self._progress_shown = False
+        self.tty = self.out.isatty() or terminal_behind(self.out)
+        self.live_view = self.tty if OUTPUT["live"] is None else bool(OUTPUT["live"])
+        self._drawn = 0  # lines of the live view on the terminal now
+        self._lock = threading.Lock()  # rank 0's progress thread prints too (progress.py)
 
     def _put(self, text: str, flush: bool = True) -> None:
         """Write to the output; a stream that cannot be written (`> /dev/full`, a full disk
         under a redirect) is an OSError that says which stream, not only ENOSPC."""
         try:
-            self.out.write(text)
-            if flush:
-                self.out.flush()
+            with self._lock:
+                self.out.write(text)
+                if flush:
+                    self.out.flush()
         except OSError as exc:
             name = "standard error" if self.out is sys.stderr else "standard output"
             raise OSError(exc.errno, f"{name} could not be written: "
@@ -69,8 +105,9 @@ class Console:
 
     def warn(self, text: str) -> None:
         self._end_progress()
-        sys.stderr.write(f"mpiwrite: warning: {printable(text)}\n")
-        sys.stderr.flush()
+        with self._lock:
+            sys.stderr.write(f"mpiwrite: warning: {printable(text)}\n")
+            sys.stderr.flush()
 
     def header(self, run_id: str, nranks: int, hosts: List[str], keys: Dict[str, str],
                fs: Dict[str, Any]) -> None:
@@ -107,23 +144,31 @@ class Console:
                   f"{_f(row['tail_seconds'], 7, 2, rate=False)} "
                   f"{format_size(int(row['bytes'])):>9} {status}")
 
-    def progress(self, elapsed: float, nbytes: float, fraction: float, done: int,
-                 total: int) -> None:
-        rate = nbytes / elapsed / RATE_UNITS[OUTPUT["units"]] if elapsed > 0 else 0.0
-        eta = elapsed * (1 - fraction) / fraction if fraction > 0 else math.nan
-        text = (f"[{format_seconds(elapsed)}] {fraction * 100:5.1f}% "
-                f"{rate:9.1f} {OUTPUT['units']}/s so far, {done}/{total} ranks done, "
-                f"eta {format_seconds(eta)}")
-        if self.tty:
-            self._put("\r" + text + "   ")
-            self._progress_shown = True
+    @staticmethod
+    def units() -> str:
+        return OUTPUT["units"]
+
+    @staticmethod
+    def screen_size():
+        size = shutil.get_terminal_size((100, 40))
+        return size.columns, size.lines
+
+    def live(self, lines: List[str]) -> None:
+        """The live view (run/live.py), redrawn in place on a terminal; in a pipe or a log
+        the lines as they are."""
+        text = "".join(printable(ln) + "\n" for ln in lines)
+        if self.tty and self.live_view:
+            self._put((UP_AND_ERASE.format(n=self._drawn) if self._drawn else "") + text)
+            self._drawn = len(lines)
         else:
-            self._put(text + "\n")
+            self._put(text)
 
     def _end_progress(self) -> None:
-        if self._progress_shown:
-            self._progress_shown = False
-            self._put("\n", flush=False)
+        """Before any other line: the live view goes (it is redrawn below at the next
+        interval)."""
+        if self._drawn:
+            n, self._drawn = self._drawn, 0
+            self._put(UP_AND_ERASE.format(n=n), flush=False)
 
     def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None) -> None:
         agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]

@@ -138,26 +138,30 @@ class Ledger:
                   f"that made it and failed?); made again")
 
     # ------------------------------------------------------------------ during the run
-    def progress(self, latest: np.ndarray, done: np.ndarray, elapsed: float) -> None:
-        planned = (self.cfg.size or 0) * self.nranks
-        nbytes = float(latest.sum())
-        frac = nbytes / planned if planned else 0.0
-        if self.cfg.time_limit:
-            frac = max(frac, min(1.0, elapsed / self.cfg.time_limit))
-        self.console.progress(elapsed, nbytes, min(frac, 1.0), int(done.sum()), self.nranks)
+    def watching(self, it: int, name: str, origin: float):
+        """Rank 0's side of a timed phase's progress (run/watch.py); the other ranks: None."""
+        from mpiwrite.run import watch
 
-    def timed_out(self, missing: List[int], it: int, watch_s: float) -> str:
-        """Name the ranks that never finished, keep the record; returns the message."""
+        return watch.Watch(self, it, name, origin)
+
+    def timed_out(self, missing: List[int], it: int, watch_s: float, stuck=()) -> str:
+        """Name the ranks that never finished (and what the stalled ones wait on: in D state,
+        the filesystem client holds them), keep the record; returns the message."""
+        from mpiwrite.run.watch import held_text, state_text
+
         paths = {r: layout.data_path(self.cfg, self.run_id, self.nranks, r, it)
                  for r in missing}
+        waits = {int(s[0]): (str(s[2]), str(s[3])) for s in stuck}
         for r in missing:
+            extra = f"; state {state_text(*waits[r])}" if r in waits else ""
             self.errors.append(error_entry(r, self.host_of(r), "timeout",
-                                           f"did not finish within --timeout {watch_s:g}s",
-                                           iteration=it, path=paths[r]))
+                                           f"did not finish within --timeout {watch_s:g}s"
+                                           f"{extra}", iteration=it, path=paths[r]))
         first = missing[0]
         msg = (f"mpiwrite: run timed out: rank{'s' * (len(missing) > 1)} "
                f"{world_ranks_of(missing)} did not finish within {watch_s:g}s (--timeout); "
                f"rank {first} on {self.host_of(first)} writing {paths[first]}")
+        msg += held_text(self, [s for s in stuck if int(s[0]) in paths])
         self.finish(RunStatus.TIMEOUT, msg)
         return msg
 
@@ -467,13 +471,11 @@ class Ledger:
         if final == RunStatus.COMPLETE:
             return ""
         if final == RunStatus.INTERRUPTED:
-            try:
-                name = signal.Signals(code - 128).name if code > 128 else "a signal"
-            except ValueError:
-                name = "a signal"
+            name = signal.Signals(code - 128).name if code - 128 in signal.valid_signals() \
+                else "a signal"
             return f"mpiwrite: run interrupted by {name}; partial results recorded"
-        errs = sorted(self.errors, key=lambda e: (e.get("phase") == "verify",
-                                                  _number(e.get("t"), 0.0)))
+        errs = sorted((e for e in self.errors if e.get("phase") != "stall"),  # watch.py's
+                      key=lambda e: (e.get("phase") == "verify", _number(e.get("t"), 0.0)))
         if not errs:
             return f"mpiwrite: run {final}"
         e = errs[0]

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 TAG_ABORT = 101
-TAG_PROGRESS = 102  # progress and "done" messages, rank -> 0
+TAG_PROGRESS = 102  # progress and "done": rank -> its leader -> 0 (progress.py)
 TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
@@ -78,7 +78,6 @@ class Team:
         self._abort_buf = array("q", [0])
         self._abort_sends: list = []
         self._progress_sends: list = []
-        self._progress_buf = array("d", [0.0, 0.0, 0.0])
         shared = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         # Same shared-memory domain *and* same hostname: emulated hosts share memory here.
         # The names themselves are compared (gathered within the shared-memory domain, one
@@ -404,53 +403,42 @@ class Team:
             self.check()
             time.sleep(poll)
 
-    # ---------------------------------------------------------------- progress / done
-    def send_progress(self, nbytes: int, done: bool) -> None:
-        """To rank 0: [rank, bytes so far, done] (progress.py owns the protocol)."""
-        if self.rank == 0:
-            return
-        msg = array("d", [self.rank, nbytes, 1.0 if done else 0.0])
-        self._progress_sends.append(self.comm.Isend(msg, dest=0, tag=TAG_PROGRESS))
-        if len(self._progress_sends) > 64:
-            self.waitall(self._progress_sends)
-            self._progress_sends = []
+    # ---------------------------------------------------------------- progress (progress.py)
+    # A rank's counters go to its node's leader (node_comm), a node's report from its leader
+    # to rank 0 (leaders).  Both ends may be a thread of their own (MPI_THREAD_MULTIPLE):
+    # matched probes, and no check() here, so a thread never takes a failure report that the
+    # main thread must see.
+    @property
+    def threads_ok(self) -> bool:
+        """Whether another thread may make MPI calls (mpi4py asks for THREAD_MULTIPLE)."""
+        return self.MPI.Query_thread() == self.MPI.THREAD_MULTIPLE
 
-    def finish_progress(self) -> None:
-        self.waitall(self._progress_sends)
-        self._progress_sends = []
+    def node_ranks(self) -> List[int]:
+        """The world ranks of this node's ranks, in node order (no message: group maps)."""
+        return list(self.MPI.Group.Translate_ranks(
+            self.node_comm.Get_group(), list(range(self.local_size)), self.comm.Get_group()))
 
-    def drain_progress(self, latest: np.ndarray, done: np.ndarray) -> int:
-        """Rank 0: every progress message waiting, into `latest` bytes and `done` flags."""
-        got = 0
-        while True:
-            # A matched probe receives exactly the message it saw (see receive_any).
-            msg = self.comm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_PROGRESS)
-            if msg is None:
-                return got
-            msg.Recv(self._progress_buf)
-            r = int(self._progress_buf[0])
-            latest[r] = self._progress_buf[1]
-            if self._progress_buf[2]:
-                done[r] = True
-            got += 1
+    def send_progress(self, data: bytes, up: bool) -> None:
+        """A progress message to this node's leader, or (`up`: a leader) to rank 0."""
+        comm = self.leaders if up else self.node_comm
+        self._progress_sends = [r for r in self._progress_sends if not r.Test()]
+        self._progress_sends.append(comm.Isend([data, self.MPI.BYTE], dest=0, tag=TAG_PROGRESS))
 
-    def wait_for_done(self, board, tick: Callable[[float], None],
-                      deadline: float, on_deadline: Callable[[List[int]], None]) -> None:
-        """Rank 0: collect every rank's 'done', forwarding aborts; `tick(now)` runs every
-        pass (progress lines), `on_deadline(missing ranks)` once the deadline passes."""
-        while True:
-            board.drain()
-            if board.done.all():
-                return
-            if self.signals is not None and self.signals.received:
-                self.raise_abort()
-            self.poll_abort()
-            now = clock()
-            tick(now)
-            if now >= deadline:
-                on_deadline(board.missing())
-            self.check()
-            time.sleep(0.002)
+    def progress_sent(self) -> bool:
+        """Whether every progress message this rank sent has left."""
+        self._progress_sends = [r for r in self._progress_sends if not r.Test()]
+        return not self._progress_sends
+
+    def take_progress(self, up: bool) -> Optional[bytes]:
+        """One progress message waiting from this node's ranks (or, `up`, from the leaders)."""
+        comm = self.leaders if up else self.node_comm
+        status = self.MPI.Status()
+        msg = comm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_PROGRESS, status=status)
+        if msg is None:
+            return None
+        data = bytearray(status.Get_count(self.MPI.BYTE))
+        msg.Recv([data, self.MPI.BYTE])
+        return bytes(data)
 
 
 def abort_world(MPI, what: str) -> None:

@@ -206,8 +206,8 @@ class NullLedger:
         self.extra: Dict[str, Any] = {}  # written to, never read
         self.keys: Dict[str, str] = {}  # rank 0's answers reach the other ranks by broadcast
 
-    def progress(self, latest, done, elapsed: float) -> None:
-        pass
+    def watching(self, it: int, name: str, origin: float) -> None:
+        return None  # rank 0 alone shows progress (run/watch.py)
 
     def warn(self, text: str) -> None:
         pass

@@ -76,6 +76,7 @@ class Run:
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
+        self.progress: Optional[Progress] = None  # the timed phase's (run/stuck.py reads it)
 
     @property
     def phase(self) -> str:
@@ -295,7 +296,8 @@ class Run:
         agreed outcome.  Returns (result, any rank failed, any rank signalled, rank 0's
         (start, end) bracket of the phase on its own clock)."""
         team, cfg = self.team, self.cfg
-        progress = Progress(team, cfg.progress_interval, self.ledger.progress)
+        progress = self.progress = Progress(team, cfg.progress_interval, cfg.stall_seconds(),
+                                            self.ledger.watching(it, name, self.origin))
         self.phase = f"iteration {it}: {name}"
         team.arm_abort()
         window_start = clock()  # rank 0's bracket of the phase (the clock check)
@@ -315,7 +317,7 @@ class Run:
             if res.failed:
                 team.raise_abort()
             progress.finish(res.bytes, progress.t0 + watch_s if watch_s else float("inf"),
-                            lambda missing: self._timed_out(missing, it, watch_s))
+                            lambda missing, stuck: self._timed_out(missing, it, watch_s, stuck))
             window_end = clock()
             self.phase = f"iteration {it}: agree" if name == "write" else \
                 f"iteration {it}: {name} agree"
@@ -323,6 +325,7 @@ class Run:
                 extra=[1 if res.failed else 0, 1 if self.signals.received else 0])
         finally:
             watchdog.cancel()
+            progress.close()
         return res, bool(any_failed), bool(any_signal), (window_start, window_end)
 
     def _read_phase(self, it: int, res: StreamResult, plan):
@@ -393,7 +396,7 @@ class Run:
         self.files.add_created(plan.path, folder)
         return f"{dev}:{ino}\n"
 
-    def _timed_out(self, missing: List[int], it: int, watch_s: float) -> None:
+    def _timed_out(self, missing: List[int], it: int, watch_s: float, stuck=()) -> None:
         """Rank 0: name the ranks that never finished, keep the record, end the job."""
         if not self.cfg.keep:
             for r in range(self.team.size):
@@ -401,7 +404,7 @@ class Run:
         # the subdirectories, and TARGET when this run made it (an empty TARGET was left)
         self.files.release_lock()
         self.files.remove_run_folders(self.ledger.warn)
-        message = self.ledger.timed_out(missing, it, watch_s)
+        message = self.ledger.timed_out(missing, it, watch_s, stuck)
         sys.stderr.write(printable(message) + "\n")
         self.team.abort(1)
 

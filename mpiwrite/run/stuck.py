@@ -10,11 +10,15 @@ the stopped one).  How a run ends: docs/architecture.md.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from typing import Callable, List, Optional
 
+from mpiwrite.facts.host import waits_on
 from mpiwrite.run import layout
+from mpiwrite.text import printable
 
 CLEANUP_SECONDS = 2.0  # the watchdog's clean-up, at most
 PEER_WAIT_SECONDS = 3.0  # a rank other than 0, before it ends the job: rank 0 records meanwhile
@@ -53,8 +57,10 @@ def message(run, path: str, watch_s: float, name: str = "write") -> str:
                 f"--timeout {watch_s:g}s (rank {run.rank} on {t.host} finished its writes and "
                 f"waited); rank 0 is stopped or hung; ending the job")
     doing = "writing" if name == "write" else "reading"
+    state, wchan = waits_on(os.getpid())  # this thread's process: the writer, its main thread
     return (f"run timed out: rank {run.rank} on {t.host} was still {doing} {path} after "
-            f"--timeout {watch_s:g}s; ending the job")
+            f"--timeout {watch_s:g}s (state {state}{' in ' + wchan if wchan else ''}); "
+            f"ending the job")
 
 
 def end(run, watch_s: float) -> None:
@@ -87,4 +93,11 @@ def end(run, watch_s: float) -> None:
         results = run.cfg.results if run.cfg.results is not None else "DIR"
         ledger.warn(f"could not remove {leftover_text(left)}; once the filesystem answers, "
                     f"`mpiwrite clean {run.cfg.target} --results {results}` removes them")
-    bounded(lambda: ledger.timed_out([0], it, watch_s), run.team.grace)
+    board = getattr(run.progress, "board", None)  # rank 0's view: who else is stuck, on what
+    if board is not None:
+        run.progress.close()  # the view stops; one line says what it saw
+    missing = (board.missing() or [0]) if board is not None else [0]
+    said = bounded(lambda: ledger.timed_out(missing, it, watch_s,
+                                            board.stuck() if board else ()), run.team.grace)
+    if said and isinstance(said[0], str) and "the filesystem client is hung" in said[0]:
+        sys.stderr.write(printable(said[0]) + "\n")
