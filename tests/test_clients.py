@@ -101,7 +101,8 @@ def test_its_snapshots_give_a_delta(node):
 
 def test_its_flags_magics_and_names(node):
     name, client, _, _ = node
-    assert client.tunables == {}  # the next issue fills them
+    for tname, t in client.tunables.items():  # the catalogue (clients/tunables.py)
+        assert t.name == tname and t.scope in ("node", "once") and t.candidates
     assert all(isinstance(v, str) for v in client.volatile)
     for magic, fs_name in client.magics.items():
         assert registry.magic_name(magic, client) == fs_name == registry.magic_name(magic)

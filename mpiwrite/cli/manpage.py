@@ -47,6 +47,9 @@ EXAMPLES = {
     "study": ["mpiwrite study plan examples/checksums.toml",
               "mpiexec -n 8 mpiwrite study run examples/blocks.toml",
               "mpiwrite study report examples/blocks.toml"],
+    "tune": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
+             "mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml --budget 30min",
+             "mpiwrite tune report tune.toml --format json"],
     "explain": ["mpiwrite explain results/",
                 "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
                 "--format json"],

@@ -35,7 +35,17 @@ class Client:
     lov_layouts = False
     rpc_counters = False
     volatile: Tuple[str, ...] = ()  # fact names that identify (a pid, a socket), not settings
-    tunables: Dict[str, Any] = {}  # settings a study may change (filled by the next issue)
+    catalogue: Tuple[str, ...] = ()  # the parts of clients/tunables.py it offers
+
+    @property
+    def tunables(self) -> Dict[str, Any]:
+        """The settings `mpiwrite tune` may change, by name (clients/tunables.Tunable),
+        loaded when asked (a rank's start-up imports none of the catalogue)."""
+        if not self.catalogue:
+            return {}
+        from mpiwrite.clients import tunables
+
+        return tunables.merged(*(getattr(tunables, part) for part in self.catalogue))
 
     def matches(self, fstype: str, source: Optional[str] = None) -> bool:
         return fstype in self.fstypes
@@ -97,6 +107,18 @@ class Client:
     def targets(self, path: str) -> Optional[Dict[str, Any]]:
         """The layout of a rank's file and the targets that hold it, or None."""
         return None
+
+    def own_processes(self, sysroot: str, fs: Dict[str, Any],
+                      client: Dict[str, Any]) -> List[int]:
+        """The pids of the client's own processes, whose CPU time the ranks never see (a FUSE
+        daemon; Lustre's or NFS's kernel threads: clients/ownprocs.py)."""
+        return []
+
+    def in_force(self, sysroot: str, fs: Dict[str, Any],
+                 client: Dict[str, Any]) -> Dict[str, Optional[str]]:
+        """Client facts that can change under a running client (a GlusterFS graph), read
+        before and after each timed phase: a change is a warning and flags the run."""
+        return {}
 
 
 def grown(a: Optional[int], b: Optional[int]) -> Optional[int]:

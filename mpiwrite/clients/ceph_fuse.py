@@ -18,6 +18,7 @@ WRLAT = "client write() time inside ceph-fuse (mean of its wrlat counter)"
 
 class CephFuse(Fuse):
     name = "ceph-fuse"
+    catalogue = ("CEPH_FUSE",)
     kind = "ceph"
     volatile = Fuse.volatile + ("admin_socket", "global_id")  # its socket's path, session id
 

@@ -10,6 +10,7 @@ from mpiwrite.clients.base import Client
 
 class CephKernel(Client):
     name = "cephfs"
+    catalogue = ("WRITEBACK",)
     fstypes = ("ceph",)
     magics = {0x00C36400: "ceph"}
 

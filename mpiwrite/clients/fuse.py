@@ -229,6 +229,10 @@ class Fuse(Client):
                 lustre: Dict[str, Any]) -> Dict[str, Any]:
         return collect(reader, fs)
 
+    def own_processes(self, sysroot: str, fs: Dict[str, Any],
+                      client: Dict[str, Any]) -> List[int]:
+        return [int(client["pid"])] if isinstance(client.get("pid"), int) else []
+
     def detail(self, client: Dict[str, Any]) -> List[str]:
         d = client.get("daemon") or {}
         return [f"fuse {client.get('subtype')} from {client.get('mount_source')}",

@@ -10,7 +10,17 @@ from mpiwrite.clients.fuse import Fuse
 
 class Gluster(Fuse):
     name = "glusterfs"
+    catalogue = ("GLUSTER",)
     subtypes = ("glusterfs",)
+
+    def in_force(self, sysroot: str, fs: Dict[str, Any],
+                 client: Dict[str, Any]) -> Dict[str, Optional[str]]:
+        """Which graph it runs: a graph switch (a `volume set`) inside a timed phase is
+        flagged."""
+        from mpiwrite.clients import tuning
+
+        where = tuning.Where("", sysroot or "/", fs, client)
+        return {"glusterfs graph": tuning.graph_mark(where)}
 
     def targets(self, path: str) -> Optional[Dict[str, Any]]:
         from mpiwrite.clients import targets

@@ -10,6 +10,7 @@ from mpiwrite.clients.base import Client
 
 class Local(Client):
     name = "local"
+    catalogue = ("WRITEBACK", "BLOCK")
     fstypes = ("ext2", "ext3", "ext4", "xfs", "btrfs", "overlay", "zfs", "f2fs", "squashfs",
                "vfat", "ntfs", "ntfs3", "jfs", "reiserfs", "devtmpfs", "rootfs", "nilfs2",
                "bcachefs", "exfat")
@@ -35,6 +36,7 @@ class Memory(Local):
     fstypes = ("tmpfs", "ramfs")
     magics = {0x01021994: "tmpfs"}
     in_memory = True
+    catalogue = ()  # no writeback, no disk
 
 
 LOCAL = Local()

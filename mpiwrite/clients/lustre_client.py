@@ -5,7 +5,7 @@ requests (run/stripeopts.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from mpiwrite.clients.base import Client, client_string
 from mpiwrite.facts.sysroot import Reader
@@ -13,6 +13,7 @@ from mpiwrite.facts.sysroot import Reader
 
 class Lustre(Client):
     name = "lustre"
+    catalogue = ("LUSTRE", "WRITEBACK")
     fstypes = ("lustre",)
     magics = {0x0BD00BD0: "lustre"}
     kind = "lustre"
@@ -34,6 +35,13 @@ class Lustre(Client):
         from mpiwrite.clients import lustre_counters
 
         return lustre_counters.counter_delta(before, after)
+
+    def own_processes(self, sysroot: str, fs: Dict[str, Any],
+                      client: Dict[str, Any]) -> List[int]:
+        """Its kernel threads: RPC engines, llite and lock threads, OSC work."""
+        from mpiwrite.clients import ownprocs
+
+        return ownprocs.threads(Reader(sysroot or "/"), ("ptlrpcd", "ll_", "ldlm_", "osc_"))
 
     def targets(self, path: str) -> Optional[Dict[str, Any]]:
         from mpiwrite.clients import lustre_layout

@@ -139,6 +139,7 @@ class Nfs(Client):
     """The NFS client (3, 4.0, 4.1, 4.2): mount options and counters from mountstats."""
 
     name = "nfs"
+    catalogue = ("NFS", "WRITEBACK")
     fstypes = ("nfs", "nfs4")
     magics = {0x6969: "nfs"}
     kind = "nfs"
@@ -146,6 +147,13 @@ class Nfs(Client):
 
     def unknown_client(self, fstype: str) -> str:
         return client_string("nfs", None)
+
+    def own_processes(self, sysroot: str, fs: Dict[str, Any],
+                      client: Dict[str, Any]) -> List[int]:
+        """Its kernel threads (rpciod's and nfsiod's work runs in kworkers: not counted)."""
+        from mpiwrite.clients import ownprocs
+
+        return ownprocs.threads(Reader(sysroot or "/"), ("nfsiod", "rpciod", "nfsv4"))
 
     def collect(self, reader, fs: Dict[str, Any], kernel: str,
                 lustre: Dict[str, Any]) -> Dict[str, Any]:

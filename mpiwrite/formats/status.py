@@ -38,6 +38,10 @@ class RunStatus(str, enum.Enum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     TIMEOUT = "timeout"
+    # complete, but a study's setting was not in force on every node, or a client fact (a
+    # GlusterFS graph) changed during a timed phase: its figures belong to no one setting,
+    # so reports leave it out (and say so) and a study runs the point again on resume
+    UNSETTLED = "unsettled"
 
     def __str__(self) -> str:
         return self.value
@@ -49,7 +53,7 @@ class RunStatus(str, enum.Enum):
     def exit_code(self) -> int:
         """What `mpiwrite run` exits with when a run ends with this status (a signal's own
         code replaces it for an interrupted run)."""
-        return 0 if self is RunStatus.COMPLETE else 1
+        return 0 if self in (RunStatus.COMPLETE, RunStatus.UNSETTLED) else 1
 
 
 def iteration_run_status(code: Status) -> RunStatus:

@@ -212,15 +212,17 @@ def cannot_load_mpi(exc: BaseException) -> int:
 
 
 def run_one(team: Team, cfg: Optional[RunConfig], argv: List[str], problem: str = "",
-            screen: Optional[dict] = None, notes: Optional[List[str]] = None) -> int:
+            screen: Optional[dict] = None, notes: Optional[List[str]] = None,
+            settings=None) -> int:
     """One run on `team` (the world's, or a study point's sub-team), inside the guard: any
-    failure ends the whole job (end_job).  `notes` go into the record (a study's settings)."""
+    failure ends the whole job (end_job).  `notes` go into the record (a study's settings);
+    `settings()`, on node leaders, reads a study's settings after each timed phase."""
     problem = problem or getattr(team, "start_problem", "")
     run = None
     try:
         # inside the try: an error while the run is made (a bad MPIWRITE_INJECT on one rank)
         # must end the job like any other, not leave a traceback here and a peer waiting
-        run = Run(cfg, argv, team, team.signals, screen, notes or ())
+        run = Run(cfg, argv, team, team.signals, screen, notes or (), settings)
         if cfg is None:
             raise_agreed(team.agree(problem or "bad input"), team.size)
         run.agree_on_input(problem)

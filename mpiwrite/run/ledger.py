@@ -54,6 +54,7 @@ class Ledger:
         self.errors: List[Dict[str, Any]] = []
         self.warnings: List[str] = []
         self.notes: List[str] = []
+        self.not_in_force: List[str] = []  # in a timed phase (run/observe.not_in_force)
         self.processes: List[Dict[str, Any]] = []  # per node: what identifies the run there
         self.client_counters: List[Dict[str, Any]] = []  # per node and iteration
         self.latency: List[Dict[str, Any]] = []  # per node and iteration: histograms
@@ -456,6 +457,7 @@ class Ledger:
     def end(self, final: RunStatus, code: int) -> int:
         """The run's end on rank 0: the final record and JSON, the failure (if any) in one
         line; returns `code`, or 1 when the record could not be saved."""
+        final = RunStatus.UNSETTLED if final is RunStatus.COMPLETE and self.not_in_force else final
         message = self.failure_message(final, code)
         self.finish(final, message)
         if message:

@@ -56,7 +56,7 @@ class Run:
     """The steps of a run as every rank takes them; rank 0 also keeps the ledger."""
 
     def __init__(self, cfg: Optional[RunConfig], argv: List[str], team: Team, signals: Signals,
-                 screen: Optional[dict] = None, notes: Sequence[str] = ()):
+                 screen: Optional[dict] = None, notes: Sequence[str] = (), settings=None):
         self.cfg, self.argv, self.team, self.signals = cfg, argv, team, signals
         self.given_notes = list(notes)  # rank 0's record gets them (a study's settings)
         self.screen = dict(screen or {})  # console.configure's options, for rank 0
@@ -72,7 +72,8 @@ class Run:
         self.run_id = ""
         self.read_shift = 0
         self.rbuf = None
-        self.watch = NodeWatch(team, cfg)  # what the client and the CPUs did, per phase
+        # what the client and the CPUs did, per phase (and a study's settings after it)
+        self.watch = NodeWatch(team, cfg, settings)
         self.finished_writing = False
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None

@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shlex
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -27,20 +26,21 @@ from mpiwrite.run.config import RUN_KEYS, parse_tags
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import Signals
 from mpiwrite.study import resume
-from mpiwrite.study.plan import Setting, Study
+from mpiwrite.study.plan import Study
+from mpiwrite.study.settings import Settings  # noqa: F401  (cli/study.py's restore)
 from mpiwrite.text import printable
 
-SETTING_TIMEOUT = 120.0  # seconds a `set` or `get` command may take on a node
 IDLE_NAP = 0.05  # seconds between looks of a rank that waits out a point it is not part of
-SETTING_OUTPUT = 1 << 16  # bytes of a `get` or `set` answer; one that prints more is ended
-OUTPUT_CHARS = 300  # of a setting command's output, kept in the record and in messages
 
 
 def fingerprint(st: Study) -> str:
     """What makes two files the same study, 16 hex digits: comments and layout do not, nor
     `repeat` (raising it adds repetitions to what is there) or the order."""
     doc = {"name": st.name, "target": st.target, "fixed": st.fixed, "axes": st.axes,
-           "settings": [list(s) for s in st.settings]}
+           "settings": [list(s[:4]) + ([s.scope, s.remount] if (s.scope, s.remount) !=
+                                       ("node", "") else []) for s in st.settings]}
+    if st.listed:  # a screening design's points
+        doc["points"] = list(st.listed)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -57,142 +57,6 @@ def point_tags(st: Study, index: int, point: Dict[str, Any], key: str) -> Dict[s
 
 def _word(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
-
-
-class Settings:
-    """The study's client settings on this node (node leaders only run commands)."""
-
-    def __init__(self, settings: Sequence[Setting], leader: bool,
-                 owner: Optional[Tuple[str, str, str, str]] = None):
-        self.settings = list(settings)
-        self.leader = leader
-        self.original: Dict[str, str] = {}
-        self.now: Dict[str, str] = {}
-        # (host, study name, fingerprint, file): whose journal this node keeps (journal.py)
-        self.owner = owner
-
-    def recover(self) -> Tuple[str, str]:
-        """Before anything is read: what an earlier launch of this study left changed on
-        this node (its journal) put back.  ('' or what was put back, '' or the problem)."""
-        if not (self.leader and self.owner):
-            return "", ""
-        from mpiwrite.study import journal
-
-        doc = journal.of_study(self.owner[0], self.owner[1])
-        if not doc:
-            return "", ""
-        done, problems = [], []
-        for e in doc["settings"]:
-            words = self.command(e["set"], e["original"])
-            code, text = self._run(words)
-            if code:
-                problems.append(f"restoring {e['name']}={e['original']} from the journal: "
-                                f"`{shlex.join(words)}` exit {code}: {text}")
-            else:
-                done.append(f"{e['name']}={e['original']}")
-        if problems:
-            return "", "; ".join(problems)
-        journal.remove(self.owner[0], self.owner[1])
-        return (f"put back what an earlier launch of the study left changed on "
-                f"{self.owner[0]}: {', '.join(done)}"), ""
-
-    def _journal(self) -> str:
-        """The originals written down before the first `set`: '' or why they cannot be
-        (then nothing is changed)."""
-        if not self.owner or not self.original:
-            return ""
-        from mpiwrite.study import journal
-
-        entries = [{"name": s.name, "set": s.set, "original": self.original[s.name]}
-                   for s in self.settings if s.name in self.original]
-        try:
-            journal.write(self.owner[0], self.owner[1], self.owner[2], self.owner[3], entries)
-        except journal.JournalError as exc:
-            return str(exc)
-        return ""
-
-    @staticmethod
-    def command(template: str, value: str = "") -> List[str]:
-        # no shell: `lctl set_param osc.*.checksums={value}` keeps its * for lctl
-        return [w.replace("{value}", value) for w in shlex.split(template)]
-
-    def _run(self, words: List[str], lines: bool = False) -> Tuple[int, str]:
-        from mpiwrite.procs import run_bounded
-
-        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT)
-        if out.missing:
-            return 127 if out.error == "command not found" else 126, out.error
-        if out.timed_out:
-            return 124, out.why(SETTING_TIMEOUT)
-        if out.overflowed:
-            return 125, out.why(SETTING_TIMEOUT, SETTING_OUTPUT)
-        code = out.code if out.code is not None and out.code >= 0 else 128 - (out.code or 0)
-        if lines and not code:  # `get`: its lines, each stripped
-            return 0, "\n".join(ln.strip() for ln in out.text().splitlines())
-        text = " ".join((out.text() + " " + out.text("err")).split())
-        return code, text[:OUTPUT_CHARS]
-
-    def read(self) -> str:
-        """`get` of every setting: '' or the problem."""
-        if not self.leader:
-            return ""
-        for s in self.settings:
-            if not s.get:
-                continue
-            words = self.command(s.get)
-            code, text = self._run(words, lines=True)
-            if code:
-                return f"setting {s.name}: `{shlex.join(words)}` exit {code}: {text}"
-            values = sorted(set(text.split("\n")) - {""})
-            if len(values) != 1:
-                # `lctl get_param -n osc.*.checksums` prints one line per OST: one value to
-                # restore, or the study cannot put things back as they were
-                return (f"setting {s.name}: `{shlex.join(words)}` printed "
-                        f"{len(values)} different values ({', '.join(values)[:OUTPUT_CHARS]}): "
-                        "cannot restore one value at the end")
-            self.original[s.name] = self.now[s.name] = values[0]
-        return self._journal()
-
-    def apply(self, point: Dict[str, Any]) -> Tuple[str, List[Dict[str, Any]]]:
-        """`set` of every setting whose value this point changes: ('' or the problem, what
-        was run: name, value, command, exit, output)."""
-        done: List[Dict[str, Any]] = []
-        if not self.leader:
-            return "", done
-        for s in self.settings:
-            value = str(point[f"setting.{s.name}"])
-            if self.now.get(s.name) == value:
-                continue
-            words = self.command(s.set, value)
-            code, text = self._run(words)
-            done.append({"name": s.name, "value": value, "command": shlex.join(words),
-                         "exit": code, "output": text})
-            if code:
-                self.now.pop(s.name, None)
-                return (f"setting {s.name}={value}: `{shlex.join(words)}` exit {code}: "
-                        f"{text}"), done
-            self.now[s.name] = value
-        return "", done
-
-    def restore(self) -> str:
-        """`set` of what `get` read, where a point changed it: '' or the problems."""
-        problems = []
-        for s in self.settings if self.leader else ():
-            value = self.original.get(s.name)
-            if value is None or self.now.get(s.name) == value:
-                continue
-            words = self.command(s.set, value)
-            code, text = self._run(words)
-            if code:
-                problems.append(f"restoring {s.name}={value}: `{shlex.join(words)}` exit "
-                                f"{code}: {text}")
-            else:
-                self.now[s.name] = value
-        if self.leader and self.owner and not problems:
-            from mpiwrite.study import journal
-
-            journal.remove(self.owner[0], self.owner[1])  # everything is back on this node
-        return "; ".join(problems)
 
 
 def _say(team: Team, text: str) -> None:
@@ -249,7 +113,8 @@ class Execution:
         self.generation = 1
         self.lock_fd = -1  # rank 0: held for the whole study (study/resume.py)
         owner = (world.host, st.name, fingerprint(st), st.path) if st else None
-        self.settings = Settings(st.settings if st else [], world.is_leader, owner)
+        self.settings = Settings(st.settings if st else [], world.is_leader, owner,
+                                 first=world.rank == 0)
 
     def _check(self, problem: str) -> Tuple[List[Tuple[int, int]], List[Dict[str, str]]]:
         """Before any point: the input on every rank, the allocation each point needs, the
@@ -334,6 +199,11 @@ class Execution:
                 _fail(world, failed, f"{st.name} point {index}: set")
                 code = 1
                 break
+            failed = world.agree(self.settings.settle())  # every node shows the new value
+            if failed:
+                _fail(world, failed, f"{st.name} point {index}: settle")
+                code = 1
+                break
             _say(world, f"== study {st.name}: run {n + 1} of {len(todo)}, point {index} "
                         f"({', '.join(f'{k}={_word(v)}' for k, v in point.items())}), "
                         f"repetition {repeat}")
@@ -385,7 +255,8 @@ class Execution:
                 cfg.tags, **tags, study_repeat=str(repeat),
                 **{resume.GENERATION_TAG: str(self.generation)}))
             try:
-                code = guard.run_one(team, cfg, self.argv, "", self.screen, notes)
+                code = guard.run_one(team, cfg, self.argv, "", self.screen, notes,
+                                     self.settings.probe)
             finally:
                 team.free()
                 sub.Free()

@@ -5,7 +5,12 @@
     [axes]    option = [values...]: every combination is a point (and `nodes`,
               `ranks_per_node`: subsets of the allocation)
     [[setting]] name, values, set = "command {value}", get = "command": a client setting
-              applied on every node before each point, read before the study, restored after
+              applied on every node before each point, read before the study, restored after;
+              scope ("node", or "once": set from one place for the whole allocation), settle
+              (seconds to wait until `get` shows the value), remount (a command run after
+              `set` where needs_remount = true: refused without it)
+    [[point]] axis = value, ...: the points themselves (a screening design: `mpiwrite tune
+              plan`), instead of every combination of the axes
 
 This module reads and checks the file's shape and expands it into the runs in the order they
 will run; what each option's value means is checked by the command line (cli/study.py) with
@@ -30,7 +35,9 @@ else:  # pragma: no cover - Python 3.9/3.10
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 ORDERS = ("interleaved", "random", "sequential")
 STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description"}
-SETTING_KEYS = {"name", "values", "set", "get"}
+SETTING_KEYS = {"name", "values", "set", "get", "scope", "settle", "remount", "needs_remount"}
+SCOPES = ("node", "once")
+SETTLE = 60.0  # seconds a setting may take to show on every node, unless told
 ALLOCATION_AXES = ("nodes", "ranks_per_node")  # not `run` options: parts of the allocation
 # `run` options a study sets itself, not the file: where it writes and what it records
 NOT_IN_RUN = {"target", "results", "no_record", "json", "tag", "tag_file"}
@@ -51,6 +58,9 @@ class Setting(NamedTuple):
     values: List[str]
     set: str
     get: str
+    scope: str = "node"
+    settle: float = SETTLE
+    remount: str = ""
 
 
 class Study(NamedTuple):
@@ -65,10 +75,14 @@ class Study(NamedTuple):
     settings: List[Setting]
     lines: Dict[Tuple[str, str], int]  # (table, key) -> line, for messages
     path: str
+    listed: Tuple[Dict[str, Any], ...] = ()  # [[point]] tables: the points, when given
 
     def points(self) -> List[Dict[str, Any]]:
-        """Every combination of the axes, in the file's order (the last axis varies fastest)."""
+        """Every combination of the axes, in the file's order (the last axis varies fastest),
+        or the [[point]] tables in theirs."""
         names = list(self.axes)
+        if self.listed:
+            return [{n: p[n] for n in names} for p in self.listed]
         return [dict(zip(names, values))
                 for values in itertools.product(*(self.axes[n] for n in names))]
 
@@ -156,8 +170,9 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
         problems.append(Problem(lines.get((table, key), lines.get((table, ""), 0)), where,
                                 message))
 
-    for table in sorted(set(doc) - {"study", "run", "axes", "setting"}):
-        bad(table, "", "unknown table (expected [study], [run], [axes], [[setting]])")
+    for table in sorted(set(doc) - {"study", "run", "axes", "setting", "point"}):
+        bad(table, "", "unknown table (expected [study], [run], [axes], [[setting]], "
+                       "[[point]])")
     study = doc.get("study")
     if not isinstance(study, dict):
         bad("study", "", "missing: a [study] table with name and target")
@@ -267,11 +282,30 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
             except ValueError as exc:  # as the command is split when it runs
                 bad(table, key, f"cannot be split into words ({exc})")
                 ok = False
+        scope, settle, remount = s.get("scope", "node"), s.get("settle", SETTLE), \
+            s.get("remount", "")
+        if scope not in SCOPES:
+            bad(table, "scope", "must be \"node\" (set on every node) or \"once\" (from one "
+                                "place for the whole allocation)")
+            ok = False
+        if isinstance(settle, bool) or not isinstance(settle, (int, float)) \
+                or not 0 < settle <= 3600:
+            bad(table, "settle", "must be the seconds to wait for the value, 0 to 3600")
+            ok = False
+        if not isinstance(remount, str):
+            bad(table, "remount", "must be a command")
+            ok = False
+        elif s.get("needs_remount") is True and not remount.strip():
+            bad(table, "needs_remount", "this setting takes effect only on a new mount: give "
+                                        "a `remount` command, or leave it out")
+            ok = False
         if ok:
-            settings.append(Setting(sname, [str(v) for v in values], set_cmd, get_cmd))
+            settings.append(Setting(sname, [str(v) for v in values], set_cmd, get_cmd,
+                                    str(scope), float(settle), remount))
             axes[f"setting.{sname}"] = [str(v) for v in values]
-    count = 1
-    for values in axes.values():
+    listed = _listed(doc.get("point", []), axes, bad)
+    count = len(listed) if listed else 1
+    for values in axes.values() if not listed else ():
         count *= len(values)
     if count > MAX_POINTS:
         bad("axes", "", f"{count} points: more than {MAX_POINTS}")
@@ -280,10 +314,31 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
                                f"runs: more than {MAX_RUNS}")
     found = Study(str(name), str(target or "."), str(results), repeat, str(order), seed,
                   {k: v for k, v in fixed.items() if k not in NOT_IN_RUN | set(ALLOCATION_AXES)
-                   and not isinstance(v, (list, dict))}, axes, settings, lines, path)
+                   and not isinstance(v, (list, dict))}, axes, settings, lines, path,
+                  tuple(listed))
     if problems:
         raise StudyError(path, problems, found)
     return found
+
+
+def _listed(points: Any, axes: Dict[str, List[Any]], bad) -> List[Dict[str, Any]]:
+    """[[point]] tables: each gives every axis one of its values (settings as setting.NAME)."""
+    if not isinstance(points, list):
+        bad("point", "", "must be [[point]] tables")
+        return []
+    out = []
+    for i, p in enumerate(points, 1):
+        if not isinstance(p, dict) or set(p) != set(axes):
+            bad("point", "", f"point {i}: must give each axis one value "
+                             f"({', '.join(axes)})")
+            continue
+        wrong = [k for k, v in p.items() if str(v) not in map(str, axes[k])]
+        if wrong:
+            bad("point", "", f"point {i}: {wrong[0]} = {p[wrong[0]]!r} is not among its "
+                             "values")
+            continue
+        out.append({k: next(v for v in axes[k] if str(v) == str(p[k])) for k in axes})
+    return out
 
 
 def estimate_seconds(run_seconds: List[float], overhead: float) -> float:

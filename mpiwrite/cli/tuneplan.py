@@ -1,0 +1,271 @@
+"""`mpiwrite tune plan` and `tune report`: a screening study over a client's tunables, written
+as a study file (so `study plan|run|report` and `jobscript --study` take it), and its answer:
+each factor's main effect, ranked (docs/tune.md).  `tune list|get|set`: cli/tune.py."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import sys
+from typing import Any, Dict, List, Tuple
+
+import click
+
+from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
+from mpiwrite.errors import ConfigError
+from mpiwrite.text import printable
+
+OVERHEAD = 2.0  # a run inside a study: settings, barriers, the record
+SETTLE_GUESS = 5.0  # seconds a point's settings take to show, for the budget
+MAX_REPEAT = 20
+
+
+def _levels(spec: str) -> Tuple[str, List[str]]:
+    name, sep, values = spec.partition("=")
+    levels = [v.strip() for v in values.split(",") if v.strip()]
+    if not sep or not name.strip() or len(levels) != 2:
+        raise ConfigError(f"--param {spec!r}: must be NAME=LOW,HIGH (two levels)")
+    return name.strip(), levels
+
+
+def _factors(client, where, params: List[str]) -> List[Tuple[Any, List[str], str]]:
+    """(tunable, [first level, second level], value now): the first level is the value now
+    when it is one of the two (the report's `current`)."""
+    from mpiwrite.clients import tuning
+
+    wanted = [_levels(p) for p in params] if params else [
+        (t.name, []) for t in client.tunables.values() if not t.remount]
+    out = []
+    for (t, now), (_name, levels) in zip(readable(client, where, [w[0] for w in wanted])
+                                         if params else _readable_ones(client, where, wanted),
+                                         wanted):
+        offered = tuning.offered(t, where)
+        if levels:
+            checked = []
+            for v in levels:
+                good, why = tuning.checked(t, v, offered)
+                if good is None:
+                    raise ConfigError(f"--param: {why}")
+                checked.append(good)
+            if checked[0] == checked[1]:
+                raise ConfigError(f"--param {t.name}: both levels are {checked[0]}")
+        else:
+            other = [tuning.checked(t, v, offered)[0] for v, _ in t.candidates]
+            other = [v for v in other if v is not None and v != now]
+            if not other:
+                continue
+            checked = [now, other[0]]
+        if now in checked:
+            checked = [now] + [v for v in checked if v != now]
+        out.append((t, checked, now))
+    if not out:
+        raise ConfigError("TARGET: no tunable of its client can be read and changed here")
+    return out
+
+
+def _readable_ones(client, where, wanted):
+    """Without --param: the catalogue's tunables that can be read back (others left out)."""
+    from mpiwrite.clients import tuning
+
+    for name, _ in wanted:
+        t = tunable_of(client, name)
+        value, why = tuning.read(t, where)
+        if value is None:
+            sys.stderr.write(printable(f"mpiwrite: {name} left out: cannot be read back "
+                                       f"({why})") + "\n")
+        yield (t, value) if value is not None else (t, None)
+
+
+def setting_name(tunable: str) -> str:
+    return tunable.replace("*.", "").replace("*", "")
+
+
+@tune.command(name="plan")
+@click.argument("target")
+@click.option("-o", "--output", required=True, help="The study file to write (.toml).")
+@click.option("--param", "params", multiple=True, help="NAME=LOW,HIGH: a tunable and its two "
+              "levels (repeatable); default: the catalogue's, at the value now and the first "
+              "other candidate.")
+@click.option("--budget", default="30min", show_default=True,
+              help="Time for the whole study: repetitions are fitted to it.")
+@click.option("--run", "run_opts", multiple=True, help="OPTION=VALUE: a fixed `run` option "
+              "(time=20s, block_size=1MiB, fsync=true; repeatable).")
+@click.option("--name", default="tune", show_default=True, help="The study's name.")
+@click.option("--results", default="results", show_default=True)
+@_SYSROOT
+def plan(target, output, params, budget, run_opts, name, results, sysroot):
+    """Write a screening study over the tunables of the client serving TARGET: two levels
+    each, k factors in about k+1 points, repetitions fitted to the budget, interleaved."""
+    from mpiwrite.cli.study import check, run_seconds
+    from mpiwrite.files import check_output
+    from mpiwrite.study.design import design
+    from mpiwrite.study.plan import StudyError, parse
+    from mpiwrite.units import format_seconds, parse_time
+
+    if os.path.lexists(output):
+        raise ConfigError(f"-o: {output!r} exists; give a new file")
+    check_output("-o", output)
+    seconds_budget = parse_time(budget)
+    client, where = where_of(target, sysroot)
+    factors = _factors(client, where, list(params))
+    fixed: Dict[str, Any] = {}
+    for opt in run_opts:
+        key, sep, value = opt.partition("=")
+        if not sep:
+            raise ConfigError(f"--run {opt!r}: must be OPTION=VALUE")
+        fixed[key.strip().replace("-", "_")] = _toml_value(value.strip())
+    if "time" not in fixed and "size" not in fixed:
+        fixed["time"] = "20s"
+    names = [setting_name(t.name) for t, _, _ in factors]
+    d = design(names)
+    helper = [sys.executable, "-m", "mpiwrite", "tune"]
+    root = ["--sysroot", where.sysroot] if where.sysroot != "/" else []
+    target_abs = os.path.abspath(target)
+
+    def body(repeat: int) -> str:
+        out = [f"# written by mpiwrite tune plan: {d.kind}, {len(d.rows)} points for "
+               f"{len(factors)} factor(s) at two levels", "# main effects only; cannot be "
+               "told apart: " + ("; ".join(d.aliases) if d.aliases else "nothing"),
+               "# the first value of each setting is its value when planned (the report's "
+               "`current`)", "", "[study]", f"name = {json.dumps(name)}",
+               f"target = {json.dumps(target_abs)}", f"results = {json.dumps(results)}",
+               f"repeat = {repeat}", 'order = "interleaved"', "", "[run]"]
+        out += [f"{k} = {json.dumps(v)}" for k, v in fixed.items()]
+        for (t, levels, now), sname in zip(factors, names):
+            why = "; ".join(f"{v}: {w}" for v, w in t.candidates)
+            out += ["", f"# {t.name}: {t.about} (now {now}; {t.how}); {why}", "[[setting]]",
+                    f"name = {json.dumps(sname)}", f"values = {json.dumps(levels)}",
+                    f"scope = {json.dumps(t.scope)}",
+                    "set = " + json.dumps(shlex.join(helper + ["set"] + root + [
+                        t.name, "{value}", target_abs]).replace("'{value}'", "{value}")),
+                    "get = " + json.dumps(shlex.join(helper + ["get"] + root + [
+                        t.name, target_abs]))]
+        for row in d.rows:
+            cells = ", ".join(f'{json.dumps("setting." + n)} = {json.dumps(lv[0 if x < 0 else 1])}'
+                              for n, x, lv in zip(names, row, [f[1] for f in factors]))
+            out += ["", "[[point]]", cells.replace(", ", "\n")]
+        return "\n".join(out) + "\n"
+
+    def study_of(repeat: int):
+        from mpiwrite.study.plan import tomllib
+
+        text = body(repeat)
+        try:
+            st = parse(tomllib.loads(text), text, output)
+        except StudyError as exc:
+            raise ConfigError(f"--run: {exc.problems[0].where}: {exc.problems[0].message}") \
+                from None
+        problems, configs = check(st)
+        if problems:
+            raise ConfigError(f"--run: {problems[0].where}: {problems[0].message}")
+        return text, configs
+
+    text, configs = study_of(1)
+    per_round = sum(run_seconds(c, 100.0)[0] + OVERHEAD + SETTLE_GUESS for c in configs)
+    repeat = min(MAX_REPEAT, int(seconds_budget // per_round))
+    if repeat < 2:
+        raise ConfigError(f"--budget: {budget} fits {repeat} round(s) of the {len(d.rows)} "
+                          f"points ({format_seconds(per_round)} each); a verdict needs 2: give "
+                          f"at least {format_seconds(2 * per_round)}, or a shorter --run time")
+    text, _ = study_of(repeat)
+    from mpiwrite import files
+
+    files.write_new(output, text.encode())
+    click.echo(printable(f"{output}: {d.kind}, {len(d.rows)} points x {repeat} repetitions "
+                         f"= {len(d.rows) * repeat} runs, about "
+                         f"{format_seconds(per_round * repeat)}; factors: "
+                         + ", ".join(f"{t.name} {a}/{b}" for t, (a, b), _ in factors)))
+    click.echo(printable(f"next: mpiexec -n N mpiwrite study run {output}; then mpiwrite tune "
+                         f"report {output}"))
+    return 0
+
+
+def _toml_value(text: str):
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    return int(text) if text.isdigit() else text
+
+
+def _report_options(f):
+    from mpiwrite.cli.options import sampling_options
+
+    return sampling_options(f)
+
+
+@tune.command(name="report")
+@click.argument("file")
+@click.option("--results", default=None,
+              help="Folder of the records (default: the file's [study] results).")
+@_report_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def report(file, results, metric, unit, warmup, confidence, fmt):
+    """Each factor's main effect in percent with its interval and p, ranked; the factors the
+    design cannot tell apart; the recommended setting and the confirmation to run next."""
+    import numpy as np
+
+    from mpiwrite.answers import tune_report
+    from mpiwrite.answers.results import Store, metric_values
+    from mpiwrite.answers.study_report import StudyRuns
+    from mpiwrite.cli.study import check, fail
+    from mpiwrite.study import resume
+    from mpiwrite.study.design import design
+    from mpiwrite.study.execute import fingerprint
+    from mpiwrite.study.plan import StudyError, load
+
+    try:
+        st = load(file)
+    except StudyError as exc:
+        fail(file, exc.problems)
+    problems, configs = check(st)
+    if problems:
+        fail(file, problems)
+    names = [s.name for s in st.settings]
+    levels = {s.name: list(s.values) for s in st.settings}
+    if not names or any(len(v) != 2 for v in levels.values()):
+        raise ConfigError(f"{file}: not a tune study (every setting at two levels)")
+    folder = results if results is not None else st.results
+    if not os.path.isdir(folder):
+        raise ConfigError(f"--results: {folder!r} is not a folder of records")
+    store = Store([folder])
+    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    runs = StudyRuns(store, st.name, fingerprint(st), fields, None)
+    where = {k: i for i, k in enumerate(resume.point_keys(st, configs))}
+    points = st.points()
+    xs, ys = [], []
+    for rec in runs.select():
+        i = where.get(str(rec.tags().get("study_key")), -1)
+        values = metric_values(rec, metric, warmup)
+        if i < 0 or not values:
+            continue
+        xs.append([-1 if str(points[i][f"setting.{n}"]) == levels[n][0] else 1 for n in names])
+        ys.append(float(np.mean(values)))
+    left_out = store.not_complete()
+    if len(ys) < 2:
+        raise ConfigError(f"{file}: {len(ys)} complete run(s) in {folder}: run the study "
+                          "first (mpiexec ... mpiwrite study run FILE)")
+    found = tune_report.effects(np.array(xs), np.array(ys), names, confidence)
+    lower_better = metric in ("client-cpu", "cpu-per-GB")
+    chosen = tune_report.recommend(found, levels, not lower_better)
+    confirm = tune_report.confirmation(found, levels, chosen, confidence)
+    aliases = design(names).aliases
+    if fmt == "json":
+        click.echo(json.dumps({"study": st.name, "metric": metric, "runs": len(ys),
+                               "factors": [_clean(r) for r in found["factors"]],
+                               "cannot_tell_apart": aliases, "recommended": chosen,
+                               "confirm": confirm, "left_out": left_out}, indent=1))
+    else:
+        click.echo(printable(tune_report.text(found, aliases, chosen, confirm, metric)))
+    if left_out:
+        said = ", ".join(f"{n} {state}" for state, n in sorted(left_out.items()))
+        sys.stderr.write(f"mpiwrite: {sum(left_out.values())} run(s) left out ({said})\n")
+    return 0
+
+
+def _clean(row: Dict[str, Any]) -> Dict[str, Any]:
+    """JSON without NaN."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in row.items()}

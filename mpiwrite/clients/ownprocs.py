@@ -1,0 +1,56 @@
+"""The client's own processes and their CPU time: a FUSE daemon (glusterfs, ceph-fuse, dfuse)
+does most of a FUSE client's work, and Lustre's and NFS's kernel threads (ptlrpcd, ll_*,
+ldlm_*, nfsiod...) do theirs outside the ranks, so the ranks' CPU time never shows it.
+
+`threads` finds kernel threads by their name (/proc/PID/comm); `seconds` reads utime + stime
+of each process (/proc/PID/stat, all its threads) so that the node watch can take the
+difference over a timed phase.  Work a kernel work queue runs (rpciod's items) runs in kworker
+threads shared with everything else: not counted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Sequence
+
+from mpiwrite.facts.sysroot import Reader
+
+MAX_PROCESSES = 8192
+
+
+def threads(reader: Reader, prefixes: Sequence[str]) -> List[int]:
+    """The pids whose name starts with one of prefixes (kernel threads: no command line)."""
+    found = []
+    for rel in reader.glob("proc/[0-9]*")[:MAX_PROCESSES]:
+        pid = rel.rsplit("/", 1)[-1]
+        if not pid.isdigit():
+            continue
+        comm, _ = reader.read(f"{rel}/comm", keep=False)
+        if comm and comm.strip().startswith(tuple(prefixes)):
+            cmdline, _ = reader.read(f"{rel}/cmdline", keep=False)
+            if not cmdline:  # a kernel thread, not a user process named alike
+                found.append(int(pid))
+    return found
+
+
+def seconds(reader: Reader, pids: Sequence[int]) -> Dict[str, float]:
+    """{'PID name': user + system CPU seconds} of each process still there."""
+    tick = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+    out: Dict[str, float] = {}
+    for pid in pids:
+        text, _ = reader.read(f"proc/{int(pid)}/stat", keep=False)
+        if not text or ")" not in text:
+            continue
+        name = text[text.find("(") + 1:text.rfind(")")]
+        fields = text[text.rfind(")") + 2:].split()
+        try:  # fields 14 and 15 of stat(5), counted from the state (field 3)
+            out[f"{pid} {name}"] = (int(fields[11]) + int(fields[12])) / tick
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def spent(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, float]:
+    """CPU seconds each process spent between two readings (those in both)."""
+    return {k: round(after[k] - before[k], 3) for k in after
+            if k in before and after[k] >= before[k]}

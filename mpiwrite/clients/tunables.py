@@ -1,0 +1,163 @@
+"""The catalogue of client tunables: what `mpiwrite tune` may list, plan and set (docs/tune.md).
+
+Each `Tunable` is named as its filesystem names it (`osc.*.checksums`, `client_oc_max_dirty`,
+`performance.write-behind`, `vm.dirty_ratio`) and says its scope (`node`: set on every node;
+`once`: from one place for the whole allocation), how it is read and set (`access`: lctl, a
+file under /proc or /sys, ceph-fuse's admin socket, the gluster CLI, a mount option), the
+values it may take here (`low`..`high` or `choices`: the safe range, outside which `tune`
+refuses), the values worth trying with the reason, and whether it needs root or a remount.
+A client object's `tunables` maps names to these (clients/base.Client); reading and setting
+them is clients/tuning.py.  The values and reasons are a starting catalogue, not the
+filesystems' whole documentation: a tunable not here can still be a hand-written [[setting]].
+"""
+
+from __future__ import annotations
+
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from mpiwrite.units import MiB
+
+KiB = 1024
+
+
+class Tunable(NamedTuple):
+    name: str
+    access: str  # lctl | file | ceph | gluster | mount
+    kind: str  # int | number | size | choice
+    candidates: Tuple[Tuple[str, str], ...]  # (value, why it is worth trying)
+    about: str  # what it decides, in one line
+    scope: str = "node"  # node | once
+    low: Optional[float] = None  # the safe range of an int, number or size
+    high: Optional[float] = None
+    choices: Tuple[str, ...] = ()  # of a choice; () with access lctl/file: read from its file
+    path: str = ""  # access file: relative to the sysroot, {bdi} and {disk} filled in
+    root: bool = True  # setting it needs root (reading it does not)
+    remount: bool = False  # only a new mount takes it
+    unit: str = ""  # of a size as the filesystem writes it: "" bytes, "MB" (MiB), "gluster"
+
+    @property
+    def how(self) -> str:
+        """How it is read and set, in the filesystem's own words."""
+        if self.access == "lctl":
+            return f"lctl get_param / set_param {self.name}"
+        if self.access == "file":
+            return "/" + self.path
+        if self.access == "ceph":
+            return f"admin socket: config get / config set {self.name}"
+        if self.access == "gluster":
+            return f"gluster volume get / set VOLUME {self.name}"
+        return f"mount option {self.name} (umount and mount again)"
+
+
+ONOFF = ("on", "off")
+BOOL01 = ("0", "1")
+
+
+def _t(name, access, kind, candidates, about, **kw) -> Tunable:
+    return Tunable(name, access, kind, tuple(candidates), about, **kw)
+
+
+LUSTRE = {t.name: t for t in (
+    _t("osc.*.checksums", "lctl", "choice", [("0", "no checksum of each bulk RPC: the client "
+       "CPU it costs comes back (the data is then unprotected on the wire)"),
+       ("1", "the default: every RPC checksummed")], "checksums of bulk RPCs", choices=BOOL01),
+    _t("osc.*.checksum_type", "lctl", "choice", [("crc32c", "hardware CRC32C (SSE4.2): "
+       "cheapest where the CPU has it"), ("adler", "cheapest without CRC32C instructions")],
+       "the checksum algorithm (those offered are in its file)"),
+    _t("osc.*.max_rpcs_in_flight", "lctl", "int", [("8", "the default"), ("32", "more RPCs "
+       "in flight to each OST hide the network's latency (wide, high-latency links)")],
+       "concurrent RPCs to each OST", low=1, high=256),
+    _t("osc.*.max_dirty_mb", "lctl", "int", [("64", "less dirty data per OST: writes wait "
+       "for the server sooner"), ("2000", "the newer default: a large write-back per OST")],
+       "dirty data the client holds per OST, in MiB", low=1, high=2048),
+    _t("osc.*.max_pages_per_rpc", "lctl", "int", [("256", "1 MiB RPCs (4 KiB pages)"),
+       ("1024", "4 MiB RPCs: fewer, larger RPCs when the OSTs take them")],
+       "pages per bulk RPC", low=1, high=4096),
+    _t("llite.*.max_cached_mb", "lctl", "int", [("4096", "a small page cache for Lustre: "
+       "shows whether the cache hides the writes"), ("65536", "a large one")],
+       "the client's page cache for Lustre, in MiB", low=64, high=1 << 22),
+)}
+
+CEPH_FUSE = {t.name: t for t in (
+    _t("client_oc_max_dirty", "ceph", "size", [("0", "write-through: every write waits for "
+       "the OSDs (measured on the testbed: half the rate)"),
+       (str(100 * MiB), "the default, 100 MiB of dirty data")],
+       "dirty bytes the object cacher holds before writes block", low=0, high=4 << 30,
+       root=False),
+    _t("client_oc_size", "ceph", "size", [(str(200 * MiB), "the default, 200 MiB"),
+       (str(1 << 30), "a larger cache: room for more dirty data")],
+       "the object cacher's size in bytes", low=8 * MiB, high=16 << 30, root=False),
+    _t("client_oc_target_dirty", "ceph", "size", [(str(8 * MiB), "the default: flushing "
+       "starts early"), (str(64 * MiB), "flushing starts later, in larger pieces")],
+       "dirty bytes at which the cacher starts flushing", low=0, high=4 << 30, root=False),
+    _t("client_oc_max_dirty_age", "ceph", "number", [("5", "the default, seconds"),
+       ("1", "dirty data leaves sooner")], "the age at which dirty data is flushed, s",
+       low=0, high=600, root=False),
+)}
+
+GLUSTER = {t.name: t for t in (
+    _t("performance.write-behind", "gluster", "choice", [("on", "the default: writes are "
+       "acknowledged before the bricks have them"), ("off", "every write waits for the "
+       "bricks (measured on the testbed: -37% at 4 KiB)")], "the write-behind translator",
+       scope="once", choices=ONOFF),
+    _t("performance.write-behind-window-size", "gluster", "size", [(str(MiB), "the default, "
+       "1 MiB per file"), (str(16 * MiB), "more data in flight per file")],
+       "data write-behind holds per file", scope="once", low=512 * KiB, high=1 << 30,
+       unit="gluster"),
+    _t("performance.flush-behind", "gluster", "choice", [("on", "the default: close() and "
+       "flush return before the data is out"), ("off", "flush waits")],
+       "flush in the background", scope="once", choices=ONOFF),
+    _t("performance.client-io-threads", "gluster", "choice", [("on", "client requests in a "
+       "thread pool: more parallel FUSE requests"), ("off", "one FUSE thread")],
+       "io-threads on the client side", scope="once", choices=ONOFF),
+    _t("performance.io-thread-count", "gluster", "int", [("16", "the default"),
+       ("32", "more threads where the bricks have many disks")], "threads of io-threads",
+       scope="once", low=1, high=64),
+)}
+
+WRITEBACK = {t.name: t for t in (
+    _t("vm.dirty_ratio", "file", "int", [("20", "the usual default"), ("5", "writers are "
+       "throttled much sooner: less data hidden in the page cache")],
+       "% of memory dirty before writers must write back themselves", low=1, high=90,
+       path="proc/sys/vm/dirty_ratio"),
+    _t("vm.dirty_background_ratio", "file", "int", [("10", "the usual default"), ("1", "the "
+       "flusher starts almost at once")], "% of memory dirty before the flusher starts",
+       low=1, high=50, path="proc/sys/vm/dirty_background_ratio"),
+    _t("vm.dirty_expire_centisecs", "file", "int", [("3000", "the default, 30 s"),
+       ("500", "dirty data older than 5 s is written")], "age of dirty data the flusher "
+       "writes, in 1/100 s", low=100, high=360000, path="proc/sys/vm/dirty_expire_centisecs"),
+)}
+
+NFS = {t.name: t for t in (
+    _t("sunrpc.tcp_slot_table_entries", "file", "int", [("2", "few RPCs in flight"),
+       ("128", "many RPCs in flight per connection")], "RPC slots of a new TCP transport "
+       "(an existing mount keeps its own: takes effect on a new mount)", low=2, high=65536,
+       path="proc/sys/sunrpc/tcp_slot_table_entries", remount=True),
+    _t("read_ahead_kb", "file", "int", [("128", "a small read-ahead"), ("16384", "a large "
+       "one, for streaming reads")], "the mount's read-ahead (its BDI), in KiB", low=0,
+       high=1 << 20, path="sys/class/bdi/{bdi}/read_ahead_kb"),
+    _t("max_ratio", "file", "int", [("100", "the default: this mount may hold all the "
+       "dirty memory"), ("10", "a tenth: writes throttled sooner")], "% of the dirty limit "
+       "this mount's BDI may hold", low=1, high=100, path="sys/class/bdi/{bdi}/max_ratio"),
+    _t("wsize", "mount", "size", [(str(MiB), "the usual maximum")], "bytes per WRITE RPC",
+       low=4096, high=MiB, remount=True),
+)}
+
+BLOCK = {t.name: t for t in (
+    _t("nr_requests", "file", "int", [("64", "a short queue"), ("1024", "a deep queue")],
+       "requests the block layer queues", low=4, high=4096,
+       path="sys/class/block/{disk}/queue/nr_requests"),
+    _t("max_sectors_kb", "file", "int", [("128", "small requests"), ("1280", "large ones, "
+       "where the device takes them (max_hw_sectors_kb)")], "largest request, in KiB",
+       low=4, high=32768, path="sys/class/block/{disk}/queue/max_sectors_kb"),
+    _t("scheduler", "file", "choice", [("none", "no reordering: fast devices"),
+       ("mq-deadline", "writes batched, reads first")], "the I/O scheduler (those offered "
+       "are in its file)", path="sys/class/block/{disk}/queue/scheduler"),
+)}
+
+
+def merged(*parts: Dict[str, Tunable]) -> Dict[str, Tunable]:
+    out: Dict[str, Tunable] = {}
+    for p in parts:
+        out.update(p)
+    return out

@@ -1,0 +1,283 @@
+"""Reading, checking and setting one tunable of the catalogue (clients/tunables.py) on this node.
+
+`Where` is what the node knows of the target: its sysroot, its filesystem facts and its
+client's facts (the FUSE daemon's pid and argv, ceph-fuse's admin socket).  Every value read
+is put in the form the study compares and records (`normal`: sizes as the filesystem writes
+them, numbers without trailing zeros, a choice's active word out of `[...]`), so "the value
+asked" and "the value seen" are one string each.  External commands (lctl, gluster) run only
+through procs.run_bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from mpiwrite.clients.tunables import Tunable
+from mpiwrite.facts.sysroot import Reader
+from mpiwrite.units import MiB
+
+KiB = 1024
+
+COMMAND_TIMEOUT = 60.0
+
+
+class Where(NamedTuple):
+    target: str
+    sysroot: str
+    fs: Dict[str, Any]
+    client: Dict[str, Any]
+
+    @property
+    def reader(self) -> Reader:
+        return Reader(self.sysroot or "/")
+
+
+def _run(argv: List[str]) -> Tuple[Optional[str], str]:
+    from mpiwrite.procs import run_bounded
+
+    out = run_bounded(argv, COMMAND_TIMEOUT)
+    if not out.ok:
+        said = " ".join((out.text() + " " + out.text("err")).split())[:300]
+        return None, f"`{' '.join(argv)}`: {out.why(COMMAND_TIMEOUT)}{': ' + said if said else ''}"
+    return out.text(), ""
+
+
+def gluster_text(n: int) -> str:
+    """Bytes as gluster writes a size: 1048576 -> '1MB', 524288 -> '512KB'."""
+    if n % MiB == 0:
+        return f"{n // MiB}MB"
+    return f"{n // KiB}KB" if n % KiB == 0 else str(n)
+
+
+def normal(t: Tunable, text: str) -> Tuple[Optional[str], str]:
+    """A value as the study compares it, or (None, why it is not one of this tunable's)."""
+    from mpiwrite.units import parse_size
+
+    text = str(text).strip()
+    if t.kind == "choice":
+        words = text.split()
+        active = [w[1:-1] for w in words if w.startswith("[") and w.endswith("]")]
+        return (active[0] if active else text), ""
+    try:
+        if t.kind == "size":
+            n = int(parse_size(text.replace("MB", "MiB").replace("KB", "KiB"))
+                    if t.unit == "gluster" else parse_size(text))
+            return (gluster_text(n) if t.unit == "gluster" else str(n)), ""
+        if t.kind == "int":
+            return str(int(text)), ""
+        x = float(text)
+        return (f"{x:g}" if x == x else None), ("" if x == x else "not a number")
+    except (ValueError, OverflowError) as exc:
+        return None, f"{text!r} is not a {'size' if t.kind == 'size' else 'number'} ({exc})"
+
+
+def checked(t: Tunable, value: str, offered: Tuple[str, ...] = ()) -> Tuple[Optional[str], str]:
+    """A value asked of `tune` or a study: its normal form, or (None, one line why not: not its
+    kind, outside the catalogue's safe range, not a choice offered here)."""
+    from mpiwrite.units import parse_size
+
+    v, why = normal(t, value)
+    if v is None:
+        return None, f"{t.name}={value}: {why}"
+    if t.kind == "choice":
+        allowed = t.choices or offered
+        if allowed and v not in allowed:
+            return None, f"{t.name}={value}: not one of {', '.join(allowed)}"
+        return v, ""
+    x = float(parse_size(v.replace("MB", "MiB").replace("KB", "KiB"))) \
+        if t.kind == "size" else float(v)
+    if (t.low is not None and x < t.low) or (t.high is not None and x > t.high):
+        return None, (f"{t.name}={value}: outside the safe range {_num(t, t.low)} to "
+                      f"{_num(t, t.high)} of the catalogue (mpiwrite tune list)")
+    return v, ""
+
+
+def _num(t: Tunable, x: Optional[float]) -> str:
+    from mpiwrite.units import format_size
+
+    if x is None:
+        return "-"
+    return format_size(x) if t.kind == "size" else f"{x:g}"
+
+
+def _path(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
+    """The tunable's file relative to the sysroot ({bdi}: the mount's MAJ:MIN; {disk}: the
+    whole disk under it), or (None, why)."""
+    from mpiwrite.clients.fuse import mount_device
+
+    path = t.path
+    if "{bdi}" in path or "{disk}" in path:
+        reader = where.reader
+        dev = mount_device(reader, "proc/self", str(where.fs.get("mount_point") or ""))
+        if dev is None:
+            return None, f"no MAJ:MIN for {where.fs.get('mount_point')} in /proc/self/mountinfo"
+        path = path.replace("{bdi}", dev)
+        if "{disk}" in path:
+            link, why = reader.readlink(f"sys/dev/block/{dev}")
+            if link is None:
+                return None, f"{dev} is not a block device here ({why})"
+            disk = os.path.basename(link.rstrip("/"))
+            if reader.read(f"sys/class/block/{disk}/partition", keep=False)[0] is not None:
+                disk = os.path.basename(os.path.dirname(link.rstrip("/")))
+            path = path.replace("{disk}", disk)
+    return path, ""
+
+
+def _gluster_volume(where: Where) -> Tuple[Optional[Tuple[str, str]], str]:
+    source = str(where.fs.get("mount_source") or "")
+    server, sep, volume = source.partition(":")
+    if not sep or not server or not volume.strip("/"):
+        return None, f"mount source {source!r} is not SERVER:/VOLUME"
+    return (server.split(",")[0], volume.strip("/")), ""
+
+
+def raw_read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
+    """The tunable's value as its filesystem prints it (one per device for lctl)."""
+    if t.access == "lctl":
+        return _run(["lctl", "get_param", "-n", t.name])
+    if t.access == "file":
+        rel, why = _path(t, where)
+        if rel is None:
+            return None, why
+        text, why = where.reader.read(rel, keep=False)
+        return (text, "") if text is not None else (None, f"/{rel}: {why}")
+    if t.access == "ceph":
+        return _ceph(where, {"prefix": "config get", "var": t.name}, t.name)
+    if t.access == "gluster":
+        vol, why = _gluster_volume(where)
+        if vol is None:
+            return None, why
+        text, why = _run(["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume",
+                          "get", vol[1], t.name])
+        lines = [ln.split() for ln in (text or "").splitlines() if ln.startswith(t.name)]
+        return (lines[-1][-1], "") if lines and len(lines[-1]) > 1 else (None, why or
+                                                                         "no value printed")
+    opts = dict(o.partition("=")[::2] for o in str(where.fs.get("mount_options", "")).split(","))
+    return (opts[t.name], "") if opts.get(t.name) else (None, "not among the mount's options")
+
+
+def _ceph(where: Where, command: Dict[str, Any], name: str) -> Tuple[Optional[str], str]:
+    from mpiwrite.clients import ceph
+
+    sock, pid = where.client.get("admin_socket"), where.client.get("pid")
+    if not sock:
+        return None, "no admin socket of the ceph-fuse daemon found (mpiwrite env TARGET)"
+    answer, why = ceph.ask(sock, command, int(pid) if pid else None)
+    if why:
+        return None, why
+    if command["prefix"] == "config set":
+        return "", ""
+    if isinstance(answer, dict) and isinstance(answer.get(name), (str, int, float)):
+        return str(answer[name]), ""
+    return None, f"the admin socket's answer names no {name}"
+
+
+def read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
+    """The value now in force on this node in normal form: one value, or (None, why), also
+    when devices disagree (`mixed`: a study could not restore one value)."""
+    text, why = raw_read(t, where)
+    if text is None:
+        return None, why
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if t.name.endswith("max_cached_mb"):  # 2.4+: a block of "key: value" lines per llite
+        keyed = [ln.split(":", 1)[1] for ln in lines if ln.startswith("max_cached_mb:")]
+        lines = keyed or lines
+    values = sorted({normal(t, ln)[0] or ln for ln in lines})
+    if len(values) != 1:
+        return None, (f"{len(values)} different values ({', '.join(values)[:200]})"
+                      if values else "printed nothing")
+    return values[0], ""
+
+
+def offered(t: Tunable, where: Where) -> Tuple[str, ...]:
+    """A choice's values offered here (checksum_type, scheduler: the words of its file)."""
+    if t.kind != "choice" or t.choices:
+        return t.choices
+    text, _ = raw_read(t, where)
+    words = (text or "").split("\n")[0].split()
+    return tuple(w.strip("[]") for w in words)
+
+
+def write(t: Tunable, value: str, where: Where) -> str:
+    """Set the tunable to a value already `checked`: '' or one line why not."""
+    if t.remount:
+        return f"{t.name} takes effect only on a new mount: give the study a remount command"
+    if t.access == "lctl":
+        return _run(["lctl", "set_param", f"{t.name}={value}"])[1]
+    if t.access == "ceph":
+        return _ceph(where, {"prefix": "config set", "var": t.name, "val": [value]}, t.name)[1]
+    if t.access == "gluster":
+        vol, why = _gluster_volume(where)
+        return why if vol is None else _run(
+            ["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume", "set", vol[1],
+             t.name, value])[1]
+    rel, why = _path(t, where)
+    if rel is None:
+        return why
+    real, why = where.reader.resolve(rel)
+    if real is None:
+        return f"/{rel}: {why}"
+    try:
+        with open(real, "w") as fh:
+            fh.write(value + "\n")
+    except OSError as exc:
+        from mpiwrite.errors import why as reason
+
+        return f"{real}: {reason(exc)}"
+    return ""
+
+
+GRAPH = {  # volume option -> (translator whose presence is "on", or the graph's option; default)
+    "performance.write-behind": ("performance/write-behind", None),
+    "performance.client-io-threads": ("performance/io-threads", None),
+    "performance.flush-behind": ("write-behind.flush-behind", "on"),
+    "performance.write-behind-window-size": ("write-behind.cache-size", "1MB"),
+    "performance.io-thread-count": ("io-threads.thread-count", "16"),
+}
+
+
+def in_force(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
+    """What the client itself runs with, where it can tell: a GlusterFS client's graph once it
+    has switched to it (its log: "Final graph", then "switched to graph"); else `read`.
+    (None, why) when the client has not switched yet."""
+    if t.access != "gluster":
+        return read(t, where)
+    from mpiwrite.clients.fuse import parse_graph
+
+    text, why = gluster_log(where)
+    if text is None:
+        return None, why
+    graph = parse_graph(text)
+    if graph is None:
+        return None, "no 'Final graph' in the client's log"
+    if "switched to graph" not in text[text.rfind("Final graph:"):]:
+        return None, "its client has a new graph but has not switched to it"
+    what, default = GRAPH.get(t.name, (None, None))
+    if what is None:
+        return read(t, where)
+    if default is None:
+        return ("on" if what in graph["translators"] else "off"), ""
+    return normal(t, graph["options"].get(what, default))[0], ""
+
+
+def gluster_log(where: Where) -> Tuple[Optional[str], str]:
+    """The end of the GlusterFS client's log (where its last graph is)."""
+    from mpiwrite.clients.fuse import GRAPH_LOG_BYTES, _flags
+
+    argv = where.client.get("argv") or []
+    mp = str(where.fs.get("mount_point") or "")
+    log = _flags(argv, ("--log-file",)).get("log-file") or (
+        "/var/log/glusterfs/" + mp.strip("/").replace("/", "-") + ".log")
+    text, why = where.reader.read(log.lstrip("/"), keep=False, limit=GRAPH_LOG_BYTES, tail=True)
+    return (text, "") if text is not None else (None, f"{log}: {why}")
+
+
+def graph_mark(where: Where) -> Optional[str]:
+    """Which graph a GlusterFS client runs: how many graphs and switches its log holds (a
+    change between two reads is a graph switch)."""
+    text, _ = gluster_log(where)
+    if text is None:
+        return None
+    return f"{text.count('Final graph:')} graphs, {len(re.findall('switched to graph', text))}"

@@ -1,0 +1,227 @@
+"""`mpiwrite tune` (docs/tune.md): the catalogue on a Lustre sysroot with a stand-in lctl,
+scope and restore through a study, bad input, kernel writeback on the real /proc/sys, and the
+screening design's properties."""
+
+import glob
+import itertools
+import json
+import os
+
+import numpy as np
+import pytest
+import sysroots
+from common import cli, is_root, mpirun, records_in
+
+from mpiwrite.answers import tune_report
+from mpiwrite.formats import records
+from mpiwrite.study.design import design
+
+# a stand-in lctl: get_param and set_param over the sysroot's Lustre files; it refuses 9 and
+# leaves max_rpcs_in_flight=99 unset while saying it worked (a get that never shows it)
+FAKE_LCTL = """#!/bin/bash
+root=${MPIWRITE_SYSROOT:?}
+files() { local p=${1//.//}; for d in sys/fs/lustre sys/kernel/debug/lustre proc/fs/lustre; do
+  ls -d "$root"/$d/$p 2>/dev/null; done; }
+case "$1" in
+get_param) shift; [ "$1" = -n ] && shift; f=$(files "$1"); [ -n "$f" ] || exit 2
+  for x in $f; do cat "$x"; done;;
+set_param) p=${2%%=*}; v=${2#*=}; f=$(files "$p"); [ -n "$f" ] || exit 2
+  if [ "$v" = 9 ]; then echo "error: set_param: $2: Invalid argument" >&2; exit 22; fi
+  echo "$2" >> "$root/lctl.log"; [ "$v" = 99 ] && exit 0
+  for x in $f; do echo "$v" > "$x"; done;;
+*) exit 2;;
+esac
+"""
+
+
+@pytest.fixture
+def lustre(tmp_path):
+    """A Lustre 2.15 sysroot whose mount table puts the real folder tmp/data on Lustre, and
+    a stand-in lctl first on PATH: (env, data folder, sysroot)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    files = sysroots.lustre_215()
+    files["proc/mounts"] = (f"10.0.0.1@o2ib:/bigfs {data} lustre rw,flock 0 0\n"
+                            "/dev/nvme0n1p1 / xfs rw,relatime 0 0\n")
+    root = sysroots.make(tmp_path / "root", files)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "lctl").write_text(FAKE_LCTL)
+    (bin_dir / "lctl").chmod(0o755)
+    env = {"MPIWRITE_SYSROOT": str(root), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return env, str(data), str(root)
+
+
+def osc(root, param):
+    found = set()
+    for f in glob.glob(os.path.join(root, "*/fs/lustre/osc/*", param)) + glob.glob(
+            os.path.join(root, "proc/fs/lustre/osc/*", param)):
+        with open(f) as fh:
+            found.add(fh.read().strip())
+    return found
+
+
+def test_tune_list_shows_the_lustre_catalogue_with_values_read_now(lustre, tmp_path):
+    env, data, _root = lustre
+    out = cli(["tune", "list", data, "--format", "json"], cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    rows = {r["name"]: r for r in json.loads(out.stdout)}
+    for name in ("osc.*.checksums", "osc.*.checksum_type", "osc.*.max_rpcs_in_flight",
+                 "osc.*.max_dirty_mb", "osc.*.max_pages_per_rpc", "llite.*.max_cached_mb",
+                 "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_expire_centisecs"):
+        assert name in rows and rows[name]["scope"] == "node" and rows[name]["candidates"]
+    assert rows["osc.*.checksums"]["value"] == "1"
+    assert rows["osc.*.checksum_type"]["value"] == "crc32c"  # the bracketed one is active
+    assert "adler" in rows["osc.*.checksum_type"]["range"]
+    assert rows["llite.*.max_cached_mb"]["value"] == "128877"  # from the 2.4+ block
+    assert rows["vm.dirty_ratio"]["value"] == "40"
+    table = cli(["tune", "list", data], cwd=tmp_path, env=env)
+    assert table.returncode == 0 and "lustre client serving" in table.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["set", "osc.*.no_such", "1"], "not a tunable of the lustre client"),
+    (["set", "osc.*.max_rpcs_in_flight", "100000"], "outside the safe range"),
+    (["set", "osc.*.checksums", "2"], "not one of 0, 1"),
+    (["set", "osc.*.max_dirty_mb", "lots"], "not a number"),
+    (["plan", "-o", "x.toml", "--param", "osc.*.checksums=1"], "two levels"),
+    (["plan", "-o", "x.toml", "--param", "osc.*.max_pages_per_rpc=256,99999"],
+     "outside the safe range"),
+])
+def test_bad_input_is_one_line_and_exit_2(lustre, tmp_path, args, message):
+    env, data, root = lustre
+    verb, rest = args[0], args[1:]
+    words = ["tune", verb] + (rest + [data] if verb == "set" else [data] + rest)
+    out = cli(words, cwd=tmp_path, env=env)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not os.path.exists(os.path.join(root, "lctl.log"))  # nothing was set
+    assert not os.path.exists(tmp_path / "x.toml")
+
+
+def test_a_tunable_that_cannot_be_read_back_is_refused(lustre, tmp_path):
+    env, data, root = lustre
+    for f in glob.glob(os.path.join(root, "proc/fs/lustre/osc/*/max_pages_per_rpc")):
+        os.remove(f)
+    out = cli(["tune", "plan", data, "-o", "x.toml", "--param",
+               "osc.*.max_pages_per_rpc=256,1024"], cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "cannot be read back" in out.stderr, out.stderr
+    assert not os.path.exists(tmp_path / "x.toml")
+
+
+def plan(lustre, tmp_path, params, budget="10min"):
+    env, data, _root = lustre
+    args = ["tune", "plan", data, "-o", "t.toml", "--budget", budget, "--name", "tuned",
+            "--results", str(tmp_path / "results"), "--run", "size=1MiB",
+            "--run", "progress_interval=0"]
+    for p in params:
+        args += ["--param", p]
+    out = cli(args, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    return str(tmp_path / "t.toml")
+
+
+def test_tune_plan_writes_a_study_that_study_plan_takes(lustre, tmp_path):
+    env, _data, _root = lustre
+    path = plan(lustre, tmp_path, ["osc.*.checksums=1,0", "osc.*.max_rpcs_in_flight=8,32",
+                                   "vm.dirty_ratio=40,10"])
+    with open(path) as fh:
+        text = fh.read()
+    assert "2^(3-1) fractional factorial" in text and "checksums = max_rpcs_in_flight x" \
+        in text.replace("osc.", "")
+    assert text.count("[[point]]") == 4  # 3 factors in 4 points
+    out = cli(["study", "plan", path], cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "4 points" in out.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(400)
+def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
+    """Two node-scope settings through a whole study on 2 ranks: every run complete, each
+    record holding per node the values asked, seen before and after; everything back."""
+    env, _data, root = lustre
+    path = plan(lustre, tmp_path, ["osc.*.checksums=1,0", "osc.*.max_dirty_mb=2000,64"],
+                budget="1min")
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=360, env=env)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+    recs = [records.read(p) for p in records_in(tmp_path / "results")]
+    assert recs and all(r.status == "complete" for r in recs)
+    for r in recs:
+        s = r.client_counters[0]["delta"]["settings"]
+        assert s["asked"] == s["before"] == s["after"]
+        assert s["asked"]["osc.checksums"] == r.tags()["setting.osc.checksums"]
+    assert osc(root, "checksums") == {"1"} and osc(root, "max_dirty_mb") == {"2000"}
+    rep = cli(["tune", "report", path, "--format", "json"], cwd=tmp_path, env=env)
+    assert rep.returncode == 0, rep.stderr
+    got = json.loads(rep.stdout)
+    assert {f["name"] for f in got["factors"]} == {"osc.checksums", "osc.max_dirty_mb"}
+    assert all({"effect_percent", "ci_percent", "p", "verdict"} <= set(f)
+               for f in got["factors"])
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_a_get_that_never_shows_the_value_is_exit_1_and_restored(lustre, tmp_path):
+    """lctl says it set max_rpcs_in_flight=99 but the file keeps 8: the settle limit ends the
+    study with one line naming the node and what it still shows; checksums are back."""
+    env, _data, root = lustre
+    path = plan(lustre, tmp_path, ["osc.*.checksums=1,0", "osc.*.max_rpcs_in_flight=8,99"],
+                budget="1min")
+    with open(path) as fh:
+        text = fh.read().replace('scope = "node"', 'scope = "node"\nsettle = 2')
+    os.chmod(path, 0o644)
+    with open(path, "w") as fh:
+        fh.write(text)
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=240, env=env)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr
+    line = [ln for ln in out.stderr.splitlines() if "settle" in ln]
+    assert line and "osc.max_rpcs_in_flight=99" in line[0] and "still shows 8" in line[0]
+    assert osc(root, "checksums") == {"1"} and osc(root, "max_rpcs_in_flight") == {"8"}
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root: /proc/sys/vm")
+def test_kernel_writeback_is_set_and_read_back_on_the_real_proc_sys(tmp_path):
+    path = "/proc/sys/vm/dirty_expire_centisecs"
+    with open(path) as fh:
+        original = fh.read().strip()
+    new = "2900" if original != "2900" else "3100"
+    try:
+        out = cli(["tune", "set", "vm.dirty_expire_centisecs", new, str(tmp_path)],
+                  cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        got = cli(["tune", "get", "vm.dirty_expire_centisecs", str(tmp_path)], cwd=tmp_path)
+        assert got.stdout.strip() == new
+        bad = cli(["tune", "set", "vm.dirty_expire_centisecs", "5", str(tmp_path)],
+                  cwd=tmp_path)
+        assert bad.returncode == 2 and "safe range" in bad.stderr
+    finally:
+        with open(path, "w") as fh:
+            fh.write(original + "\n")
+    with open(path) as fh:
+        assert fh.read().strip() == original
+
+
+@pytest.mark.parametrize("k", list(range(1, 24)))
+def test_the_design_is_balanced_orthogonal_and_about_k_plus_1_runs(k):
+    d = design([f"f{i}" for i in range(k)])
+    cols = list(zip(*d.rows))
+    assert len(d.rows) <= max(2, k + 5) and len(d.rows) >= k + 1
+    assert all(sum(c) == 0 for c in cols)
+    assert all(sum(a * b for a, b in zip(x, y)) == 0 for x, y in itertools.combinations(cols, 2))
+    assert len({tuple(r) for r in d.rows}) == len(d.rows)
+
+
+def test_effects_rank_the_factor_that_matters_first():
+    rng = np.random.default_rng(7)
+    d = design(["a", "b", "c"])
+    x = np.array(d.rows * 4)
+    y = 100 - 20 * (x[:, 1] > 0) + rng.normal(0, 1, len(x))  # b costs 20%
+    found = tune_report.effects(x, y, ["a", "b", "c"])
+    first = found["factors"][0]
+    assert first["name"] == "b" and first["verdict"] == "real"
+    assert -23 < first["effect_percent"] < -17
+    assert all(f["verdict"] == "within noise" for f in found["factors"][1:])
+    chosen = tune_report.recommend(found, {"a": ["1", "2"], "b": ["on", "off"],
+                                           "c": ["x", "y"]}, True)
+    assert chosen["b"] == "on"
