@@ -151,3 +151,66 @@ def test_the_journal_folder_is_never_another_users_or_a_link(tmp_path, monkeypat
     with pytest.raises(journal.JournalError, match="does not exist"):
         journal.write("h", "s", "f", "s.toml", entry)
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("get, why", [
+    ("printf '1\\000'", "control character"),
+    ("printf 'x\\377y'", "not UTF-8"),
+    ("python3 -c \"print('7' * 5000)\"", "characters"),
+])
+def test_a_value_that_cannot_be_put_back_is_refused_before_anything_changes(
+        tmp_path, monkeypatch, get, why):
+    """`get` printed a NUL (the restore then died of "embedded null byte" and left the
+    setting changed), bytes that are not UTF-8 (put back as U+FFFD), or a value so long
+    that the journal outgrew its read limit (the original was lost)."""
+    from mpiwrite.study.plan import Setting
+    from mpiwrite.study.settings import Settings
+
+    monkeypatch.setenv(journal.ENV, str(tmp_path / "state"))
+    s = Settings([Setting("x", ["1"], "true {value}", get)], True, ("h", "s", "f", "s.toml"))
+    problem = s.read()
+    assert why in problem, problem
+    assert journal.of_study("h", "s") is None  # nothing journaled, nothing to change
+
+
+def test_restore_is_refused_while_a_launch_of_the_study_lives(tmp_path):
+    env = {journal.ENV: str(tmp_path / "state")}
+    os.environ[journal.ENV] = env[journal.ENV]
+    try:
+        held = journal.claim("vm", "live")
+        journal.write("vm", "live", "f", str(tmp_path / "s.toml"),
+                      [{"name": "x", "set": "touch " + str(tmp_path / "ran") + " {value}",
+                        "original": "1"}])
+        out = cli(["study", "restore", "live"], cwd=tmp_path,
+                  env=dict(env, MPIWRITE_HOSTNAME="vm"))
+        assert out.returncode == 1 and "running on vm in another launch" in out.stderr, \
+            out.stderr
+        assert not (tmp_path / "ran").exists() and journal.of_study("vm", "live")
+        os.close(held)  # the launch ends (killed): now it is put back, by the study's name
+        out = cli(["study", "restore", "live"], cwd=tmp_path,
+                  env=dict(env, MPIWRITE_HOSTNAME="vm"))
+        assert out.returncode == 0 and "x=1" in out.stdout, out.stderr
+        assert (tmp_path / "ran").exists() and journal.of_study("vm", "live") is None
+    finally:
+        del os.environ[journal.ENV]
+
+
+@pytest.mark.parametrize("damage", ["unreadable", "quote"])
+def test_a_damaged_journal_is_one_line_and_kept(tmp_path, damage):
+    state = tmp_path / "state"
+    env = {journal.ENV: str(state), "MPIWRITE_HOSTNAME": "vm"}
+    os.environ[journal.ENV] = str(state)
+    try:
+        path = journal.write("vm", "dmg", "f", "s.toml",
+                             [{"name": "x", "set": "echo '{value}", "original": "1"}])
+    finally:
+        del os.environ[journal.ENV]
+    if damage == "unreadable":
+        with open(path, "w") as fh:
+            fh.write("{not json")
+    out = cli(["study", "restore", "dmg"], cwd=tmp_path, env=env)
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert ("cannot be read" if damage == "unreadable" else "cannot be split") in lines[0]
+    assert os.path.exists(path)  # kept: never taken for "nothing to put back"

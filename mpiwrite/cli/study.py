@@ -305,29 +305,37 @@ def restore_study(file):
     MPIWRITE_STATE, or ~/.local/state/mpiwrite) and removes the journal once they are back.
     When the launcher killed the ranks first (a hang-up, a closed pipe, SIGKILL), the journal
     stays: this puts back what it holds, on this node; run it once per node
-    (`srun -N K --ntasks-per-node=1 mpiwrite study restore FILE`).  The next `study run` of
-    the study does it too, before it reads anything."""
+    (`srun -N K --ntasks-per-node=1 mpiwrite study restore FILE`).  FILE is the study file,
+    or the study's name when the file is gone: the journal holds the commands.  Refused while
+    a launch of the study still runs on this node.  The next `study run` of the study does
+    the same, before it reads anything."""
     from mpiwrite.facts.host import host_name
     from mpiwrite.study import journal
-    from mpiwrite.study.execute import Settings
+    from mpiwrite.study.plan import NAME
+    from mpiwrite.study.settings import Settings
 
-    try:
-        st = load(file)
-    except StudyError as exc:
-        fail(file, exc.problems)
+    if not os.path.lexists(file) and NAME.match(file):
+        name = file  # the file is gone: its study's name names the journal
+    else:
+        try:
+            name = load(file).name
+        except StudyError as exc:
+            fail(file, exc.problems)
     try:
         host = host_name()
     except ValueError as exc:
         raise ConfigError(f"MPIWRITE_HOSTNAME: {exc}") from None
-    doc = journal.of_study(host, st.name)
+    try:
+        doc = journal.of_study(host, name)
+    except journal.JournalError as exc:
+        raise RunError(f"study {name} on {host}: {exc}") from None
     if doc is None:
-        click.echo(printable(f"study {st.name}: nothing to put back on {host}"))
+        click.echo(printable(f"study {name}: nothing to put back on {host}"))
         return 0
-    said, trouble = Settings([], True, (host, st.name, "", file)).recover()
+    said, trouble = Settings([], True, (host, name, "", file)).recover()
     if trouble:
-        raise RunError(f"study {st.name} on {host}: {trouble}; the journal is kept "
-                       f"({journal.folder()})")
-    click.echo(printable(f"study {st.name}: {said}"))
+        raise RunError(f"study {name} on {host}: {trouble}")
+    click.echo(printable(f"study {name}: {said}"))
     return 0
 
 

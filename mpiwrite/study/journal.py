@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional, Tuple
 ENV = "MPIWRITE_STATE"
 PREFIX = "settings-"
 SUFFIX = ".json"
-LIMIT = 1 << 20  # bytes of a journal read back
+LIMIT = 64 << 20  # bytes of a journal read back (values are at most VALUE_CHARS each)
+VALUE_CHARS = 4096  # the longest value `get` may show that a study will put back
 
 
 class JournalError(Exception):
@@ -190,12 +191,53 @@ def pending(host: Optional[str] = None) -> List[Tuple[str, Dict[str, Any]]]:
 
 
 def of_study(host: str, study: str) -> Optional[Dict[str, Any]]:
-    """This node's journal of this study, or None."""
+    """This node's journal of this study, or None; JournalError for one that is there but
+    cannot be read (never taken for "nothing to put back")."""
     want = name_for(host, study)
     for name, doc in pending(host):
-        if name == want and doc:
+        if name == want:
+            if not doc:
+                raise JournalError(f"the settings journal {folder()}/{name} cannot be read: "
+                                   "put its settings back by hand, then remove it")
             return doc
     return None
+
+
+def lock_name(host: str, study: str) -> str:
+    """The lock a live launch of the study holds on this node (not a journal's name)."""
+    return f"running-{_safe_name(host)}--{_safe_name(study)}.lock"
+
+
+def claim(host: str, study: str) -> int:
+    """The study's settings on this node, held for the life of this process (flock on a lock
+    file beside the journal): a second launch of the study, or `study restore`, while this
+    one lives is refused instead of putting its settings back under it.  The descriptor
+    (-1 where there is no folder to hold it in and nothing to claim); JournalError when
+    another live process holds it."""
+    import fcntl
+
+    fd = _open_folder(make=True)
+    name = lock_name(host, study)
+    try:
+        lfd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                      | os.O_NONBLOCK, 0o600, dir_fd=fd)
+    except OSError as exc:
+        raise JournalError(f"cannot use the study's lock {folder()}/{name}: "
+                           f"{exc.strerror}") from None
+    finally:
+        os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(lfd).st_mode):
+            raise JournalError(f"the study's lock {folder()}/{name} is not a regular file")
+        fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(lfd)
+        raise JournalError(f"study {study} is running on {host} in another launch: its "
+                           "settings are its own; nothing is put back while it runs") from None
+    except (OSError, JournalError):
+        os.close(lfd)
+        raise
+    return lfd
 
 
 def warning() -> str:
@@ -207,7 +249,7 @@ def warning() -> str:
     names = sorted({doc.get("study", "?") for _, doc in found})
     files_ = sorted({doc.get("file", "") for _, doc in found if doc.get("file")})
     how = f"`mpiwrite study restore {files_[0]}`" if len(files_) == 1 else \
-        "`mpiwrite study restore FILE`"
+        "`mpiwrite study restore FILE` (or the study's name)"
     return (f"mpiwrite: warning: a study changed client settings on this node and did not "
             f"put them back (study {', '.join(names)}; journal in {folder()}): {how} "
             "restores them")

@@ -23,6 +23,17 @@ OUTPUT_CHARS = 300  # of a setting command's output, kept in the record and in m
 SETTLE_NAP = 0.5  # seconds between two reads of a setting that has not shown its value yet
 
 
+def _unrestorable(value: str) -> str:
+    """'' for a value `set` can be given back, else why not (before anything changes)."""
+    from mpiwrite.study.journal import VALUE_CHARS
+
+    if len(value) > VALUE_CHARS:
+        return f"of {len(value)} characters (at most {VALUE_CHARS} are put back)"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "with a control character (a NUL, an escape): it cannot be put back as it was"
+    return ""
+
+
 class Settings:
     """The study's client settings on this node (node leaders only run commands)."""
 
@@ -37,20 +48,32 @@ class Settings:
         self.now: Dict[str, str] = {}
         # (host, study name, fingerprint, file): whose journal this node keeps (journal.py)
         self.owner = owner
+        self.claimed = -1  # the study's lock on this node (journal.claim), for this process
 
     def recover(self) -> Tuple[str, str]:
-        """Before anything is read: what an earlier launch of this study left changed on
-        this node (its journal) put back.  ('' or what was put back, '' or the problem)."""
+        """Before anything is read: this node's settings of the study claimed (a second live
+        launch of it is refused), then what an earlier launch left changed on this node (its
+        journal) put back.  ('' or what was put back, '' or the problem)."""
         if not (self.leader and self.owner):
             return "", ""
         from mpiwrite.study import journal
 
-        doc = journal.of_study(self.owner[0], self.owner[1])
+        try:
+            if self.claimed < 0:
+                self.claimed = journal.claim(self.owner[0], self.owner[1])
+            doc = journal.of_study(self.owner[0], self.owner[1])
+        except journal.JournalError as exc:
+            return "", str(exc)
         if not doc:
             return "", ""
         done, problems = [], []
         for e in doc["settings"]:
-            words = self.command(e["set"], e["original"])
+            try:
+                words = self.command(e["set"], e["original"])
+            except ValueError as exc:  # shlex: a journal's command it cannot split
+                problems.append(f"restoring {e['name']} from the journal: its `set` "
+                                f"cannot be split ({exc})")
+                continue
             code, text = self._run(words)
             if code:
                 problems.append(f"restoring {e['name']}={e['original']} from the journal: "
@@ -58,7 +81,7 @@ class Settings:
             else:
                 done.append(f"{e['name']}={e['original']}")
         if problems:
-            return "", "; ".join(problems)
+            return "", "; ".join(problems) + f" (the journal is kept in {journal.folder()})"
         journal.remove(self.owner[0], self.owner[1])
         return (f"put back what an earlier launch of the study left changed on "
                 f"{self.owner[0]}: {', '.join(done)}"), ""
@@ -100,7 +123,11 @@ class Settings:
             return 125, out.why(SETTING_TIMEOUT, SETTING_OUTPUT)
         code = out.code if out.code is not None and out.code >= 0 else 128 - (out.code or 0)
         if lines and not code:  # `get`: its lines, each stripped
-            return 0, "\n".join(ln.strip() for ln in out.text().splitlines())
+            try:
+                text = out.out.decode("utf-8")
+            except UnicodeDecodeError:
+                return 65, "printed bytes that are not UTF-8 text: cannot be put back as such"
+            return 0, "\n".join(ln.strip() for ln in text.splitlines())
         text = " ".join((out.text() + " " + out.text("err")).split())
         return code, text[:OUTPUT_CHARS]
 
@@ -122,6 +149,9 @@ class Settings:
                 return (f"setting {s.name}: `{shlex.join(words)}` printed "
                         f"{len(values)} different values ({', '.join(values)[:OUTPUT_CHARS]}): "
                         "cannot restore one value at the end")
+            bad = _unrestorable(values[0])
+            if bad:
+                return f"setting {s.name}: `{shlex.join(words)}` printed a value {bad}"
             self.original[s.name] = self.now[s.name] = values[0]
         return self._journal()
 
