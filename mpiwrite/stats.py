@@ -239,7 +239,7 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
         need = min(sa.n, sb.n) + more
     diff = sb.mean - sa.mean
     if use_log:
-        pct, pct_lo, pct_hi = ((math.exp(x) - 1) * 100 for x in (d, lo, hi))
+        pct, pct_lo, pct_hi = ((_exp(x) - 1) * 100 for x in (d, lo, hi))
         diff_lo, diff_hi = sa.mean * pct_lo / 100, sa.mean * pct_hi / 100
         return Comparison(sa, sb, diff, diff_lo, diff_hi, pct, pct_lo, pct_hi, p, df, real,
                           need, more, "ratio")
@@ -356,3 +356,11 @@ def variance_share(values: Sequence[float], labels: Sequence,
         done += b
     share = min(1.0, max(0.0, observed / total))
     return Share(share, (1 + ge) / (1 + permutations), permutations)
+
+
+def _exp(x: float) -> float:
+    """exp, infinite past the largest float (a ratio of 10^308: crafted rates, not real ones)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf

@@ -545,3 +545,10 @@ def test_names_that_are_not_utf8(tmp_path):
         assert not out.stderr, out.stderr
     _st, idx = store(good, cache)
     assert (idx.hits, idx.misses) == (2, 1)  # the good ones are indexed, the odd one read
+
+
+def test_an_empty_cache_option_is_one_line_not_the_default(tmp_path):
+    """`--cache ''` silently used MPIWRITE_CACHE (or made the default folder)."""
+    out = cli(["report", str(tmp_path), "--cache", ""], cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "mpiwrite: error: --cache: empty: give a folder, or --no-cache"], out.stderr

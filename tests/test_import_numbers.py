@@ -347,3 +347,54 @@ def test_a_link_planted_at_the_record_name_is_refused_and_named(tmp_path, capsys
     assert "already imported" not in err and name in err and "link" in err
     assert len(err.strip().splitlines()) == 1
     assert victim.read_text() == "precious\n" and os.path.islink(tmp_path / "r" / name)
+
+
+# -- found by a hostile review after the first round of checks -----------------------------
+def _mpiwrite_json(change):
+    doc = json.loads((FIX / "mpiwrite-run.json").read_text())
+    change(doc)
+    return json.dumps(doc, indent=1)
+
+
+def _agg(value):
+    def change(doc):
+        doc["iterations"][0]["aggregate_MB_per_s"] = value
+    return change
+
+
+@pytest.mark.parametrize("value, field", [(0, "aggregate_MB_per_s"),
+                                          (1e-320, "aggregate_MB_per_s"),
+                                          (12345.0, "contradicts")])
+def test_a_rate_that_is_no_rate_or_contradicts_its_bytes_is_refused(tmp_path, capsys, value,
+                                                                     field):
+    """A rate of 0 or 1e-320 for 4 MiB written in 6 ms was imported (report showed 0.0 MB/s,
+    compare overflowed in exp()); so was a rate its own bytes and times contradict."""
+    path = tmp_path / "run.json"
+    path.write_text(_mpiwrite_json(_agg(value)))
+    refused(capsys, tmp_path, path, field)
+
+
+def test_a_subnormal_ior_rate_is_refused(tmp_path, capsys):
+    path = tmp_path / "ior.json"
+    path.write_text(_ior_json(_bw(1e-320)))
+    refused(capsys, tmp_path, path, "below 1 byte a second")
+
+
+def test_a_json_key_given_twice_is_ambiguous(tmp_path, capsys):
+    text = (FIX / "mpiwrite-run.json").read_text().replace(
+        '"status": "complete",', '"status": "failed",\n "status": "complete",', 1)
+    path = tmp_path / "dup.json"
+    path.write_text(text)
+    refused(capsys, tmp_path, path, "given twice")
+
+
+@pytest.mark.parametrize("name", ["mpiwrite-run.json", "fpp-write-i2.txt",
+                                  "fpp-write-fsync-i3.json"])
+def test_a_byte_order_mark_is_no_part_of_any_format(tmp_path, capsys, name):
+    """mpiwrite's JSON with a BOM was refused ("Unexpected UTF-8 BOM") and IOR text with one
+    was "an unknown tool", while fio and IOR JSON imported: alike for every format now."""
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + (FIX / name).read_bytes())
+    code, out, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    assert list((tmp_path / "r").glob("*.h5"))

@@ -518,3 +518,20 @@ def test_study_report_by_any_run_key_skip_bad_and_no_nan(tmp_path):
     assert len(verdict) == 1 and verdict[0].endswith("(n 1 vs 1): cannot tell (each side "
                                                      "needs 2 samples)"), got.stdout
     assert "nan" not in got.stdout
+
+
+@pytest.mark.timeout(60)
+def test_a_link_planted_at_the_study_lock_is_one_line_and_exit_2(tmp_path):
+    """A symlink at results/.mpiwrite-study-NAME.lock was exit 1, an OSError's words and
+    MPI_Abort; a FIFO or another user's file there was already exit 2."""
+    path = study_file(tmp_path, ONE_POINT)
+    (tmp_path / "results").mkdir()
+    from mpiwrite.study.plan import load
+
+    name = f".mpiwrite-study-{load(path).name}.lock"
+    os.symlink(tmp_path / "elsewhere", tmp_path / "results" / name)
+    out = cli(["study", "run", path], cwd=tmp_path, timeout=50)
+    assert out.returncode == 2, out.stderr
+    said = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite:")]
+    assert len(said) == 1 and "symbolic link" in said[0], out.stderr
+    assert not (tmp_path / "elsewhere").exists()

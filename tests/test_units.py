@@ -40,3 +40,11 @@ def test_bare_m_is_ambiguous(text):
 def test_rates_are_decimal_megabytes():
     assert mbps(832e6, 1.0) == pytest.approx(832.0)
     assert format_size(2**20) == "1MiB"
+
+
+def test_a_ratio_past_the_largest_float_is_infinite_not_a_traceback():
+    """compare of crafted rates (1e-320 against 900 MB/s) died of OverflowError in exp()."""
+    from mpiwrite import stats
+
+    got = stats.compare([1e-320, 2e-320], [900.0, 950.0], 0.95)
+    assert got.pct == float("inf") and got.pct_hi == float("inf")

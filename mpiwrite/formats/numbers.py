@@ -28,6 +28,7 @@ MAX_DIGITS = 40  # characters of a number written as text (2^63 has 19 digits)
 MAX_JSON_DEPTH = 32  # IOR's and fio's JSON are 6 levels deep
 LAST_EPOCH = 253402300799  # 9999-12-31T23:59:59Z: the last time a record's ISO text can say
 MIB_PER_MB = 1e6 / 2**20
+MIN_MB_PER_S = 1e-6  # 1 byte a second: a positive rate below it is no measurement
 
 
 class ImportRefused(ConfigError):
@@ -90,6 +91,8 @@ def number(value: Any, kind: Kind, path: str, field: str):
                                                                  not kind.whole))) or \
             not kind.lo <= x <= kind.hi:
         raise refuse(path, f"{field} is {shown(value)}: not {kind.words}")
+    if kind in (RATE, RATE_MIB) and 0 < x < MIN_MB_PER_S:  # 1e-320: a subnormal, no rate
+        raise refuse(path, f"{field} is {shown(value)}: below 1 byte a second, not a rate")
     return int(x) if kind.whole else float(x)
 
 
@@ -116,11 +119,21 @@ def parse_json(text: str, path: str, raw: bool = False) -> Tuple[Any, int]:
     raises it, when the text is not JSON; ImportRefused when it is nested more than
     MAX_JSON_DEPTH deep or holds NaN or an infinity (no tool prints those tokens: C's printf
     writes nan and inf, which are not JSON; 1e400 parses as an infinity)."""
+    def pairs(items):
+        obj = {}
+        for k, v in items:
+            if k in obj:  # which one a tool meant cannot be told: json takes the last
+                raise refuse(path, f"JSON key {shown(k)} given twice in one object: "
+                             "ambiguous")
+            obj[k] = v
+        return obj
+
+    start = 1 if text.startswith("\ufeff") else 0  # a UTF-8 byte order mark: not the JSON's
+    start += len(text[start:]) - len(text[start:].lstrip(" \t\n\r"))  # as json.loads skips
     try:
-        if raw:
-            doc, end = json.JSONDecoder().raw_decode(text)
-        else:
-            doc, end = json.loads(text), len(text)
+        doc, end = json.JSONDecoder(object_pairs_hook=pairs).raw_decode(text, start)
+        if not raw and text[end:].strip():
+            raise ValueError(f"Extra data: line 1 column {end + 1} (char {end})")
     except RecursionError:
         raise refuse(path, f"JSON nested more than {MAX_JSON_DEPTH} levels deep: no tool's "
                      "output is") from None

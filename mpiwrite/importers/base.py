@@ -121,7 +121,8 @@ def read_source(path: str) -> Source:
         raise refuse(path, f"cannot read: {why(exc)}") from None
     if b"\x00" in data:
         raise refuse(path, "holds NUL bytes: a binary file, not a tool's output")
-    text = data.decode("utf-8", "surrogateescape")
+    # a UTF-8 byte order mark (an editor's) is not the tool's output: every format alike
+    text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     return Source(path=path, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
                   text=text)
 

@@ -84,6 +84,25 @@ def _doc(src: Source) -> Dict[str, Any]:
     return doc
 
 
+def _agrees(cols: Dict[str, List[Any]], path: str) -> None:
+    """An iteration's aggregate rate is its bytes over first start to last done (as the run
+    computed it, formats/summary.py): a rate that contradicts them is refused, one line."""
+    starts, dones = cols.get("t_first_start"), cols.get("t_last_done")
+    for i, (nbytes, rate) in enumerate(zip(cols["bytes"], cols["aggregate_MB_per_s"])):
+        if nbytes <= 0 or rate != rate:
+            continue
+        t0, t1 = (starts[i], dones[i]) if starts and dones else (float("nan"),) * 2
+        if not t1 - t0 > 0:  # no times to check it against: a positive rate at least
+            if rate <= 0:
+                raise refuse(path, f"iterations[{i}]: aggregate_MB_per_s is {rate:g} for "
+                             f"{nbytes} bytes written: not a rate")
+            continue
+        expect = nbytes / (t1 - t0) / 1e6
+        if abs(rate - expect) > 1e-6 * expect:
+            raise refuse(path, f"iterations[{i}]: aggregate_MB_per_s {rate:g} contradicts its "
+                         f"own {nbytes} bytes in {t1 - t0:g} s ({expect:g} MB/s)")
+
+
 def _columns(rows: List[Any], path: str) -> Dict[str, List[Any]]:
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise refuse(path, "iterations: no iteration table")
@@ -98,6 +117,7 @@ def _columns(rows: List[Any], path: str) -> Dict[str, List[Any]]:
                      for i, r in enumerate(rows)]
     if "bytes" not in out or "aggregate_MB_per_s" not in out:
         raise refuse(path, "iterations: no bytes or aggregate_MB_per_s")
+    _agrees(out, path)
     return out
 
 

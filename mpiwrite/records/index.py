@@ -62,6 +62,10 @@ def location(option: Any = None) -> Optional[Tuple[str, str]]:
     (HOME must exist)."""
     if option is False:
         return None
+    if option is not None and not str(option).strip():
+        from mpiwrite.errors import ConfigError
+
+        raise ConfigError("--cache: empty: give a folder, or --no-cache")
     folder = str(option) if option else os.environ.get(ENV, "").strip()
     if folder:
         if not option and folder.lower() in OFF:

@@ -195,10 +195,17 @@ def lock(results: str, st: Study) -> int:
         os.makedirs(results, 0o755, exist_ok=True)
     except FileExistsError:
         raise AgreedError(f"results {results!r}: not a folder") from None
-    folder = Folder.open(results)
+    try:
+        folder = Folder.open(results)
+    except OSError as exc:
+        raise AgreedError(f"results {results}: {why(exc)}") from None
     try:
         fd = open_path(lock_name(st), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
                        | os.O_NONBLOCK, folder.fd, 0o644)
+    except OSError as exc:  # a link planted at its name (ELOOP), a folder there, ...
+        what = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else why(exc)
+        raise AgreedError(f"results {results}: {lock_name(st)} is {what}: remove it") \
+            from None
     finally:
         folder.close()
     try:
