@@ -169,7 +169,7 @@ def ior_site(folder, runs: int = 3, seed: int = 3, mbps: float = 4300.0):
              attrs={"mpi_library": "MPICH Version: 5.0.2"})
 
 
-# The original study as lmdd lines (issue 32): 8 configurations (Lustre build with its kernel,
+# The original study as lmdd lines : 8 configurations (Lustre build with its kernel,
 # checksums, CPU) x 5 repetitions of `lmdd of=/lustre/f bs=1m time=200 fsync=1`, each
 # configuration's lines imported with its tags.  lmdd ran for 200 s, so its MB are the rate
 # times 200: with rates to whole MB/s, repeated lines repeat their bytes (an outcome that

@@ -1,5 +1,5 @@
 """The output contract (run --json, report json/csv, compare --json against the shipped JSON
-Schemas), the CI gate, the statistics' consistency, and the people-facing fixes of issue 13."""
+Schemas), the CI gate, the statistics' consistency, and the people-facing fixes."""
 
 import csv
 import io
@@ -54,7 +54,7 @@ def test_t_quantile_matches_scipy():
 def test_absolute_percent_interval_and_verdict_agree_on_the_real_ab():
     """The reported A/B: the absolute interval said noise, the percent one said real.  On
     the values (ratio=False) Welch's p is 0.063; on the ratio scale (rates: the default,
-    issue 32) the test is on the logs, p 0.022, and the change a ratio above -100%."""
+    explain's one verdict) the test is on the logs, p 0.022, and the change a ratio above -100%."""
     c = stats.compare([254.6, 215.6], [39.1, 40.7], ratio=False)
     assert not c.real and c.p_value == pytest.approx(0.063, abs=0.001)
     assert c.diff_lo < 0 < c.diff_hi and c.pct_lo < 0 < c.pct_hi

@@ -1,4 +1,4 @@
-"""Client CPU as report and compare metrics (issue 10): client-cpu and cpu-per-GB.
+"""Client CPU as report and compare metrics: client-cpu and cpu-per-GB.
 
 Records are synthetic ones (tests/synth.py, the real record writer) given known per-rank CPU
 seconds, bytes and per-node busy fractions; the expected figures are computed here from the

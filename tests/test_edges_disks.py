@@ -1,4 +1,4 @@
-"""Endings of issue 23, round 3, that need a real block filesystem of our own (an ext4 on a
+"""Endings that need a real block filesystem of our own (an ext4 on a
 loop device; root only): the results folder made append-only mid-run (`chattr +a`), and ranks
 stuck inside write() at --timeout because the filesystem is frozen (`fsfreeze`)."""
 

@@ -1,4 +1,4 @@
-"""Endings of issue 23, round 3: a record save that fails on the way, the record rewritten at
+"""Endings: a record save that fails on the way, the record rewritten at
 every iteration (quadratic at -i 1000), --timeout with a stopped rank in a TARGET the run made,
 SIGINT twice to mpiexec, a signal while the final record is renamed."""
 

@@ -1,4 +1,4 @@
-"""Environment, launcher and number cases of issue 23, round 3: one line and the right exit,
+"""Environment, launcher and number cases: one line and the right exit,
 never a traceback; numbers only in ASCII digits and within bounds."""
 
 import subprocess

@@ -234,7 +234,7 @@ def test_a_time_limited_run_is_not_refused_for_space():
                                        {"free": 2**20, "fs": [9, 2, 3]}])  # a disk each
 
 
-# ---------------------------------------------------------------- liveness is proven (issue 30)
+# ---------------------------------------------------------------- liveness is proven, never guessed
 def _live(tmp_path, seconds=10, pre=()):
     """A run of `seconds` writing into d, launched in a session of its own (under `pre`, e.g.
     unshare), returned once both ranks have written and its `running` record exists."""
@@ -264,7 +264,7 @@ def _locks(folder):
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
 def test_a_live_run_in_another_pid_namespace_is_never_cleaned(tmp_path):
-    """Round 4: the run's pids are another namespace's, so the pid evidence called it
+    """The run's pids are another namespace's, so the pid evidence called it
     abandoned and clean removed 4 GB of data while it wrote.  Its lock is held: it lives."""
     import shutil
 
@@ -339,7 +339,7 @@ def test_a_run_whose_end_cannot_be_proven_is_cleaned_only_with_force(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.timeout(120)
 def test_a_planted_record_of_a_live_runs_id_is_a_conflict_not_a_licence(tmp_path):
-    """Round 4: a second record with the live run's id saying `complete` (a copy, or planted
+    """A second record with the live run's id saying `complete` (a copy, or planted
     in a shared folder) made clean remove the live run's data, and report counted it."""
     import shutil
 

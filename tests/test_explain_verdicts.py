@@ -1,4 +1,4 @@
-"""Issue 32: one verdict per question.  Outcomes and labels are never factors, a two-level
+"""One verdict per question.  Outcomes and labels are never factors, a two-level
 factor gets compare's Welch test, many keys are corrected as one family, and a rate's
 intervals come from its logs (never negative)."""
 
@@ -128,7 +128,7 @@ class _Noise:
 @pytest.mark.timeout(300)
 def test_pure_noise_has_no_clear_key_in_95_percent_of_histories():
     """20 runs, 200 random two-valued tags: uncorrected, most histories have keys with p <
-    0.05 (issue 32 saw six); corrected for the keys tried, at most 5% have any."""
+    0.05 (six were seen once); corrected for the keys tried, at most 5% have any."""
     rng = np.random.default_rng(32)
     histories, clear, raw_hits = 40, 0, 0
     for _ in range(histories):

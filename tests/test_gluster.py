@@ -161,7 +161,7 @@ def test_verify_from_another_host(bed):
 
 @pytest.mark.skipif(MPIWRITE is None or "--read" not in subprocess.run(
     [MPIWRITE or "false", "run", "--help"], capture_output=True, text=True).stdout,
-    reason="mpiwrite run has no --read option yet (issue 11's read phase)")
+    reason="mpiwrite run has no --read option yet")
 def test_read_phase_reads_across_the_network(bed):
     """`--read` (default shift: ranks per node) reads another host's file: each host receives
     at least 90% of its ranks' read bytes on its own link."""
@@ -266,7 +266,7 @@ def _graph_of(facts) -> dict:
 @pytest.mark.timeout(600)  # up to 5 pairs of runs
 def test_compression_ab_with_compare(bed):
     """network.compression off/on, alternating, 3 runs x 2 iterations each, links unlimited
-    (as the issue's trial): `compare` calls the difference real, and the records carry the
+    (as a new user's trial): `compare` calls the difference real, and the records carry the
     tag.  The data is random, so compression only costs the client CPU.  When `compare` says
     "within noise" (on a loaded 2-core machine one pair of runs can be far apart: -72% at
     p = 0.08 was seen), the test does what the verdict advises, one more repetition per side,

@@ -1,4 +1,4 @@
-"""Grouping that never misleads (issue 20): a key some runs lack, filters read as the key's
+"""Grouping that never misleads: a key some runs lack, filters read as the key's
 type, and what else differs between two sides of a compare."""
 
 import json

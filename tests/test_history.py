@@ -1,4 +1,4 @@
-"""A site's history (issue 20): the run-level reading, the index of records already read
+"""A site's history: the run-level reading, the index of records already read
 (records/index.py) and its invalidation, --units for report/compare/plot, tag files."""
 
 import json

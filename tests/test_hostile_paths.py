@@ -1,6 +1,6 @@
 """Planted FIFOs and links, swapped folders: root runs mpiwrite, user `nobody` attacks.
 
-Issue 23, round 3 ("Hangs"; "Following planted links, and other people's folders"): each test
+Hangs, and planted links and other people's folders: each test
 is one finding of docs/security.md's list.  `shared` is a 0777 folder without the sticky bit
 (as /shared was), `victim` a root-only file or folder that must stay untouched.  The attacker
 acts through setpriv as nobody; every run is bounded, a hang fails the test.

@@ -462,3 +462,23 @@ def test_the_python_api_loads_no_mpi_and_no_h5py():
     import mpiwrite
     from mpiwrite.answers import results
     assert callable(mpiwrite.load) and callable(results.load)
+
+
+def test_no_test_names_an_issue_or_a_round():
+    """A test says what behaviour it holds, not which issue or round of testing found it:
+    issues close and rounds are forgotten, the behaviour stays."""
+    import re
+
+    said = re.compile(r"\b(issue \d+|issue's|round \d)\b", re.I)
+    found = []
+    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
+                doc = ast.get_docstring(node) or ""
+                if said.search(doc):
+                    found.append(f"{path.name}:{getattr(node, 'lineno', 1)}")
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            if line.lstrip().startswith("#") and said.search(line):
+                found.append(f"{path.name}:{no}")
+    assert not found, found

@@ -1,7 +1,7 @@
-"""`mpiwrite import`: every number of an imported file is checked where it enters (issue 30).
+"""`mpiwrite import`: every number of an imported file is checked where it enters.
 
 Each case is a real output (tests/fixtures/import, or fio and dd run here) with one number made
-wrong the way round 4 of the adversarial testing made it: not a number, NaN, infinite, out of
+wrong the way an adversarial tester made it: not a number, NaN, infinite, out of
 any sane range, thousands of digits, nested 100,000 deep, or a rate that contradicts its own
 bytes and time.  Every one must be refused with one line naming the file and the field, exit 2,
 no traceback and no record.  Also: a --results that is not a folder, and a link planted at

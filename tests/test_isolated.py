@@ -1,4 +1,4 @@
-"""Crafted records cannot crash a command (issue 23): libhdf5 reads a record that is not
+"""Crafted records cannot crash a command: libhdf5 reads a record that is not
 served from the index only in a worker process first (records/sandbox.py).
 
 The fixtures are bit-flipped copies of an 18 KB synthetic record (tests/synth.py), found by

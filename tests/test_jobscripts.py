@@ -167,7 +167,7 @@ def test_jobscript_for_a_study_refuses_what_cannot_hold_it(tmp_path, args, messa
 
 
 def test_a_time_limit_shorter_than_the_runs_is_warned(tmp_path):
-    """The issue's example: 2 node counts x 3 repetitions x 3 iterations of 200 s."""
+    """A scaling study: 2 node counts x 3 repetitions x 3 iterations of 200 s."""
     out = cli(["jobscript", "--nodes", "1,2", "--repeat", "3", "--time-limit", "5", "--",
                "/lustre/x", "-t", "200", "-i", "3"], cwd=tmp_path)
     assert out.returncode == 0 and "#SBATCH --time=5" in out.stdout

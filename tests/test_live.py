@@ -1,4 +1,4 @@
-"""A run you can watch (issue 33): the live view per node, stalls named as they happen, a
+"""A run you can watch: the live view per node, stalls named as they happen, a
 hung filesystem client named at the time-out.  docs/measurement.md, "Watching a run"."""
 
 import fcntl

@@ -264,7 +264,7 @@ def test_one_bad_record_among_good_ones_with_and_without_skip_bad(tmp_path, caps
 
 
 def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_path):
-    """Round 3: a 476 KB record declaring 10^7 ranks with 16M gzip'd sample rows took 1 GB
+    """A 476 KB record declaring 10^7 ranks with 16M gzip'd sample rows took 1 GB
     in `show` (the bound came from the declared ranks)."""
     path = tmp_path / "bomb.h5"
     synth.make(path, [500.0, 510.0], "bomb")
@@ -284,7 +284,7 @@ def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_
 
 
 # seeds whose bit flips of tests/fixtures/round3-record.h5 (a real 2-rank, 3-iteration record)
-# made libhdf5 abort or segfault (read alone) or, 517, loop for good (issue 23, round 3: 9 of
+# made libhdf5 abort or segfault (read alone) or, 517, loop for good (9 of
 # 700 mutants)
 CRASHERS = (128, 189, 221, 325, 361, 418, 534, 694)
 STALLS = 517

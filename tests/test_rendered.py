@@ -1,4 +1,4 @@
-"""What is printed and rendered (issue 23, round 3): spreadsheet formulas in CSV cells, markdown
+"""What is printed and rendered: spreadsheet formulas in CSV cells, markdown
 that makes links or HTML, bidi and zero-width characters, mathtext in plot labels."""
 
 import pytest

@@ -153,7 +153,7 @@ def test_the_examples_plan(tmp_path, name):
     assert out.stdout.startswith(f"study {name}:")
 
 
-# -- issue 30: values compared as `run` reads them, options never injected, trusted files --
+# -- values compared as `run` reads them, options never injected, trusted files --
 
 HEAD = "[study]\nname='a'\ntarget='d'\n"
 

@@ -296,7 +296,7 @@ def test_an_error_in_the_studys_own_steps_ends_the_job_in_seconds(tmp_path):
     assert not glob.glob(str(tmp_path / "data/*"))
 
 
-# -- issue 30: resume by values, records read only in workers, one run at a time ---------
+# -- resume by values, records read only in workers, one run at a time ---------
 
 CRAFTED = os.path.join(os.path.dirname(__file__), "fixtures", "crafted")
 ONE_POINT = """

@@ -179,7 +179,7 @@ def without_dac_override(args, cwd):
                                   {"block_size": 2**40}, {"size": 2**40, "ranks": 10**7}],
                          ids=["size", "ranks", "block-2^31", "block-2^40", "size-and-ranks"])
 def test_a_record_edited_to_huge_sizes_is_bounded(runs, tmp_path, edit):
-    """Round 3: a kept shared file's record edited to size 2^40 and 10^7 ranks made verify
+    """A kept shared file's record edited to size 2^40 and 10^7 ranks made verify
     grow to 14 GB; block size 2^31 took 4.2 GB and 2^40 a MemoryError traceback."""
     import json
     import resource
