@@ -135,7 +135,7 @@ def test_runs_named_twice_or_copied_count_once(three_runs, tmp_path, spellings):
 
 
 def test_records_that_claim_one_run_id_and_differ_are_a_conflict_not_counted_once(tmp_path):
-    """Issue 30: a second record with a run's id (planted, or a copy taken while the run
+    """A second record with a run's id (planted, or a copy taken while the run
     wrote) was "counted once", and the one kept was whichever said complete."""
     (tmp_path / "r").mkdir()
     synth.make(tmp_path / "r" / "real.h5", [500, 503], "a0", tags={"cfg": "a"})
