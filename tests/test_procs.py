@@ -81,7 +81,7 @@ def test_merged_streams_keep_their_order():
 
 
 def test_a_study_get_that_never_stops_printing_is_one_bounded_answer():
-    from mpiwrite.study.execute import Settings
+    from mpiwrite.study.settings import Settings
 
     t0 = time.monotonic()
     code, text = Settings([], leader=True)._run(["yes"], lines=True)
@@ -90,7 +90,7 @@ def test_a_study_get_that_never_stops_printing_is_one_bounded_answer():
 
 
 def test_a_study_get_whose_child_keeps_stdout_open_answers_at_once(tmp_path):
-    from mpiwrite.study.execute import Settings
+    from mpiwrite.study.settings import Settings
 
     (tmp_path / "val").write_text("orig\n")
     t0 = time.monotonic()
