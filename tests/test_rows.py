@@ -102,9 +102,9 @@ def test_statuses_are_written_once_and_keep_the_codes_records_store():
                                          "clock"]
     assert Status.label_of(9) == "?" and Status.label_of(np.int32(5)) == "clock"
     assert [s.value for s in RunStatus] == ["running", "complete", "failed", "interrupted",
-                                            "timeout"]
+                                            "timeout", "unsettled"]
     assert RunStatus.COMPLETE == "complete" and f"{RunStatus.FAILED}" == "failed"
-    assert [s.exit_code for s in RunStatus] == [1, 0, 1, 1, 1]
+    assert [s.exit_code for s in RunStatus] == [1, 0, 1, 1, 1, 0]
     assert iteration_run_status(Status.CLOCK) is RunStatus.COMPLETE  # the run goes on
     assert iteration_run_status(Status.FAILED) is RunStatus.FAILED
     assert iteration_run_status(Status.INTERRUPTED) is RunStatus.INTERRUPTED

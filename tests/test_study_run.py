@@ -279,18 +279,18 @@ def test_a_bad_file_is_one_line_per_problem_under_a_launcher_too(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_an_error_in_the_studys_own_steps_ends_the_job_in_seconds(tmp_path):
-    """Rank 0 fails while it locks the study (its lock file a folder), between points,
-    outside any point's guard.  Once rank 1 waited in MPI for good; now the one guard ends the
-    job with one line naming rank, host and phase."""
+def test_a_study_lock_that_is_a_folder_ends_the_job_in_seconds_with_one_line(tmp_path):
+    """Rank 0 meets a folder where it locks the study, outside any point's guard.  Once
+    rank 1 waited in MPI for good, then the guard ended the job with exit 1; now the lock is
+    checked like every other input: one line naming it, exit 2, every rank gone in seconds."""
     path = study_file(tmp_path, TWO_AXES.replace("repeat = 2", "repeat = 1"))
     (tmp_path / "results" / ".mpiwrite-study-grid.lock").mkdir(parents=True)
     began = time.monotonic()
     out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=60)
     assert time.monotonic() - began < 30
-    assert out.returncode == 1, out.stderr
+    assert out.returncode == 2, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite:")]
-    assert len(lines) == 1 and "rank 0 on" in lines[0] and " in study: " in lines[0], \
+    assert len(lines) == 1 and ".mpiwrite-study-grid.lock cannot be opened" in lines[0], \
         out.stderr
     assert "Traceback" not in out.stderr
     assert not glob.glob(str(tmp_path / "data/*"))

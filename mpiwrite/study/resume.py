@@ -203,9 +203,9 @@ def lock(results: str, st: Study) -> int:
         fd = open_path(lock_name(st), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
                        | os.O_NONBLOCK, folder.fd, 0o644)
     except OSError as exc:  # a link planted at its name (ELOOP), a folder there, ...
-        what = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else why(exc)
-        raise AgreedError(f"results {results}: {lock_name(st)} is {what}: remove it") \
-            from None
+        what = "is a symbolic link (not followed)" if exc.errno == errno.ELOOP else \
+            f"cannot be opened ({why(exc)})"
+        raise AgreedError(f"results {results}: {lock_name(st)} {what}: remove it") from None
     finally:
         folder.close()
     try:
