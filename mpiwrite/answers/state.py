@@ -10,7 +10,7 @@ locks, or one that could not lock), locks that do not work on the filesystem, a 
 another host.  There the record's other evidence, per node the pid and start time of the
 node's process, its boot id and its batch job (run/process.this_process), still gives
 `show` and `report` a state, but not a proof: a process in another PID namespace has
-another pid (round 4: clean removed a live run's data on that guess).  `clean` removes
+another pid (on that guess, clean once removed a live run's data).  `clean` removes
 files only on a proof, or with --force.
 """
 

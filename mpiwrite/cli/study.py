@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
+from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.study.plan import ALLOCATION_AXES, Problem, Study, StudyError, load
 from mpiwrite.text import printable
@@ -339,17 +340,11 @@ def restore_study(file):
     return 0
 
 
-def _report_options(f):
-    from mpiwrite.cli.options import sampling_options
-
-    return sampling_options(f)
-
-
 @study.command(name="report")
 @click.argument("file")
 @click.option("--results", default=None,
               help="Folder of the records (default: the file's [study] results).")
-@_report_options
+@sampling_options
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
               show_default=True)
 @click.option("--plot-dir", default=None, help="Also draw the rate against each `nodes` or "

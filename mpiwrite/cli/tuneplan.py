@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Tuple
 
 import click
 
+from mpiwrite.cli.options import sampling_options
 from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
@@ -189,17 +190,11 @@ def _toml_value(text: str):
     return int(text) if text.isdigit() else text
 
 
-def _report_options(f):
-    from mpiwrite.cli.options import sampling_options
-
-    return sampling_options(f)
-
-
 @tune.command(name="report")
 @click.argument("file")
 @click.option("--results", default=None,
               help="Folder of the records (default: the file's [study] results).")
-@_report_options
+@sampling_options
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def report(file, results, metric, unit, warmup, confidence, fmt):

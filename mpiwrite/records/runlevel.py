@@ -15,7 +15,7 @@ the same checks as h5._read and makes the record.  Reading a file is private to 
 sandbox's worker (records/worker.py).  Files are read through a
 descriptor (regular files only, never blocking) into memory and opened as an HDF5 file
 image with h5py's low-level API and memory types made once: the high-level API translates
-every table's type on every open, which was most of a report's time (issue 20).
+every table's type on every open, which was most of a report's time.
 """
 
 from __future__ import annotations
