@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,9 @@ from typing import List, Optional
 import pytest
 
 BIN = os.path.dirname(sys.executable)
+TESTS = pathlib.Path(__file__).resolve().parent  # tests/, wherever a test module sits below it
+ROOT = TESTS.parent  # the repository
+FIXTURES = TESTS / "fixtures"
 
 
 def tool(name: str) -> Optional[str]:

@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 import synth
-from common import cli, mpirun
+from common import ROOT, cli, mpirun
 
 from mpiwrite import stats
 from mpiwrite.formats import contract
@@ -201,7 +201,7 @@ def test_time_in_bare_m_is_refused(tmp_path):
 
 
 def test_license_matches_pyproject():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(ROOT)
     with open(os.path.join(root, "pyproject.toml")) as fh:
         assert 'license = { text = "MIT" }' in fh.read()
     with open(os.path.join(root, "LICENSE")) as fh:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 import synth
-from common import cli, mpirun
+from common import ROOT, cli, mpirun
 
 from mpiwrite import stats
 from mpiwrite.answers.explain import explain
@@ -193,9 +193,8 @@ def test_real_runs_with_two_tags(tmp_path):
 def test_the_readme_example_is_what_explain_prints(tmp_path):
     """The README shows an excerpt ('...' where lines are left out): every other line is
     printed, in that order, by explain on the history synth.py writes for it."""
-    import pathlib
 
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     block = readme.split("mpiwrite explain original-history\n```\n```\n", 1)[1]
     shown = [ln for ln in block.split("```", 1)[0].splitlines() if ln != "..."]
     synth.explain_study(tmp_path / "original-history")

@@ -19,7 +19,7 @@ import gluster as glusterlib
 import hosts as hostlib
 import pytest
 import testbed
-from common import MPIWRITE, bounded, clean_env, cli, kill_group, only_record, records_in
+from common import MPIWRITE, ROOT, bounded, clean_env, cli, kill_group, only_record, records_in
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -54,7 +54,7 @@ def test_script_runs_a_command_on_the_testbed_and_removes_it(tmp_path):
     reason = glusterlib.why_not()
     if reason:
         pytest.skip(f"GlusterFS testbed: {reason}")
-    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "gluster_testbed.py")
+    script = str(ROOT / "benchmarks" / "gluster_testbed.py")
     command = ("$TESTBED_ENTER h1 cp /proc/sys/kernel/hostname $TESTBED_MOUNT/f && "
                "$TESTBED_ENTER h0 cat $TESTBED_MOUNT/f && "
                "$TESTBED_GLUSTER volume get mwvol network.compression && exit 3")

@@ -14,8 +14,9 @@ import sys
 import zipfile
 
 import pytest
+from common import ROOT, TESTS
 
-PKG = pathlib.Path(__file__).resolve().parent.parent / "mpiwrite"
+PKG = ROOT / "mpiwrite"
 FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "records", "formats", "answers",
            "vocab", "importers")
 SHARED = {"errors", "files", "text", "units", "stats", "procs"}
@@ -471,7 +472,7 @@ def test_no_test_names_an_issue_or_a_round():
 
     said = re.compile(r"\b(issue \d+|issue's|round \d)\b", re.I)
     found = []
-    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):

@@ -13,12 +13,13 @@ import subprocess
 
 import pytest
 import synth
+from common import FIXTURES, ROOT
 
 from mpiwrite.importers import base as imported
 from mpiwrite.importers import registry as importers
 from mpiwrite.records import h5 as records
 
-FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
+FIX = FIXTURES / "import"
 MIB = 2**20
 MB = 1e6
 TO_MB = MIB / MB  # IOR's MiB/s to MB/s
@@ -537,7 +538,7 @@ def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
     from common import BIN, TEST_CACHE, bounded
     from common import cli as mw
 
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     head, block = readme.split("mpiwrite explain lmdd-history\n```\n```\n")
     script = head[head.rindex("```sh\n") + len("```sh\n"):] + "mpiwrite explain lmdd-history\n"
     env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", MPIWRITE_CACHE=TEST_CACHE)

@@ -11,16 +11,16 @@ the name a record would get.
 import hashlib
 import json
 import os
-import pathlib
 import re
 import shutil
 import subprocess
 
 import pytest
+from common import FIXTURES
 
 from mpiwrite.records import h5 as records
 
-FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
+FIX = FIXTURES / "import"
 DEEP = 100_000
 
 

@@ -6,15 +6,15 @@ tool's, and refuses garbage with one line (ImportRefused), both when asked by na
 its real outputs are in FIXTURES.
 """
 
-import pathlib
 
 import pytest
+from common import FIXTURES
 
 from mpiwrite.formats.numbers import ImportRefused
 from mpiwrite.importers import registry
 from mpiwrite.importers.base import check_test, read_source
 
-FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "import"
+FIX = FIXTURES / "import"
 # Real outputs of each registered tool (the IOR JSON broken by a warning is refused: not here).
 FIXTURES = {
     "ior": ["fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",

@@ -14,12 +14,12 @@ import time
 
 import pytest
 import synth
-from common import cli
+from common import FIXTURES, cli
 
 from mpiwrite.records import sandbox as isolated
 
 pytestmark = pytest.mark.timeout(180)
-CRAFTED = os.path.join(os.path.dirname(__file__), "fixtures", "crafted")
+CRAFTED = str(FIXTURES / "crafted")
 SEGFAULTS = os.path.join(CRAFTED, "segfaults-runlevel.h5")
 WHOLE = os.path.join(CRAFTED, "crashes-whole-read.h5")
 HANGS = os.path.join(CRAFTED, "hangs-libhdf5.h5")

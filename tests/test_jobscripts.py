@@ -7,11 +7,12 @@ import sys
 
 import pytest
 from common import MPIWRITE, clean_env, cli, only_record, records_in
+from common import ROOT as REPO
 
 from mpiwrite.cli import jobscript as js
 from mpiwrite.errors import ConfigError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 
 
 def sbatch_lines(text):

@@ -1,14 +1,12 @@
 """Man pages: generated from the click help, shipped in man/, installed to share/man/man1."""
 
 import os
-import pathlib
 import subprocess
 import sys
 import zipfile
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from common import ROOT
 
 
 def _body(text: str) -> str:

@@ -8,8 +8,9 @@ import sys
 import types
 
 import pytest
+from common import ROOT as REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 SPACK_PACKAGE = os.path.join(ROOT, "packaging", "spack", "packages", "py-mpiwrite",
                              "package.py")
 APPTAINER_DEF = os.path.join(ROOT, "packaging", "apptainer", "mpiwrite.def")

@@ -8,12 +8,12 @@ traceback, hang or run out of memory.
 
 import json
 import os
-import pathlib
 
 import h5py
 import numpy as np
 import pytest
 import synth
+from common import FIXTURES
 
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import summary
@@ -293,7 +293,7 @@ STALLS = 517
 def _mutant(seed: int) -> bytes:
     import random
 
-    data = bytearray((pathlib.Path(__file__).parent / "fixtures" / "round3-record.h5")
+    data = bytearray((FIXTURES / "round3-record.h5")
                      .read_bytes())
     rng = random.Random(seed)
     for _ in range(rng.choice([1, 1, 2, 4, 8])):

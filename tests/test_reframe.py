@@ -6,8 +6,9 @@ import os
 
 import pytest
 from common import BIN, MPIEXEC, bounded, clean_env
+from common import ROOT as REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 CHECK = os.path.join(ROOT, "reframe", "mpiwrite_check.py")
 SETTINGS = os.path.join(ROOT, "reframe", "settings.py")
 REFRAME = os.path.join(BIN, "reframe")

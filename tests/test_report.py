@@ -4,14 +4,13 @@ import csv
 import io
 import json
 import os
-import pathlib
 import xml.etree.ElementTree as ET
 
 import h5py
 import numpy as np
 import pytest
 import synth
-from common import cli, mpirun
+from common import ROOT, cli, mpirun
 
 from mpiwrite import stats
 
@@ -276,7 +275,7 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
 
 
 def test_the_readme_example_is_what_report_prints(study, tmp_path):
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     block = readme.split("mpiwrite report original-study --by lustre,checksums --baseline "
                          "lustre=1.6.4.3\n```\n```\n", 1)[1].split("```", 1)[0]
     out = cli(["report", str(study), "--by", "lustre,checksums", "--baseline",
@@ -295,7 +294,7 @@ def test_the_readme_examples_are_what_the_regenerating_command_prints(tmp_path):
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = ROOT
     script = [sys.executable, str(root / "tests" / "readme_examples.py")]
     ok = subprocess.run(script + ["--check"], capture_output=True, text=True, timeout=280)
     assert ok.returncode == 0, ok.stdout + ok.stderr

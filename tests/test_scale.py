@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
-from common import MPIEXEC, MPIWRITE, clean_env, mpirun, only_record
+from common import MPIEXEC, MPIWRITE, TESTS, clean_env, mpirun, only_record
 
-HERE = os.path.dirname(__file__)
+HERE = str(TESTS)
 
 
 def _mpmd(groups, script, timeout=120):

@@ -13,15 +13,14 @@ import time
 
 import ompi
 import pytest
-from common import MPIEXEC, MPIWRITE, clean_env, only_record, records_in
+from common import MPIEXEC, MPIWRITE, ROOT, clean_env, only_record, records_in
 
 from mpiwrite.records import h5 as records
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 NODES = ["h0", "h1", "h2"]
-SCALING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       "jobscripts", "scaling.sbatch")
+SCALING = str(ROOT / "jobscripts" / "scaling.sbatch")
 
 
 @pytest.fixture(params=["mpich", "openmpi"])

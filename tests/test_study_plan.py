@@ -2,14 +2,13 @@
 one line for every problem in the file, naming its key and line."""
 
 import os
-import pathlib
 
 import pytest
-from common import cli
+from common import ROOT, cli
 
 from mpiwrite.study.plan import StudyError, load
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 pytestmark = pytest.mark.timeout(60)
 
 GOOD = """\

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, records_in
+from common import FIXTURES, MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, records_in
 
 from mpiwrite.records import h5 as records
 
@@ -298,7 +298,7 @@ def test_a_study_lock_that_is_a_folder_ends_the_job_in_seconds_with_one_line(tmp
 
 # -- resume by values, records read only in workers, one run at a time ---------
 
-CRAFTED = os.path.join(os.path.dirname(__file__), "fixtures", "crafted")
+CRAFTED = str(FIXTURES / "crafted")
 ONE_POINT = """
 [study]
 name = "one"
@@ -411,7 +411,7 @@ def test_only_mpiwrites_own_matching_records_count_as_done(tmp_path):
     forged = {"study": "one", "study_hash": fp, "study_point": "0", "study_repeat": "0",
               "study_generation": "1", "study_key": "{}"}
     results = tmp_path / "results"
-    imp = cli(["import", os.path.join(os.path.dirname(__file__), "fixtures", "import",
+    imp = cli(["import", os.path.join(FIXTURES, "import",
                                       "lmdd-tmpfs.txt"), "--results", str(results)]
               + [w for k, v in forged.items() for w in ("--tag", f"{k}={v}")], cwd=tmp_path)
     assert imp.returncode == 0, imp.stderr
