@@ -1,6 +1,6 @@
 """mpiwrite on a real CephFS: three emulated hosts, each with its own ceph-fuse client.
 
-One testbed for the module (tests/testbed.py's "ceph": tests/ceph.py): one mon, one OSD
+One testbed for the module (the testbed's "ceph": tests/testbed/ceph.py): one mon, one OSD
 (bluestore on a sparse file), one MDS, a mgr; each host mounts with `ceph-fuse --id hN` and
 has its own admin socket.  The links are not limited: the machine's two cores decide the
 figures, so no test asserts a rate, only what the client did (its facts, its counters) and
@@ -11,11 +11,11 @@ import json
 import os
 import shutil
 
-import ceph as cephlib
-import hosts as hostlib
 import pytest
 import testbed
 from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
+from testbed import ceph as cephlib
+from testbed import hosts as hostlib
 
 from mpiwrite.clients import fuse as fs_fuse
 from mpiwrite.clients.common import command

@@ -1,6 +1,6 @@
 """mpiwrite on a real network filesystem: GlusterFS under three emulated hosts.
 
-One testbed for the module (tests/testbed.py's "gluster": tests/gluster.py): a 2-brick
+One testbed for the module (the testbed's "gluster": tests/testbed/gluster.py): a 2-brick
 distributed volume, each host with its own FUSE client and a 160 Mbit/s link both ways, so
 the wire, not the disk, decides the figures and a lone `dd conv=fsync` on the same link is
 the ground truth.
@@ -15,11 +15,11 @@ import subprocess
 import sys
 import time
 
-import gluster as glusterlib
-import hosts as hostlib
 import pytest
 import testbed
 from common import MPIWRITE, ROOT, bounded, clean_env, cli, kill_group, only_record, records_in
+from testbed import gluster as glusterlib
+from testbed import hosts as hostlib
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 

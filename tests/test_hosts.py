@@ -2,10 +2,10 @@
 
 import os
 
-import hosts as hostlib
 import pytest
 import sysroots
 from common import MPIEXEC, MPIWRITE, bounded, clean_env, cli, only_record, records_in
+from testbed import hosts as hostlib
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 

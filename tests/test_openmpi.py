@@ -12,10 +12,10 @@ import subprocess
 import sys
 import time
 
-import hosts as hostlib
-import ompi
 import pytest
 from common import MPIEXEC, MPIWRITE, clean_env, mounted, needs_root, only_record, records_in
+from testbed import hosts as hostlib
+from testbed import ompi
 
 from mpiwrite.facts import mpiinfo
 

@@ -1,4 +1,4 @@
-"""Slurm on three emulated nodes (conftest's `slurm3`, tests/slurm_nodes.py): the steps of a job
+"""Slurm on three emulated nodes (conftest's `slurm3`, tests/testbed/slurm.py): the steps of a job
 run inside h0, h1 and h2, each with its own hostname and network, all writing into one folder
 (the machine's /tmp, which every node's mount namespace sees), under both MPIs the project
 supports: the MPICH wheel through srun's PMI-2 plugin, Debian's Open MPI through PMIx."""
@@ -11,9 +11,9 @@ import shutil
 import subprocess
 import time
 
-import ompi
 import pytest
 from common import MPIEXEC, MPIWRITE, ROOT, clean_env, only_record, records_in
+from testbed import ompi
 
 from mpiwrite.records import h5 as records
 

@@ -7,9 +7,9 @@ import os
 import subprocess
 import time
 
-import hosts as hostlib
 import pytest
 from common import MPIEXEC, MPIWRITE, bounded, clean_env, mpirun, needs_root, only_record
+from testbed import hosts as hostlib
 
 from mpiwrite.formats.status import Status
 

@@ -46,6 +46,17 @@ def why_not() -> str:
     return ""
 
 
+def needs(*marks: str):
+    """Marks a fixture's function with what its tests need ("root", "slow"): conftest.py
+    gives every test that uses the fixture, directly or through another, those markers."""
+
+    def mark(func):
+        func.testbed_marks = tuple(marks)
+        return func
+
+    return mark
+
+
 def _ip(*args, check=True):
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
 
@@ -199,6 +210,21 @@ class Hosts:
         """The launcher options for these hosts."""
         return [mpiexec, "-launcher", "ssh", "-launcher-exec", self.wrapper, "-iface",
                 self.bridge]
+
+    def server_namespace(self, ns: str, veth: str, address: str, made: list) -> None:
+        """A server's own network namespace `ns` on the hosts' bridge, at `address` (/24),
+        through the veth pair `veth`/`veth`p; what it makes is appended to `made` (for the
+        server's teardown, in reverse)."""
+        _ip("netns", "add", ns)
+        made.append(("netns", ns))
+        _ip("link", "add", veth, "type", "veth", "peer", "name", veth + "p")
+        made.append(("link", veth))
+        _ip("link", "set", veth, "master", self.bridge, "up")
+        _ip("link", "set", veth + "p", "netns", ns)
+        _ip("-n", ns, "link", "set", veth + "p", "name", "eth0")
+        _ip("-n", ns, "addr", "add", f"{address}/24", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
 
     def leftovers(self):
         names = _ip("netns", "list").stdout + _ip("link", "show").stdout

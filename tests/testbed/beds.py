@@ -4,10 +4,10 @@
     bed = testbed.fixture("gluster", rates="160mbit")  # tc tbf on every host's link
     with testbed.testbed("ceph", folder, hosts=2) as bed: ...
 
-Both filesystems run on the same emulated nodes (tests/hosts.py: persistent hosts, one
+Both filesystems run on the same emulated nodes (hosts.py: persistent hosts, one
 mount namespace each, MPICH launched across them through the wrapper): "gluster" is a
-GlusterFS volume (tests/gluster.py), "ceph" a CephFS with one ceph-fuse per host
-(tests/ceph.py).  A `Bed` gives the hosts (`h`), the filesystem (`fs`), the mount every host
+GlusterFS volume (gluster.py), "ceph" a CephFS with one ceph-fuse per host
+(ceph.py).  A `Bed` gives the hosts (`h`), the filesystem (`fs`), the mount every host
 sees (`mount`), and the launch of `mpiwrite` over the first N hosts.  docs/testbed.md.
 """
 
@@ -18,9 +18,10 @@ import json
 import os
 from typing import Dict, Optional, Union
 
-import hosts as hostlib
 import pytest
 from common import MPIEXEC, MPIWRITE, bounded, clean_env
+
+from testbed import hosts as hostlib
 
 FILESYSTEMS = ("gluster", "ceph")
 PER_HOST = 2
@@ -28,11 +29,11 @@ PER_HOST = 2
 
 def _library(name: str):
     if name == "gluster":
-        import gluster
+        from testbed import gluster
 
         return gluster, gluster.Gluster
     if name == "ceph":
-        import ceph
+        from testbed import ceph
 
         return ceph, ceph.Ceph
     raise ValueError(f"no testbed filesystem {name!r} (one of {', '.join(FILESYSTEMS)})")
@@ -101,6 +102,7 @@ def fixture(name: str, hosts: int = 3, rates=None, scope: str = "module", **opti
     the tests using it skip with why_not() where it cannot run (or without mpiexec)."""
 
     @pytest.fixture(scope=scope)
+    @hostlib.needs("root", "slow")
     def bed(tmp_path_factory):
         reason = why_not(name) or ("" if MPIEXEC else "no mpiexec")
         if reason:

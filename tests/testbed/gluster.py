@@ -18,7 +18,7 @@ import subprocess
 import time
 from typing import List
 
-import hosts as hostlib
+from testbed import hosts as hostlib
 
 SERVER = ("mount -t tmpfs -o size=16m tmpfs /run && mount --bind {lib} /var/lib/glusterd && "
           "mount --bind {log} /var/log/glusterfs && echo ready && exec glusterd -N")
@@ -83,17 +83,7 @@ class Gluster:
         return self
 
     def _network(self) -> None:
-        ip = hostlib._ip
-        ip("netns", "add", self.ns)
-        self.made.append(("netns", self.ns))
-        ip("link", "add", self.veth, "type", "veth", "peer", "name", self.veth + "p")
-        self.made.append(("link", self.veth))
-        ip("link", "set", self.veth, "master", self.h.bridge, "up")
-        ip("link", "set", self.veth + "p", "netns", self.ns)
-        ip("-n", self.ns, "link", "set", self.veth + "p", "name", "eth0")
-        ip("-n", self.ns, "addr", "add", f"{self.ip}/24", "dev", "eth0")
-        ip("-n", self.ns, "link", "set", "eth0", "up")
-        ip("-n", self.ns, "link", "set", "lo", "up")
+        self.h.server_namespace(self.ns, self.veth, self.ip, self.made)
 
     def _glusterd(self) -> None:
         lib, log = os.path.join(self.top, "lib"), os.path.join(self.top, "log")

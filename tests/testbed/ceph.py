@@ -39,7 +39,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-import hosts as hostlib
+from testbed import hosts as hostlib
 
 # What a machine-wide Ceph keeps; the testbed's daemons see empty tmpfs copies instead.
 MACHINE = ("/etc/ceph", "/var/lib/ceph", "/var/log/ceph", "/run/ceph")
@@ -205,17 +205,7 @@ class Ceph:
                                  clients=clients))
 
     def _network(self) -> None:
-        ip = hostlib._ip
-        ip("netns", "add", self.ns)
-        self.made.append(("netns", self.ns))
-        ip("link", "add", self.veth, "type", "veth", "peer", "name", self.veth + "p")
-        self.made.append(("link", self.veth))
-        ip("link", "set", self.veth, "master", self.h.bridge, "up")
-        ip("link", "set", self.veth + "p", "netns", self.ns)
-        ip("-n", self.ns, "link", "set", self.veth + "p", "name", "eth0")
-        ip("-n", self.ns, "addr", "add", f"{self.ip}/24", "dev", "eth0")
-        ip("-n", self.ns, "link", "set", "eth0", "up")
-        ip("-n", self.ns, "link", "set", "lo", "up")
+        self.h.server_namespace(self.ns, self.veth, self.ip, self.made)
 
     def _server(self) -> None:
         """The holder of the server's namespaces: private tmpfs over the machine's Ceph dirs."""

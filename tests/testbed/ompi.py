@@ -16,8 +16,9 @@ import subprocess
 import uuid
 from typing import List, Optional
 
-import hosts as hostlib
 from common import MPIWRITE, clean_env
+
+from testbed import hosts as hostlib
 
 LIBMPI = "libmpi.so.40"  # Open MPI 4.x and 5.x
 

@@ -43,7 +43,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-import hosts as hostlib
+from testbed import hosts as hostlib
 
 # MessageTimeout: Slurm's RPCs give up after 10 s by default.  On 2 cores running 6 ranks, srun's
 # pmi2 plugin sending the fence's KVS to a node's slurmd timed out now and then ("failed to send
