@@ -46,8 +46,7 @@ def test_exit_2_leaves_no_run_folders_and_no_results_folder(tmp_path):
 @pytest.mark.mpi
 def test_target_renamed_mid_run_keeps_no_data_and_says_so(tmp_path):
     """Each rank removes its files relative to the folder it opened, wherever it went."""
-    from common import MPIEXEC
-    from test_faults import wait_for_bytes
+    from common import MPIEXEC, wait_for_bytes
 
     proc = subprocess.Popen([MPIEXEC, "-n", "3", MPIWRITE, "run", "d", "-s", "256M", "-b",
                              "64k", "--results", "r", "--progress-interval", "0"],

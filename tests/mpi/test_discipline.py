@@ -214,7 +214,7 @@ def test_a_failed_run_names_the_data_files_it_could_not_remove(tmp_path):
 
 
 def _rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
-    from test_faults import rank_pids
+    from common import rank_pids
 
     return rank_pids(cwd, nranks, timeout)
 
@@ -227,7 +227,7 @@ def _start(tmp_path, n, args):
 
 
 def _finish(proc, timeout):
-    from test_faults import wait
+    from common import wait
 
     return wait(proc, timeout)
 
@@ -238,7 +238,7 @@ def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
     proc = _start(tmp_path, 3, ["run", "d", "-s", "2G", "-b", "1M", "--results", "r"] + QUIET)
     try:
         pids = _rank_pids(tmp_path, 3)
-        from test_faults import wait_for_bytes
+        from common import wait_for_bytes
 
         # in the write phase, not in MPI_Init (where a signal takes its default action):
         # a fixed sleep after the ranks appear was too short on a loaded machine
@@ -265,7 +265,7 @@ def test_stopped_rank_0_is_named_by_the_others(tmp_path):
                                 "--results", "r"] + QUIET)
     try:
         pids = _rank_pids(tmp_path, 3)
-        from test_faults import wait_for_bytes
+        from common import wait_for_bytes
 
         wait_for_bytes(tmp_path / "d")  # rank 0 stops in the write phase
         os.kill(pids[0], signal.SIGSTOP)
@@ -287,7 +287,7 @@ def test_rank_stopped_between_iterations_ends_a_job_with_timeout(tmp_path):
                                 "--delay", "3", "--results", "r"] + QUIET)
     try:
         pids = _rank_pids(tmp_path, 3)
-        from test_faults import wait_for_bytes
+        from common import wait_for_bytes
 
         wait_for_bytes(tmp_path / "d")
         time.sleep(1.8)  # iteration 0 is over (1 s); the ranks are in the delay
@@ -320,7 +320,7 @@ def test_signal_during_start_up_gives_130_without_tracebacks(tmp_path, delay):
     the ranks still import and start MPI): 130, no traceback.  Not earlier: before that the
     interpreter itself is starting (site, the editable install's .pth) and answers SIGINT
     with "Fatal Python error: init_import_site", which no program can change."""
-    from test_faults import rank_pids
+    from common import rank_pids
 
     # a run that cannot finish before the signal (30 s, no I/O)
     proc = _start(tmp_path, 2, ["run", "d", "-t", "30", "--engine", "null", "--results", "r"]

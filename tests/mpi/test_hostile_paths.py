@@ -18,7 +18,7 @@ import time
 import pytest
 import synth
 from common import MPIEXEC, MPIWRITE, bounded, clean_env, is_root, kill_group, records_in, tool
-from test_faults import wait as finish  # bounded; kills the group on a hang
+from common import wait as finish  # bounded; kills the group on a hang
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(180),
               pytest.mark.skipif(not is_root(), reason="needs root: nobody attacks root's run")]

@@ -9,79 +9,23 @@ import time
 
 import pytest
 from common import (
-    MPIEXEC,
     MPIWRITE,
     clean_env,
     cli,
     is_root,
-    kill_group,
     mounted,
     mpirun,
     needs_root,
     only_record,
+    rank_pids,
     records_in,
+    start,
+    wait,
+    wait_for_bytes,
 )
 
 from mpiwrite.formats.status import Status
 from mpiwrite.records import h5 as records
-
-
-def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
-    """{rank: pid} of the mpiwrite ranks running in folder cwd (unique per test)."""
-    cwd = os.path.realpath(str(cwd))
-    end = time.monotonic() + timeout
-    found = {}
-    while time.monotonic() < end:
-        found = {}
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                if os.path.realpath(f"/proc/{pid}/cwd") != cwd:
-                    continue
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
-                with open(f"/proc/{pid}/environ", "rb") as fh:
-                    env = fh.read().decode(errors="replace")
-            except OSError:
-                continue
-            if "mpiwrite" in cmd and "mpiexec" not in cmd:
-                for var in env.split("\0"):
-                    if var.startswith("PMI_RANK="):
-                        found[int(var[9:])] = int(pid)
-        if len(found) == nranks:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"found ranks {sorted(found)} of {nranks} in {cwd}")
-
-
-def start(n, args, cwd):
-    return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def wait(proc, timeout=60):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        raise AssertionError(f"hung:\n{out}\n{err}") from None
-    return proc.returncode, out, err
-
-
-def wait_for_bytes(path_dir, nbytes=1, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if sum(os.path.getsize(os.path.join(path_dir, f)) for f in os.listdir(path_dir)
-                   if f.endswith(".dat")) >= nbytes:
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("no data written")
 
 
 @pytest.mark.mpi

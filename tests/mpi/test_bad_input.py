@@ -230,7 +230,7 @@ def test_json_on_stdout_is_not_mixed_with_what_libraries_print(tmp_path, hang_up
     import os
     import signal
 
-    from test_faults import rank_pids, wait, wait_for_bytes
+    from common import rank_pids, wait, wait_for_bytes
 
     if MPIEXEC is None:
         pytest.skip("no mpiexec")

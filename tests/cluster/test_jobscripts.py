@@ -99,7 +99,7 @@ def test_srun_mpi_plugin(mpi, flag):
     ({"PMI_FD": "7"}, None),  # Hydra's mpiexec: its PMI server reads whole lines
 ])
 def test_mpich_under_slurm_pmi2_defaults_to_ofi(environ, netmod):
-    """Slurm's pmi2 plugin cuts PMI-1 lines over 1024 bytes (tests/test_slurm_nodes.py shows
+    """Slurm's pmi2 plugin cuts PMI-1 lines over 1024 bytes (tests/cluster/test_slurm_nodes.py shows
     the lines); the netmod default is set only under that plugin and never over a site's."""
     from mpiwrite.run.process import slurm_pmi2_netmod
 

@@ -106,7 +106,7 @@ def _on_a_terminal(cmd, cwd, env, rows=40, cols=120):
 
 def _pids_of(cwd, host_env, timeout=30):
     """{world rank: pid} of the ranks running in cwd, with MPIWRITE_HOSTNAME per rank."""
-    from test_faults import rank_pids
+    from common import rank_pids
 
     return rank_pids(cwd, host_env, timeout)
 
@@ -128,7 +128,7 @@ def test_live_view_on_a_terminal_marks_the_stopped_host(tmp_path):
     proc, chunks = _on_a_terminal(cmd, tmp_path, clean_env({"MPIWRITE_GRACE": "3"}))
     pids = {}
     try:
-        from test_faults import rank_pids, wait_for_bytes
+        from common import rank_pids, wait_for_bytes
 
         pids = rank_pids(tmp_path, 4)
         wait_for_bytes(tmp_path / "d", 4 * 2**20, timeout=40)
@@ -196,7 +196,7 @@ def test_a_writer_held_by_a_stopped_fuse_daemon_is_named_in_d_state(tmp_path):
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=clean_env({"MPIWRITE_GRACE": "3"}),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
-        from test_faults import wait_for_bytes
+        from common import wait_for_bytes
 
         wait_for_bytes(under / "d", 2**20, timeout=40)
         os.kill(daemon, signal.SIGSTOP)

@@ -25,10 +25,13 @@ from common import (
     mpirun,
     needs_root,
     only_record,
+    rank_pids,
     records_in,
+    start,
     tool,
+    wait,
+    wait_for_bytes,
 )
-from test_faults import rank_pids, start, wait, wait_for_bytes
 
 from mpiwrite.records import h5 as records
 

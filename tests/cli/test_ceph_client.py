@@ -1,5 +1,5 @@
 """A ceph-fuse client's facts and counters through its admin socket, without a Ceph: a fake
-socket in this process speaks the protocol (the real one: tests/test_ceph.py), and sysroots
+socket in this process speaks the protocol (the real one: tests/cluster/test_ceph.py), and sysroots
 model where the socket is found."""
 
 import json
