@@ -345,8 +345,10 @@ def restore_study(file):
 @click.option("--results", default=None,
               help="Folder of the records (default: the file's [study] results).")
 @sampling_options
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
+              default="table", show_default=True,
+              help="json: docs/output.md (study-report-json.schema.json); csv: a line per "
+                   "point with each axis's verdict against its first level.")
 @click.option("--plot-dir", default=None, help="Also draw the rate against each `nodes` or "
               "`ranks_per_node` axis, a line per value of the other axes, into this folder "
               "(needs matplotlib).")
