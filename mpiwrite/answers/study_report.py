@@ -263,17 +263,16 @@ def study_answer(runs: StudyRuns, axes: Dict[str, List[Any]],
     return Report(levels, rows, axis_verdicts(rows, levels, sampling), unit)
 
 
-def study_report(runs: StudyRuns, axes: Dict[str, List[Any]],
-                 points: Sequence[Dict[str, Any]], point_keys: Sequence[str],
-                 sampling: Sampling, fmt: str = "table", answer: Optional[Report] = None) -> str:
-    levels, rows, verdicts, unit = answer or study_answer(runs, axes, points, point_keys,
-                                                          sampling)
+def study_report(runs: StudyRuns, answer: Report, sampling: Sampling,
+                 fmt: str = "table") -> str:
+    """The report in `fmt`: table or markdown (the table, then a verdict a line), csv or
+    json (docs/output.md)."""
+    levels, rows, verdicts, unit = answer
     if fmt == "json":
         return contract.dumps(study_doc(runs, levels, rows, verdicts, sampling, unit))
     if fmt == "csv":
         return study_csv(levels, rows, verdicts, sampling, unit)
-    by = list(axes)
-    table = format_rows(rows, by, fmt, sampling, unit)
+    table = format_rows(rows, list(levels), fmt, sampling, unit)
     lines = verdict_lines(verdicts, sampling.confidence)
     advice = repeat_advice(rows, verdicts)
     if advice:
@@ -289,3 +288,42 @@ def study_report(runs: StudyRuns, axes: Dict[str, List[Any]],
     if fmt == "markdown":
         return "\n".join([table, "", title, ""] + [f"- {ln}" for ln in lines])
     return "\n".join([table, title] + [f"  {ln}" for ln in lines])
+
+
+SCALING_AXES = ("nodes", "ranks_per_node")  # drawn as scaling curves, with the linear ideal
+
+
+def draw(runs: StudyRuns, answer: Report, folder: str, sampling: Sampling) -> List[str]:
+    """A picture per axis in `folder`, `STUDY-AXIS.png`: the metric against the axis's levels,
+    a line per combination of the other axes (the node and rank counts as scaling curves).
+    One line per axis: the file drawn, or why none was."""
+    import os
+    import re
+
+    from mpiwrite import files
+    from mpiwrite.answers import plot as plots
+
+    said = []
+    for axis, words in answer.levels.items():
+        drawn = [w for w in words if any(str(r["keys"][axis]) == w for r in answer.rows)]
+        if len(words) < 2:
+            said.append(f"no plot of {axis}: it has one level ({words[0]})")
+            continue
+        if len(drawn) < 2:
+            said.append(f"no plot of {axis}: complete runs at one of its levels only "
+                        f"({', '.join(drawn) or 'none'})")
+            continue
+        out = os.path.join(folder, f"{runs.name}-{re.sub(r'[^A-Za-z0-9_.-]', '_', axis)}.png")
+        files.check_output("--plot-dir", out)
+        others = [a for a in answer.levels if a != axis]
+        if axis in SCALING_AXES:
+            plots.scaling(runs, out, others, axis, sampling)
+        else:
+            lines: Dict[str, Dict[str, List[float]]] = {}
+            for r in answer.rows:
+                label = ", ".join(f"{a}={r['keys'][a]}" for a in others) or "every run"
+                lines.setdefault(label, {})[str(r["keys"][axis])] = r["_values"]
+            plots.levels(lines, words, axis, out, sampling,
+                         f"study {runs.name}: {sampling.metric} against {axis}")
+        said.append(out)
+    return [printable(s) for s in said]
