@@ -9,7 +9,8 @@ the other axes would mix runs that measure different things.
 
 A level is spelled one way everywhere: as the records' key says it (the table's spelling:
 `on` for a flag the file writes `true`, `1MiB` for `1M`); the levels of an axis of sizes or
-numbers are in order of value (64KiB before 1MiB), the others in the file's order.
+numbers are in order of value (64KiB before 1MiB), a setting's values and text in the file's
+order (a setting's first value is the baseline the file chose).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mpiwrite.answers.results import Store
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
 from mpiwrite.text import csv_cell, printable
+from mpiwrite.units import plural
 
 
 def generation(tags: Dict[str, str]) -> int:
@@ -83,8 +85,9 @@ class StudyRuns:
 def axis_levels(runs: StudyRuns, axes: Dict[str, List[Any]], points: Sequence[Dict[str, Any]],
                 point_keys: Sequence[str]) -> Dict[str, List[str]]:
     """Each axis's levels as the records' keys spell them (the table's words), the first
-    being the one the others are compared with: sizes and numbers by value, other levels in
-    the file's order.  A level no record has yet is spelled as the file writes it."""
+    being the one the others are compared with: sizes and numbers by value, a setting's
+    values and text in the file's order.  A level no record has yet is spelled as the file
+    writes it."""
     # a record's point by its values (its study_key), not its place in the file
     key_of: Dict[tuple, str] = {}
     where_of = {k: i for i, k in enumerate(point_keys)}
@@ -102,7 +105,10 @@ def axis_levels(runs: StudyRuns, axes: Dict[str, List[Any]], points: Sequence[Di
             word = key_of.get((axis, repr(level)), _word(level))
             if word not in words:
                 words.append(word)
-        if all(value_order((w,))[0][0] == 0 for w in words):  # every one a size or a number
+        # a setting's first value is the baseline the file chose (its default, usually); the
+        # sizes and counts of `run`'s options and the allocation read best in order of value
+        if not axis.startswith("setting.") and all(value_order((w,))[0][0] == 0
+                                                   for w in words):
             words.sort(key=lambda w: value_order((w,)))
         out[axis] = words
     return out
@@ -277,8 +283,8 @@ def study_report(runs: StudyRuns, answer: Report, sampling: Sampling,
     advice = repeat_advice(rows, verdicts)
     if advice:
         have = sorted({r["runs"] for r in rows})
-        now = f"{have[0]}" if have[0] == have[-1] else f"{have[0]} to {have[-1]}"
-        lines.append(f"repeat = {advice} (now {now} runs a point) would settle every "
+        now = plural(have[0], "run") if have[0] == have[-1] else f"{have[0]} to {have[-1]} runs"
+        lines.append(f"repeat = {advice} (now {now} a point) would settle every "
                      "difference above of the size seen, as compare counts it")
     title = ("each axis's levels against its first, the other axes fixed (Welch's t-test "
              "over the runs' samples, as compare):")
