@@ -92,7 +92,7 @@ def test_sizes_in_order_of_value_and_one_spelling_of_each_level(tmp_path):
         "block_size=64KiB", "block_size=1MiB", "block_size=4MiB"]
     assert not re.search(r"\b(true|false)\b", out), out
     md = _run(["study", "report", path, "--format", "markdown"], tmp_path).stdout
-    assert "- direct on vs off at block_size=64KiB: " in md and "true" not in md
+    assert "- direct on vs off at block\\_size=64KiB: " in md and "true" not in md
     doc = _json(["study", "report", path, "--format", "json"], tmp_path)
     assert doc["axes"] == [{"name": "block_size", "levels": ["64KiB", "1MiB", "4MiB"],
                             "base": "64KiB"},
@@ -284,3 +284,18 @@ def test_study_report_compare_and_explain_agree_on_every_pair(tmp_path, seed):
     assert cmp["p_value"] == pytest.approx(v["p_value"], rel=1e-12)
     assert f["p_value"] == pytest.approx(v["p_value"], rel=1e-12)
     assert (f["p_value"] < ALPHA) is cmp["real"] is v["real"]
+
+
+@pytest.mark.timeout(120)
+def test_levels_that_look_like_formulas_or_markup_stay_text(tmp_path):
+    """A level is a word from the records: a spreadsheet never runs it, markdown never reads
+    it as a column or a link."""
+    path = study(tmp_path, 'block_size = ["64KiB"]', setting='"=1+2", "|[x](y)|"')
+    synth.study_records(path, lambda p: 300.0 if p["setting.wb"] == "=1+2" else 500.0)
+    text = _run(["study", "report", path, "--format", "csv"], tmp_path).stdout
+    rows = list(csv.reader(io.StringIO(text)))
+    assert [r[1] for r in rows[1:]] == ["'=1+2", "|[x](y)|"]
+    assert not any(c.startswith(("=", "+", "-", "@")) for r in rows for c in r[:2])
+    md = _run(["study", "report", path, "--format", "markdown"], tmp_path).stdout
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("- setting")]
+    assert line.startswith("- setting.wb \\|\\[x\\](y)\\| vs =1+2 at block\\_size=64KiB: ")

@@ -32,7 +32,7 @@ from mpiwrite.answers.report import (
 from mpiwrite.answers.results import Store
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
-from mpiwrite.text import csv_cell, printable
+from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import plural
 
 
@@ -292,7 +292,9 @@ def study_report(runs: StudyRuns, answer: Report, sampling: Sampling,
         title = (f"(generation {runs.generation} of {', '.join(map(str, runs.generations))}; "
                  "the newest unless --generation)\n" + title)
     if fmt == "markdown":
-        return "\n".join([table, "", title, ""] + [f"- {ln}" for ln in lines])
+        # a level is a record's word: no markup of its own in the list
+        return "\n".join([table, "", markdown_cell(title), ""]
+                         + [f"- {markdown_cell(ln)}" for ln in lines])
     return "\n".join([table, title] + [f"  {ln}" for ln in lines])
 
 
