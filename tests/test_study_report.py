@@ -274,17 +274,22 @@ def test_study_report_compare_and_explain_agree_on_every_pair(tmp_path, seed):
         assert (f["p_value"] < ALPHA) is cmp["real"]
         outcomes.add(v["outcome"])
     assert outcomes == {"real", "noise"}, doc["verdicts"]
-    # and as typed: one pair through the commands themselves
+    # and as typed: compare for one pair, explain over the whole study (three block sizes:
+    # a section per block size, no refusal), whose sections judge the setting as study
+    # report does at each block size
     v = next(v for v in doc["verdicts"] if v["axis"] == "setting.wb")
     (k, x), = v["where"].items()
     cmp = _json(["compare", f"setting.wb={v['against']},{k}={x}",
                  f"setting.wb={v['level']},{k}={x}", "--in", "results", "--json"], tmp_path)
-    ex = _json(["explain", "results", "--where", f"{k}={x}", "--format", "json"], tmp_path)
-    (f,) = [f for f in ex["factors"] if f["key"] == "setting.wb"]
-    assert cmp["p_value"] == pytest.approx(v["p_value"], rel=1e-12)
-    assert f["p_value"] == pytest.approx(v["p_value"], rel=1e-12)
-    assert (f["p_value"] < ALPHA) is cmp["real"] is v["real"]
-
+    assert cmp["p_value"] == pytest.approx(v["p_value"], rel=1e-12) and cmp["real"] is v["real"]
+    ex = _json(["explain", "results", "--format", "json"], tmp_path)
+    assert ex["stratified_by"] == ["block_size"]
+    parts = {p["where"]["block_size"]: p for p in ex["strata"]}
+    for v in [v for v in doc["verdicts"] if v["axis"] == "setting.wb"]:
+        (f,) = [f for f in parts[v["where"]["block_size"]]["factors"]
+                if f["key"] == "setting.wb"]
+        assert f["p_value"] == pytest.approx(v["p_value"], rel=1e-12)
+        assert (f["p_value"] < ALPHA) is v["real"]
 
 @pytest.mark.timeout(120)
 def test_levels_that_look_like_formulas_or_markup_stay_text(tmp_path):
