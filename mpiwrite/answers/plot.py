@@ -270,3 +270,35 @@ def _aggregate_rate(rows, samples, t0: float):
         total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
     rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / MB
     return times - t0, rate
+
+
+def levels(lines: Dict[str, Dict[str, Sequence[float]]], order: Sequence[str], axis: str,
+           out: str, sampling, title: str = "") -> None:
+    """The metric against one axis's levels (`order`: evenly spaced, named as the table names
+    them), a line per combination of the other axes (`lines`: label -> level -> samples):
+    each level's mean with its confidence interval (a rate's geometric mean and the interval
+    from its logs, never below zero)."""
+    plt = _pyplot()
+    units = getattr(sampling, "units", "MB")
+    info = metric_info(sampling.metric, units)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ci = f"{sampling.confidence * 100:g}% CI"
+    for label, by_level in lines.items():
+        xs = [i for i, lv in enumerate(order) if by_level.get(lv)]
+        d = [stats.describe(by_level[order[i]], sampling.confidence) for i in xs]
+        means = np.array([s.gmean if s.ratio else s.mean for s in d])
+        lo = np.array([s.lo if s.n > 1 else m for s, m in zip(d, means)])
+        hi = np.array([s.hi if s.n > 1 else m for s, m in zip(d, means)])
+        yerr = np.maximum(np.vstack([means - np.maximum(lo, 0), hi - means]), 0)
+        geo = "geometric " if d and d[0].ratio else ""
+        ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
+                    label=f"{label}: {geo}mean, error bars {ci}")
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels([str(lv) for lv in order])
+    ax.set_xlim(-0.5, len(order) - 0.5)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(axis)
+    ax.set_ylabel(f"{sampling.metric} ({info.header})")
+    ax.set_title(title or f"mpiwrite: {sampling.metric} {info.unit} against {axis}")
+    ax.grid(True, alpha=0.3)
+    _finish(fig, ax, plt, out)
