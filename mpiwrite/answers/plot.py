@@ -133,9 +133,30 @@ def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
     import io
 
     buf = io.BytesIO()  # drawn in memory, then a new file renamed over `out` (never through a
-    fig.savefig(buf, format=os.path.splitext(out)[1][1:].lower())  # link planted at the name)
+    if isinstance(out, Drawn):  # link planted at the name), or kept for a page
+        out.keep(fig, buf)
+        plt.close(fig)
+        return
+    fig.savefig(buf, format=os.path.splitext(out)[1][1:].lower())
     plt.close(fig)
     files.replace_file(out, buf.getvalue())
+
+
+class Drawn:
+    """A plot kept in memory as SVG instead of a file (`page`'s inline plots): text as SVG
+    text (escaped by matplotlib's writer), ids salted the same way every time, no metadata
+    (its RDF names web addresses)."""
+
+    def __init__(self):
+        self.svg = ""
+
+    def keep(self, fig, buf) -> None:
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mpiwrite"}):
+            fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None,
+                                                     "Format": None, "Type": None})
+        self.svg = buf.getvalue().decode("utf-8")
 
 
 def _iteration(rec, iteration):
@@ -270,3 +291,46 @@ def _aggregate_rate(rows, samples, t0: float):
         total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
     rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / MB
     return times - t0, rate
+
+
+def levels(rows, axis: str, order: Sequence[str], others: Sequence[str], out,
+           sampling=None) -> None:
+    """A study's axis: each level's row mean with its confidence interval (report's rows,
+    grouped by every axis), the levels in the study file's order on the x axis, a line per
+    combination of the other axes.  Sizes and words alike sit at even steps (categories)."""
+    from mpiwrite.answers.report import DEFAULT_SAMPLING
+    from mpiwrite.formats import contract
+
+    sampling = sampling or DEFAULT_SAMPLING
+    plt = _pyplot()
+    info = metric_info(sampling.metric, sampling.units)
+    _n, mean, _sd, lo, hi = contract.stat_keys(info.suffix)[:5]
+    lines: Dict[tuple, Dict[int, dict]] = {}
+    place = {str(v): i for i, v in enumerate(order)}
+    for r in rows:
+        at = place.get(str(r["keys"][axis]))
+        if at is not None and r.get(mean) is not None:
+            lines.setdefault(tuple(str(r["keys"][a]) for a in others), {})[at] = r
+    if not lines:
+        raise ConfigError(f"no complete runs with {sampling.metric} figures along {axis}")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for other, pts in sorted(lines.items()):
+        xs = sorted(pts)
+        ms = np.array([float(pts[x][mean]) for x in xs])
+        los = np.array([float(pts[x][lo]) if pts[x].get(lo) is not None else m
+                        for x, m in zip(xs, ms)])
+        his = np.array([float(pts[x][hi]) if pts[x].get(hi) is not None else m
+                        for x, m in zip(xs, ms)])
+        yerr = np.maximum(np.vstack([ms - np.maximum(los, 0), his - ms]), 0)
+        label = ", ".join(f"{a}={v}" for a, v in zip(others, other)) or "runs"
+        ax.errorbar(xs, ms, yerr=yerr, marker="o", capsize=4, label=label)
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels([str(v) for v in order])
+    ax.set_xlim(-0.5, len(order) - 0.5)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"{axis} (the study's levels, in its order)")
+    ax.set_ylabel(f"{sampling.metric} ({info.header})")
+    ax.set_title(f"{sampling.metric} against {axis}: mean, error bars "
+                 f"{sampling.confidence * 100:g}% CI", fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    _finish(fig, ax, plt, out)
