@@ -256,7 +256,7 @@ def timeline(rec, out: str, iteration=None) -> None:
             ax.axvline(r["t_close_end"] - t0, color=line.get_edgecolor(), linestyle=":",
                        alpha=0.6)
     agg_t, agg_rate = _aggregate_rate(rows, s, t0)
-    if agg_t.size > 1:
+    if agg_t.size > 1 and len(rows) > 1:  # one rank's line is the aggregate: not hidden by it
         ax2 = ax.twinx()
         ax2.stairs(agg_rate, agg_t, color="black", linewidth=2.2,
                    label="aggregate (all ranks)")

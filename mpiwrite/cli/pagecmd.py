@@ -135,8 +135,8 @@ def _command(ctx) -> str:
         if isinstance(param, click.Argument):
             continue
         if getattr(param, "is_flag", False):
-            words.append(param.opts[-1])
+            words.append(max(param.opts, key=len))
         else:
             for v in (value if param.multiple else [value]):
-                words += [param.opts[-1], str(v)]
+                words += [max(param.opts, key=len), str(v)]
     return shlex.join(words + list(ctx.params["paths"]))
