@@ -116,6 +116,32 @@ def test_a_page_of_records_is_well_formed_self_contained_and_escapes_what_record
     assert len(set(re.findall(r'\bid="([^"]+)"', page))) == len(re.findall(r'\bid="', page))
 
 
+@pytest.mark.timeout(120)
+def test_the_table_is_reports_and_one_run_is_shown_in_full(tmp_path):
+    folder = str(tmp_path / "r")
+    synth.original_study(folder, runs=3)
+    out = tmp_path / "page.html"
+    got = cli(["page", folder, "-o", str(out), "--by", "build"], cwd=tmp_path, timeout=100)
+    assert got.returncode == 0, got.stderr
+    text = "".join(well_formed(out.read_text(encoding="utf-8")).text)
+    rep = cli(["report", folder, "--by", "build"], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    for line in rep.stdout.splitlines()[1:4]:  # each row's mean and interval, as report has
+        mean = re.search(r"\d[\d,]*\.\d (±[\d,.]+|\[[^]]+\])", line).group(0)
+        assert mean in text, (mean, line)
+    assert "explain: aggregate MB/s over 9 runs" in text
+    one = tmp_path / "one.html"
+    got = cli(["page", os.path.join(folder, "1.6.5-on-1.h5"), "-o", str(one)], cwd=tmp_path,
+              timeout=100)
+    assert got.returncode == 0, got.stderr
+    page = one.read_text(encoding="utf-8")
+    text = "".join(well_formed(page).text)
+    assert "The run in full" in text and "run 1.6.5-on-1  status complete" in text
+    assert "One row: nothing to compare" in text
+    assert "each rank's write MB/s within run 1.6.5-on-1" in text  # explain between ranks
+    assert page.count("<svg ") == 1
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("args, says", [
     (["-o", "page.txt"], "-o: 'page.txt' must end in .html"),
@@ -174,8 +200,8 @@ def test_a_study_page_has_its_verdicts_and_a_plot_per_axis(study_page):
     text = "".join(p.text)
     assert "mpiwrite study grid" in text
     # a verdict per level against the first at each value of the other axis
-    assert len(re.findall(r"1MiB vs 64KiB", text)) == 2
-    assert len(re.findall(r"2 vs 1", text)) == 2
+    assert page.count("<td>block_size</td><td>1MiB vs 64KiB</td>") == 2
+    assert page.count("<td>ranks_per_node</td><td>2 vs 1</td>") == 2
     for axis in ("block_size", "ranks_per_node"):
         assert f"against the study's axis {axis}" in text
     assert "scaling against ranks_per_node" in text

@@ -74,24 +74,20 @@ def render(p: Page, now: Optional[str] = None) -> str:
 
     title = (f"mpiwrite study {p.study.name}" if p.study
              else f"mpiwrite report: {len(runs)} run(s) by {', '.join(by) or 'all'}")
-    body = [h.para(f"Made {now} by mpiwrite {__version__}: {p.command}", "note"),
-            _contents(p)]
-    body.append(h.section("table", "Table", _table_html(rows, by, sampling, unit)))
-    body.append(h.section("verdicts", "Verdicts", _verdicts_html(p, rows, by, sampling)))
-    body.append(h.section("plots", "Plots", _plots_html(p, rows, groups, sampling)))
-    body.append(h.section("differ", "Node facts and settings that differ",
-                          _differ_html(runs, p.store.keys, by, groups)))
-    body.append(h.section("commands", "Commands that made the records",
-                          _commands_html(p, runs)))
-    body.append(h.section("records", "Records", _records_html(p, runs)))
-    return h.document(title, body)
-
-
-def _contents(p: Page) -> str:
-    names = [("table", "Table"), ("verdicts", "Verdicts"), ("plots", "Plots"),
-             ("differ", "Facts that differ"), ("commands", "Commands"), ("records", "Records")]
-    return ("<nav><p>" + " · ".join(f'<a href="#{a}">{h.esc(t)}</a>' for a, t in names)
-            + "</p></nav>")
+    parts = [("table", "Table", _table_html(rows, by, sampling, unit)),
+             ("verdicts", "Verdicts", _verdicts_html(p, rows, by, sampling)),
+             ("plots", "Plots", _plots_html(p, rows, groups, sampling)),
+             ("differ", "Node facts and settings that differ",
+              _differ_html(runs, p.store.keys, by, groups)),
+             ("explain", "What explains the variation", _explain_html(p, runs))]
+    if len(runs) == 1:
+        parts.append(("run", "The run in full", _show_html(p, runs[0])))
+    parts += [("commands", "Commands that made the records", _commands_html(p, runs)),
+              ("records", "Records", _records_html(p, runs))]
+    nav = ("<nav><p>" + " · ".join(f'<a href="#{a}">{h.esc(t)}</a>' for a, t, _b in parts)
+           + "</p></nav>")
+    body = [h.para(f"Made {now} by mpiwrite {__version__}: {p.command}", "note"), nav]
+    return h.document(title, body + [h.section(a, t, b) for a, t, b in parts])
 
 
 def _against_first(rows: List[Dict[str, Any]], confidence: float) -> None:
@@ -295,6 +291,39 @@ def _differ_html(runs, keys_of, by: Sequence[str], groups) -> str:
                  + h.table(["key", "value"], [[k, next(iter(seen[k]))] for k in same])
                  + "\n</details>")
     return text
+
+
+def _explain_html(p: Page, runs) -> str:
+    """`explain`'s answer over the page's runs (over one run: between its ranks), as the
+    terminal shows it."""
+    from mpiwrite.answers.explain_text import format_explain
+
+    try:
+        if len(runs) == 1:
+            from mpiwrite.answers.explain_run import explain_run
+
+            doc = explain_run(runs[0], p.sampling)
+        else:
+            from mpiwrite.answers.explain import explain
+
+            doc = explain(runs, p.store.keys, p.sampling)
+    except ConfigError as exc:
+        return h.para(f"not explained: {exc}")
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # as `explain RECORD` says
+        return h.para(f"not explained: unusable record ({type(exc).__name__}: {exc})")
+    return (h.para("Which run keys and node facts account for the differences (as `mpiwrite "
+                   "explain` prints it; docs/explain.md).", "note") +
+            h.pre(format_explain(doc, "table")))
+
+
+def _show_html(p: Page, rec) -> str:
+    """`show`'s text of the one run on the page."""
+    from mpiwrite.answers.show import show_text
+
+    try:
+        return h.pre(show_text(rec, p.store.keys(rec)))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        return h.para(f"unusable record ({type(exc).__name__}: {exc})")
 
 
 def _commands_html(p: Page, runs) -> str:
