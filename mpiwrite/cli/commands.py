@@ -132,7 +132,10 @@ class _RecordFinder:
 @cache_options
 def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
            cache_dir, no_cache):
-    """One row per configuration over the records under PATHS (files, folders, globs)."""
+    """One row per configuration over the records under PATHS (files, folders, globs).
+
+    To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
+    into one HTML file."""
     from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
     from mpiwrite.answers.results import level_for
 
@@ -222,7 +225,10 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
             cache_dir, no_cache):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
-    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
+    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b).
+
+    To send it: `mpiwrite page PATHS --by KEY -o FILE.html` writes each group against the
+    first, with plots, into one HTML file."""
     from mpiwrite.answers.report import compare_text, select_side
     from mpiwrite.answers.results import level_for
 
@@ -266,7 +272,10 @@ def show(run, where, iteration, by, skip_bad):
     """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
 
     RUN is a record file, a folder holding one record, or a run id, its start or its
-    random suffix (the last part, e.g. 524bd3) looked up in --in."""
+    random suffix (the last part, e.g. 524bd3) looked up in --in.
+
+    To send it: `mpiwrite page RECORD -o FILE.html` writes it with its plots into one HTML
+    file."""
     from mpiwrite.answers.results import run_keys
     from mpiwrite.answers.show import show_text
 

@@ -51,12 +51,16 @@ SUFFIXES = (".html", ".htm")
 @click.pass_context
 def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, where, units,
          results, generation, skip_bad, cache_dir, no_cache):
-    """One self-contained HTML file to send: the table, the verdicts with their intervals,
-    the facts that differ, plots (scaling, per-rank, timeline, per axis of a study) as inline
-    SVG, the commands that made the records and the records themselves.
+    """Write one self-contained HTML file to send: table, verdicts, plots, records.
 
-    PATHS are records, folders or globs (as for `report`), or one study file (.toml): then
-    the page is `study report`'s.  No script and nothing fetched: it opens from a mail."""
+    The page holds the table and the verdicts with their intervals (as report, compare and
+    study report give them), the node facts and settings that differ, explain's answer, the
+    plots (scaling, per-rank, timeline, one per axis of a study) as inline SVG, the commands
+    that made the records and the records themselves.  No script and nothing fetched: it
+    opens from a mail.
+
+    PATHS are records, folders or globs (as for `report`), or one study file (.toml), whose
+    page is `study report`'s; one record is shown in full (as `show`)."""
     from mpiwrite import files
     from mpiwrite.answers import page as pages
     from mpiwrite.answers.results import Store
