@@ -57,6 +57,10 @@ class Page(NamedTuple):
 def render(p: Page, now: Optional[str] = None) -> str:
     """The page as text (UTF-8 HTML); ConfigError when there is nothing to show."""
     runs = p.store.select()
+    flt = getattr(p.store, "flt", None)  # --where (cli/options.Where)
+    if not runs and flt and p.store.store.select():
+        raise ConfigError("--where: no complete run matches "
+                          + ", ".join(f"{k}={v}" for k, v in flt.items()))
     if not runs:
         raise ConfigError("PATHS: no complete runs to put on a page"
                           + (f" of study {p.study.name!r}" if p.study else ""))
@@ -211,10 +215,11 @@ def _plots_html(p: Page, rows, groups, sampling: Sampling) -> str:
             others = [a for a in p.study.axes if a != axis]
             if axis in plots.POOLING:
                 draw(f"scaling against {axis}, a line per value of the other axes",
-                     lambda out: plots.scaling(p.store, out, others, axis, sampling))
+                     lambda out, o=others, a=axis: plots.scaling(p.store, out, o, a, sampling))
             order = _order([r["keys"][axis] for r in rows])
             draw(f"{sampling.metric} against the study's axis {axis}",
-                 lambda out: plots.levels(rows, axis, order, others, out, sampling))
+                 lambda out, a=axis, v=order, o=others: plots.levels(rows, a, v, o, out,
+                                                                 sampling))
     elif len({str(p.store.keys(r).get("nodes")) for r in runs}) > 1:
         draw("scaling against nodes, a line per table row",
              lambda out: plots.scaling(p.store, out, [b for b in by if b != "nodes"],
@@ -230,13 +235,13 @@ def _plots_html(p: Page, rows, groups, sampling: Sampling) -> str:
             continue
         row = _label(dict(zip(by, key)), by)
         draw(f"per-rank rates of run {rec.run_id} ({row}; the run nearest the row's "
-             "median)", lambda out: plots.ranks(rec, out, None))
+             "median)", lambda out, r=rec: plots.ranks(r, out, None))
         if not len(getattr(rec, "samples", ())):
             notes.append(f"timeline of run {rec.run_id}: not drawn (its record holds no "
                          "throughput samples)")
             continue
         draw(f"throughput over time, run {rec.run_id} ({row})",
-             lambda out: plots.timeline(rec, out, None))
+             lambda out, r=rec: plots.timeline(r, out, None))
     return "\n".join(out + ([h.items(notes)] if notes else []))
 
 
