@@ -170,7 +170,7 @@ progress_interval = 0
 sample_interval = "0.002s"
 
 [axes]
-block_size = ["64KiB", "1MiB"]
+block_size = ["1MiB", "64KiB"]
 ranks_per_node = [1, 2]
 """
 
@@ -200,10 +200,14 @@ def test_a_study_page_has_its_verdicts_and_a_plot_per_axis(study_page):
     text = "".join(p.text)
     assert "mpiwrite study grid" in text
     # a verdict per level against the first at each value of the other axis
-    assert page.count("<td>block_size</td><td>1MiB vs 64KiB</td>") == 2
+    assert page.count("<td>block_size</td><td>64KiB vs 1MiB</td>") == 2
     assert page.count("<td>ranks_per_node</td><td>2 vs 1</td>") == 2
     for axis in ("block_size", "ranks_per_node"):
         assert f"against the study's axis {axis}" in text
+    # the axis's plot has its levels in the file's order (the first is the verdicts' base)
+    caption = html.escape("aggregate against the study's axis block_size", quote=True)
+    figure = next(f for f in page.split("</figure>") if f"<figcaption>{caption}" in f)
+    assert figure.index(">1MiB</text>") < figure.index(">64KiB</text>")
     assert "scaling against ranks_per_node" in text
     # four rows, each with its representative run's per-rank plot and timeline
     assert page.count("<figcaption>per-rank rates of run") == 4
@@ -269,3 +273,55 @@ def test_a_real_browser_draws_the_page_and_every_plot(study_page, tmp_path):
         colour = int((px.max(axis=1) - px.min(axis=1) > 60).sum())
         assert ink > 0.01 * len(px), f"plot at {box} is blank"
         assert colour > 100, f"plot at {box} has no coloured data drawn ({colour} pixels)"
+
+
+@pytest.mark.timeout(180)
+def test_a_real_browser_reads_hostile_strings_as_text(tmp_path):
+    """What Chromium builds from the page: no script, image or event attribute came out of a
+    record, and the hostile tag is a table cell's text."""
+    if _chromium() is None:
+        pytest.skip("no chromium (Debian: apt-get install chromium)")
+    folder = hostile_records(str(tmp_path / HOSTILE_FOLDER))
+    out = tmp_path / "page.html"
+    got = cli(["page", folder, "-o", str(out), "--by", "build"], cwd=tmp_path, timeout=100)
+    assert got.returncode == 0, got.stderr
+    dom = _browser(["--window-size=1200,2000", "--dump-dom", out.as_uri()], tmp_path)
+    assert "<body" in dom and "</html>" in dom
+    assert "<script" not in dom.lower() and "<img" not in dom.lower()
+    assert not re.search(r"<[^>]*\son[a-z]+=", dom)
+    assert f"<td>{html.escape(HOSTILE_TAG, quote=False)}</td>" in dom
+
+
+def test_an_svg_with_a_script_or_a_reference_out_is_refused():
+    from mpiwrite.answers.htmlout import UnsafeSvg, inline_svg
+
+    good = '<?xml version="1.0"?>\n<svg xmlns="x" width="1"><g id="a"><use xlink:href="#a"/>' \
+           '</g><path clip-path="url(#a)"/></svg>'
+    made = inline_svg(good, "p1", 'a "label" <b>')
+    assert 'id="p1-a"' in made and 'href="#p1-a"' in made and "url(#p1-a)" in made
+    assert "xmlns" not in made and "<?xml" not in made
+    assert 'aria-label="a &quot;label&quot; &lt;b&gt;"' in made
+    for bad in ('<svg><script>x</script></svg>', '<svg><g onload="x"/></svg>',
+                '<svg><use href="file:///etc/passwd"/></svg>',
+                '<svg><path style="fill: url(data:x)"/></svg>',
+                '<svg><foreignObject/></svg>'):
+        with pytest.raises(UnsafeSvg):
+            inline_svg(bad, "p1", "x")
+
+
+def test_a_one_rank_timeline_draws_its_rank_not_an_aggregate_over_it(tmp_path):
+    pytest.importorskip("matplotlib")
+    from mpiwrite.answers import plot as plots
+    from mpiwrite.formats import summary
+    from mpiwrite.records import h5 as records
+
+    rec = records._read(synth.make(tmp_path / "t.h5", [800.0], "t-1", ranks_per_node=1))
+    r = rec.ranks[0]
+    samples = np.zeros(4, dtype=summary.SAMPLE_DTYPE)
+    for i, f in enumerate((0.25, 0.5, 0.75, 1.0)):
+        samples[i]["rank"], samples[i]["bytes"] = 0, int(r["bytes"] * f)
+        samples[i]["t"] = r["t_write_start"] + f * (r["t_close_end"] - r["t_write_start"])
+    rec.samples = samples
+    drawn = plots.Drawn()
+    plots.timeline(rec, drawn)
+    assert "rank 0" in drawn.svg and "aggregate" not in drawn.svg

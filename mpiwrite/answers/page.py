@@ -216,7 +216,7 @@ def _plots_html(p: Page, rows, groups, sampling: Sampling) -> str:
             if axis in plots.POOLING:
                 draw(f"scaling against {axis}, a line per value of the other axes",
                      lambda out, o=others, a=axis: plots.scaling(p.store, out, o, a, sampling))
-            order = _order([r["keys"][axis] for r in rows])
+            order = _level_order(p, axis, [r["keys"][axis] for r in rows])
             draw(f"{sampling.metric} against the study's axis {axis}",
                  lambda out, a=axis, v=order, o=others: plots.levels(rows, a, v, o, out,
                                                                  sampling))
@@ -245,10 +245,22 @@ def _plots_html(p: Page, rows, groups, sampling: Sampling) -> str:
     return "\n".join(out + ([h.items(notes)] if notes else []))
 
 
-def _order(values: Sequence[str]) -> List[str]:
+def _level_order(p: Page, axis: str, values: Sequence[str]) -> List[str]:
+    """An axis's values as the records hold them (`1MiB` for the file's `1M`), in the study
+    file's order of its levels (the verdicts compare each with the first); values no record
+    of a known point holds go last, by size or number."""
     from mpiwrite.answers.report import _sort_key
 
-    return sorted({str(v) for v in values}, key=lambda v: _sort_key((v,)))
+    where = {k: i for i, k in enumerate(p.study.point_keys)}
+    rank: Dict[str, int] = {}
+    levels = [repr(v) for v in p.study.axes[axis]]
+    for rec in p.store.select():
+        at = where.get(str(rec.tags().get("study_key")), -1)
+        if 0 <= at < len(p.study.points) and repr(p.study.points[at][axis]) in levels:
+            rank.setdefault(str(p.store.keys(rec).get(axis)),
+                            levels.index(repr(p.study.points[at][axis])))
+    return sorted({str(v) for v in values},
+                  key=lambda v: (rank.get(v, len(levels)), _sort_key((v,))))
 
 
 def _representative(members, sampling: Sampling):
