@@ -325,3 +325,21 @@ def test_a_one_rank_timeline_draws_its_rank_not_an_aggregate_over_it(tmp_path):
     drawn = plots.Drawn()
     plots.timeline(rec, drawn)
     assert "rank 0" in drawn.svg and "aggregate" not in drawn.svg
+
+
+@pytest.mark.timeout(120)
+def test_runs_on_several_node_counts_get_a_scaling_plot(tmp_path):
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for nodes in (1, 2, 4):
+        for rep in range(2):
+            synth.make(folder / f"n{nodes}-{rep}.h5", [300.0 * nodes + rep, 301.0 * nodes],
+                       f"n{nodes}-{rep}", nodes=nodes)
+    out = tmp_path / "page.html"
+    got = cli(["page", str(folder), "-o", str(out), "--by", "nodes"], cwd=tmp_path, timeout=100)
+    assert got.returncode == 0, got.stderr
+    page = out.read_text(encoding="utf-8")
+    well_formed(page)
+    assert page.count("<figcaption>scaling against nodes") == 1
+    assert page.count("<figcaption>per-rank rates of run") == 3  # one run per row
+    assert page.count("<svg ") == 4
