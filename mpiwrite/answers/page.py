@@ -300,6 +300,16 @@ def _differ_html(runs, keys_of, by: Sequence[str], groups) -> str:
         text = h.table(["key", "values"], [[k, ", ".join(sorted(seen[k]))] for k in differ])
     else:
         text = h.para("Every run has the same settings and node facts.")
+    if len(keys) == 2:  # what the clients did differently, as compare says it
+        from mpiwrite.answers.differences import differing_facts
+
+        did = {k: v for k, v in differing_facts(groups[keys[0]], groups[keys[1]],
+                                                keys_of).items() if k not in seen}
+        if did:
+            text += "\n" + h.para("What the clients and CPUs did differently (from their "
+                                   "counters, as `compare` says it):") + h.table(
+                ["", *(_label(dict(zip(by, g)), by) for g in keys)],
+                [[k, ", ".join(v["a"]), ", ".join(v["b"])] for k, v in did.items()])
     hosts = sorted({str(n.get("host")) for r in runs for n in (r.nodes or [])})
     text += "\n" + h.para(f"hosts ({len(hosts)}): {', '.join(hosts[:64])}"
                           + (" ..." if len(hosts) > 64 else ""), "note")
