@@ -38,7 +38,10 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
             cache_dir, no_cache):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
-    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
+    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b).
+
+    To send it: `mpiwrite page PATHS --by KEY -o FILE.html` writes each group against the
+    first, with plots, into one HTML file."""
     from mpiwrite.answers.report import compare_text, select_side
     from mpiwrite.answers.results import level_for
 

@@ -28,7 +28,10 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     complete runs under PATHS: each key's share of the variance with a permutation p, keys
     that change together named as confounded, effects within each other's levels
     (docs/explain.md).  PATHS one record file: the variation between that run's ranks, per
-    storage target, host and node fact."""
+    storage target, host and node fact.
+
+    To send it: `mpiwrite page PATHS -o FILE.html` puts this answer, the table and the plots
+    into one HTML file."""
     from mpiwrite.answers.explain import explain as explain_runs
     from mpiwrite.answers.explain_text import format_explain
 

@@ -82,6 +82,7 @@ LAZY = {  # one module a command
     "explain": "mpiwrite.cli.explaincmd:explain",
     "import": "mpiwrite.cli.importcmd:import_",
     "tune": "mpiwrite.cli.tuneplan:tune",
+    "page": "mpiwrite.cli.pagecmd:page",
 }
 
 

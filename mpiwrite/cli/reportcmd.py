@@ -38,7 +38,10 @@ from mpiwrite.text import printable
 @cache_options
 def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
            cache_dir, no_cache):
-    """One row per configuration over the records under PATHS (files, folders, globs)."""
+    """One row per configuration over the records under PATHS (files, folders, globs).
+
+    To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
+    into one HTML file."""
     from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
     from mpiwrite.answers.results import level_for
 

@@ -27,7 +27,10 @@ def show(run, where, iteration, by, skip_bad):
     """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
 
     RUN is a record file, a folder holding one record, or a run id, its start or its
-    random suffix (the last part, e.g. 524bd3) looked up in --in."""
+    random suffix (the last part, e.g. 524bd3) looked up in --in.
+
+    To send it: `mpiwrite page RECORD -o FILE.html` writes it with its plots into one HTML
+    file."""
     from mpiwrite.answers.results import run_keys
     from mpiwrite.answers.show import show_text
 

@@ -358,7 +358,10 @@ def restore_study(file):
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir, generation,
                  skip_bad):
-    """One table over the study's axes, and each axis's levels against its first."""
+    """One table over the study's axes, and each axis's levels against its first.
+
+    To send it: `mpiwrite page FILE -o FILE.html` writes the same with a plot per axis into
+    one HTML file."""
     from mpiwrite.answers.results import Store
     from mpiwrite.answers.study_report import StudyRuns, draw, study_answer, study_report
     from mpiwrite.cli.options import sampling_from
