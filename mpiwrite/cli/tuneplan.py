@@ -17,6 +17,7 @@ from mpiwrite.cli.options import sampling_options
 from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
+from mpiwrite.vocab.axes import run_option
 
 OVERHEAD = 2.0  # a run inside a study: settings, barriers, the record
 SETTLE_GUESS = 5.0  # seconds a point's settings take to show, for the budget
@@ -226,7 +227,7 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
-    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
     runs = StudyRuns(store, st.name, fingerprint(st), fields, None)
     where = {k: i for i, k in enumerate(resume.point_keys(st, configs))}
     points = st.points()
