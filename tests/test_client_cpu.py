@@ -251,3 +251,22 @@ def test_a_run_on_a_fuse_mount_counts_its_daemon(tmp_path):
     row, = doc["rows"]
     assert row["mean_cpu_seconds_per_GB"] == pytest.approx(
         np.mean([r + o for r, o, _ in want.values()]), rel=1e-9)
+
+
+def test_kernel_threads_are_found_by_name_and_empty_command_line(tmp_path):
+    """Lustre's client threads (ptlrpcd_*, ll_*, ldlm_*) have no command line; a user process
+    that calls itself `ptlrpcd_x` has one and is not the client's."""
+    files = {}
+    for pid, comm, cmdline in ((11, "ptlrpcd_00_00", ""), (12, "ll_ping", ""),
+                               (13, "ldlm_bl_01", ""), (14, "kworker/0:1", ""),
+                               (15, "ptlrpcd_x", "./ptlrpcd_x\0")):
+        files[f"proc/{pid}/comm"] = comm + "\n"
+        files[f"proc/{pid}/cmdline"] = cmdline
+        files[f"proc/{pid}/stat"] = _stat(pid, comm, 10 * pid, pid)
+    root = sysroots.make(tmp_path / "root", files)
+    fs = {"fstype": "lustre", "mount_point": "/lustre", "mount_source": "10.0.0.1@tcp:/fs"}
+    pids = registry.for_fs(fs).own_processes(root, fs, {})
+    assert sorted(pids) == [11, 12, 13]
+    assert ownprocs.seconds(Reader(root), pids) == {
+        f"{p} {c}": 11 * p / TICK for p, c in ((11, "ptlrpcd_00_00"), (12, "ll_ping"),
+                                               (13, "ldlm_bl_01"))}
