@@ -251,6 +251,10 @@ def test_a_run_on_a_fuse_mount_counts_its_daemon(tmp_path):
     row, = doc["rows"]
     assert row["mean_cpu_seconds_per_GB"] == pytest.approx(
         np.mean([r + o for r, o, _ in want.values()]), rel=1e-9)
+    table = cli(["report", str(tmp_path / "r"), "--metric", "cpu-per-GB", "--by", "fstype"],
+                cwd=tmp_path).stdout  # one run: its mean over the iterations
+    own = np.mean([o for _, o, _ in want.values()])
+    assert f"  fuse: {own:.3f} CPU s/GB (bindfs)" in table.splitlines(), table
 
 
 def test_kernel_threads_are_found_by_name_and_empty_command_line(tmp_path):

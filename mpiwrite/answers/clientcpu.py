@@ -87,3 +87,27 @@ def of_record(rec, it: int) -> CpuPerGB:
     """The two shares of iteration `it` of a record."""
     return per_GB(rec.ranks[rec.ranks["iteration"] == it],
                   getattr(rec, "client_counters", None) or [], it)
+
+
+def own_share(runs, warmup: int = 0, unit: str = "run"):
+    """(mean s/GB of the client's own processes, their names) over the samples that
+    `--metric cpu-per-GB` takes from these runs (good iterations after the warm-up with a
+    figure; each run's mean with unit `run`), for the report's note; (NaN, []) without any."""
+    from mpiwrite.formats.status import Status
+
+    samples: List[float] = []
+    names: List[str] = []
+    for rec in runs:
+        its = rec.iterations
+        its = its[(its["status"] == int(Status.OK)) & (its["iteration"] >= warmup)]
+        mine = []
+        for it in its["iteration"]:
+            cpu = of_record(rec, int(it))
+            if math.isfinite(cpu.total):
+                mine.append(cpu.own)
+                names += [n for n in cpu.processes if n not in names]
+        if unit == "run":
+            samples += [float(np.mean(mine))] if mine else []
+        else:
+            samples += mine
+    return (float(np.mean(samples)) if samples else NAN), names
