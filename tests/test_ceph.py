@@ -136,9 +136,15 @@ def test_three_host_run_records_client_facts_and_counters(bed):
         assert d["client"]["fsync"]["avgcount"] >= PER_HOST
         assert d["client"]["wrlat"]["avgcount"] >= per_node / 2**20  # FUSE splits 1 MiB writes
         assert 0 < r["seconds"] < 120
+        # the node's own ceph-fuse (all its threads) did work the ranks' CPU never shows
+        pid = bed.fs.fuse_pids[int(hosts[r["node"]][1:])]
+        own = d["client_cpu"]["processes"]
+        assert list(own) == [f"{pid} ceph-fuse"] and own[f"{pid} ceph-fuse"] > 0, d
     show = cli(["show", rec.path], cwd=bed.folder)
     assert show.returncode == 0, show.stderr
     assert show.stdout.count("ceph: sent 64MiB in ") == HOSTS, show.stdout
+    line, = [ln for ln in show.stdout.splitlines() if "s/GB: ranks" in ln]
+    assert line.endswith("(ceph-fuse)"), line
 
 
 def _set_everywhere(bed, value):
