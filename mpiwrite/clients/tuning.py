@@ -33,6 +33,12 @@ class Where(NamedTuple):
     def reader(self) -> Reader:
         return Reader(self.sysroot or "/")
 
+    @property
+    def daemon(self) -> Dict[str, Any]:
+        """A FUSE client's daemon as its facts found it: pid, name, argv (clients/fuse.py)."""
+        d = self.client.get("daemon")
+        return d if isinstance(d, dict) else {}
+
 
 def _run(argv: List[str]) -> Tuple[Optional[str], str]:
     from mpiwrite.procs import run_bounded
@@ -161,7 +167,7 @@ def raw_read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
 def _ceph(where: Where, command: Dict[str, Any], name: str) -> Tuple[Optional[str], str]:
     from mpiwrite.clients import ceph
 
-    sock, pid = where.client.get("admin_socket"), where.client.get("pid")
+    sock, pid = where.client.get("admin_socket"), where.daemon.get("pid")  # peer: the daemon
     if not sock:
         return None, "no admin socket of the ceph-fuse daemon found (mpiwrite env TARGET)"
     answer, why = ceph.ask(sock, command, int(pid) if pid else None)
@@ -266,7 +272,7 @@ def gluster_log(where: Where) -> Tuple[Optional[str], str]:
     """The end of the GlusterFS client's log (where its last graph is)."""
     from mpiwrite.clients.fuse import GRAPH_LOG_BYTES, _flags
 
-    argv = where.client.get("argv") or []
+    argv = where.daemon.get("argv") or []
     mp = str(where.fs.get("mount_point") or "")
     log = _flags(argv, ("--log-file",)).get("log-file") or (
         "/var/log/glusterfs/" + mp.strip("/").replace("/", "-") + ".log")
