@@ -84,9 +84,14 @@ def per_GB(rows: np.ndarray, counters: Iterable[Dict[str, Any]], it: int) -> Cpu
 
 
 def of_record(rec, it: int) -> CpuPerGB:
-    """The two shares of iteration `it` of a record."""
-    return per_GB(rec.ranks[rec.ranks["iteration"] == it],
-                  getattr(rec, "client_counters", None) or [], it)
+    """The two shares of iteration `it` of a record (its counters grouped by iteration once
+    per record: a run of many iterations on many nodes has a row per both)."""
+    memo = rec.__dict__.setdefault("_counters_by_iteration", {})
+    if not memo:
+        for row in getattr(rec, "client_counters", None) or []:
+            memo.setdefault(row.get("iteration"), []).append(row)
+        memo.setdefault(None, [])  # grouped, even when there is none
+    return per_GB(rec.ranks[rec.ranks["iteration"] == it], memo.get(it, []), it)
 
 
 def own_share(runs, warmup: int = 0, unit: str = "run"):
