@@ -124,6 +124,10 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                     rate_key("first_done", units): float(np.mean(first)) if first else math.nan,
                     rate_key("last_done", units): float(np.mean(last)) if last else math.nan},
                    _values=values)
+        if sampling.metric == "cpu-per-GB":  # the share outside the ranks, for the note
+            from mpiwrite.answers import clientcpu
+
+            row["_own"] = clientcpu.own_share(members, warm, unit)
         rows.append(row)
     if baseline:
         flt = parse_filter(baseline, "--baseline")
@@ -283,6 +287,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                      "~ = within noise (Welch's t-test)")
     if duplicates:
         notes.append(_duplicate_note(duplicates))
+    notes += own_notes(rows, by)
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]
@@ -297,6 +302,24 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
                                for i, (c, w) in enumerate(zip(b, widths))).rstrip())
     return "\n".join(lines + notes)
+
+
+def own_notes(rows: List[Dict[str, Any]], by: Sequence[str]) -> List[str]:
+    """cpu-per-GB: each row's share of the client's own processes (a FUSE daemon, kernel
+    threads), the rest being the ranks'."""
+    out = []
+    for r in rows:
+        if "_own" not in r:
+            continue
+        own, names = r["_own"]
+        group = " ".join(printable(r["keys"][k]) for k in by) or "all runs"
+        out.append(f"  {group}: " + (f"{_num(own, 3)} CPU s/GB "
+                                     f"({printable(', '.join(names[:8]))})" if names
+                                     else "none measured (the ranks' alone)"))
+    if out:
+        out.insert(0, "cpu-per-GB counts the ranks and the client's own processes (a FUSE "
+                      "daemon, kernel threads); the latter's share of each mean:")
+    return out
 
 
 def _figure_cells(r: Dict[str, Any], metric: str, units: str = "MB") -> List[str]:

@@ -244,8 +244,9 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
         raise ConfigError(f"{file}: {len(ys)} complete run(s) in {folder}: run the study "
                           "first (mpiexec ... mpiwrite study run FILE)")
     found = tune_report.effects(np.array(xs), np.array(ys), names, confidence)
-    lower_better = metric in ("client-cpu", "cpu-per-GB")
-    chosen = tune_report.recommend(found, levels, not lower_better)
+    from mpiwrite.answers.results import metric_info
+
+    chosen = tune_report.recommend(found, levels, metric_info(metric).higher_is_better)
     confirm = tune_report.confirmation(found, levels, chosen, confidence)
     aliases = design(names).aliases
     if fmt == "json":
@@ -254,7 +255,8 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
                                "cannot_tell_apart": aliases, "recommended": chosen,
                                "confirm": confirm, "left_out": left_out}, indent=1))
     else:
-        click.echo(printable(tune_report.text(found, aliases, chosen, confirm, metric)))
+        text = tune_report.text(found, aliases, chosen, confirm, metric)
+        click.echo("\n".join(printable(line) for line in text.split("\n")))
     if left_out:
         said = ", ".join(f"{n} {state}" for state, n in sorted(left_out.items()))
         sys.stderr.write(f"mpiwrite: {sum(left_out.values())} run(s) left out ({said})\n")

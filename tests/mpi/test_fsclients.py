@@ -443,3 +443,19 @@ def test_fuse_daemon_seen_from_a_copy_of_its_mount_namespace(tmp_path):
     files["proc/99/cmdline"] = _cmdline(FUSE_ARGV)  # ours, found later than a device match
     files["proc/99/ns/mnt"] = sysroots.Link("mnt:[4026531832]")
     assert facts(tmp_path / "3", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 99
+
+
+def test_a_gluster_clients_graph_is_read_from_the_log_its_daemon_names(tmp_path):
+    """The client runs with --log-file (as the testbed's do): the graph mark that flags a
+    switch inside a timed phase comes from that log, found through the daemon's argv."""
+    from mpiwrite.clients import tuning
+
+    root = sysroots.make(tmp_path / "root", {"logs/client-h0.log": GLUSTER_LOG})
+    client = {"daemon": {"pid": 4321, "name": "glusterfs",
+                         "argv": ["/usr/sbin/glusterfs", "--log-file=/logs/client-h0.log",
+                                  "--volfile-server=srv", "--volfile-id=/mwvol", "/mnt/g"]}}
+    fs = {"fstype": "fuse.glusterfs", "mount_point": "/mnt/g", "mount_source": "srv:/mwvol"}
+    where = tuning.Where("/mnt/g", root, fs, client)
+    assert tuning.graph_mark(where) == f"1 graphs, {GLUSTER_LOG.count('switched to graph')}"
+    assert fsclients.for_fs(fs).in_force(root, fs, client) == {
+        "glusterfs graph": tuning.graph_mark(where)}
