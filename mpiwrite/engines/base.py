@@ -154,6 +154,7 @@ class StreamPlan:
     # --stonewall: (blocks written at the stonewall, stream still good) -> blocks to reach,
     # one agreement of every rank (writeloop.wear_out); None: time_limit simply stops
     wear_out: Optional[Callable[[int, bool], int]] = None
+    wear_limit: Optional[float] = None  # how long the wear-out may go on (None: no limit)
     collective: bool = False  # MPI-IO: MPI_File_write_at_all, not MPI_File_write_at
     hints: Tuple[Tuple[str, str], ...] = ()  # MPI-IO: hints given to MPI_File_open
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+from array import array
 from typing import Dict, Optional
 
 from mpiwrite.engines import posix, writeloop
@@ -95,8 +96,8 @@ class _File:
 
     def __init__(self, MPI, comm, fh, collective: bool):
         self.MPI, self.comm, self.fh, self.collective = MPI, comm, fh, collective
-        self.flag = bytearray(1)
-        self.out = bytearray(1)
+        self.flag = array("i", [0])
+        self.out = array("i", [0])
 
     def write(self, view, off: int) -> int:
         if self.collective:
@@ -108,7 +109,7 @@ class _File:
     def agree(self, state: int) -> int:
         """A shared file: the largest of every rank's state (GO, TIME, ABORT)."""
         self.flag[0] = state
-        self.comm.Allreduce([self.flag, self.MPI.BYTE], [self.out, self.MPI.BYTE],
+        self.comm.Allreduce([self.flag, self.MPI.INT], [self.out, self.MPI.INT],
                             op=self.MPI.MAX)
         return self.out[0]
 
@@ -262,8 +263,11 @@ def _finish(plan, buf, f: _File, res: StreamResult, done: int, tail: int, exc) -
     res.blocks = done
     every = plan.fsync_every
     want = ends_with_fsync(plan, res) and (not every or done % every != 0 or tail)
-    all_well = _agreed_end(f, exc is not None or res.stopped_by == "abort") \
-        if plan.fsync else exc is None
+    try:
+        all_well = _agreed_end(f, exc is not None or res.stopped_by == "abort") \
+            if plan.fsync else exc is None
+    except Exception as err:  # noqa: BLE001 - MPI.Exception
+        exc, all_well = exc or _as_oserror(err), False
     if res.failed:
         return
     if exc is not None:

@@ -206,7 +206,7 @@ def wear_out(plan, pace: Pace, loop, buf, fd, offs: Sequence[int], done: int,
     if not ok or target <= done:
         return done, exc
     res.stopped_by = ""
-    cont = type(pace)(dataclasses.replace(plan, time_limit=None), res, fd, clock(),
+    cont = type(pace)(dataclasses.replace(plan, time_limit=plan.wear_limit), res, fd, clock(),
                       pace.poll)
     cont.base = done
     for name in ("synced", "last_sync_sample", "fh"):
