@@ -14,7 +14,7 @@ import click
 
 from mpiwrite.cli.options import INT
 from mpiwrite.cli.presets import PRESETS, apply as apply_preset
-from mpiwrite.engines.offsets import PATTERNS
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.errors import ConfigError
 from mpiwrite.run import config
 from mpiwrite.run.process import launcher_rank, launcher_size

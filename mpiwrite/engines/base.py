@@ -147,7 +147,7 @@ class StreamPlan:
     expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
-    # the offsets of the whole blocks in the order written (engines/offsets.py); None: one
+    # the offsets of the whole blocks in the order written (formats/offsets.py); None: one
     # after another from `offset` (and a tail block when nbytes is not a whole number of them)
     offsets: Optional[Sequence[int]] = None
     shared: bool = False  # one file for every rank (an MPI-IO engine opens it on the team)

@@ -117,7 +117,7 @@ def _bind(plan, buf):
 
 
 def plain(pace: Pace, plan, buf, fd: int, offs: Sequence[int]) -> Tuple[int, Optional[OSError]]:
-    """The whole blocks at offsets `offs` (engines/offsets.py), nothing kept per block."""
+    """The whole blocks at offsets `offs` (formats/offsets.py), nothing kept per block."""
     res = pace.res
     bs, view, pack, at, positional, write = _bind(plan, buf)
     done = 0

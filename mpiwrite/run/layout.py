@@ -15,9 +15,9 @@ from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
 from mpiwrite.engines import base as engines
-from mpiwrite.engines import offsets
+from mpiwrite.formats import offsets
 from mpiwrite.engines.base import StreamPlan
-from mpiwrite.engines.offsets import PATTERNS
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.engines.posix import open_data_file
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.formats import names
@@ -108,7 +108,7 @@ def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: in
 
 
 def block_offsets(cfg: RunConfig, nranks: int, rank: int):
-    """The offsets of a rank's whole blocks in the order written (engines/offsets.py), or
+    """The offsets of a rank's whole blocks in the order written (formats/offsets.py), or
     None for the sequential pattern (one after another, a tail block allowed)."""
     if cfg.pattern == PATTERNS[0]:
         return None
