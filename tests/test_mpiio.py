@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from common import mpirun, only_record
+from common import cli, mpirun, only_record
 
 from mpiwrite.formats import pattern
 
@@ -118,6 +118,10 @@ def test_the_wear_out_brings_every_rank_to_the_same_byte_count(tmp_path, args):
     assert max(wall["seconds_at_stonewall"]) >= 1.0
     assert wall["stonewall_MB_per_s"] > 0 and wall["wear_out_seconds"] >= 0
     assert "stonewall at" in out.stdout and "none mismatched" in out.stdout
+    shown = cli(["report", "r", "--metric", "stonewall", "--format", "json"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    row = json.loads(shown.stdout)["rows"][0]
+    assert row["mean_MB_per_s"] == pytest.approx(wall["stonewall_MB_per_s"])
 
 
 def test_a_preset_stands_for_options_that_can_be_given_one_by_one(tmp_path):
