@@ -62,12 +62,19 @@ def cases(block: int, size: int):
     return out
 
 
+SUMMARY_WRITE = re.compile(r"Summary of all tests:.*?^write\s+([0-9.]+)\s", re.S | re.M)
+
+
 def max_write(text: str) -> float:
-    """The MB/s of the "Max Write" line (IOR's, or mpiwrite's --ior-summary)."""
+    """The MB/s of the "Max Write" line (IOR 3.2's, or mpiwrite's --ior-summary), or of the
+    write row of IOR 3.3+'s "Summary of all tests" (its Max(MiB) column, MiB/s)."""
     found = MAX_WRITE.search(text)
-    if not found:
-        raise RuntimeError("no 'Max Write' line in:\n" + text[-2000:])
-    return float(found.group(2))
+    if found:
+        return float(found.group(2))
+    found = SUMMARY_WRITE.search(text)
+    if found:
+        return float(found.group(1)) * 2**20 / 1e6
+    raise RuntimeError("no 'Max Write' line and no summary in:\n" + text[-2000:])
 
 
 def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: float) -> float:
