@@ -40,14 +40,19 @@ def run_keys(rec: Any) -> Dict[str, Any]:
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
         lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
-        # the write pattern and MPI-IO mode (records before them: sequential, no MPI-IO)
+        # where the blocks went (records before patterns: sequential)
         pattern=str(p.get("pattern") or "sequential"),
-        collective="-" if p.get("collective") is None else
-        ("on" if p["collective"] else "off"),
-        mpiio_hints=",".join(f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items()))
-        or "-",
-        stonewall=p.get("stonewall"), seed=p.get("seed", 0), preset=p.get("preset") or "-",
     )
+    # the rest only where a run used them (no column of dashes for every other run)
+    if p.get("collective") is not None:  # an MPI-IO run
+        keys["collective"] = "on" if p["collective"] else "off"
+        keys["mpiio_hints"] = ",".join(
+            f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items())) or "none"
+    if keys["pattern"] == "random":
+        keys["seed"] = p.get("seed", 0)
+    for k in ("stonewall", "preset"):
+        if p.get(k):
+            keys[k] = p[k]
     imported = rec.imported()
     if imported:  # what the importer read (or stated as unknown), not derived from params
         for k in IMPORT_DECIDED + ("lustre_kernel",):
