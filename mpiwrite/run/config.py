@@ -15,8 +15,8 @@ import re
 from typing import Dict, Optional
 
 from mpiwrite.engines import base as engines
-from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.formats.pattern import HEADER
 from mpiwrite.text import printable
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS

@@ -15,12 +15,11 @@ from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
 from mpiwrite.engines import base as engines
-from mpiwrite.formats import offsets
 from mpiwrite.engines.base import StreamPlan
-from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.engines.posix import open_data_file
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import names
+from mpiwrite.formats import names, offsets
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
