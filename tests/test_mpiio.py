@@ -136,3 +136,23 @@ def test_a_preset_stands_for_options_that_can_be_given_one_by_one(tmp_path):
     p = rec.params()
     assert (p["preset"], p["pattern"], p["layout"], p["block_size"], p["stonewall"],
             p["size"]) == ("ior-hard-write", "strided", "shared", 47008, 1.0, 2000 * 47008)
+
+
+@pytest.mark.parametrize("mode", ["--collective", "--independent"])
+def test_open_mpi_writes_the_same_pattern_through_its_own_mpi_io(tmp_path, mode):
+    import ompi
+
+    if ompi.why_not():
+        pytest.skip(f"Open MPI: {ompi.why_not()}")
+    out = ompi.mpirun(2, ["run", "d", "--engine", "mpiio", mode, "--layout", "shared",
+                          "--pattern", "strided", "--count", "12", "-b", "64k", "--keep",
+                          "--verify", "--mpiio-hint", "cb_buffer_size=1048576",
+                          "--results", "r", "--progress-interval", "0"], cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = only_record(tmp_path / "r")
+    assert rec.attrs["mpi_library"].startswith("Open MPI v") and rec.status == "complete"
+    found, total = _blocks_on_disk(tmp_path / "d", rec)
+    assert total == 2 * 12 * BS and len(found) == 24
+    assert all((off // BS) % 2 == r for r, off, _ in found)
+    assert (rec.ranks["fsyncs"] == 1).all() and "none mismatched" in out.stdout
+    assert any(k.startswith("mpiio.") for k in rec.keys())
