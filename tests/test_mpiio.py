@@ -62,6 +62,9 @@ def test_mpiio_writes_exactly_the_blocks_and_offsets_it_claims(tmp_path, n, layo
     p = rec.params()
     assert p["pattern"] == pat and p["collective"] is (mode == "--collective")
     assert "none mismatched" in out.stdout
+    kept = cli(["verify", "d", "--record", "r"], cwd=tmp_path)  # long after, from the record
+    assert kept.returncode == 0 and "mismatch" not in kept.stdout.replace("0 mismatch", ""), \
+        kept.stdout + kept.stderr
 
 
 def test_hints_reach_the_file_and_are_recorded_as_in_force(tmp_path):

@@ -132,3 +132,35 @@ def test_mpiio_writes_independently_unless_told():
 def test_a_stonewall_alone_runs_until_it_and_records_no_size():
     cfg = config.build(target="d", stonewall=5.0)
     assert cfg.size is None and cfg.watchdog_seconds() == 60.0
+
+
+def _strided_file(tmp_path, nranks=3, nblocks=5):
+    """A shared file as `--pattern strided` leaves it, written by one POSIX stream a rank."""
+    from mpiwrite.engines.posix import create_shared
+    from mpiwrite.formats import names
+
+    run_id = "20261203T000000Z-abcdef"
+    key = pattern.run_key(run_id)
+    path = tmp_path / names.data_file(run_id, 0, None)
+    ident = create_shared(str(path), None)
+    for r in range(nranks):
+        plan = base.StreamPlan(path=str(path), create=False, offset=r * nblocks * BS,
+                               nbytes=nblocks * BS, block_size=BS, expect_inode=ident,
+                               offsets=offsets.offsets("strided", r, nranks, 0, nblocks, BS))
+        assert not write_stream(plan, pattern.make_buffer(BS, key, r, 0)).failed
+    return path
+
+
+def test_verify_finds_a_strided_file_whole_without_its_record_and_names_damage(tmp_path):
+    from mpiwrite.answers.verify import verify_file
+
+    path = _strided_file(tmp_path)
+    report = verify_file(str(path))
+    assert report.error == "" and report.mismatches == [] and report.blocks == 15
+    with open(path, "r+b") as fh:  # one byte of rank 1's second block (offset 4 x BS)
+        fh.seek(4 * BS + 100)
+        was = fh.read(1)
+        fh.seek(4 * BS + 100)
+        fh.write(b"\xff" if was != b"\xff" else b"\x00")
+    damaged = verify_file(str(path))
+    assert [m.offset for m in damaged.mismatches] == [4 * BS + 100]

@@ -137,6 +137,12 @@ def infer(exp: Expect, fd: int, size: int) -> Expect:
         seg = (starts[r] - starts[0]) // r
     seg = seg if seg and seg > 0 else size
     bs = _gcd(steps) or seg
+    n = len(starts)
+    if n > 1 and bs == n * seg and all(starts.get(r) == r * seg for r in range(n)):
+        # each rank's blocks n blocks apart, the ranks' first blocks side by side: strided
+        planned = size // (n * seg)
+        return exp._replace(block_size=seg, segment=planned * seg, ranks=n, pattern="strided",
+                            written={r: planned * seg for r in range(n)}, planned=planned)
     return exp._replace(block_size=min(bs, seg), segment=seg, ranks=-(-size // seg))
 
 
