@@ -67,6 +67,30 @@ def cases(block: int, size: int):
 SUMMARY_WRITE = re.compile(r"Summary of all tests:.*?^write\s+([0-9.]+)\s", re.S | re.M)
 
 
+def direct_cases(block: int, size: int):
+    """POSIX with O_DIRECT on both sides (IOR --posix.odirect, mpiwrite --direct): what a
+    throttled disk limits (cgroup v1's blkio throttle holds O_DIRECT writes only).  The
+    strided case at the block size: 47,008 bytes is no multiple of the sector."""
+    count = size // block
+    both = (["-t", str(block), "-b", str(size)], ["-b", str(block), "-s", str(size)])
+    return {
+        "fpp posix direct": (["-a", "POSIX", "--posix.odirect", "-F"] + both[0],
+                             ["--engine", "posix", "--direct", "--layout", "fpp"] + both[1]),
+        "shared posix direct": (["-a", "POSIX", "--posix.odirect"] + both[0],
+                                ["--engine", "posix", "--direct", "--layout", "shared"]
+                                + both[1]),
+        "strided posix direct": (["-a", "POSIX", "--posix.odirect", "-t", str(block), "-b",
+                                  str(block), "-s", str(count)],
+                                 ["--engine", "posix", "--direct", "--layout", "shared",
+                                  "--pattern", "strided", "-b", str(block), "--count",
+                                  str(count)]),
+        "random posix direct": (["-a", "POSIX", "--posix.odirect", "-F", "-z"] + both[0],
+                                ["--engine", "posix", "--direct", "--layout", "fpp",
+                                 "--pattern", "random", "-b", str(block), "--count",
+                                 str(count)]),
+    }
+
+
 def max_write(text: str) -> float:
     """The MB/s of the "Max Write" line (IOR 3.2's, or mpiwrite's --ior-summary), or of the
     write row of IOR 3.3+'s "Summary of all tests" (its Max(MiB) column, MiB/s)."""
@@ -79,9 +103,10 @@ def max_write(text: str) -> float:
     raise RuntimeError("no 'Max Write' line and no summary in:\n" + text[-2000:])
 
 
-def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: float) -> float:
+def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: float,
+            inside=()) -> float:
     path = os.path.join(target, "ior-file")
-    cmd = [mpiexec, "-n", str(ranks), ior, "-w", "-e", "-i", "1", "-o", path] + opts
+    cmd = list(inside) + [mpiexec, "-n", str(ranks), ior, "-w", "-e", "-i", "1", "-o", path] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     for name in os.listdir(target):
         if name.startswith("ior-file"):
@@ -91,8 +116,9 @@ def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: floa
     return max_write(out.stdout)
 
 
-def run_mpiwrite(mpiexec: str, ranks: int, target: str, opts, timeout: float) -> float:
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
+def run_mpiwrite(mpiexec: str, ranks: int, target: str, opts, timeout: float,
+                 inside=()) -> float:
+    cmd = list(inside) + [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
            os.path.join(target, "mpiwrite-data"), "--no-record", "--ior-summary",
            "--progress-interval", "0", "--allow-fill"] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -126,6 +152,9 @@ def main() -> int:
     ap.add_argument("--mpiexec", default=os.path.join(BIN, "mpiexec"))
     ap.add_argument("--cases", default="", help="comma-separated prefixes (default: all)")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--throttled", action="store_true",
+                    help="POSIX with O_DIRECT on an ext4 loop disk throttled to 100 MiB/s "
+                         "(bench_throttled.py's; root and cgroup v1's blkio)")
     args = ap.parse_args()
     block = int(args.block[:-1]) * 2**20 if args.block.endswith("M") else \
         int(args.block[:-1]) * 2**10 if args.block.endswith("k") else int(args.block)
@@ -134,9 +163,21 @@ def main() -> int:
         ior = build_ior(args.build_ior, os.path.join(os.path.dirname(args.mpiexec), "mpicc"))
     if ior is None:
         sys.exit("no ior: give --ior PATH, put ior on PATH, or --build-ior DIR")
+    if args.throttled:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_throttled import throttled_disk
+
+        with tempfile.TemporaryDirectory(prefix="bench-ior-throttled-") as top:
+            with throttled_disk(top) as (disk, inside):
+                return measure(args, ior, block, disk,
+                               direct_cases(block, args.size_mib * 2**20), inside)
     target = args.target or tempfile.mkdtemp(prefix="bench-ior-", dir="/dev/shm")
     os.makedirs(target, exist_ok=True)
-    todo = cases(block, args.size_mib * 2**20)
+    return measure(args, ior, block, target, cases(block, args.size_mib * 2**20))
+
+
+def measure(args, ior: str, block: int, target: str, todo, inside=()) -> int:
+    """Every case once per tool per round, alternated; the ratios' medians printed."""
     if args.cases:
         wanted = tuple(c.strip() for c in args.cases.split(","))
         todo = {k: v for k, v in todo.items() if k.startswith(wanted)}
@@ -148,8 +189,9 @@ def main() -> int:
             try:
                 for tool in (("ior", "mpiwrite") if first_ior else ("mpiwrite", "ior")):
                     got[tool] = run_ior(ior, args.mpiexec, args.ranks, target, ior_opts,
-                                        args.timeout) if tool == "ior" else \
-                        run_mpiwrite(args.mpiexec, args.ranks, target, mine, args.timeout)
+                                        args.timeout, inside) if tool == "ior" else \
+                        run_mpiwrite(args.mpiexec, args.ranks, target, mine, args.timeout,
+                                     inside)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
                 print(f"round {rnd + 1} {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
                 continue
