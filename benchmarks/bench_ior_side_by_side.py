@@ -196,8 +196,9 @@ def measure(args, ior: str, block: int, target: str, todo, inside=()) -> int:
                 print(f"round {rnd + 1} {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
                 continue
             ratios[name].append(got["mpiwrite"] / got["ior"])
-            print(f"round {rnd + 1} {name:22s} mpiwrite/IOR {ratios[name][-1]:.3f}",
-                  file=sys.stderr, flush=True)
+            print(f"round {rnd + 1} {name:22s} mpiwrite/IOR {ratios[name][-1]:.3f} "
+                  f"({got['mpiwrite']:.1f} / {got['ior']:.1f} MB/s)", file=sys.stderr,
+                  flush=True)
     print(f"mpiwrite / IOR, 'Max Write' (open to close, fsync included), {args.ranks} ranks, "
           f"{args.size_mib} MiB per rank, median of {args.rounds} rounds, target {target}")
     print(f"{'case':22s} {'median':>7s} {'min':>6s} {'max':>6s}")
