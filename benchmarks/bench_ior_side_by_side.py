@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 MAX_WRITE = re.compile(r"Max Write:\s+([0-9.]+) MiB/sec \(([0-9.]+) MB/sec\)")
@@ -167,10 +168,19 @@ def main() -> int:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from bench_throttled import throttled_disk
 
-        with tempfile.TemporaryDirectory(prefix="bench-ior-throttled-") as top:
+        top = tempfile.mkdtemp(prefix="bench-ior-throttled-")
+        try:
             with throttled_disk(top) as (disk, inside):
                 return measure(args, ior, block, disk,
                                direct_cases(block, args.size_mib * 2**20), inside)
+        finally:  # the image's tmpfs can still be busy while the loop device lets go
+            img = os.path.join(top, "img")
+            for _ in range(100):
+                if not os.path.ismount(img) or subprocess.run(
+                        ["umount", img], capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.2)
+            shutil.rmtree(top, ignore_errors=True)
     target = args.target or tempfile.mkdtemp(prefix="bench-ior-", dir="/dev/shm")
     os.makedirs(target, exist_ok=True)
     return measure(args, ior, block, target, cases(block, args.size_mib * 2**20))
