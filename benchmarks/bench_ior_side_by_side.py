@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -107,7 +108,7 @@ def max_write(text: str) -> float:
 def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: float,
             inside=()) -> float:
     path = os.path.join(target, "ior-file")
-    cmd = list(inside) + [mpiexec, "-n", str(ranks), ior, "-w", "-e", "-i", "1", "-o", path] + opts
+    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), ior, "-w", "-e", "-i", "1", "-o", path] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     for name in os.listdir(target):
         if name.startswith("ior-file"):
@@ -119,7 +120,7 @@ def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: floa
 
 def run_mpiwrite(mpiexec: str, ranks: int, target: str, opts, timeout: float,
                  inside=()) -> float:
-    cmd = list(inside) + [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
+    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
            os.path.join(target, "mpiwrite-data"), "--no-record", "--ior-summary",
            "--progress-interval", "0", "--allow-fill"] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -150,7 +151,9 @@ def main() -> int:
     ap.add_argument("--block", default="1M", help="transfer size (the strided case: 47008)")
     ap.add_argument("--ior", default=None)
     ap.add_argument("--build-ior", default=None, metavar="DIR")
-    ap.add_argument("--mpiexec", default=os.path.join(BIN, "mpiexec"))
+    ap.add_argument("--mpiexec", default=os.path.join(BIN, "mpiexec"),
+                    help="the launcher, with its own options (gluster_testbed.py's "
+                         "$TESTBED_MPIEXEC: mpiexec and its -hosts)")
     ap.add_argument("--cases", default="", help="comma-separated prefixes (default: all)")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--throttled", action="store_true",
@@ -161,7 +164,8 @@ def main() -> int:
         int(args.block[:-1]) * 2**10 if args.block.endswith("k") else int(args.block)
     ior = args.ior or shutil.which("ior")
     if ior is None and args.build_ior:
-        ior = build_ior(args.build_ior, os.path.join(os.path.dirname(args.mpiexec), "mpicc"))
+        ior = build_ior(args.build_ior, os.path.join(
+            os.path.dirname(shlex.split(args.mpiexec)[0]), "mpicc"))
     if ior is None:
         sys.exit("no ior: give --ior PATH, put ior on PATH, or --build-ior DIR")
     if args.throttled:
