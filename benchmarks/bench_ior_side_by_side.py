@@ -108,7 +108,8 @@ def max_write(text: str) -> float:
 def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: float,
             inside=()) -> float:
     path = os.path.join(target, "ior-file")
-    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), ior, "-w", "-e", "-i", "1", "-o", path] + opts
+    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), ior, "-w", "-e", "-i", "1",
+                                                 "-o", path] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     for name in os.listdir(target):
         if name.startswith("ior-file"):
@@ -120,7 +121,8 @@ def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: floa
 
 def run_mpiwrite(mpiexec: str, ranks: int, target: str, opts, timeout: float,
                  inside=()) -> float:
-    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
+    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), sys.executable, "-m",
+                                                 "mpiwrite", "run",
            os.path.join(target, "mpiwrite-data"), "--no-record", "--ior-summary",
            "--progress-interval", "0", "--allow-fill"] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
