@@ -121,10 +121,10 @@ def run_ior(ior: str, mpiexec: str, ranks: int, target: str, opts, timeout: floa
 
 def run_mpiwrite(mpiexec: str, ranks: int, target: str, opts, timeout: float,
                  inside=()) -> float:
-    cmd = list(inside) + shlex.split(mpiexec) + ["-n", str(ranks), sys.executable, "-m",
-                                                 "mpiwrite", "run",
-           os.path.join(target, "mpiwrite-data"), "--no-record", "--ior-summary",
-           "--progress-interval", "0", "--allow-fill"] + opts
+    cmd = list(inside) + shlex.split(mpiexec) + [
+        "-n", str(ranks), sys.executable, "-m", "mpiwrite", "run",
+        os.path.join(target, "mpiwrite-data"), "--no-record", "--ior-summary",
+        "--progress-interval", "0", "--allow-fill"] + opts
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if out.returncode:
         raise RuntimeError(f"{' '.join(cmd)}: exit {out.returncode}\n{out.stderr[-2000:]}")
