@@ -209,7 +209,9 @@ def measure(args, ior: str, block: int, target: str, todo, inside=()) -> int:
                         run_mpiwrite(args.mpiexec, args.ranks, target, mine, args.timeout,
                                      inside)
             except (RuntimeError, subprocess.TimeoutExpired) as exc:
-                print(f"round {rnd + 1} {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
+                lines = str(exc).strip().splitlines()
+                print(f"round {rnd + 1} {name}: {lines[0]}\n  " + "\n  ".join(lines[-3:]),
+                      file=sys.stderr)
                 continue
             ratios[name].append(got["mpiwrite"] / got["ior"])
             print(f"round {rnd + 1} {name:22s} mpiwrite/IOR {ratios[name][-1]:.3f} "
