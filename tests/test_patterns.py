@@ -164,3 +164,22 @@ def test_verify_finds_a_strided_file_whole_without_its_record_and_names_damage(t
         fh.write(b"\xff" if was != b"\xff" else b"\x00")
     damaged = verify_file(str(path))
     assert [m.offset for m in damaged.mismatches] == [4 * BS + 100]
+
+
+def test_another_nodes_open_of_the_shared_file_compares_the_inode_alone(tmp_path):
+    """A FUSE or NFS mount on another node gives the same file a device number of its own:
+    there the inode alone says it is rank 0's file (st_dev -1); on rank 0's node both."""
+    from mpiwrite.engines.posix import create_shared
+
+    path = tmp_path / "s"
+    dev, ino = create_shared(str(path), None)
+
+    def write(expect):
+        plan = base.StreamPlan(path=str(path), create=False, offset=0, nbytes=BS,
+                               block_size=BS, expect_inode=expect)
+        return write_stream(plan, bytearray(BS))
+
+    assert not write((dev, ino)).failed and not write((-1, ino)).failed
+    for wrong in ((dev + 1, ino), (-1, ino + 1)):
+        res = write(wrong)
+        assert res.failed and res.error_phase == "open" and "rank 0 created" in res.error_text

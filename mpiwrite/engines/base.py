@@ -144,7 +144,8 @@ class StreamPlan:
     fsync_every: int = defaults.FSYNC_EVERY
     direct: bool = defaults.DIRECT
     sample_interval: float = defaults.SAMPLE_INTERVAL
-    expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
+    # (st_dev, st_ino) the file must have (st_dev -1: not compared, on another node)
+    expect_inode: Optional[Tuple[int, int]] = None
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
     # the offsets of the whole blocks in the order written (formats/offsets.py); None: one
@@ -186,6 +187,14 @@ class ReadResult(StreamResult):
 
     mismatches: int = 0
     first: Optional[pattern.Mismatch] = None
+
+
+def same_file(st, expect: Tuple[int, int]) -> bool:
+    """Whether an open file (its fstat) is the one rank 0 created: the same inode, and the
+    same device where the device is known (-1: another node, whose mount of the same
+    filesystem has a device number of its own, as every FUSE or NFS client does)."""
+    dev, ino = expect
+    return st.st_ino == ino and (dev < 0 or st.st_dev == dev)
 
 
 def ends_with_fsync(plan: StreamPlan, res: StreamResult) -> bool:

@@ -40,6 +40,7 @@ from mpiwrite.engines.base import (
     StreamResult,
     cpu_seconds,
     ends_with_fsync,
+    same_file,
     stream_failed,
 )
 from mpiwrite.engines.writeloop import clock
@@ -164,7 +165,7 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None, team=None) 
         res.created = plan.create
         st = os.stat(plan.path)
         res.ino = st.st_ino
-        if plan.expect_inode is not None and (st.st_dev, st.st_ino) != plan.expect_inode:
+        if plan.expect_inode is not None and not same_file(st, plan.expect_inode):
             raise OSError(errno.ESTALE, "the file is not the one rank 0 created (replaced "
                                         "after creation); refusing to write")
         res.info = in_force(f.fh)

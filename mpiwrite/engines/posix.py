@@ -31,6 +31,7 @@ from mpiwrite.engines.base import (
     cpu_seconds,
     end_stream,
     ends_with_fsync,
+    same_file,
     stream_failed,
 )
 from mpiwrite.engines.writeloop import POLL_SECONDS, clock
@@ -86,7 +87,7 @@ def _open_for_write(plan: StreamPlan, res: StreamResult) -> int:
     res.created = plan.create
     st = os.fstat(fd)
     res.ino = st.st_ino
-    if plan.expect_inode is not None and (st.st_dev, st.st_ino) != plan.expect_inode:
+    if plan.expect_inode is not None and not same_file(st, plan.expect_inode):
         os.close(fd)
         res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
                                                "(replaced after creation); refusing to write"))

@@ -432,7 +432,9 @@ class Run:
                                                 path=plan.path)])
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
-        return dataclasses.replace(plan, expect_inode=(dev, ino)), False
+        # another node's mount has a device number of its own (FUSE, NFS): the inode alone
+        return dataclasses.replace(plan, expect_inode=(dev if team.node == 0 else -1, ino)), \
+            False
 
     def _create(self, plan, folder, refused: str) -> str:
         """Rank 0: the shared file made (O_EXCL); 'device:inode\n' or '\nwhy not'."""
