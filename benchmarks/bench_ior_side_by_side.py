@@ -20,6 +20,13 @@ mpicc beside the mpiexec used).  The tests never need it.
 
     python benchmarks/bench_ior_side_by_side.py --target /dev/shm/x [--ranks 2] [--rounds 5]
         [--size-mib 64] [--block 1M] [--ior PATH | --build-ior DIR] [--cases fpp,strided]
+    python benchmarks/bench_ior_side_by_side.py --ior PATH --throttled --size-mib 256
+    python benchmarks/gluster_testbed.py --hosts 3 --rate 160mbit -- sh -c \
+        '$TESTBED_ENTER h0 mkdir -p $TESTBED_MOUNT/b && python benchmarks/bench_ior_side_by_side.py
+         --ior PATH --mpiexec "$TESTBED_MPIEXEC -ppn 1" --ranks 3 --target $TESTBED_MOUNT/b'
+
+(The testbed's volume is mounted only inside its hosts: the folder is made through
+$TESTBED_ENTER; IOR removes its files itself, mpiwrite its own.)
 """
 
 from __future__ import annotations
