@@ -8,11 +8,12 @@ buffering, two-phase I/O and the hints (`--mpiio-hint`, an MPI_Info) act across 
 The hints the library holds in force after the open (MPI_File_get_info) are in the result.
 
 Collective calls must be made by every rank of the file's communicator the same number of
-times: in collective mode the ranks of a shared file agree before each block whether to go on
-(one allreduce of a stop flag, as IOR broadcasts rank 0's stonewall each transfer), so a time
-limit or an abort stops them all at the same block.  MPI_File_sync and MPI_File_close are
-collective in both modes; --fsync-every with --time on a shared file is refused in
-independent mode (run/config.py), where the ranks would sync different numbers of times.
+times: in collective mode the ranks of a shared file agree every few blocks whether to go on
+(one allreduce of a stop flag, as IOR broadcasts rank 0's stonewall each transfer; how many
+blocks apart: AGREE_SECONDS), so a time limit or an abort stops them all at the same block.
+MPI_File_sync and MPI_File_close are collective in both modes; --fsync-every with --time on
+a shared file is refused in independent mode (run/config.py), where the ranks would sync
+different numbers of times.
 
 No MPI of its own: the library comes from the team (team.MPI); without a team (the engine
 contract's tests) mpi4py's is loaded, and the file is the rank's own (MPI_COMM_SELF).
@@ -23,7 +24,7 @@ from __future__ import annotations
 import errno
 import os
 from array import array
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from mpiwrite.engines import posix, writeloop
 from mpiwrite.engines.base import (
@@ -97,8 +98,8 @@ class _File:
 
     def __init__(self, MPI, comm, fh, collective: bool):
         self.MPI, self.comm, self.fh, self.collective = MPI, comm, fh, collective
-        self.flag = array("i", [0])
-        self.out = array("i", [0])
+        self.flag = array("i", [0, 0])
+        self.out = array("i", [0, 0])
 
     def write(self, view, off: int) -> int:
         if self.collective:
@@ -107,12 +108,13 @@ class _File:
             self.fh.Write_at(off, view)
         return len(view)
 
-    def agree(self, state: int) -> int:
-        """A shared file: the largest of every rank's state (GO, TIME, ABORT)."""
-        self.flag[0] = state
+    def agree(self, state: int, every: int = 1) -> Tuple[int, int]:
+        """A shared file: the largest of every rank's state (GO, TIME, ABORT), and the
+        fewest blocks any rank proposes to write before the next agreement."""
+        self.flag[0], self.flag[1] = state, -every
         self.comm.Allreduce([self.flag, self.MPI.INT], [self.out, self.MPI.INT],
                             op=self.MPI.MAX)
-        return self.out[0]
+        return self.out[0], -self.out[1]
 
     def close(self) -> None:
         try:
@@ -197,7 +199,14 @@ def _write(plan: StreamPlan, buf, poll, f: _File, res: StreamResult) -> None:
     _finish(plan, buf, f, res, done, tail, exc)
 
 
-GO, TIME, ABORT = 0, 1, 2  # a collective stream's agreed state before each block
+GO, TIME, ABORT = 0, 1, 2  # a collective stream's agreed state at an agreement
+# Collective writes on a shared file agree whether to go on every so many blocks, as many
+# as the slowest rank writes in AGREE_SECONDS (the loop's own time-check grain): a stop
+# lands within that much of its time, and the agreement is one small allreduce per some
+# tens of blocks, not per block (at 47,008-byte blocks over a slow link, one per block cost
+# 30-40% of the rate).
+AGREE_SECONDS = writeloop.POLL_SECONDS
+MAX_EVERY = 4096
 
 
 def _loop(pace, plan, buf, f: _File, offs):
@@ -214,27 +223,31 @@ def _loop(pace, plan, buf, f: _File, offs):
         if agree:
             f.agree(ABORT)
         return 0, None
+    next_agree, since, t_agreed = 0, 0, clock()
     try:
         for off in offs:
-            if agree:
-                state = f.agree(ABORT if res.stopped_by == "abort" else
-                                TIME if res.stopped_by else GO)
+            if agree and done == next_agree:
+                now = clock()
+                # as many blocks as this rank wrote in AGREE_SECONDS lately (at least one)
+                every = max(1, min(MAX_EVERY, int(since * AGREE_SECONDS
+                                                  / max(now - t_agreed, 1e-6))))
+                state, every = f.agree(ABORT if res.stopped_by == "abort" else
+                                       TIME if res.stopped_by else GO, every)
                 if state:
                     res.stopped_by = "abort" if state == ABORT else "time"
                     break
-            elif res.stopped_by:
+                next_agree, since, t_agreed = done + every, 0, now
+            elif not agree and res.stopped_by:
                 break
             pack(buf, at, off)
             f.write(view, off)
             done += 1
+            since += 1
             if done == next_fsync:
                 next_fsync = pace.fsync(done, 0)
             now = clock()
             if now >= next_event:
                 next_event = pace.due(now, done)
-        else:
-            if agree and not res.stopped_by:  # every rank at its last block: agreed as one
-                f.agree(GO)
     except Exception as exc:  # noqa: BLE001 - MPI.Exception: an I/O error of the library
         return done, _as_oserror(exc)
     return done, None
@@ -245,7 +258,7 @@ def _agreed_end(f: _File, failed: bool) -> bool:
     every rank syncs or none does).  A file of the rank's own: its own state."""
     if f.comm is None:
         return not failed
-    return f.agree(ABORT if failed else GO) == GO
+    return f.agree(ABORT if failed else GO)[0] == GO
 
 
 def _finish(plan, buf, f: _File, res: StreamResult, done: int, tail: int, exc) -> None:
