@@ -159,3 +159,17 @@ def test_open_mpi_writes_the_same_pattern_through_its_own_mpi_io(tmp_path, mode)
     assert all((off // BS) % 2 == r for r, off, _ in found)
     assert (rec.ranks["fsyncs"] == 1).all() and "none mismatched" in out.stdout
     assert any(k.startswith("mpiio.") for k in rec.keys())
+
+
+@pytest.mark.parametrize("engine,pat,layout", [("posix", "strided", "shared"),
+                                               ("mpiio", "random", "fpp")])
+def test_the_read_phase_reads_and_checks_another_ranks_blocks_where_its_pattern_put_them(
+        tmp_path, engine, pat, layout):
+    out = mpirun(2, ["run", "d", "--engine", engine, "--layout", layout, "--pattern", pat,
+                     "--count", "16", "-b", "64k", "--read", "--verify", "--results", "r",
+                     "--progress-interval", "0"], cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = only_record(tmp_path / "r")
+    assert rec.status == "complete"
+    assert (rec.ranks["read_bytes"] == 16 * BS).all(), rec.ranks.dtype.names
+    assert (rec.ranks["verify_mismatches"] == 0).all() and (rec.ranks["read_status"] == 0).all()
