@@ -3,4 +3,4 @@ once: the command line offers them (cli/options.py) without importing numpy, and
 answers/results.py maps each to its figures."""
 
 NAMES = ("aggregate", "first-done", "rank-mean", "per-node", "read", "ior", "client-cpu",
-         "cpu-per-GB")
+         "cpu-per-GB", "stonewall")

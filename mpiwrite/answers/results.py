@@ -27,7 +27,8 @@ from mpiwrite.text import printable
 LEVELS = ("run", "full")
 BATCH = 1024  # records read at a time (the workers' answers held in memory)
 # metrics whose values come from the per-rank table: a store for them reads whole records
-PER_RANK_METRICS = ("per-node", "cpu-per-GB")
+# (and the stonewall's, from the record's `stonewall` attribute, read with the whole record)
+PER_RANK_METRICS = ("per-node", "cpu-per-GB", "stonewall")
 
 
 def _say(text: str) -> None:
@@ -233,6 +234,8 @@ METRICS = {
     "rank-mean": "rank_mean_MB_per_s",
     "read": "read_aggregate_MB_per_s",  # the read phase (run --read)
     "ior": "aggregate_with_open_MB_per_s",  # IOR's bandwidth, open included
+    # IO500's stonewall figure (run --stonewall): the bytes at the stonewall over its time
+    "stonewall": "stonewall_MB_per_s",
 }
 
 
@@ -337,12 +340,35 @@ def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:
         return vals
     if metric in CPU_METRICS:
         return _cpu_values(rec, its, metric)
+    if metric == "stonewall":
+        return _stonewall_values(rec, its)
     if metric not in METRICS:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
     col = METRICS[metric]
     if col not in (its.dtype.names or ()):
         return []  # a record from before the figure existed
     return [float(v) for v in its[col] if np.isfinite(v)]
+
+
+def _stonewall_values(rec: RunRecord, its: np.ndarray) -> List[float]:
+    """Per good iteration of a --stonewall run: its stonewall rate (none for other runs)."""
+    import json
+
+    text = rec.attrs.get("stonewall")
+    try:
+        figures = text if isinstance(text, list) else json.loads(text or "null")
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(figures, list):
+        return []
+    good = {int(i) for i in its["iteration"]}
+    out = []
+    for f in figures:
+        if isinstance(f, dict) and f.get("iteration") in good:
+            v = f.get("stonewall_MB_per_s")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
+                out.append(float(v))
+    return out
 
 
 UNITS = ("auto", "run", "iteration")

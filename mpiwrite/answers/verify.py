@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import names, pattern
+from mpiwrite.formats import names, offsets, pattern
 from mpiwrite.units import MiB
 
 SCAN = 64 * MiB
@@ -56,6 +56,10 @@ class Expect(NamedTuple):
     block_size: Optional[int] = None
     segment: Optional[int] = None  # bytes per rank (shared) or in the file (fpp)
     ranks: Optional[int] = None  # shared: how many segments
+    pattern: str = "sequential"  # the record's --pattern (formats/offsets.py)
+    seed: int = 0
+    written: Optional[Dict[int, int]] = None  # the record's bytes per rank in this iteration
+    planned: int = 0  # blocks per rank the pattern placed (--size / --block-size)
 
 
 def parse_name(path: str) -> Optional[Expect]:
@@ -90,6 +94,15 @@ def from_record(exp: Expect, rec) -> Expect:
     p = rec.params()
     bs = p.get("block_size")
     size = p.get("size")
+    pat = str(p.get("pattern") or "sequential")
+    if pat not in offsets.PATTERNS:
+        pat = "sequential"  # an edited record: checked as the contiguous layout
+    seed = p.get("seed") if isinstance(p.get("seed"), int) else 0
+    exp = exp._replace(pattern=pat, seed=seed)
+    if pat != "sequential":
+        rows = rec.ranks[rec.ranks["iteration"] == exp.iteration]
+        exp = exp._replace(written={int(r): int(b) for r, b in zip(rows["rank"], rows["bytes"])},
+                           planned=size // bs if isinstance(size, int) and bs else 0)
     if exp.rank is None:
         return exp._replace(block_size=bs, segment=size, ranks=int(rec.attrs.get("ranks", 0)))
     rows = rec.ranks[(rec.ranks["iteration"] == exp.iteration) & (rec.ranks["rank"] == exp.rank)]
@@ -124,6 +137,12 @@ def infer(exp: Expect, fd: int, size: int) -> Expect:
         seg = (starts[r] - starts[0]) // r
     seg = seg if seg and seg > 0 else size
     bs = _gcd(steps) or seg
+    n = len(starts)
+    if n > 1 and bs == n * seg and all(starts.get(r) == r * seg for r in range(n)):
+        # each rank's blocks n blocks apart, the ranks' first blocks side by side: strided
+        planned = size // (n * seg)
+        return exp._replace(block_size=seg, segment=planned * seg, ranks=n, pattern="strided",
+                            written={r: planned * seg for r in range(n)}, planned=planned)
     return exp._replace(block_size=min(bs, seg), segment=seg, ranks=-(-size // seg))
 
 
@@ -182,6 +201,17 @@ def _claimed_length(exp: Expect, segs, checked: bool) -> int:
     return segs[-1][1] + segs[-1][2] if segs else 0
 
 
+def _blocks(exp: Expect, rank: int, start: int, nbytes: int, bs: int):
+    """(offset, length) of the blocks `rank` wrote: in its segment one after another, or where
+    its pattern put them (strided: interleaved with the other ranks'; random: the first blocks
+    of its seeded order), as many as the record says it wrote."""
+    if exp.pattern == "sequential" or not exp.written or not exp.ranks and exp.rank is None:
+        return pattern.blocks(start, nbytes, bs)
+    done = min(exp.written.get(rank, 0) // bs, exp.planned)
+    offs = offsets.offsets(exp.pattern, rank, exp.ranks or 1, start, exp.planned, bs, exp.seed)
+    return ((off, bs) for off in sorted(offs[:done]))
+
+
 def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
            limit: int) -> FileReport:
     key = pattern.run_key(exp.run_id)
@@ -201,7 +231,7 @@ def _check(fd: int, path: str, size: int, exp: Expect, checked: bool,
         body = bodies.get(rank)
         if body is None:
             body = bodies[rank] = pattern.body_bytes(bs, key, rank)
-        for off, n in pattern.blocks(start, max(0, min(nbytes, size - start)), bs):
+        for off, n in _blocks(exp, rank, start, max(0, min(nbytes, size - start)), bs):
             got = os.preadv(fd, [view[:n]], off)
             blocks += 1
             if got < n:

@@ -165,4 +165,4 @@ def _check_run_args(ctx, args) -> None:
             raise ConfigError(f"RUN_ARGS: {arg} after `--` would ask `mpiwrite run` for its "
                               "help instead of a job; see `mpiwrite run --help`")
     sub = runcmd.run.make_context("run", list(args), parent=ctx)
-    return runcmd.config_from(sub.params)
+    return runcmd.config_from(runcmd.apply_preset(sub, sub.params)[0])

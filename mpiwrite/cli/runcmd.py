@@ -13,9 +13,12 @@ import sys
 import click
 
 from mpiwrite.cli.options import INT
+from mpiwrite.cli.presets import PRESETS
+from mpiwrite.cli.presets import apply as apply_preset
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.run import config
-from mpiwrite.run.process import launcher_size
+from mpiwrite.run.process import launcher_rank, launcher_size
 from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time
 
 
@@ -128,7 +131,28 @@ def _stripe_options(f):
 @click.option("--sysroot", default=None, envvar=config.FROM_ENVIRONMENT["sysroot"],
               help="Read /proc and /sys under this folder (tests, modelling).")
 @click.option("--engine", type=click.Choice(config.ENGINES), default=D.engine,
-              help="posix: real writes; null: no I/O at all (tests of the coordination).")
+              help="posix: write()/pwrite() and fsync(); mpiio: MPI_File_write_at(_all) and "
+                   "MPI_File_sync; null: no I/O at all (tests of the coordination).")
+@click.option("--pattern", type=click.Choice(PATTERNS), default=D.pattern,
+              help="Where each block goes: sequential; strided: the ranks' blocks interleaved "
+                   "in one shared file (IOR -s with -t = -b); random: the rank's own blocks in "
+                   "a seeded random order, each once (IOR -z).")
+@click.option("--seed", type=INT, default=D.seed, help="The order of --pattern random "
+              "(recorded; the same seed writes the same offsets).")
+@click.option("--collective/--independent", default=None,
+              help="MPI-IO: MPI_File_write_at_all or MPI_File_write_at [default: independent "
+                   "with --engine mpiio].")
+@click.option("--mpiio-hint", "mpiio_hints", multiple=True, metavar="KEY=VALUE",
+              help="An MPI_Info hint for MPI_File_open, e.g. romio_cb_write=enable, cb_nodes=2, "
+                   "striping_factor=4 (repeatable; the hints in force are recorded).")
+@click.option("--stonewall", type=DURATION, default=None,
+              help="IO500's stonewall with wear-out: every rank stops issuing writes after this "
+                   "long, then the ranks that wrote less go on until they have written as much "
+                   "as the most productive one (IOR -D with stoneWallingWearOut=1).")
+@click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
+              help="IO500's write phases: the options it stands for are printed and recorded; "
+                   "each can still be given (ior-easy-write: file per rank, 2MiB, stonewall "
+                   "300s; ior-hard-write: shared strided 47008-byte blocks, stonewall 300s).")
 @_stripe_options
 @click.option("--allow-fill", is_flag=True,
               help="Write even when the planned bytes exceed the target filesystem's free "
@@ -147,6 +171,9 @@ def run(ctx, **_params):
     argv = ["mpiwrite"] + sys.argv[1:]
     if ctx.params.get("json_path") == "-":
         json_only_on_stdout()
+    ctx.params, words = apply_preset(ctx, ctx.params)
+    if words and launcher_rank() == 0:
+        click.echo(f"mpiwrite: --preset {ctx.params['preset']}: {' '.join(words)}", err=True)
     screen, params = _screen(ctx.params), shared_params(ctx)
     try:
         cfg = config_from(ctx.params)
@@ -182,7 +209,7 @@ def parse_own(args: list):
     problem, the parsed options, the screen options)."""
     try:
         with run.make_context("run", list(args)) as ctx:
-            params = ctx.params
+            params = ctx.params = apply_preset(ctx, ctx.params)[0]
     except click.ClickException as exc:
         return None, exc.format_message().replace("\n", " "), None, None
     except click.exceptions.Exit:  # cli/ranks.quick keeps --help off this path

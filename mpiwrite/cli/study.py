@@ -67,7 +67,8 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
     def parse(words: List[str]):
         # the target after `--`: never read as an option (`--help`, `--keep`, `-i`)
         ctx = runcmd.run.make_context("run", words + ["--", study.target])
-        params = dict(ctx.params, results=study.results, json_path=None, no_record=False)
+        params = dict(runcmd.apply_preset(ctx, ctx.params)[0], results=study.results,
+                      json_path=None, no_record=False)
         return runcmd.config_from(params)
 
     seen: Dict[Tuple[str, str], Any] = {}  # (axis, its value as `run` reads it) -> value

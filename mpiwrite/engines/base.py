@@ -16,7 +16,7 @@ import dataclasses
 import errno
 import os
 import resource
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from mpiwrite.engines import writeloop
 from mpiwrite.engines.writeloop import clock
@@ -36,6 +36,7 @@ COLLECTIVE = "collective"  # needs the team's communicator (an MPI-IO engine)
 ENGINES: Dict[str, str] = {
     "posix": "mpiwrite.engines.posix",
     "null": "mpiwrite.engines.null",
+    "mpiio": "mpiwrite.engines.mpiio",
 }
 _LOADED: Dict[str, Engine] = {}
 
@@ -65,6 +66,14 @@ class Engine:
         if not self.has(VERIFY) and (options.get("verify") or options.get("verify_shift")):
             return "--verify", (f"the {self.name} engine writes nothing, so there is nothing "
                                 "to verify")
+        if not self.has(COLLECTIVE):
+            if options.get("collective") is not None:
+                flag = "--collective" if options["collective"] else "--independent"
+                return flag, (f"the {self.name} engine writes no MPI-IO (collective or "
+                              "independent: --engine mpiio)")
+            if options.get("mpiio_hints"):
+                return "--mpiio-hint", (f"the {self.name} engine opens no MPI-IO file, so "
+                                        "hints would reach nothing (--engine mpiio)")
         return self.check(options) if self.check else None
 
 
@@ -106,6 +115,9 @@ class StreamResult:
     cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
     cpu_system: float = float("nan")
     latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
+    stonewall_bytes: int = -1  # --stonewall: the bytes written when the stonewall fell
+    stonewall_seconds: float = float("nan")  # ... and when (from the write's start)
+    info: Dict[str, str] = dataclasses.field(default_factory=dict)  # hints in force (MPI-IO)
 
     @property
     def failed(self) -> bool:
@@ -132,9 +144,20 @@ class StreamPlan:
     fsync_every: int = defaults.FSYNC_EVERY
     direct: bool = defaults.DIRECT
     sample_interval: float = defaults.SAMPLE_INTERVAL
-    expect_inode: Optional[Tuple[int, int]] = None  # (st_dev, st_ino) the file must have
+    # (st_dev, st_ino) the file must have (st_dev -1: not compared, on another node)
+    expect_inode: Optional[Tuple[int, int]] = None
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
+    # the offsets of the whole blocks in the order written (formats/offsets.py); None: one
+    # after another from `offset` (and a tail block when nbytes is not a whole number of them)
+    offsets: Optional[Sequence[int]] = None
+    shared: bool = False  # one file for every rank (an MPI-IO engine opens it on the team)
+    # --stonewall: (blocks written at the stonewall, stream still good) -> blocks to reach,
+    # one agreement of every rank (writeloop.wear_out); None: time_limit simply stops
+    wear_out: Optional[Callable[[int, bool], int]] = None
+    wear_limit: Optional[float] = None  # how long the wear-out may go on (None: no limit)
+    collective: bool = False  # MPI-IO: MPI_File_write_at_all, not MPI_File_write_at
+    hints: Tuple[Tuple[str, str], ...] = ()  # MPI-IO: hints given to MPI_File_open
 
 
 Poll = writeloop.Poll
@@ -155,6 +178,7 @@ class ReadPlan:
     dir_fd: Optional[int] = None  # the open folder of `path`
     expect_ino: int = 0  # the inode the writer wrote (0: not known)
     refuse: str = ""  # why this file must not be opened (its folder was replaced): a failure
+    offsets: Optional[Sequence[int]] = None  # the blocks' offsets (StreamPlan.offsets)
 
 
 @dataclasses.dataclass
@@ -163,6 +187,14 @@ class ReadResult(StreamResult):
 
     mismatches: int = 0
     first: Optional[pattern.Mismatch] = None
+
+
+def same_file(st, expect: Tuple[int, int]) -> bool:
+    """Whether an open file (its fstat) is the one rank 0 created: the same inode, and the
+    same device where the device is known (-1: another node, whose mount of the same
+    filesystem has a device number of its own, as every FUSE or NFS client does)."""
+    dev, ino = expect
+    return st.st_ino == ino and (dev < 0 or st.st_dev == dev)
 
 
 def ends_with_fsync(plan: StreamPlan, res: StreamResult) -> bool:

@@ -40,6 +40,11 @@ def null_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRes
         done = min(total, done + 64 * bs)  # a burst of blocks between polls
         if plan.nbytes is None:
             time.sleep(0.01)
+    if plan.wear_out is not None:  # the stonewall's agreement; the wear-out costs no time
+        res.stonewall_bytes, res.stonewall_seconds = done, clock() - t0
+        blocks = plan.wear_out(done // bs, res.stopped_by in ("", "time"))
+        if res.stopped_by != "abort" and blocks * bs > done:
+            done, res.stopped_by = min(total, blocks * bs), ""
     res.bytes = done
     res.blocks = -(-done // bs)
     res.fsyncs = 1 if ends_with_fsync(plan, res) else 0

@@ -31,6 +31,7 @@ from mpiwrite.engines.base import (
     cpu_seconds,
     end_stream,
     ends_with_fsync,
+    same_file,
     stream_failed,
 )
 from mpiwrite.engines.writeloop import POLL_SECONDS, clock
@@ -86,12 +87,29 @@ def _open_for_write(plan: StreamPlan, res: StreamResult) -> int:
     res.created = plan.create
     st = os.fstat(fd)
     res.ino = st.st_ino
-    if plan.expect_inode is not None and (st.st_dev, st.st_ino) != plan.expect_inode:
+    if plan.expect_inode is not None and not same_file(st, plan.expect_inode):
         os.close(fd)
         res.fail("open", OSError(errno.ESTALE, "the file is not the one rank 0 created "
                                                "(replaced after creation); refusing to write"))
         return -1
     return fd
+
+
+def block_offsets(plan: StreamPlan):
+    """(the whole blocks' offsets in the order written, the tail's bytes)."""
+    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
+    nfull, tail = divmod(total, plan.block_size)
+    if plan.offsets is not None:
+        return plan.offsets, 0
+    return range(plan.offset, plan.offset + nfull * plan.block_size, plan.block_size), tail
+
+
+def segment_blocks(offset: int, nbytes: int, block_size: int, offsets=None):
+    """(offset, length) of each block a segment's writer wrote: its pattern's offsets (the
+    first nbytes' worth) or one after another from `offset`."""
+    if offsets is None:
+        return pattern.blocks(offset, nbytes, block_size)
+    return ((off, block_size) for off in offsets[:nbytes // block_size])
 
 
 def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamResult:
@@ -103,6 +121,8 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
     res.t_open_start = clock()
     fd = _open_for_write(plan, res)
     if fd < 0:
+        if plan.wear_out is not None:  # every rank takes part in the stonewall's agreement
+            plan.wear_out(0, False)
         return res
     cpu0 = cpu_seconds() if plan.latency else None
     t0 = res.t_write_start = clock()
@@ -111,10 +131,12 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None) -> StreamRe
         # Latencies: the loop stores the clock reading it takes anyway (latency.py folds them).
         res.latency = latency.Log(t0, plan.block_size < latency.VECTOR_BELOW)
         loop = writeloop.timed
-    total = plan.nbytes if plan.nbytes is not None else UNBOUNDED
-    nfull, tail = divmod(total, plan.block_size)
+    offs, tail = block_offsets(plan)
     try:
-        done, exc = loop(writeloop.Pace(plan, res, fd, t0, poll), plan, buf, fd, nfull)
+        pace = writeloop.Pace(plan, res, fd, t0, poll)
+        done, exc = loop(pace, plan, buf, fd, offs)
+        if plan.wear_out is not None:
+            done, exc = writeloop.wear_out(plan, pace, loop, buf, fd, offs, done, exc)
         _finish_write(plan, buf, fd, res, done, tail, exc)
     finally:
         end_stream(res, fd, cpu0)
@@ -157,6 +179,7 @@ def _finish_write(plan: StreamPlan, buf, fd: int, res: StreamResult, done: int, 
         res.latency.add_fsync(res.t_fsync_end - res.t_write_end)
 
 
+
 def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     """Read another rank's segment, timed like a write stream (open, read, close), checking
     the pattern of every block as it goes when plan.check is set (one pass, not two).  A
@@ -181,7 +204,7 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None) -> ReadResult:
     next_sample = t0 + plan.sample_interval
     done = 0
     try:
-        for off, n in pattern.blocks(plan.offset, plan.nbytes, bs):
+        for off, n in segment_blocks(plan.offset, plan.nbytes, bs, plan.offsets):
             got = os.preadv(fd, [view[:n]], off)
             if got < n:
                 res.bytes = done + got
@@ -258,7 +281,8 @@ class VerifyResult:
 
 def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: int, rank: int,
                    iteration: int, dir_fd: Optional[int] = None, expect_ino: int = 0,
-                   refuse: str = "", expect: Optional[bytes] = None) -> VerifyResult:
+                   refuse: str = "", expect: Optional[bytes] = None,
+                   offsets=None) -> VerifyResult:
     """Read a segment back and check every block's header and body (open_written: the file
     rank `rank` wrote, a regular file, never a FIFO or a symlink someone put in its place)."""
     res = VerifyResult(path=path)
@@ -271,7 +295,7 @@ def verify_segment(path: str, offset: int, nbytes: int, block_size: int, key: in
     try:
         with os.fdopen(open_written(path, dir_fd, expect_ino, (key, rank, iteration)), "rb",
                        buffering=0) as fh:
-            for off, n in pattern.blocks(offset, nbytes, block_size):
+            for off, n in segment_blocks(offset, nbytes, block_size, offsets):
                 got = os.preadv(fh.fileno(), [view[:n]], off)
                 if got < n:
                     res.mismatches += 1

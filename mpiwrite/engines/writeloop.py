@@ -14,10 +14,11 @@ the error and writes the tail, the final fsync and the close, the same for both.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import time
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from mpiwrite.engines import latency
 from mpiwrite.formats import pattern
@@ -61,14 +62,17 @@ class Pace:
         self.durable_every = bool(self.every) and not plan.direct
         self.synced = 0
         self.last_sync_sample = float("-inf")
+        self.base = 0  # blocks written before this loop began (a wear-out's continuation)
+        self.t0 = t0
 
     def fsync(self, done: int, k: int) -> int:
         """The fsync after every N blocks (k: the block's reading index); the next one's
         block count.  An OSError goes to the loop's caller, as a write error."""
         res = self.res
         t_pre = clock()
-        os.fsync(self.fd)
+        self.sync()
         res.fsyncs += 1
+        done += self.base
         self.synced = done
         t_sync = clock()  # a durable point, at most every 10 ms: first-done's grain
         lat = res.latency
@@ -78,12 +82,17 @@ class Pace:
         if t_sync - self.last_sync_sample >= 0.01:
             res.samples.append((t_sync, done * self.bs))
             self.last_sync_sample = t_sync
-        return done + self.every
+        return done - self.base + self.every
+
+    def sync(self) -> None:
+        """The fsync itself (an MPI-IO stream's is MPI_File_sync)."""
+        os.fsync(self.fd)
 
     def due(self, now: float, done: int) -> float:
         """The clock passed the next event: stop at the time limit, take a sample, poll the
         other ranks.  Returns the next event's time; a stop is in res.stopped_by."""
         res = self.res
+        done += self.base
         if now >= self.deadline:
             res.stopped_by = "time"
             return self.deadline
@@ -100,28 +109,27 @@ class Pace:
 def _bind(plan, buf):
     """What both loops hold in locals (one look-up each, before the first block): the block
     size, a view of the buffer, the header patch and where it goes, whether writes carry
-    their offset (a shared file, or one not created by this stream), the write call, the
-    first offset."""
-    positional = plan.offset != 0 or not plan.create
+    their offset (a shared file, one not created by this stream, or a pattern other than
+    sequential), the write call."""
+    positional = plan.offset != 0 or not plan.create or plan.offsets is not None
     return (plan.block_size, memoryview(buf), pattern.OFFSET.pack_into, pattern.OFFSET_AT,
-            positional, os.pwrite if positional else os.write, plan.offset)
+            positional, os.pwrite if positional else os.write)
 
 
-def plain(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSError]]:
-    """Up to nfull whole blocks, nothing kept per block."""
+def plain(pace: Pace, plan, buf, fd: int, offs: Sequence[int]) -> Tuple[int, Optional[OSError]]:
+    """The whole blocks at offsets `offs` (formats/offsets.py), nothing kept per block."""
     res = pace.res
-    bs, view, pack, at, positional, write, off = _bind(plan, buf)
+    bs, view, pack, at, positional, write = _bind(plan, buf)
     done = 0
     next_event = pace.next_event
     next_fsync = pace.first_fsync
     try:
-        for _ in range(nfull):
+        for off in offs:
             pack(buf, at, off)
             w = write(fd, view, off) if positional else write(fd, view)
             if w != bs:
                 res.bytes = done * bs + w
                 write_all(fd, view[w:], off + w, positional)
-            off += bs
             done += 1
             if done == next_fsync:
                 next_fsync = pace.fsync(done, 0)
@@ -135,8 +143,8 @@ def plain(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSE
     return done, None
 
 
-def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSError]]:
-    """Up to nfull whole blocks, each block's clock reading stored for res.latency.
+def timed(pace: Pace, plan, buf, fd: int, offs: Sequence[int]) -> Tuple[int, Optional[OSError]]:
+    """The whole blocks at offsets `offs`, each block's clock reading stored for res.latency.
 
     The blocks run in chunks that fill the readings list, so its index is the for loop's own
     counter (k) and storing a reading costs one list store."""
@@ -144,7 +152,8 @@ def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSE
     lat = res.latency
     stamps = lat.stamps
     room = latency.CAPACITY
-    bs, view, pack, at, positional, write, off = _bind(plan, buf)
+    bs, view, pack, at, positional, write = _bind(plan, buf)
+    nfull = len(offs)
     done = 0
     next_event = pace.next_event
     next_fsync = pace.first_fsync
@@ -158,12 +167,12 @@ def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSE
                 k = 0
             first = k
             for k in range(first, first + min(nfull - done, room - first)):
+                off = offs[done]
                 pack(buf, at, off)
                 w = write(fd, view, off) if positional else write(fd, view)
                 if w != bs:
                     res.bytes = done * bs + w
                     write_all(fd, view[w:], off + w, positional)
-                off += bs
                 done += 1
                 if done == next_fsync:
                     next_fsync = pace.fsync(done, k)
@@ -180,3 +189,32 @@ def timed(pace: Pace, plan, buf, fd: int, nfull: int) -> Tuple[int, Optional[OSE
     except OSError as exc:
         return done, exc
     return done, None
+
+
+def wear_out(plan, pace: Pace, loop, buf, fd, offs: Sequence[int], done: int,
+             exc: Optional[OSError]) -> Tuple[int, Optional[OSError]]:
+    """IO500's stonewall with wear-out (IOR -D T -O stoneWallingWearOut=1): the loop stopped
+    at the stonewall (plan.time_limit); every rank says how many blocks it wrote
+    (plan.wear_out, one agreement of all ranks, made by every rank exactly once, also by one
+    that failed or was stopped) and those that wrote fewer than the most productive rank go
+    on until they have written as many.  The stonewall's bytes and time stay in the result."""
+    res = pace.res
+    res.stonewall_bytes = done * plan.block_size
+    res.stonewall_seconds = clock() - pace.t0
+    ok = exc is None and res.stopped_by in ("", "time")
+    target = plan.wear_out(done, ok)
+    if not ok or target <= done:
+        return done, exc
+    res.stopped_by = ""
+    cont = type(pace)(dataclasses.replace(plan, time_limit=plan.wear_limit), res, fd, clock(),
+                      pace.poll)
+    cont.base = done
+    for name in ("synced", "last_sync_sample", "fh"):
+        if hasattr(pace, name):
+            setattr(cont, name, getattr(pace, name))
+    if cont.every:
+        cont.first_fsync = cont.every - done % cont.every
+    if res.latency is not None:
+        res.latency.base = clock()  # the agreement's wait is not a write's latency
+    more, exc = loop(cont, plan, buf, fd, offs[done:target])
+    return done + more, exc

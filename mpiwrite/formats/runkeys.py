@@ -28,8 +28,10 @@ def run_keys(rec: Any) -> Dict[str, Any]:
         ranks_per_node=ranks // nodes if nodes else 0,
         block_size=format_size(p.get("block_size", 0)),
         # a time-limited run's bytes are its outcome (vocab/keys.py), not a size it was given
-        size=format_size(p["size"]) if p.get("size") and not p.get("time_limit") else
-        ("time" if p.get("time_limit") or not rec.imported() else "unknown"),
+        size=format_size(p["size"]) if p.get("size") and not p.get("time_limit")
+        and not p.get("stonewall") else
+        ("time" if p.get("time_limit") or p.get("stonewall") or not rec.imported()
+         else "unknown"),
         time_limit=p.get("time_limit"), layout=p.get("layout"),
         fsync=f"every {p['fsync_every']}" if p.get("fsync_every") else
         ("on" if p.get("fsync") else "off"),
@@ -38,7 +40,19 @@ def run_keys(rec: Any) -> Dict[str, Any]:
         start_time=rec.attrs.get("start_time"), iterations=len(rec.iterations),
         mpi=str(rec.attrs.get("mpi_library", "")).split(",")[0],
         lustre_kernel=common_value([summary_value(n, "lustre_kernel") for n in rec.nodes]),
+        # where the blocks went (records before patterns: sequential)
+        pattern=str(p.get("pattern") or "sequential"),
     )
+    # the rest only where a run used them (no column of dashes for every other run)
+    if p.get("collective") is not None:  # an MPI-IO run
+        keys["collective"] = "on" if p["collective"] else "off"
+        keys["mpiio_hints"] = ",".join(
+            f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items())) or "none"
+    if keys["pattern"] == "random":
+        keys["seed"] = p.get("seed", 0)
+    for k in ("stonewall", "preset"):
+        if p.get(k):
+            keys[k] = p[k]
     imported = rec.imported()
     if imported:  # what the importer read (or stated as unknown), not derived from params
         for k in IMPORT_DECIDED + ("lustre_kernel",):

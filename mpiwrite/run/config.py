@@ -16,7 +16,9 @@ from typing import Dict, Optional
 
 from mpiwrite.engines import base as engines
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.formats.pattern import HEADER
+from mpiwrite.text import printable
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 from mpiwrite.vocab import defaults
 
@@ -32,7 +34,8 @@ RUN_KEYS = (
     "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
     "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
     "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
-    "client", "tool", "tool_version",
+    "client", "tool", "tool_version", "pattern", "seed", "collective", "mpiio_hints",
+    "stonewall", "preset",
 )
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
@@ -69,6 +72,12 @@ class RunConfig:
     stripe_size: Optional[str] = None
     ost_index: Optional[int] = None
     allow_fill: bool = False  # write even when the planned bytes exceed the free space
+    pattern: str = PATTERNS[0]  # where each block goes (formats/offsets.py)
+    seed: int = 0  # --pattern random's order (recorded: the same seed, the same offsets)
+    collective: Optional[bool] = None  # MPI-IO: write_at_all (True) or write_at; None: no MPI-IO
+    mpiio_hints: Dict[str, str] = dataclasses.field(default_factory=dict)  # MPI_Info, as asked
+    stonewall: Optional[float] = None  # IO500's stonewall with wear-out (seconds)
+    preset: str = ""  # the IO500 phase whose options this run took (cli/presets.py)
 
     @property
     def striped(self) -> bool:
@@ -79,8 +88,8 @@ class RunConfig:
         """How long one iteration's write phase may take before the run is ended."""
         if self.timeout is not None:
             return self.timeout if self.timeout > 0 else None
-        if self.time_limit is not None:
-            return max(60.0, 3 * self.time_limit)
+        if self.time_limit is not None or self.stonewall is not None:
+            return max(60.0, 3 * (self.time_limit or self.stonewall))
         return None
 
     def stall_seconds(self) -> Optional[float]:
@@ -247,7 +256,8 @@ def build(
         raise _fail("--count", f"{count} blocks of {block_size} bytes is too large")
     if size is None and count is not None:
         size = count * block_size
-    if size is None and time_limit is None:
+    stonewall = kwargs.get("stonewall")
+    if size is None and time_limit is None and stonewall is None:
         size = defaults.SIZE
     if size is not None and size < block_size:
         raise _fail("--block-size", f"{block_size} bytes is larger than --size {size} bytes")
@@ -281,7 +291,7 @@ def build(
     if kwargs.get("stall") is not None and not kwargs["stall"] >= 0:
         raise _fail("--stall", "must not be negative (0: never name a stalled rank)")
     for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval",
-                 "stall"):
+                 "stall", "stonewall"):
         value = time_limit if name == "time_limit" else kwargs.get(name)
         if value is not None and not value <= MAX_SECONDS:  # also refuses NaN
             raise _fail(option_name(name), f"must be at most {MAX_SECONDS / 86400:.0f} days")
@@ -301,9 +311,13 @@ def build(
                     "(choose it with --read-shift)")
     if kwargs.get("engine", ENGINES[0]) not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
-    problem = engines.get(kwargs.get("engine", ENGINES[0])).problem(kwargs)
+    engine = engines.get(kwargs.get("engine", ENGINES[0]))
+    problem = engine.problem(kwargs)
     if problem:
         raise _fail(*problem)
+    if engine.has(engines.COLLECTIVE) and kwargs.get("collective") is None:
+        kwargs["collective"] = False  # MPI-IO writes independently unless told
+    _check_patterns(layout, block_size, size, time_limit, kwargs)
     sysroot = kwargs.get("sysroot", "/")
     if sysroot != "/":
         from mpiwrite.facts import sysroot as sysroots
@@ -320,6 +334,61 @@ def build(
             raise _fail(option_name(field).split("/")[0], "the name is not UTF-8")
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,
                      time_limit=time_limit, **kwargs)
+
+
+HINT_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,126}\Z")
+
+
+def parse_hints(items) -> Dict[str, str]:
+    """--mpiio-hint KEY=VALUE (repeatable) as the MPI_Info's keys and values."""
+    hints: Dict[str, str] = {}
+    for text in items or ():
+        if "=" not in text:
+            raise _fail("--mpiio-hint", f"{printable(text)!r} is not KEY=VALUE")
+        key, value = (x.strip() for x in text.split("=", 1))
+        if not HINT_KEY.match(key):
+            raise _fail("--mpiio-hint", f"key {printable(key)!r} must start with a letter and "
+                        "use [A-Za-z0-9_.-] (MPI_MAX_INFO_KEY)")
+        if not value or len(value) > 1023 or any(ord(c) < 32 or ord(c) > 126 for c in value):
+            raise _fail("--mpiio-hint", f"value of {key!r} must be 1 to 1023 printable ASCII "
+                        "characters (MPI_MAX_INFO_VAL)")
+        if key in hints:
+            raise _fail("--mpiio-hint", f"key {key!r} given twice")
+        hints[key] = value
+    return hints
+
+
+def _check_patterns(layout: str, block_size: int, size: Optional[int],
+                    time_limit: Optional[float], kw: dict) -> None:
+    """--pattern, --seed, --stonewall and the MPI-IO options against the rest (exit 2)."""
+    pattern = kw.get("pattern", PATTERNS[0])
+    if pattern not in PATTERNS:
+        raise _fail("--pattern", f"{pattern!r} is not one of {', '.join(PATTERNS)}")
+    if pattern == "strided" and layout != "shared":
+        raise _fail("--pattern", "strided interleaves the ranks' blocks in one file: it needs "
+                    "--layout shared")
+    if pattern != "sequential":
+        if size is None:
+            raise _fail("--pattern", f"{pattern} needs --size or --count (the blocks it "
+                        "places)")
+        if size % block_size:
+            raise _fail("--size", f"with --pattern {pattern} must be a whole number of blocks "
+                        f"of {block_size} bytes")
+    if not 0 <= kw.get("seed", 0) < 2**63:
+        raise _fail("--seed", "must be between 0 and 2^63-1")
+    stonewall = kw.get("stonewall")
+    if stonewall is not None:
+        if not stonewall > 0:
+            raise _fail("--stonewall", "must be a positive duration")
+        if time_limit is not None and stonewall > time_limit:
+            raise _fail("--stonewall", f"{stonewall:g}s is longer than --time "
+                        f"({time_limit:g}s), which bounds the wear-out too")
+    shared_mpiio = layout == "shared" and kw.get("collective") is not None
+    if (shared_mpiio and not kw.get("collective") and kw.get("fsync_every") and time_limit
+            and stonewall is None):
+        raise _fail("--fsync-every", "with --time on a shared file in independent MPI-IO, "
+                    "ranks would call the collective MPI_File_sync different numbers of "
+                    "times (use --collective or --stonewall)")
 
 
 def from_params(p: dict) -> RunConfig:
@@ -343,7 +412,10 @@ def from_params(p: dict) -> RunConfig:
         engine=p["engine"],
         read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
         stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
-        allow_fill=p["allow_fill"])
+        allow_fill=p["allow_fill"], pattern=p.get("pattern") or PATTERNS[0],
+        seed=p.get("seed") or 0, collective=p.get("collective"),
+        mpiio_hints=parse_hints(p.get("mpiio_hints")), stonewall=p.get("stonewall"),
+        preset=p.get("preset") or "")
 
 
 # Options of `run` that may come from the environment (click's envvar): a rank that takes

@@ -117,6 +117,8 @@ class Console:
             limit.append(f"{format_size(c.size)} per rank")
         if c.time_limit:
             limit.append(f"at most {format_seconds(c.time_limit)}")
+        if c.stonewall is not None:
+            limit.append(f"stonewall {format_seconds(c.stonewall)} with wear-out")
         sync = f"fsync every {c.fsync_every} blocks" if c.fsync_every else (
             "fsync at end" if c.fsync else "no fsync")
         host_text = ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4
@@ -128,6 +130,13 @@ class Console:
         self.line(f"  block {format_size(c.block_size)}, {' and '.join(limit)}, {sync}"
                   f"{', O_DIRECT' if c.direct else ''}, layout {c.layout}, "
                   f"{c.iterations} iteration{'s' * (c.iterations != 1)}")
+        if c.pattern != "sequential" or c.collective is not None:
+            mode = "" if c.collective is None else \
+                f", MPI-IO {'collective' if c.collective else 'independent'}"
+            hints = ", hints " + ", ".join(f"{k}={v}" for k, v in c.mpiio_hints.items()) \
+                if c.mpiio_hints else ""
+            self.line(f"  pattern {c.pattern}{f' (seed {c.seed})' if c.pattern == 'random' else ''}"
+                      f"{mode}{hints}")
         self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
                                    ("kernel", "lustre", "checksums", "checksum_type", "fstype")))
         if c.tags:

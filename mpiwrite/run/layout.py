@@ -7,6 +7,7 @@ O_EXCL, so a run never truncates, overwrites or deletes anything it did not crea
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import sys
 import time
@@ -17,7 +18,8 @@ from mpiwrite.engines import base as engines
 from mpiwrite.engines.base import StreamPlan
 from mpiwrite.engines.posix import open_data_file
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import names
+from mpiwrite.formats import names, offsets
+from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
@@ -104,15 +106,35 @@ def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: in
     return os.path.join(cfg.target, name)
 
 
+def block_offsets(cfg: RunConfig, nranks: int, rank: int):
+    """The offsets of a rank's whole blocks in the order written (formats/offsets.py), or
+    None for the sequential pattern (one after another, a tail block allowed)."""
+    if cfg.pattern == PATTERNS[0]:
+        return None
+    first = rank * cfg.size if cfg.layout == "shared" else 0
+    return _offsets(cfg.pattern, rank, nranks, first, cfg.size // cfg.block_size,
+                    cfg.block_size, cfg.seed)
+
+
+_offsets = functools.lru_cache(maxsize=4)(offsets.offsets)  # the same each iteration
+
+
 def plan(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) -> StreamPlan:
     shared = cfg.layout == "shared"
+    stonewall = cfg.stonewall
     return StreamPlan(
         path=data_path(cfg, run_id, nranks, rank, iteration),
         create=not shared,
         offset=rank * cfg.size if shared else 0,
         nbytes=cfg.size,
         block_size=cfg.block_size,
-        time_limit=cfg.time_limit,
+        time_limit=stonewall if stonewall is not None else cfg.time_limit,
+        wear_limit=cfg.time_limit - stonewall if stonewall is not None and cfg.time_limit
+        else None,
+        offsets=block_offsets(cfg, nranks, rank),
+        shared=shared,
+        collective=bool(cfg.collective),
+        hints=tuple(sorted(cfg.mpiio_hints.items())),
         fsync=cfg.fsync,
         fsync_every=cfg.fsync_every,
         direct=cfg.direct,

@@ -346,6 +346,7 @@ class Ledger:
             "host": self.hosts[0], "mpiwrite_version": __version__,
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
             "stripe": json.dumps(self.extra.get("stripe")),
+            "stonewall": json.dumps(self.extra.get("stonewall")),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "processes": json.dumps(self.processes),

@@ -71,7 +71,7 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(NAN, NAN),
         "t_close_end": res.t_close_end, "status": status, "errno": res.error_errno,
         "stopped_by_time": 1 if res.stopped_by == "time" else 0,
         "verify_bytes": verify.bytes if verify else 0,
-        "verify_seconds": verify.seconds if verify else NAN,
+        "verify_seconds": getattr(verify, "seconds", NAN) if verify else NAN,  # a read: none
         "verify_mismatches": (verify.mismatches + (1 if verify.error_text else 0))
         if verify else 0,
         "cpu_user_seconds": getattr(res, "cpu_user", NAN),

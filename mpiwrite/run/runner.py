@@ -50,6 +50,7 @@ class Segment(NamedTuple):
     ino: int
     dir_fd: Optional[int]
     refused: str
+    offsets: Optional[Sequence[int]] = None  # the blocks' offsets (--pattern), None: in order
 
 
 class Run:
@@ -199,6 +200,8 @@ class Run:
         # through (nobody may rename in TARGET's parent, or own TARGET)
         folder, refused = self._folder(plan.path)
         plan = dataclasses.replace(plan, dir_fd=folder.fd if folder is not None else None)
+        if cfg.stonewall is not None:
+            plan = dataclasses.replace(plan, wear_out=self._wear_out())
         shared_failed = False
         if cfg.layout == "shared":  # collective: every rank, refused or not
             plan, shared_failed = self._create_shared(plan, it, folder, refused)
@@ -207,6 +210,9 @@ class Run:
         write = functools.partial(self._write, plan, folder, refused, shared_failed)
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
         node_cpu, client_delta = self.watch.after(before)
+        self.ledger.keys.update({f"mpiio.{k}": v for k, v in res.info.items()})
+        if cfg.stonewall is not None:
+            self._stonewall_figures(it, res)
         read, read_source = None, -1
         if cfg.read and not any_failed and not any_signal:
             read, read_source, r_failed, r_signal = self._read_phase(it, res, plan)
@@ -275,6 +281,49 @@ class Run:
             self.files.add_created(plan.path, folder)
         return res
 
+    def _wear_out(self):
+        """--stonewall's agreement (writeloop.wear_out): every rank's blocks at the
+        stonewall; the most any rank wrote is what each goes on to (unless a rank failed or
+        was stopped).  Made once per stream: a retried open asks again, and is answered from
+        the first agreement."""
+        agreed: list = []
+
+        def agree(blocks: int, ok: bool) -> int:
+            if not agreed:
+                hi, neg_lo, bad = self.team.allreduce([blocks, -blocks, 0 if ok else 1])
+                agreed.append((int(hi), bool(bad)))
+            hi, bad = agreed[0]
+            return blocks if bad else hi
+
+        return agree
+
+    def _stonewall_figures(self, it: int, res: StreamResult) -> None:
+        """Rank 0 keeps each rank's bytes at the stonewall, when it fell and when the rank's
+        writes ended (after its wear-out), and names the stonewall's and the wear-out's rates."""
+        mine = f"{res.stonewall_bytes} {res.stonewall_seconds!r} " \
+               f"{res.t_write_end - res.t_write_start!r}"
+        texts = self.team.gather_texts(mine)
+        if texts is None:
+            return
+        rows = [t.split() for t in texts]
+        at = [int(r[0]) for r in rows]
+        when = [float(r[1]) for r in rows]
+        ended = [float(r[2]) for r in rows]
+        fell = max((w for w in when if w == w), default=float("nan"))
+        longest = max((e for e in ended if e == e), default=float("nan"))
+        figures = {"iteration": it, "stonewall_seconds": self.cfg.stonewall,
+                   "bytes_at_stonewall": at, "seconds_at_stonewall": when,
+                   "write_seconds": ended, "min_bytes_at_stonewall": min(at),
+                   "max_bytes_at_stonewall": max(at),
+                   "stonewall_MB_per_s": sum(b for b in at if b > 0) / fell / 1e6
+                   if fell > 0 else float("nan"),
+                   "wear_out_seconds": longest - fell if fell == fell else float("nan")}
+        self.ledger.extra.setdefault("stonewall", []).append(figures)
+        self.ledger.note(
+            f"iteration {it}: stonewall at {fell:.3g}s: {figures['stonewall_MB_per_s']:.1f} "
+            f"MB/s; ranks had written {min(at)} to {max(at)} bytes; the wear-out took "
+            f"{figures['wear_out_seconds']:.3g}s more")
+
     def _poll(self, progress: Progress, now: float, nbytes: int) -> bool:
         """The stream's poll in a timed phase: True stops it (a signal, a peer's failure, an
         abort); else progress, once per interval."""
@@ -342,7 +391,7 @@ class Run:
             if why:
                 self.ledger.warn(f"--drop-cache: {plan.path}: {why}")
         seg = self._segment(it, res, self.read_shift)
-        rplan = ReadPlan(path=seg.path, offset=seg.offset, nbytes=seg.nbytes,
+        rplan = ReadPlan(path=seg.path, offset=seg.offset, nbytes=seg.nbytes, offsets=seg.offsets,
                          block_size=cfg.block_size, sample_interval=cfg.sample_interval,
                          direct=cfg.direct, check=(self.key, seg.source, it) if cfg.verify
                          else None, dir_fd=seg.dir_fd, expect_ino=seg.ino, refuse=seg.refused,
@@ -362,7 +411,8 @@ class Run:
         path = layout.data_path(cfg, self.run_id, team.size, source, it)
         folder, refused = self._folder(path, make=False)
         return Segment(source, path, source * cfg.size if cfg.layout == "shared" else 0, nbytes,
-                       ino, folder.fd if folder is not None else None, refused)
+                       ino, folder.fd if folder is not None else None, refused,
+                       layout.block_offsets(cfg, team.size, source))
 
     def _folder(self, path: str, make: bool = True):
         """(open folder of a data file, '') or (None, why it is refused); (None, '') for an
@@ -382,7 +432,9 @@ class Run:
                                                 path=plan.path)])
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
-        return dataclasses.replace(plan, expect_inode=(dev, ino)), False
+        # another node's mount has a device number of its own (FUSE, NFS): the inode alone
+        return dataclasses.replace(plan, expect_inode=(dev if team.node == 0 else -1, ino)), \
+            False
 
     def _create(self, plan, folder, refused: str) -> str:
         """Rank 0: the shared file made (O_EXCL); 'device:inode\n' or '\nwhy not'."""
@@ -415,7 +467,7 @@ class Run:
         self.team.barrier()
         return self.engine.verify(seg.path, seg.offset, seg.nbytes, self.cfg.block_size, self.key,
                               seg.source, it, dir_fd=seg.dir_fd, expect_ino=seg.ino,
-                              refuse=seg.refused,
+                              refuse=seg.refused, offsets=seg.offsets,
                               expect=self.expect if seg.source == self.source else None)
 
     # ------------------------------------------------------------------ the whole run

@@ -29,6 +29,10 @@ KINDS: Dict[str, str] = {
     "run_id": IDENTITY, "status": IDENTITY, "start_time": IDENTITY,
     "engine": DURABILITY, "fsync": DURABILITY, "direct": DURABILITY, "layout": DURABILITY,
     "block_size": DURABILITY,
+    # where the blocks go and how MPI-IO writes them: a strided or random write, or a
+    # collective one, is not the same measurement as a sequential independent stream
+    "pattern": DURABILITY, "collective": DURABILITY,
+    "mpiio_hints": SETTING, "seed": SETTING, "stonewall": SETTING, "preset": LABEL,
     # fio's access pattern (imported fio runs have them): a random or mixed job, or one
     # with a queue depth, is not a sequential single-stream write
     "rw": DURABILITY, "rwmixread": DURABILITY, "iodepth": DURABILITY, "ioengine": DURABILITY,

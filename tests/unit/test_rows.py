@@ -26,6 +26,19 @@ def test_pack_row_and_rank_table_round_trip_onto_the_common_timeline():
     assert ranks["clock_uncertainty_seconds"].tolist() == [0.0, 0.001]
 
 
+def test_a_read_that_found_mismatches_packs_as_the_verify():
+    from mpiwrite.engines.base import ReadResult
+    from mpiwrite.formats.pattern import Mismatch
+
+    read = ReadResult(path="g", t_open_start=1.3, t_write_start=1.4, t_write_end=1.9,
+                      t_fsync_end=1.9, t_close_end=2.0, bytes=100, blocks=1, mismatches=1,
+                      first=Mismatch(64, "0x01", "0x00"))
+    fields = dict(zip(rows.ROW_FIELDS, rows.pack_row(_res(), None, False, read=read,
+                                                      read_source=1)))
+    assert fields["verify_mismatches"] == 1 and np.isnan(fields["verify_seconds"])
+    assert "mismatched" in rows.rank_error(0, 0, "h", _res(), None, read)["message"]
+
+
 def test_a_failed_stream_has_no_end_times():
     res = _res()
     res.error_phase, res.error_errno = "write", 28
