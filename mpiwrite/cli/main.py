@@ -65,7 +65,8 @@ LAZY = {"run": "mpiwrite.cli.runcmd:run", "verify": "mpiwrite.cli.commands:verif
         "show": "mpiwrite.cli.commands:show", "plot": "mpiwrite.cli.commands:plot",
         "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.clean:clean",
         "study": "mpiwrite.cli.study:study", "explain": "mpiwrite.cli.explaincmd:explain",
-        "import": "mpiwrite.cli.importcmd:import_", "tune": "mpiwrite.cli.tuneplan:tune"}
+        "import": "mpiwrite.cli.importcmd:import_", "tune": "mpiwrite.cli.tuneplan:tune",
+        "help": "mpiwrite.cli.helpcmd:help_"}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY, context_settings={"help_option_names": ["-h", "--help"]})
