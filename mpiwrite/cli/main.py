@@ -134,6 +134,10 @@ def main(argv: Optional[list] = None) -> None:
     except click.ClickException as exc:
         if debug:
             _show_traceback()
+        if isinstance(exc, click.NoSuchOption):
+            from mpiwrite.cli.options import suggest_for_unknown
+
+            suggest_for_unknown(exc)
         message = exc.format_message().replace("\n", " ")
         from mpiwrite.cli.runcmd import agree_on_usage_error, launcher_size
 

@@ -267,7 +267,8 @@ def write_pages(folder: str) -> List[str]:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        sys.stderr.write("usage: mpiwrite-man DIR  (writes mpiwrite.1, mpiwrite-COMMAND[-SUBCOMMAND].1)\n")
+        sys.stderr.write("usage: mpiwrite-man DIR  (writes mpiwrite.1 and "
+                         "mpiwrite-COMMAND[-SUBCOMMAND].1)\n")
         return 2
     try:
         written = write_pages(args[0])
