@@ -130,8 +130,10 @@ def qsub(slurm, args, cwd):
     if not shutil.which("qsub") or not shutil.which("qstat"):
         pytest.skip("Slurm's qsub/qstat wrappers are not installed (apt-get install "
                     "slurm-wlm-torque)")
+    # qsub's sbatch passes this environment on: a study's journal goes to the test's folder
+    env = dict(slurm.env, MPIWRITE_STATE=str(cwd / "state"))
     out = subprocess.run([MPIWRITE, "jobscript", "--submit"] + args, cwd=cwd,
-                         capture_output=True, text=True, env=slurm.env, timeout=120)
+                         capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr + slurm.log()
     job = out.stdout.strip()
     assert job.isdigit(), out.stdout
@@ -140,15 +142,20 @@ def qsub(slurm, args, cwd):
     assert seen.returncode == 0 and job in seen.stdout, seen.stdout + seen.stderr
     state = slurm.wait(job)
     logs = {p.name: p.read_text() for p in cwd.glob(f"*.[oe]{job}")}
-    return job, state, "\n".join(logs.values())
+    shown = slurm._cmd(["scontrol", "show", "job", job], check=False).stdout.split()
+    return job, state, "\n".join(logs.values()), shown
 
 
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_a_pbs_script_runs_through_slurms_qsub(slurm, tmp_path):
-    job, state, log = qsub(slurm, ["--scheduler", "pbs", "--ntasks-per-node", "3",
-                                   "--time-limit", "5", "--", "d", "-s", "2M"], tmp_path)
+    job, state, log, shown = qsub(slurm, ["--scheduler", "pbs", "--ntasks-per-node", "3",
+                                          "--time-limit", "5", "--", "d", "-s", "2M"],
+                                  tmp_path)
     assert state == "COMPLETED", log + slurm.log()
+    # sbatch read the #PBS lines (the wrapper itself reads only qsub's own options)
+    assert {"JobName=mpiwrite", "TimeLimit=00:05:00", "NumNodes=1", "NumTasks=3"} \
+        <= set(shown), shown
     rec = only_record(tmp_path / "results")
     assert rec.status == "complete" and rec.attrs["ranks"] == 3
     assert rec.nodes[0]["slurm"]["job_id"] == job
@@ -159,8 +166,9 @@ def test_a_pbs_script_runs_through_slurms_qsub(slurm, tmp_path):
 @pytest.mark.slow
 def test_a_torque_study_runs_through_slurms_qsub(slurm, tmp_path):
     (tmp_path / "s.toml").write_text(STUDY)
-    job, state, log = qsub(slurm, ["--scheduler", "torque", "--study", "s.toml",
-                                   "--ntasks-per-node", "2"], tmp_path)
+    job, state, log, shown = qsub(slurm, ["--scheduler", "torque", "--study", "s.toml",
+                                          "--ntasks-per-node", "2"], tmp_path)
     assert state == "COMPLETED", log + slurm.log()
+    assert {"JobName=mpiwrite", "NumNodes=1", "NumTasks=2"} <= set(shown), shown
     assert len(records_in(tmp_path / "results")) == 2
     assert "block_size" in log  # study report's table
