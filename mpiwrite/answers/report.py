@@ -84,6 +84,9 @@ def lacking_keys(store: Store, by: Sequence[str]) -> Dict[str, int]:
             if (n := sum(1 for r in runs if key not in store.keys(r)))}
 
 
+IMPORTED_NO_FIRST_DONE = "imported: the tool reports none"
+
+
 def first_done_why(members) -> str:
     """Why a group of runs has no first-done figure, in a few words (from each record's
     first_done_note; an imported record's tool reports none)."""
@@ -94,7 +97,7 @@ def first_done_why(members) -> str:
         note = r.attrs.get("first_done_note", "")
         note = note.decode() if isinstance(note, bytes) else str(note or "")
         why.add(first_done_short(note) if note else
-                "imported: the tool reports none" if r.imported() else "no figure recorded")
+                IMPORTED_NO_FIRST_DONE if r.imported() else "no figure recorded")
     return "; ".join(sorted(why))
 
 
@@ -270,9 +273,11 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         notes.append(_duplicate_note(duplicates))
     why = sorted({r["_first_done_why"] for r in rows if r.get("_first_done_why")})
     if why:
-        notes.append(f"first-done -: {'; '.join(why)} (fsyncs during the writes, "
-                     "--fsync-every N, or --direct give the figure; `mpiwrite show RUN` "
-                     "says more)")
+        said = "; ".join(why)
+        advice = "" if all(w == IMPORTED_NO_FIRST_DONE for w in why) else (
+            " (fsyncs during the writes, --fsync-every N, or --direct give the figure; "
+            "`mpiwrite show RUN` says more)")
+        notes.append(f"first-done -: {said}{advice}")
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]

@@ -113,6 +113,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
+        note = rec.attrs.get("first_done_note") or ""
+        if note and not np.isfinite(it["first_done_MB_per_s"]):
+            why = note.replace("first-done unavailable: ", "", 1)
+            lines.append(f"  first done unavailable: {printable(why)}")
         extra = []
         if np.isfinite(it["aggregate_with_open_MB_per_s"]):
             extra.append(f"open included (IOR) {_num(it['aggregate_with_open_MB_per_s'])} MB/s")
