@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
+from common import needs_matplotlib
 
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import summary
@@ -219,7 +220,8 @@ COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", [pytest.param(c, marks=needs_matplotlib)
+                                     if c.startswith("plot") else c for c in sorted(COMMANDS)])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_commands_name_and_skip_a_crafted_record(tmp_path, capsys, case, command):
     d = tmp_path / "rec"
