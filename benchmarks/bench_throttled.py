@@ -6,7 +6,7 @@ loop).
 With one write in flight, every microsecond between two writes is lost to the device, so
 this is where the loop's own cost shows.  The disk: an ext4 on a loop device whose image
 sits on tmpfs, its writes throttled to 104,857,600 B/s by a cgroup-v1 blkio rule (as
-tests/test_timeline.py makes it); each command runs inside that cgroup.  Every figure is
+tests/cluster/test_timeline.py makes it); each command runs inside that cgroup.  Every figure is
 the command's own: dd's summary line, the bare loop's bytes over open-to-close, mpiwrite's
 aggregate (open to close, the final fsync included, as the others).  Needs root and the
 blkio controller.

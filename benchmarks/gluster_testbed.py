@@ -26,8 +26,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
-import gluster as glusterlib  # noqa: E402
-import hosts as hostlib  # noqa: E402
+from testbed import gluster as glusterlib  # noqa: E402
+from testbed import hosts as hostlib  # noqa: E402
 
 
 def mpiexec() -> str:

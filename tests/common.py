@@ -10,16 +10,21 @@ import contextlib
 import glob
 import importlib.util
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import List, Optional
 
 import pytest
 
 BIN = os.path.dirname(sys.executable)
+TESTS = pathlib.Path(__file__).resolve().parent  # tests/, wherever a test module sits below it
+ROOT = TESTS.parent  # the repository
+FIXTURES = TESTS / "fixtures"
 
 
 def tool(name: str) -> Optional[str]:
@@ -144,3 +149,62 @@ def ext4_disk(folder, size_mb: int = 96):
             subprocess.run(["fsfreeze", "-u", mnt], capture_output=True)  # if a test froze it
             subprocess.run(["umount", mnt], capture_output=True)
             subprocess.run(["umount", "-l", mnt], capture_output=True)
+
+
+# Runs started by a test and waited for with a bound (the faults, endings and live tests).
+def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
+    """{rank: pid} of the mpiwrite ranks running in folder cwd (unique per test)."""
+    cwd = os.path.realpath(str(cwd))
+    end = time.monotonic() + timeout
+    found = {}
+    while time.monotonic() < end:
+        found = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if os.path.realpath(f"/proc/{pid}/cwd") != cwd:
+                    continue
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    env = fh.read().decode(errors="replace")
+            except OSError:
+                continue
+            if "mpiwrite" in cmd and "mpiexec" not in cmd:
+                for var in env.split("\0"):
+                    if var.startswith("PMI_RANK="):
+                        found[int(var[9:])] = int(pid)
+        if len(found) == nranks:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"found ranks {sorted(found)} of {nranks} in {cwd}")
+
+
+def start(n, args, cwd):
+    return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def wait(proc, timeout=60):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        raise AssertionError(f"hung:\n{out}\n{err}") from None
+    return proc.returncode, out, err
+
+
+def wait_for_bytes(path_dir, nbytes=1, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if sum(os.path.getsize(os.path.join(path_dir, f)) for f in os.listdir(path_dir)
+                   if f.endswith(".dat")) >= nbytes:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("no data written")

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 from common import is_root, mounted
+from testbed.hosts import needs
 
 # What starts MPI ranks (directly, through a wrapper such as strace or timeout, or inside a
 # batch job): a test that runs one of these must carry the `mpi` marker, so that
@@ -36,6 +37,20 @@ def _launches(args) -> bool:
     return any(os.path.basename(part) in LAUNCHERS for w in words[1:] for part in w.split())
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test using a fixture marked with `needs` (tests/testbed/hosts.py), directly or
+    through another fixture, carries the fixture's markers."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for name in item.fixturenames:
+            for fixdef in info.name2fixturedefs.get(name, ()):
+                for mark in getattr(fixdef.func, "testbed_marks", ()):
+                    if item.get_closest_marker(mark) is None:
+                        item.add_marker(getattr(pytest.mark, mark))
+
+
 @pytest.fixture(autouse=True)
 def _mpi_marker_tells_the_truth(request, monkeypatch):
     """A test without the `mpi` marker that starts an MPI job fails, naming the command."""
@@ -55,6 +70,7 @@ def _mpi_marker_tells_the_truth(request, monkeypatch):
 
 
 @pytest.fixture
+@needs("root")
 def tmpfs(tmp_path):
     """A small tmpfs of our own (64 MiB), unmounted afterwards."""
     if not is_root():
@@ -86,8 +102,8 @@ def _slurm(tmp_path_factory, nodes: int, cpus: int):
     """A real Slurm on `nodes` emulated nodes of `cpus` CPUs each (slurm_nodes.SlurmNodes over
     persistent hosts.Hosts), stopped afterwards, asserting that nothing of it is left;
     skipped with the reason where it cannot run."""
-    import hosts as hostlib
-    import slurm_nodes
+    from testbed import hosts as hostlib
+    from testbed import slurm as slurm_nodes
 
     reason = slurm_nodes.why_not()
     if reason:
@@ -103,12 +119,14 @@ def _slurm(tmp_path_factory, nodes: int, cpus: int):
 
 
 @pytest.fixture(scope="module")
+@needs("root", "slow")
 def slurm(tmp_path_factory):
     """One node (h0) declaring 16 CPUs, so that 16 tasks fit on a small machine."""
     yield from _slurm(tmp_path_factory, nodes=1, cpus=16)
 
 
 @pytest.fixture(scope="module")
+@needs("root", "slow")
 def slurm3(tmp_path_factory):
     """Three nodes (h0, h1, h2) of 2 CPUs each."""
     yield from _slurm(tmp_path_factory, nodes=3, cpus=2)

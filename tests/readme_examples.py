@@ -10,7 +10,7 @@ fresh temporary folder by the example's set-up: tests/synth.py for synthetic stu
 real record writer, fixed seeds), `mpiwrite import` of the real tool outputs in
 tests/fixtures/import/, or the README's own ```sh block, run by bash as it stands.
 Excerpts (the explain examples, with `...` where lines are left out) are not rewritten
-here: tests/test_explain.py and tests/test_import.py check that their lines are printed,
+here: tests/mpi/test_explain.py and tests/cli/test_import.py check that their lines are printed,
 in order.
 """
 

@@ -204,6 +204,40 @@ def lmdd_seed(folder, cli, cwd, seed: int = 32, noise: float = 0.01, command: st
     return count
 
 
+def study_records(study_file, mean_of, seed: int = 1, noise: float = 0.02, generation: int = 1,
+                  repeat=None):
+    """The records `study run STUDY_FILE` would leave, without MPI: every point's runs
+    (its `repeat`, or `repeat`), tagged as execute.point_tags tags them and with the run
+    parameters `run` parses from the point, each of one iteration at `mean_of(point)` MB/s
+    times (1 + noise x a normal draw).  Returns the number of records written."""
+    import os
+
+    from mpiwrite.cli.study import check
+    from mpiwrite.study import execute, resume
+    from mpiwrite.study.plan import load
+
+    st = load(str(study_file))
+    problems, configs = check(st)
+    assert not problems, problems
+    keys = resume.point_keys(st, configs)
+    rng = np.random.default_rng(seed)
+    os.makedirs(st.results, exist_ok=True)
+    count = 0
+    for i, point in enumerate(st.points()):
+        tags = execute.point_tags(st, i, point, keys[i])
+        params = json.loads(configs[i].to_json())
+        for rep in range(repeat or st.repeat):
+            t = dict(tags, study_repeat=str(rep), study_generation=str(generation))
+            value = mean_of(point) * (1 + noise * rng.standard_normal())
+            make(os.path.join(st.results, f"g{generation}-p{i}-r{rep}.h5"), [value],
+                 f"20260101T0000{count:02d}Z-{st.name}-g{generation}-p{i}-r{rep}", tags=t,
+                 params=dict(params, tags=t), nodes=int(point.get("nodes", 1)),
+                 ranks_per_node=int(point.get("ranks_per_node", 2)),
+                 start_time=f"2026-01-01T{count // 60 % 24:02d}:{count % 60:02d}:00Z")
+            count += 1
+    return count
+
+
 if __name__ == "__main__":
     import sys
 

@@ -133,9 +133,30 @@ def _finish(fig, ax, plt, out: str, legend: bool = True) -> None:
     import io
 
     buf = io.BytesIO()  # drawn in memory, then a new file renamed over `out` (never through a
-    fig.savefig(buf, format=os.path.splitext(out)[1][1:].lower())  # link planted at the name)
+    if isinstance(out, Drawn):  # link planted at the name), or kept for a page
+        out.keep(fig, buf)
+        plt.close(fig)
+        return
+    fig.savefig(buf, format=os.path.splitext(out)[1][1:].lower())
     plt.close(fig)
     files.replace_file(out, buf.getvalue())
+
+
+class Drawn:
+    """A plot kept in memory as SVG instead of a file (`page`'s inline plots): text as SVG
+    text (escaped by matplotlib's writer), ids salted the same way every time, no metadata
+    (its RDF names web addresses)."""
+
+    def __init__(self):
+        self.svg = ""
+
+    def keep(self, fig, buf) -> None:
+        import matplotlib
+
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "mpiwrite"}):
+            fig.savefig(buf, format="svg", metadata={"Creator": None, "Date": None,
+                                                     "Format": None, "Type": None})
+        self.svg = buf.getvalue().decode("utf-8")
 
 
 def _iteration(rec, iteration):
@@ -235,7 +256,7 @@ def timeline(rec, out: str, iteration=None) -> None:
             ax.axvline(r["t_close_end"] - t0, color=line.get_edgecolor(), linestyle=":",
                        alpha=0.6)
     agg_t, agg_rate = _aggregate_rate(rows, s, t0)
-    if agg_t.size > 1:
+    if agg_t.size > 1 and len(rows) > 1:  # one rank's line is the aggregate: not hidden by it
         ax2 = ax.twinx()
         ax2.stairs(agg_rate, agg_t, color="black", linewidth=2.2,
                    label="aggregate (all ranks)")
@@ -270,3 +291,81 @@ def _aggregate_rate(rows, samples, t0: float):
         total += np.interp(times, ts, bs, left=0.0, right=bs[-1])
     rate = np.diff(total) / np.maximum(np.diff(times), 1e-9) / MB
     return times - t0, rate
+
+
+def _levels_axes(series, order: Sequence[str], xlabel: str, ylabel: str, title: str, out,
+                 height: float = 4.8, title_size=None) -> None:
+    """One axis's levels evenly spaced (categories, in `order`), a line per series
+    (label, x positions, means, lower and upper bounds); error bars never below zero."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, height))
+    for label, xs, means, lo, hi in series:
+        means = np.asarray(means, dtype=float)
+        yerr = np.maximum(np.vstack([means - np.maximum(np.asarray(lo, dtype=float), 0),
+                                     np.asarray(hi, dtype=float) - means]), 0)
+        ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4, label=label)
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels([str(lv) for lv in order])
+    ax.set_xlim(-0.5, len(order) - 0.5)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **({"fontsize": title_size} if title_size else {}))
+    ax.grid(True, alpha=0.3)
+    _finish(fig, ax, plt, out)
+
+
+def levels(lines: Dict[str, Dict[str, Sequence[float]]], order: Sequence[str], axis: str,
+           out: str, sampling, title: str = "") -> None:
+    """The metric against one axis's levels (`order`: evenly spaced, named as the table names
+    them), a line per combination of the other axes (`lines`: label -> level -> samples):
+    each level's mean with its confidence interval (a rate's geometric mean and the interval
+    from its logs, never below zero)."""
+    units = getattr(sampling, "units", "MB")
+    info = metric_info(sampling.metric, units)
+    ci = f"{sampling.confidence * 100:g}% CI"
+    series = []
+    for label, by_level in lines.items():
+        xs = [i for i, lv in enumerate(order) if by_level.get(lv)]
+        d = [stats.describe(by_level[order[i]], sampling.confidence) for i in xs]
+        means = [s.gmean if s.ratio else s.mean for s in d]
+        geo = "geometric " if d and d[0].ratio else ""
+        series.append((f"{label}: {geo}mean, error bars {ci}", xs, means,
+                       [s.lo if s.n > 1 else m for s, m in zip(d, means)],
+                       [s.hi if s.n > 1 else m for s, m in zip(d, means)]))
+    _levels_axes(series, order, axis, f"{sampling.metric} ({info.header})",
+                 title or f"mpiwrite: {sampling.metric} {info.unit} against {axis}", out)
+
+
+def levels_of_rows(rows, axis: str, order: Sequence[str], others: Sequence[str], out,
+                   sampling=None) -> None:
+    """A study's axis: each level's row mean with its confidence interval (report's rows,
+    grouped by every axis), the levels in the study file's order on the x axis, a line per
+    combination of the other axes.  Sizes and words alike sit at even steps (categories)."""
+    from mpiwrite.answers.report import DEFAULT_SAMPLING
+    from mpiwrite.formats import contract
+
+    sampling = sampling or DEFAULT_SAMPLING
+    info = metric_info(sampling.metric, sampling.units)
+    _n, mean, _sd, lo, hi = contract.stat_keys(info.suffix)[:5]
+    lines: Dict[tuple, Dict[int, dict]] = {}
+    place = {str(v): i for i, v in enumerate(order)}
+    for r in rows:
+        at = place.get(str(r["keys"][axis]))
+        if at is not None and r.get(mean) is not None:
+            lines.setdefault(tuple(str(r["keys"][a]) for a in others), {})[at] = r
+    if not lines:
+        raise ConfigError(f"no complete runs with {sampling.metric} figures along {axis}")
+    series = []
+    for other, pts in sorted(lines.items()):
+        xs = sorted(pts)
+        ms = [float(pts[x][mean]) for x in xs]
+        series.append((", ".join(f"{a}={v}" for a, v in zip(others, other)) or "runs", xs, ms,
+                       [float(pts[x][lo]) if pts[x].get(lo) is not None else m
+                        for x, m in zip(xs, ms)],
+                       [float(pts[x][hi]) if pts[x].get(hi) is not None else m
+                        for x, m in zip(xs, ms)]))
+    _levels_axes(series, order, f"{axis} (the study's levels, in its order)",
+                 f"{sampling.metric} ({info.header})",
+                 f"{sampling.metric} against {axis}: mean, error bars "
+                 f"{sampling.confidence * 100:g}% CI", out, height=4.5, title_size="medium")

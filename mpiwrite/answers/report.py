@@ -120,7 +120,7 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
     suffix = metric_info(sampling.metric, units).suffix
     scale = rate_scale("aggregate", units)  # of the write and read rates of every row
     rows = []
-    for key, members in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
+    for key, members in sorted(groups.items(), key=lambda kv: value_order(kv[0])):
         # a run without the figure (no read phase, a record from before it) is no sample
         members = [r for r in members if metric_values(r, sampling.metric, warm)]
         if not members:
@@ -166,7 +166,7 @@ def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
     return stats[(its["status"] == _OK) & (its["iteration"] >= warmup)]
 
 
-def _sort_key(key: tuple):
+def value_order(key: tuple):
     """Numbers and sizes by value (64KiB before 1MiB before 4MiB), then text."""
     from mpiwrite.units import parse_size
 
@@ -401,7 +401,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
         lines.append(f"  A={name}" if name == a_name else f"  B={name}")
         lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
                      f"{info.unit}{geo}, {ci}, sd {_num(s.std, d)}")
-    verdict = _verdict(c, metric)
+    verdict = verdict_text(c, metric)
     if c.scale == "ratio":  # the test on the log of the rates: a ratio, never below -100%
         lines.append(f"  B / A: {c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)} (ratio "
                      f"of geometric means); B - A: {c.diff:+.{d}f} "
@@ -474,23 +474,25 @@ def _metric_words(metric: str, units: str = "MB") -> str:
     return f"metric: {metric} in {info.unit} (less is better)"
 
 
-def direction(metric: str, diff: float) -> str:
-    """Which way B differs from A, in the metric's words: faster or slower for MB/s, more or
-    less CPU for the client CPU metrics (where more is the regression)."""
+def direction(metric: str, diff: float, b: str = "B") -> str:
+    """Which way B (named `b`) differs from A, in the metric's words: faster or slower for
+    MB/s, more or less CPU for the client CPU metrics (where more is the regression)."""
     up = diff > 0
     if metric == "cpu-per-GB":
-        return f"B uses {'more' if up else 'less'} CPU per GB written"
+        return f"{b} uses {'more' if up else 'less'} CPU per GB written"
     if metric == "client-cpu":
-        return f"B's busiest client uses {'more' if up else 'less'} CPU"
-    return f"B is {'faster' if up else 'slower'}"
+        return f"{b}'s busiest client uses {'more' if up else 'less'} CPU"
+    return f"{b} is {'faster' if up else 'slower'}"
 
 
-def _verdict(c, metric: str) -> str:
+def verdict_text(c, metric: str, b: str = "B") -> str:
+    """compare's verdict on a stats.Comparison, with how many more repetitions would settle
+    it; `study report` says the same sentence of each level (B named `b`)."""
     if c.a.n < 2 or c.b.n < 2:
         return (f"cannot tell: each side needs at least 2 samples; about "
                 f"{_count(c.more_per_side, 'more repetition')} per side")
     if c.real:
-        return f"a real difference (p = {c.p_value:.2g}): {direction(metric, c.diff)}"
+        return f"a real difference (p = {c.p_value:.2g}): {direction(metric, c.diff, b)}"
     if c.more_per_side:
         return (f"within noise (p = {c.p_value:.2g}); about "
                 f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"

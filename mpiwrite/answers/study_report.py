@@ -3,20 +3,37 @@ its first (docs/study.md).
 
 The table is `report --by AXES` over the study's complete runs (the same sampling rules, so the
 two never disagree).  A level's verdict compares its row with the first level's row at the
-same values of the other axes, by Welch's t-test as `compare` does: one verdict per
-combination, since pooling over the other axes would mix runs that measure different things.
+same values of the other axes, by Welch's t-test as `compare` does, in compare's own words
+(with the repetitions that would settle it): one verdict per combination, since pooling over
+the other axes would mix runs that measure different things.
+
+A level is spelled one way everywhere: as the records' key says it (the table's spelling:
+`on` for a flag the file writes `true`, `1MiB` for `1M`); the levels of an axis of sizes or
+numbers are in order of value (64KiB before 1MiB), a setting's values and text in the file's
+order (a setting's first value is the baseline the file chose).
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Dict, List, Optional, Sequence
+import csv
+import io
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 from mpiwrite import stats
-from mpiwrite.answers.report import Sampling, format_rows, report_rows
+from mpiwrite.answers.report import (
+    Sampling,
+    csv_fields,
+    format_rows,
+    metric_fields,
+    report_rows,
+    value_order,
+    verdict_text,
+)
 from mpiwrite.answers.results import Store
 from mpiwrite.errors import ConfigError
-from mpiwrite.text import printable
+from mpiwrite.formats import contract
+from mpiwrite.text import csv_cell, markdown_cell, printable
+from mpiwrite.units import plural
 
 
 def generation(tags: Dict[str, str]) -> int:
@@ -65,55 +82,83 @@ class StudyRuns:
         return keys
 
 
-def axis_verdicts(runs: StudyRuns, rows: List[Dict[str, Any]], axes: Dict[str, List[Any]],
-                  sampling: Sampling, points: Sequence[Dict[str, Any]],
-                  point_keys: Sequence[str]) -> List[Dict[str, Any]]:
-    """Per axis of two or more levels: each level against the first, at every combination of
-    the other axes (`rows`: the table's, grouped by every axis).  Pooling over the other axes
-    would mix runs that measure different things (block sizes, durability), which `report`
-    refuses; a verdict per combination also shows an effect that depends on another axis."""
-    # the key each level of the file has in the records (`1M` in the file is `1MiB`); a
-    # record's point by its values (its study_key), not its place in the file
+def axis_levels(runs: StudyRuns, axes: Dict[str, List[Any]], points: Sequence[Dict[str, Any]],
+                point_keys: Sequence[str]) -> Dict[str, List[str]]:
+    """Each axis's levels as the records' keys spell them (the table's words), the first
+    being the one the others are compared with: sizes and numbers by value, a setting's
+    values and text in the file's order.  A level no record has yet is spelled as the file
+    writes it."""
+    # a record's point by its values (its study_key), not its place in the file
     key_of: Dict[tuple, str] = {}
     where_of = {k: i for i, k in enumerate(point_keys)}
     for rec in runs.select():
         index = where_of.get(str(rec.tags().get("study_key")), -1)
         if 0 <= index < len(points):
+            keys = runs.keys(rec)
             for axis in axes:
-                key_of.setdefault((axis, repr(points[index][axis])),
-                                  str(runs.keys(rec).get(axis)))
-    out = []
+                if axis in keys:
+                    key_of.setdefault((axis, repr(points[index][axis])), str(keys[axis]))
+    out: Dict[str, List[str]] = {}
     for axis, levels in axes.items():
-        if len(levels) < 2:
+        words: List[str] = []
+        for level in levels:
+            word = key_of.get((axis, repr(level)), _word(level))
+            if word not in words:
+                words.append(word)
+        # a setting's first value is the baseline the file chose (its default, usually); the
+        # sizes and counts of `run`'s options and the allocation read best in order of value
+        if not axis.startswith("setting.") and all(value_order((w,))[0][0] == 0
+                                                   for w in words):
+            words.sort(key=lambda w: value_order((w,)))
+        out[axis] = words
+    return out
+
+
+def order_rows(rows: List[Dict[str, Any]], levels: Dict[str, List[str]]) -> List[Dict[str, Any]]:
+    """The table's rows in the study's order of levels (the verdicts' order)."""
+    def place(r):
+        return tuple(levels[a].index(str(r["keys"][a])) if str(r["keys"][a]) in levels[a]
+                     else len(levels[a]) for a in levels)
+    return sorted(rows, key=place)
+
+
+def axis_verdicts(rows: List[Dict[str, Any]], levels: Dict[str, List[str]],
+                  sampling: Sampling) -> List[Dict[str, Any]]:
+    """Per axis of two or more levels: each level against the first, at every combination of
+    the other axes (`rows`: the table's, grouped by every axis), as `compare` would say it of
+    the same two groups of runs.  Pooling over the other axes would mix runs that measure
+    different things (block sizes, durability), which `report` refuses; a verdict per
+    combination also shows an effect that depends on another axis."""
+    out = []
+    for axis, words in levels.items():
+        if len(words) < 2:
             continue
-        others = [a for a in axes if a != axis]
+        others = [a for a in levels if a != axis]
         cells: Dict[tuple, Dict[str, Dict[str, Any]]] = {}
         for r in rows:
             cell = tuple(str(r["keys"][a]) for a in others)
             cells.setdefault(cell, {})[str(r["keys"][axis])] = r
-        verdicts = []
         for cell, by_level in cells.items():
-            where = ", ".join(f"{a}={v}" for a, v in zip(others, cell))
-            base = by_level.get(key_of.get((axis, repr(levels[0])), ""))
-            for level in levels[1:]:
-                row = by_level.get(key_of.get((axis, repr(level)), ""))
-                entry: Dict[str, Any] = {"level": _word(level), "against": _word(levels[0]),
-                                         "where": where}
+            base = by_level.get(words[0])
+            for level in words[1:]:
+                row = by_level.get(level)
+                entry: Dict[str, Any] = {"axis": axis, "level": level, "against": words[0],
+                                         "where": dict(zip(others, cell))}
                 if base is None or row is None:
-                    entry["verdict"] = "no complete runs at one of the two levels"
-                else:
-                    c = stats.compare(base["_values"], row["_values"], sampling.confidence)
-                    entry.update(change_pct=c.pct, n=(c.a.n, c.b.n))
-                    if c.a.n < 2 or c.b.n < 2:  # no interval, no p: no nan printed
-                        entry["verdict"] = "cannot tell (each side needs 2 samples)"
-                    elif not all(math.isfinite(x) for x in (c.pct, c.pct_lo, c.pct_hi,
-                                                               c.p_value)):
-                        entry["verdict"] = "cannot tell (no spread or no rate to compare)"
-                    else:
-                        entry.update(lo=c.pct_lo, hi=c.pct_hi, p_value=c.p_value)
-                        entry["verdict"] = "real" if c.real else "within noise"
-                verdicts.append(entry)
-        out.append({"axis": axis, "levels": verdicts})
+                    lacking = words[0] if base is None else level
+                    entry.update(outcome="no runs",
+                                 verdict=f"cannot tell: no complete runs of {axis}={lacking}")
+                    out.append(entry)
+                    continue
+                c = stats.compare(base["_values"], row["_values"], sampling.confidence)
+                told = c.a.n >= 2 and c.b.n >= 2
+                entry.update(
+                    n=[c.a.n, c.b.n], change_pct=c.pct, change_ci_lo_pct=c.pct_lo,
+                    change_ci_hi_pct=c.pct_hi, p_value=c.p_value, real=c.real,
+                    needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
+                    outcome=("real" if c.real else "noise") if told else "cannot tell",
+                    verdict=verdict_text(c, sampling.metric, f"{axis}={level}"))
+                out.append(contract.finite(entry))
     return out
 
 
@@ -124,42 +169,169 @@ def _word(v: Any) -> str:
 
 def verdict_lines(verdicts: List[Dict[str, Any]], confidence: float) -> List[str]:
     lines = []
-    for a in verdicts:
-        for v in a["levels"]:
-            where = f" at {v['where']}" if v["where"] else ""
-            head = f"{a['axis']} {v['level']} vs {v['against']}{where}: "
-            if "change_pct" not in v:
-                lines.append(printable(head + v["verdict"]))
-                continue
-            if "lo" not in v:
-                pct = f"{v['change_pct']:+.1f}% " if math.isfinite(v["change_pct"]) else ""
-                lines.append(printable(f"{head}{pct}(n {v['n'][0]} vs {v['n'][1]}): "
-                                       f"{v['verdict']}"))
-                continue
+    for v in verdicts:
+        where = ", ".join(f"{a}={x}" for a, x in v["where"].items())
+        head = f"{v['axis']} {v['level']} vs {v['against']}{f' at {where}' if where else ''}: "
+        pct = v.get("change_pct")
+        if "n" not in v:
+            lines.append(printable(head + v["verdict"]))
+        elif v.get("p_value") is None:
+            change = f"{pct:+.1f}% " if pct is not None else ""
+            lines.append(printable(f"{head}{change}(n {v['n'][0]} vs {v['n'][1]}): "
+                                   f"{v['verdict']}"))
+        else:
             lines.append(printable(
-                f"{head}{v['change_pct']:+.1f}% [{v['lo']:+.1f}, {v['hi']:+.1f}] "
-                f"({confidence * 100:g}% interval, n {v['n'][0]} vs {v['n'][1]}, "
-                f"p = {v['p_value']:.2g}): {v['verdict']}"))
+                f"{head}{pct:+.1f}% [{v['change_ci_lo_pct']:+.1f}, {v['change_ci_hi_pct']:+.1f}]"
+                f" ({confidence * 100:g}% interval, n {v['n'][0]} vs {v['n'][1]}): "
+                f"{v['verdict']}"))
     return lines
 
 
-def study_report(runs: StudyRuns, axes: Dict[str, List[Any]],
+def repeat_advice(rows: List[Dict[str, Any]], verdicts: List[Dict[str, Any]]) -> Optional[int]:
+    """The `repeat` that would settle every verdict now within noise or untold (compare's
+    count per side, the largest), when a sample is a run; None when none needs more."""
+    more = [v for v in verdicts if v.get("more_per_side")]
+    if not more or any(r["n"] != r["runs"] for r in rows):
+        return None
+    return max(v["needed_per_side"] for v in more)
+
+
+def study_doc(runs: StudyRuns, levels: Dict[str, List[str]], rows, verdicts, sampling: Sampling,
+              unit: str) -> Dict[str, Any]:
+    """The `study report --format json` document (schema: study-report-json.schema.json)."""
+    doc = contract.header("study-report")
+    doc.update(study=runs.name, fingerprint=runs.fingerprint, generation=runs.generation,
+               generations=list(runs.generations), metric=sampling.metric,
+               **metric_fields(sampling.metric, sampling.units), unit=unit,
+               unit_requested=sampling.unit, warmup=sampling.warmup,
+               confidence=sampling.confidence, test="welch",
+               duplicate_records=len(getattr(runs.store, "duplicates", ())),
+               axes=[{"name": a, "levels": list(w), "base": w[0]} for a, w in levels.items()],
+               rows=[{k: v for k, v in r.items() if not k.startswith("_")} for r in rows],
+               verdicts=verdicts, repeat_advice=repeat_advice(rows, verdicts))
+    return contract.finite(doc)
+
+
+CSV_VERDICT = ("against", "change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value",
+               "more_per_side", "verdict")
+
+
+def study_csv(levels: Dict[str, List[str]], rows, verdicts, sampling: Sampling,
+              unit: str) -> str:
+    """One line per point (the table's), then per axis of two or more levels the point
+    against that axis's first level, the other axes as in the point: AXIS_against,
+    AXIS_change_pct, ..., AXIS_verdict (base, real, noise, cannot tell, no runs)."""
+    by = list(levels)
+    fields = csv_fields(sampling.metric, sampling.units)
+    varied = [a for a in by if len(levels[a]) > 1]
+    of = {(v["axis"], v["level"], tuple(sorted(v["where"].items()))): v for v in verdicts}
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(by + fields + [f"{a}_{f}" for a in varied for f in CSV_VERDICT]
+               + ["metric", "unit", "warmup", "confidence", "schema_version"])
+    for r in contract.finite(rows):
+        cells = [csv_cell(r["keys"][k]) for k in by]
+        cells += ["" if r.get(f) is None else r.get(f) for f in fields]
+        for a in varied:
+            level = str(r["keys"][a])
+            where = tuple(sorted((k, str(r["keys"][k])) for k in by if k != a))
+            v = of.get((a, level, where))
+            if level == levels[a][0]:
+                cells += [csv_cell(level), "", "", "", "", "", "base"]
+            elif v is None:
+                cells += [""] * len(CSV_VERDICT)
+            else:
+                cells += [csv_cell(v["against"])] + [
+                    "" if v.get(f) is None else v[f] for f in CSV_VERDICT[1:-1]] + [v["outcome"]]
+        w.writerow(cells + [sampling.metric, unit, sampling.warmup, sampling.confidence,
+                            contract.OUTPUT_VERSION])
+    return out.getvalue().rstrip("\n")
+
+
+class Report(NamedTuple):
+    """What `study report` found: the levels, the table's rows, the verdicts."""
+    levels: Dict[str, List[str]]
+    rows: List[Dict[str, Any]]
+    verdicts: List[Dict[str, Any]]
+    unit: str
+
+
+def study_answer(runs: StudyRuns, axes: Dict[str, List[Any]],
                  points: Sequence[Dict[str, Any]], point_keys: Sequence[str],
-                 sampling: Sampling, fmt: str = "table") -> str:
+                 sampling: Sampling) -> Report:
     if not runs.select():
         gens = f" generation {runs.generation} of" if runs.generations else ""
         raise ConfigError(f"study {runs.name!r}: no complete runs of{gens} this file in the "
                           "results (run it: mpiwrite study run FILE)")
-    by = list(axes)
-    rows, unit = report_rows(runs, by, sampling)
-    table = format_rows(rows, by, fmt, sampling, unit)
-    verdicts = axis_verdicts(runs, rows, axes, sampling, points, point_keys)
+    levels = axis_levels(runs, axes, points, point_keys)
+    rows, unit = report_rows(runs, list(axes), sampling)
+    rows = order_rows(rows, levels)
+    return Report(levels, rows, axis_verdicts(rows, levels, sampling), unit)
+
+
+def study_report(runs: StudyRuns, answer: Report, sampling: Sampling,
+                 fmt: str = "table") -> str:
+    """The report in `fmt`: table or markdown (the table, then a verdict a line), csv or
+    json (docs/output.md)."""
+    levels, rows, verdicts, unit = answer
+    if fmt == "json":
+        return contract.dumps(study_doc(runs, levels, rows, verdicts, sampling, unit))
+    if fmt == "csv":
+        return study_csv(levels, rows, verdicts, sampling, unit)
+    table = format_rows(rows, list(levels), fmt, sampling, unit)
     lines = verdict_lines(verdicts, sampling.confidence)
+    advice = repeat_advice(rows, verdicts)
+    if advice:
+        have = sorted({r["runs"] for r in rows})
+        now = plural(have[0], "run") if have[0] == have[-1] else f"{have[0]} to {have[-1]} runs"
+        lines.append(f"repeat = {advice} (now {now} a point) would settle every "
+                     "difference above of the size seen, as compare counts it")
     title = ("each axis's levels against its first, the other axes fixed (Welch's t-test "
-             "over the runs' samples):")
+             "over the runs' samples, as compare):")
     if len(runs.generations) > 1:  # `study run --new` started it again: say which
         title = (f"(generation {runs.generation} of {', '.join(map(str, runs.generations))}; "
                  "the newest unless --generation)\n" + title)
     if fmt == "markdown":
-        return "\n".join([table, "", title, ""] + [f"- {ln}" for ln in lines])
+        # a level is a record's word: no markup of its own in the list
+        return "\n".join([table, "", markdown_cell(title), ""]
+                         + [f"- {markdown_cell(ln)}" for ln in lines])
     return "\n".join([table, title] + [f"  {ln}" for ln in lines])
+
+
+SCALING_AXES = ("nodes", "ranks_per_node")  # drawn as scaling curves, with the linear ideal
+
+
+def draw(runs: StudyRuns, answer: Report, folder: str, sampling: Sampling) -> List[str]:
+    """A picture per axis in `folder`, `STUDY-AXIS.png`: the metric against the axis's levels,
+    a line per combination of the other axes (the node and rank counts as scaling curves).
+    One line per axis: the file drawn, or why none was."""
+    import os
+    import re
+
+    from mpiwrite import files
+    from mpiwrite.answers import plot as plots
+
+    said = []
+    for axis, words in answer.levels.items():
+        drawn = [w for w in words if any(str(r["keys"][axis]) == w for r in answer.rows)]
+        if len(words) < 2:
+            said.append(f"no plot of {axis}: it has one level ({words[0]})")
+            continue
+        if len(drawn) < 2:
+            said.append(f"no plot of {axis}: complete runs at one of its levels only "
+                        f"({', '.join(drawn) or 'none'})")
+            continue
+        out = os.path.join(folder, f"{runs.name}-{re.sub(r'[^A-Za-z0-9_.-]', '_', axis)}.png")
+        files.check_output("--plot-dir", out)
+        others = [a for a in answer.levels if a != axis]
+        if axis in SCALING_AXES:
+            plots.scaling(runs, out, others, axis, sampling)
+        else:
+            lines: Dict[str, Dict[str, List[float]]] = {}
+            for r in answer.rows:
+                label = ", ".join(f"{a}={r['keys'][a]}" for a in others) or "every run"
+                lines.setdefault(label, {})[str(r["keys"][axis])] = r["_values"]
+            plots.levels(lines, words, axis, out, sampling,
+                         f"study {runs.name}: {sampling.metric} against {axis}")
+        said.append(out)
+    return [printable(s) for s in said]

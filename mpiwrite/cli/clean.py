@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from mpiwrite.cli.commands import _store
+from mpiwrite.cli.lookup import open_store
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
 
@@ -38,7 +38,7 @@ def clean(target, results, yes, force):
     for r in results:
         if not os.path.isdir(r):
             raise ConfigError(f"--results: {r!r} is not a folder of records")
-    store, _code = _store(results, skip_bad=True, option="--results")
+    store, _code = open_store(results, skip_bad=True, option="--results")
     runs = {rec.run_id: [rec] for rec in store.runs}
     runs.update(store.conflicts)
     conflicts = {rid: store.conflict_text(rid) for rid in store.conflicts}

@@ -1,4 +1,4 @@
-"""Commands beyond `run` and `env`, each a thin layer over its module.  None starts MPI."""
+"""`mpiwrite jobscript`: the command; the script itself is rendered by cli/jobscript.py."""
 
 from __future__ import annotations
 
@@ -9,336 +9,10 @@ import click
 
 from mpiwrite.cli.jobscript import MPIRUN_FAMILIES
 from mpiwrite.cli.options import (
-    FILTER_HELP,
-    FORMATS,
-    INT,
     AsciiInt,
-    Where,
-    cache_choice,
-    cache_options,
-    sampling_from,
-    sampling_options,
-    units_option,
-    where_filter,
-    where_option,
 )
-from mpiwrite.errors import ConfigError, RecordError, RunError, why
+from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
-
-
-def _store(paths, skip_bad: bool, option: str = "PATHS", level: str = "full", cache=None):
-    from mpiwrite.answers.results import Store
-
-    store = Store(paths, option=option, level=level, cache=cache)
-    if store.bad and not skip_bad:
-        return store, 1
-    return store, 0
-
-
-def _missing_in(where, what: str) -> None:
-    """ConfigError when none of the --in folders exists (where KEY=VALUE and run ids look)."""
-    if not any(os.path.lexists(w) for w in where):
-        names = ", ".join(repr(w) for w in where)
-        raise ConfigError(f"{what}, so it is looked up in --in {names}, which does not exist "
-                          "(give --in FOLDER)")
-
-
-def _keys(text: str):
-    return [k.strip() for k in text.split(",") if k.strip()] if text else []
-
-
-@click.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--record", "record_paths", multiple=True, default=["results"],
-              show_default=True, help="The runs' records (files or folders): block size, "
-              "bytes per rank and file lengths come from there (repeatable).")
-def verify(paths, record_paths):
-    """Check data files kept with --keep (files or folders): every block's header and body.
-
-    Run id, iteration and rank come from each file's name; block size and lengths from the
-    run's record when one is found (else inferred, and the length is not checked)."""
-    from mpiwrite.answers.verify import data_files, parse_name, verify_file
-
-    bad = 0
-    found = list(data_files(paths))
-    if not found:
-        raise ConfigError("PATHS: no mpiwrite data files found")
-    recs = _RecordFinder(record_paths)
-    for path in found:
-        name = parse_name(path)
-        rec = recs.get(name.run_id) if name else None
-        rep = verify_file(path, rec)
-        shown = printable(path)
-        if rep.error:
-            bad += 1
-            click.echo(f"{shown}: error: {printable(rep.error)}")
-            continue
-        for m in rep.mismatches:
-            bad += 1
-            click.echo(f"{shown}: mismatch at offset {m.offset} ({rep.where(m.offset)}): "
-                       f"expected {m.expected}, found {m.found}")
-        if not rep.mismatches:
-            note = "" if rep.length_checked else (
-                f", length not checked (no record of run {printable(name.run_id)}; "
-                "give --record)")
-            click.echo(f"{shown}: ok ({rep.blocks} blocks of {rep.block_size} bytes){note}")
-    if bad:
-        raise RunError(f"verify: {bad} problem(s) in {len(found)} file(s)")
-
-
-class _RecordFinder:
-    """The record of a run id among the --record files and folders (read once, then cached);
-    an unreadable record is named once on stderr and not used."""
-
-    def __init__(self, paths):
-        self.paths = [p for p in paths if os.path.lexists(p)]
-        self.cache = {}
-
-    def get(self, run_id: str):
-        if run_id in self.cache:
-            return self.cache[run_id]
-        from mpiwrite.records.h5 import record_path
-        from mpiwrite.records.store import FolderStore
-
-        rec = None
-        for p in self.paths:
-            path = p if not os.path.isdir(p) else record_path(p, run_id)
-            if not os.path.lexists(path):
-                continue
-            try:
-                got = FolderStore().whole(path)  # libhdf5 on it in a child only
-            except RecordError as exc:
-                sys.stderr.write(f"mpiwrite: warning: {printable(exc)}\n")
-                continue
-            if got.run_id == run_id:
-                rec = got
-                break
-        self.cache[run_id] = rec
-        return rec
-
-
-@click.command()
-@click.argument("paths", nargs=-1, required=True)
-@click.option("--by", default="fstype,client,checksums", show_default=True,
-              help="Comma-separated run keys or tags to group by.")
-@sampling_options
-@click.option("--baseline", default=None,
-              help=f"The row to compare against: {FILTER_HELP}.")
-@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
-              help="json and csv follow the output contract (docs/output.md).")
-@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-@where_option
-@units_option
-@cache_options
-def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
-           cache_dir, no_cache):
-    """One row per configuration over the records under PATHS (files, folders, globs)."""
-    from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
-    from mpiwrite.answers.results import level_for
-
-    sampling = sampling_from(metric, unit, warmup, confidence, units)
-    store, code = _store(paths, skip_bad, level=level_for(metric),
-                         cache=cache_choice(cache_dir, no_cache))
-    flt = where_filter(where)
-    if flt:
-        if store.select() and not store.select(flt):
-            raise ConfigError(f"--where: no complete run matches {', '.join(where)}")
-        store = Where(store, flt)
-    keys = _keys(by)
-    rows, used = report_rows(store, keys, sampling, baseline)
-    if not rows:
-        text = _no_rows_text(store, metric, warmup)
-        if store.bad:
-            raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
-        raise ConfigError(text)
-    click.echo(format_rows(rows, keys, fmt, sampling, used, len(store.duplicates)))
-    for key, n in lacking_keys(store, keys).items():
-        sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
-                                   f"'-'") + "\n")
-    _note_runs_without(store, metric, warmup)
-    skipped = store.not_complete()
-    if skipped:
-        said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
-        sys.stderr.write(f"mpiwrite: {sum(skipped.values())} run(s) that did not complete were "
-                         f"left out ({said})\n")
-        from mpiwrite.answers.state import ABANDONED
-
-        if ABANDONED in skipped:
-            sys.stderr.write("mpiwrite: an abandoned run was killed for good; `mpiwrite clean "
-                             "TARGET --results DIR` removes the data files it left\n")
-    return code
-
-
-def _no_rows_text(store, metric: str, warmup: int) -> str:
-    """Why a report is empty: no complete run, or complete runs without the metric's figure
-    (e.g. client CPU in records from before it was measured)."""
-    from mpiwrite.answers.report import no_figure_text, within_warmup
-
-    complete = len(store.select())
-    if complete:
-        return no_figure_text("PATHS", complete, metric, warmup,
-                              within_warmup(store.select(), metric, warmup))
-    others = store.not_complete()
-    said = ", ".join(f"{n} {state}" for state, n in sorted(others.items()))
-    return "PATHS: no complete runs found" + (
-        f" ({sum(others.values())} run(s) that did not complete: {said})" if others else "")
-
-
-def _note_runs_without(store, metric: str, warmup: int) -> None:
-    """Name on stderr the complete runs left out for lack of the figure, so a report over old
-    and new records does not silently stand for fewer runs than were given."""
-    from mpiwrite.answers.report import within_warmup
-    from mpiwrite.answers.results import CPU_METRICS, CPU_MISSING, a_figure, metric_values
-
-    short = within_warmup(store.select(), metric, warmup)
-    if short:
-        sys.stderr.write(f"mpiwrite: {short} complete run(s) left out: --warmup {warmup} "
-                         f"leaves out every iteration they have\n")
-    left = sum(1 for r in store.select() if not metric_values(r, metric, warmup)) - short
-    if left:
-        why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
-        sys.stderr.write(f"mpiwrite: {left} complete run(s) without {a_figure(metric)} were "
-                         f"left out{why}\n")
-
-
-@click.command()
-@click.argument("a")
-@click.argument("b")
-@click.option("--in", "where", multiple=True, default=["results"], show_default=True,
-              help="Where KEY=VALUE filters look for records (repeatable).")
-@sampling_options
-@click.option("--fail-if-slower", "--fail-if-worse", "fail_pct", type=float, default=None,
-              metavar="PCT",
-              help="Exit 1 when B is slower than A by more than PCT percent (with "
-                   "client-cpu or cpu-per-GB: uses more CPU; --fail-if-worse reads better "
-                   "there) and the difference is real at --confidence (a CI gate); else "
-                   "exit 0.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Machine-readable output (docs/output.md).")
-@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-@units_option
-@cache_options
-def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, skip_bad, units,
-            cache_dir, no_cache):
-    """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
-
-    Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b)."""
-    from mpiwrite.answers.report import compare_text, select_side
-    from mpiwrite.answers.results import level_for
-
-    if fail_pct is not None and not 0 <= fail_pct < 100:
-        raise ConfigError("--fail-if-slower: expected a percentage from 0 to 100, e.g. 5")
-    sampling = sampling_from(metric, unit, warmup, confidence, units)
-    level, cache = level_for(metric), cache_choice(cache_dir, no_cache)
-    needs_in = [(name, x) for name, x in (("A", a), ("B", b)) if not os.path.lexists(x)]
-    if needs_in:
-        name, x = needs_in[0]
-        if "=" not in x:
-            raise ConfigError(f"{name}: {x!r} is neither a record path nor a KEY=VALUE filter")
-        _missing_in(where, f"{name}: {x!r} is not a path")
-    store, code = _store(where, skip_bad, "--in", level, cache) if needs_in else (None, 0)
-    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache)
-    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache)
-    if (bad_a or bad_b) and not skip_bad:
-        code = 1
-    text, doc, failed = compare_text(side_a, side_b, a, b, sampling, fail_pct,
-                                     max(dup_a, dup_b))
-    if as_json:
-        from mpiwrite.formats import contract
-
-        click.echo(contract.dumps(doc))
-    else:
-        click.echo(text)
-    return 1 if failed else code
-
-
-@click.command()
-@click.argument("run")
-@click.option("--in", "where", multiple=True, default=["results"], show_default=True,
-              help="Where to look for a run given by its id.")
-@click.option("--iteration", type=INT, default=None, help="Per-rank table of this iteration.")
-@click.option("--by", "by", type=click.Choice(["rank", "target"]), default="rank",
-              show_default=True, help="target: also per storage target (OST, brick, pool), "
-              "over every iteration's files (or --iteration's): ranks, bytes, rates, and which "
-              "is slower than the others beyond noise.")
-@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def show(run, where, iteration, by, skip_bad):
-    """One run in full: parameters, nodes, per-node and per-rank figures, warnings.
-
-    RUN is a record file, a folder holding one record, or a run id, its start or its
-    random suffix (the last part, e.g. 524bd3) looked up in --in."""
-    from mpiwrite.answers.results import run_keys
-    from mpiwrite.answers.show import show_text
-
-    code = 0
-    if os.path.isdir(run):
-        store, code = _store([run], skip_bad, "RUN")
-        if store.conflicts:
-            raise ConfigError(f"RUN: {store.conflict_text(next(iter(store.conflicts)))}")
-        if len(store.runs) != 1:
-            raise ConfigError(f"RUN: {run!r} is a folder with {len(store.runs)} readable "
-                              "records, not one; give one record file, or a run id with --in "
-                              "FOLDER")
-        rec = store.runs[0]
-    elif os.path.lexists(run):
-        from mpiwrite.records.store import FolderStore
-
-        rec = FolderStore().whole(run)  # RecordError: named, exit 1 (libhdf5 in a child only)
-    else:
-        _missing_in(where, f"RUN: {run!r} is not a file")
-        store, code = _store(where, skip_bad, "--in")
-        rec = store.find_run(run)
-    try:
-        keys = run_keys(rec)
-        text = show_text(rec, keys, iteration)
-        if by == "target":
-            from mpiwrite.answers.targets import target_lines
-
-            text += "\n" + "\n".join(target_lines(
-                rec, iterations=None if iteration is None else [iteration]))
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise RunError(f"{rec.path}: unusable record ({type(exc).__name__}: {exc})") from None
-    click.echo(text)
-    return code
-
-
-@click.command()
-@click.argument("kind", type=click.Choice(["scaling", "ranks", "timeline"]))
-@click.argument("paths", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, help="Output file: .png, .svg or .pdf.")
-@click.option("--by", default="", help="Group runs into lines by these keys (scaling).")
-@click.option("--x", "xkey", type=click.Choice(["nodes", "ranks"]), default="nodes",
-              show_default=True)
-@sampling_options
-@click.option("--iteration", type=INT, default=None, help="Iteration (ranks, timeline).")
-@click.option("--skip-bad", is_flag=True)
-@units_option
-@cache_options
-def plot(kind, paths, output, by, xkey, metric, unit, warmup, confidence, iteration,
-         skip_bad, units, cache_dir, no_cache):
-    """Draw a scaling curve, per-rank figures of one run, or a throughput timeline."""
-    from mpiwrite import files
-    from mpiwrite.answers import plot as plots
-    from mpiwrite.answers.results import level_for
-
-    plots.check_output(output)
-    files.check_output("-o", output)
-    sampling = sampling_from(metric, unit, warmup, confidence, units)
-    cache = cache_choice(cache_dir, no_cache)
-    store, code = _store(paths, skip_bad, level=level_for(metric) if kind == "scaling"
-                         else "full", cache=cache)
-    try:
-        if kind == "scaling":
-            plots.scaling(store, output, _keys(by), xkey, sampling)
-        else:
-            runs = store.runs
-            if len(runs) != 1:
-                raise ConfigError(f"PATHS: {kind} draws one run; {len(runs)} records given")
-            getattr(plots, kind)(runs[0], output, iteration)
-    except OSError as exc:
-        raise RunError(f"-o: cannot write {output!r}: {why(exc)}") from None
-    click.echo(printable(output))
-    return code
 
 
 @click.command(context_settings={"show_default": True})
@@ -416,7 +90,7 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, sched
                           "--launcher mpirun")
     family = mpi_family
     if family == "auto" and (launcher == "mpirun" or srun_mpi == "auto"):
-        family = _installed_family()
+        family = installed_family()
     if launcher == "srun":
         srun_mpi = js.srun_mpi_for(family) if srun_mpi == "auto" else srun_mpi
         if not srun_mpi:
@@ -435,7 +109,12 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, sched
                  repeat=repeat, job_name=job_name, mpiwrite=os.path.abspath(here),
                  libmpi=os.environ.get("MPI4PY_LIBMPI") or None, run_args=list(run_args),
                  mpiexec=mpiexec_path or _mpirun_of(family, here), scheduler=scheduler)
-    text = js.render(job)
+    if scheduler == "slurm":
+        text = js.render(job)
+    else:
+        from mpiwrite.cli import pbs
+
+        text = pbs.render(job)
     if out_file:
         try:  # a new file renamed over the name: never written through a planted link
             files.replace_file(out_file, text.encode(), mode=0o755)
@@ -458,7 +137,7 @@ def _defaulted(ctx, name: str) -> bool:
     return ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT
 
 
-def _installed_family() -> str:
+def installed_family() -> str:
     """The family of the MPI library mpi4py loads here (MPI4PY_LIBMPI, modules), without
     starting MPI in this process; 'unknown' if it cannot be loaded."""
     from mpiwrite.facts import mpiinfo

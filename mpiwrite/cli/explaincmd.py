@@ -8,8 +8,9 @@ import sys
 
 import click
 
-from mpiwrite.cli.commands import _no_rows_text, _note_runs_without, _store
+from mpiwrite.cli.lookup import open_store
 from mpiwrite.cli.options import sampling_from, sampling_options, where_filter, where_option
+from mpiwrite.cli.reportcmd import no_rows_text, note_runs_without
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.text import printable
 
@@ -27,19 +28,22 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     complete runs under PATHS: each key's share of the variance with a permutation p, keys
     that change together named as confounded, effects within each other's levels
     (docs/explain.md).  PATHS one record file: the variation between that run's ranks, per
-    storage target, host and node fact."""
+    storage target, host and node fact.
+
+    To send it: `mpiwrite page PATHS -o FILE.html` puts this answer, the table and the plots
+    into one HTML file."""
     from mpiwrite.answers.explain import explain as explain_runs
     from mpiwrite.answers.explain_text import format_explain
 
     sampling = sampling_from(metric, unit, warmup, confidence)
     if len(paths) == 1 and os.path.isfile(paths[0]):
         return _one_run(paths[0], where, sampling, fmt)
-    store, code = _store(paths, skip_bad)
+    store, code = open_store(paths, skip_bad)
     flt = where_filter(where)
     runs = store.select(flt)
     if not runs:
         text = (f"--where: no complete run matches {', '.join(where)}" if flt and
-                store.select() else _no_rows_text(store, metric, warmup))
+                store.select() else no_rows_text(store, metric, warmup))
         if store.bad:
             raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
         raise ConfigError(text)
@@ -47,7 +51,7 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     doc["duplicate_records"] = len(store.duplicates)
     doc["where"] = flt
     click.echo(format_explain(doc, fmt))
-    _note_runs_without(store, metric, warmup)
+    note_runs_without(store, metric, warmup)
     skipped = store.not_complete()
     if skipped:
         said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))

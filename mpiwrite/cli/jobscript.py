@@ -1,5 +1,6 @@
 """Render sbatch scripts for one run, a scaling study, or repetitions; pure functions
-(PBS's scripts: cli/pbs.py, from the same pieces).
+(PBS's scripts: cli/pbs.py, from the same pieces; it imports this module, never the
+other way round).
 
 Everything after `--` on the command line is handed to `mpiwrite run` unchanged.  A scaling
 study is one allocation of the largest node count, with a job step of `-N k -n k*K` for each k
@@ -278,9 +279,7 @@ def _launch_comment(job: Job) -> str:
 def render(job: Job) -> str:
     job = check(job)
     if job.scheduler != "slurm":
-        from mpiwrite.cli import pbs
-
-        return pbs.render(job)
+        raise ConfigError(f"--scheduler {job.scheduler}: rendered by cli/pbs.py, not here")
     if job.study:
         return render_study(job)
     results = agreed_results(job)

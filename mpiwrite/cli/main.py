@@ -7,6 +7,7 @@ SIGINT/SIGTERM.  Errors are one line on stderr; --debug shows tracebacks.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from typing import Optional
@@ -60,13 +61,30 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
-LAZY = {"run": "mpiwrite.cli.runcmd:run", "verify": "mpiwrite.cli.commands:verify",
-        "report": "mpiwrite.cli.commands:report", "compare": "mpiwrite.cli.commands:compare",
-        "show": "mpiwrite.cli.commands:show", "plot": "mpiwrite.cli.commands:plot",
-        "jobscript": "mpiwrite.cli.commands:jobscript", "clean": "mpiwrite.cli.clean:clean",
-        "study": "mpiwrite.cli.study:study", "explain": "mpiwrite.cli.explaincmd:explain",
-        "import": "mpiwrite.cli.importcmd:import_", "tune": "mpiwrite.cli.tuneplan:tune",
-        "help": "mpiwrite.cli.helpcmd:help_"}
+@dataclasses.dataclass(frozen=True)
+class Invocation:
+    """What the group's own options say, for every command (click's `ctx.obj`)."""
+
+    debug: bool = False  # --debug: tracebacks on errors
+
+
+LAZY = {  # one module a command
+    "run": "mpiwrite.cli.runcmd:run",
+    "env": "mpiwrite.cli.envcmd:env",
+    "verify": "mpiwrite.cli.verifycmd:verify",
+    "report": "mpiwrite.cli.reportcmd:report",
+    "compare": "mpiwrite.cli.comparecmd:compare",
+    "show": "mpiwrite.cli.showcmd:show",
+    "plot": "mpiwrite.cli.plotcmd:plot",
+    "jobscript": "mpiwrite.cli.commands:jobscript",
+    "clean": "mpiwrite.cli.clean:clean",
+    "study": "mpiwrite.cli.study:study",
+    "explain": "mpiwrite.cli.explaincmd:explain",
+    "import": "mpiwrite.cli.importcmd:import_",
+    "tune": "mpiwrite.cli.tuneplan:tune",
+    "page": "mpiwrite.cli.pagecmd:page",
+    "help": "mpiwrite.cli.helpcmd:help_",
+}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY, context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,41 +96,7 @@ def cli(ctx, debug):
 
     Launch `run` under MPI, e.g. `mpiexec -n 16 mpiwrite run /lustre/scratch/me`.
     """
-    ctx.obj = {"debug": debug}
-
-
-@cli.command()
-@click.argument("path", required=False, default=".")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--raw", is_flag=True, help="With --json: include the raw text of files read.")
-@click.option("--sysroot", default=None, envvar="MPIWRITE_SYSROOT",
-              help="Read /proc and /sys under this folder.")
-@click.option("--srun-mpi", is_flag=True, help="Print only srun's --mpi plugin for the MPI "
-              "that mpi4py loads here (pmix for Open MPI, pmi2 for the MPICH family; empty "
-              "when not known): what the shipped jobscripts ask.")
-def env(path, as_json, raw, sysroot, srun_mpi):
-    """Print this node's facts (and PATH's filesystem) without starting MPI."""
-    import json
-    import os
-
-    from mpiwrite.facts import nodeinfo
-
-    if srun_mpi:
-        from mpiwrite.cli.commands import _installed_family
-        from mpiwrite.cli.jobscript import srun_mpi_for
-
-        click.echo(srun_mpi_for(_installed_family()))
-        return 0
-
-    if not sysroot and not os.path.exists(path):  # else it would describe the folder above
-        raise ConfigError(f"PATH: {path!r} does not exist")
-    facts = nodeinfo.collect(path, sysroot or "/")
-    if as_json:
-        if not raw:
-            facts.pop("raw", None)
-        click.echo(json.dumps(facts, indent=1, sort_keys=True))
-    else:
-        click.echo("\n".join(nodeinfo.describe(facts)))
+    ctx.obj = Invocation(debug=debug)
 
 
 def _is_run(args) -> bool:

@@ -78,6 +78,9 @@ EXAMPLES = {
     "explain": ["mpiwrite explain results/",
                 "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
                 "--format json"],
+    "page": ["mpiwrite page results/ --by lustre,checksums -o checksums.html",
+             "mpiwrite page examples/blocks.toml -o blocks.html",
+             "mpiwrite page results/mpiwrite-20261129T220833Z-524bd3.h5 -o run.html"],
     "import": ["mpiwrite import ior-*.json --results results/ --tag site=a --fact checksums=on",
                "mpiwrite import lmdd.txt --results results/ --command 'lmdd of=/lustre/f "
                "bs=1M count=512 fsync=1' --fact lustre=1.6.5"],

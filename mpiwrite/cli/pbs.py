@@ -18,6 +18,7 @@ from __future__ import annotations
 import shlex
 from typing import List
 
+from mpiwrite.cli import jobscript as js
 from mpiwrite.errors import ConfigError, RunError
 
 QSUB_TIMEOUT = 120.0  # seconds: a busy server answers slowly, a dead one never
@@ -36,9 +37,7 @@ PBS_HOSTS = "job_nodes"
 
 def walltime(time_limit: str) -> str:
     """A Slurm-style --time-limit (MM, MM:SS, HH:MM:SS, D-HH:MM...) as PBS's HH:MM:SS."""
-    from mpiwrite.cli.jobscript import slurm_seconds
-
-    seconds = slurm_seconds(time_limit)
+    seconds = js.slurm_seconds(time_limit)
     return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
@@ -86,8 +85,7 @@ def _head(job, what: str) -> List[str]:
 
 def render(job) -> str:
     """The script of a run, a scaling study or repetitions (or of a study: render_study)."""
-    from mpiwrite.cli import jobscript as js
-
+    job = js.check(job)
     check(job)
     if job.study:
         return render_study(job)
@@ -129,8 +127,6 @@ def render(job) -> str:
 def render_study(job) -> str:
     """One `study run` over the whole allocation, then `study report`; submitted again
     after the walltime, it resumes."""
-    from mpiwrite.cli import jobscript as js
-
     results = job.results or "results"
     mw = '"$MPIWRITE" study run "$STUDY" --results "$RESULTS"'
     return "\n".join([

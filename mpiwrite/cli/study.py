@@ -345,20 +345,25 @@ def restore_study(file):
 @click.option("--results", default=None,
               help="Folder of the records (default: the file's [study] results).")
 @sampling_options
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown"]), default="table",
-              show_default=True)
-@click.option("--plot-dir", default=None, help="Also draw the rate against each `nodes` or "
-              "`ranks_per_node` axis, a line per value of the other axes, into this folder "
-              "(needs matplotlib).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv", "json"]),
+              default="table", show_default=True,
+              help="json: docs/output.md (study-report-json.schema.json); csv: a line per "
+                   "point with each axis's verdict against its first level.")
+@click.option("--plot-dir", default=None, help="Also draw the metric against each axis's "
+              "levels, a line per combination of the other axes, into this folder as "
+              "STUDY-AXIS.png (needs matplotlib); an axis not drawn is said in one line.")
 @click.option("--generation", type=click.IntRange(0), default=None,
               help="Report this generation of the study (each `study run --new` starts "
                    "one; default: the newest).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir, generation,
                  skip_bad):
-    """One table over the study's axes, and each axis's levels against its first."""
+    """One table over the study's axes, and each axis's levels against its first.
+
+    To send it: `mpiwrite page FILE -o FILE.html` writes the same with a plot per axis into
+    one HTML file."""
     from mpiwrite.answers.results import Store
-    from mpiwrite.answers.study_report import StudyRuns, study_report
+    from mpiwrite.answers.study_report import StudyRuns, draw, study_answer, study_report
     from mpiwrite.cli.options import sampling_from
     from mpiwrite.study import resume
     from mpiwrite.study.execute import fingerprint
@@ -377,17 +382,9 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir,
     sampling = sampling_from(metric, unit, warmup, confidence)
     fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
     runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
-    click.echo(study_report(runs, st.axes, st.points(), resume.point_keys(st, configs),
-                            sampling, fmt))
-    if plot_dir is not None:
-        from mpiwrite import files
-        from mpiwrite.answers import plot as plots
-
-        for axis in ("nodes", "ranks_per_node"):
-            if len(st.axes.get(axis, ())) < 2:
-                continue
-            out = os.path.join(plot_dir, f"{st.name}-{axis}.png")
-            files.check_output("--plot-dir", out)
-            plots.scaling(runs, out, [a for a in st.axes if a != axis], axis, sampling)
-            click.echo(printable(out))
+    answer = study_answer(runs, st.axes, st.points(), resume.point_keys(st, configs), sampling)
+    drawn = draw(runs, answer, plot_dir, sampling) if plot_dir is not None else []
+    click.echo(study_report(runs, answer, sampling, fmt))
+    for line in drawn:  # beside machine output, on stderr: stdout stays one document
+        click.echo(line, err=fmt in ("csv", "json"))
     return 1 if store.bad and not skip_bad else 0

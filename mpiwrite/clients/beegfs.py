@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from mpiwrite.clients.base import Client
-from mpiwrite.clients.common import client_string, package_version
+from mpiwrite.clients.common import settle_version
 from mpiwrite.facts.sysroot import Reader, first_line, key_values
 
 WRITE_KEYS = ("tuneFileCacheType", "tuneFileCacheBufSize", "tuneRemoteFSync",
@@ -37,15 +37,8 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     else:
         reader.unknown["beegfs.config"] = "/proc/fs/beegfs/*/config: none"
     version = first_line(reader.read("sys/module/beegfs/version")[0]) or None
-    info["version_source"] = "/sys/module/beegfs/version" if version else None
-    if version is None:
-        version, pkg = package_version(reader, ("beegfs-client",))
-        info["version_source"] = f"package {pkg}" if version else None
-    if version is None:
-        reader.unknown["beegfs.version"] = "no /sys/module/beegfs/version, no beegfs-client"
-    info["version"] = version
-    info["client"] = client_string("beegfs", version)
-    return info
+    return settle_version(reader, info, "beegfs", version, "/sys/module/beegfs/version",
+                          ("beegfs-client",), "no /sys/module/beegfs/version, no beegfs-client")
 
 
 class Beegfs(Client):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from mpiwrite.clients.base import client_string  # noqa: F401  (the clients' one-line value)
 from mpiwrite.facts.sysroot import Reader
@@ -48,6 +48,22 @@ def scrub(text: Optional[str]) -> Optional[str]:
         (item.split("=", 1)[0] + "=<hidden>")
         if "=" in item and item.split("=", 1)[0] in SECRET_OPTIONS else item
         for item in text.split(","))
+
+
+def settle_version(reader: Reader, info: Dict[str, Any], name: str, version: Optional[str],
+                   source: str, packages: Sequence[str], missing: str) -> Dict[str, Any]:
+    """The client's version: `version` (found at `source`) if there is one, else the first
+    installed package of `packages`; where neither, `missing` is said under `name.version`.
+    Sets info's `version`, `version_source` and `client` ('beegfs 7.4.2')."""
+    info["version_source"] = source if version else None
+    if version is None:
+        version, pkg = package_version(reader, packages)
+        info["version_source"] = f"package {pkg}" if version else None
+    if version is None:
+        reader.unknown.setdefault(f"{name}.version", missing)
+    info["version"] = version
+    info["client"] = client_string(name, version)
+    return info
 
 
 def package_version(reader: Reader, names: Sequence[str]) -> Tuple[Optional[str], str]:

@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from mpiwrite.clients.base import Client
-from mpiwrite.clients.common import client_string, command, package_version
+from mpiwrite.clients.common import command, settle_version
 from mpiwrite.facts.sysroot import Reader
 
 MMFS_CFG = "var/mmfs/gen/mmfs.cfg"
@@ -72,15 +72,8 @@ def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
     info["config"] = parse_mmdiag_config(live) if live else dict(info.get("config_file") or {})
     info["config_source"] = "mmdiag --config" if live else ("/" + MMFS_CFG if text else None)
     version = parse_build(command(reader, [MMDIAG, "--version"], "gpfs.version"))
-    info["version_source"] = "mmdiag --version" if version else None
-    if version is None:
-        version, pkg = package_version(reader, ("gpfs.base",))
-        info["version_source"] = f"package {pkg}" if version else None
-    if version is None:
-        reader.unknown.setdefault("gpfs.version", "no mmdiag answer, no gpfs.base package")
-    info["version"] = version
-    info["client"] = client_string("gpfs", version)
-    return info
+    return settle_version(reader, info, "gpfs", version, "mmdiag --version", ("gpfs.base",),
+                          "no mmdiag answer, no gpfs.base package")
 
 
 class Gpfs(Client):

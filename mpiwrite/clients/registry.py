@@ -3,12 +3,12 @@
 CLIENTS holds `"module:attr"` strings: a client's module is imported when it is asked for
 (ReFrame's backend lists), so a node imports the client of its own mount, and a rank other
 than 0 the one client rank 0 names (docs/scaling.md).  A new client is one module in
-clients/ (a clients.base.Client) and one line here; tests/test_clients.py runs every
+clients/ (a clients.base.Client) and one line here; tests/unit/test_clients.py runs every
 registered client over its sysroot fixture.
 
 Callers ask the client object (`for_mount(fstype, source)`, `get(name)`, `for_kind(kind)`)
 for its facts, counters, lines and targets; no module outside clients/ compares a mount's
-type with a filesystem's name (tests/test_house.py reads the AST).
+type with a filesystem's name (tests/cli/test_house.py reads the AST).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ from mpiwrite.formats.status import Status
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
-           "compare": "compare-json.schema.json", "explain": "explain-json.schema.json"}
+           "compare": "compare-json.schema.json", "explain": "explain-json.schema.json",
+           "study-report": "study-report-json.schema.json"}
 STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
 # `run --json`'s top level after the header, in the order docs/output.md gives
 RUN_ORDER = ("start_time", "end_time", "command_line", "run_id", "status", "error", "record",

@@ -8,7 +8,7 @@ run rewrites its record after every iteration with status "running", and sets th
 "complete" is never mistaken for a good one.  Schema: docs/record-schema.md.
 
 Reading (`_read`) runs libhdf5 on a file that may be crafted: only the sandbox's worker
-process calls it (records/worker.py; tests/test_house.py reads the calls from the AST).
+process calls it (records/worker.py; tests/cli/test_house.py reads the calls from the AST).
 Everything else asks a record store (records/store.py).
 """
 

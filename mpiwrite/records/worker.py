@@ -3,7 +3,7 @@
 Run as `python -m mpiwrite.records.worker`: one JSON request a line on stdin ({"op":
 "runlevel"|"whole", "path": ...}), one JSON answer a line on stdout.  No core files; the
 address space bounded; SIGINT left to the parent (its end is ours: stdin closes).  The one
-caller of the HDF5 read (h5._read, runlevel._read_material): tests/test_house.py.
+caller of the HDF5 read (h5._read, runlevel._read_material): tests/cli/test_house.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rank 0's live view of a timed phase: the node leaders' reports (progress.py) kept per node,
 and what a person sees of them: one row per node, the aggregate, an ETA.  No MPI, no
 terminal: `render` returns lines (console.py draws them), so a 1,000-node view is a pure
-function of counters (tests/test_live.py).
+function of counters (tests/mpi/test_live.py).
 
 A node's report: {"n": node, "b": bytes written, "d": ranks done, "k": ranks, "slow": [rank,
 bytes/s over the last interval] of its slowest unfinished rank, "ns": ranks stalled, "st":

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 NAN = float("nan")
-# summary.LATENCY_RANK_FIELDS (formats/summary loads numpy; tests/test_rows.py checks they agree)
+# summary.LATENCY_RANK_FIELDS (formats/summary loads numpy; tests/unit/test_rows.py checks them)
 LATENCY_RANK_FIELDS = ("write_latency_p50_seconds", "write_latency_p99_seconds",
                        "write_latency_max_seconds", "fsync_latency_max_seconds")
 

@@ -4,7 +4,7 @@
 #   spack repo add packaging/spack && spack install py-mpiwrite ^openmpi   (or ^mpich, ...)
 # The MPI is whatever py-mpi4py is built against, i.e. the site's `mpi` provider.
 #
-# How it was checked here: tests/test_packaging.py imports this file with a stand-in for
+# How it was checked here: tests/unit/test_packaging.py imports this file with a stand-in for
 # `spack.package` that records the directives, and checks the class, its base, the version
 # and that every dependency in pyproject.toml is here with the same lower bound.  Spack is
 # neither a Debian package nor on PyPI, so no `spack install`, `spack spec` or

@@ -1,0 +1,110 @@
+"""`mpiwrite report`: one row per configuration over the records under PATHS."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mpiwrite.cli.lookup import key_list, open_store
+from mpiwrite.cli.options import (
+    FILTER_HELP,
+    FORMATS,
+    Where,
+    cache_choice,
+    cache_options,
+    sampling_from,
+    sampling_options,
+    units_option,
+    where_filter,
+    where_option,
+)
+from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.text import printable
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--by", default="fstype,client,checksums", show_default=True,
+              help="Comma-separated run keys or tags to group by.")
+@sampling_options
+@click.option("--baseline", default=None,
+              help=f"The row to compare against: {FILTER_HELP}.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True,
+              help="json and csv follow the output contract (docs/output.md).")
+@click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+@where_option
+@units_option
+@cache_options
+def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
+           cache_dir, no_cache):
+    """One row per configuration over the records under PATHS (files, folders, globs).
+
+    To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
+    into one HTML file."""
+    from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
+    from mpiwrite.answers.results import level_for
+
+    sampling = sampling_from(metric, unit, warmup, confidence, units)
+    store, code = open_store(paths, skip_bad, level=level_for(metric),
+                         cache=cache_choice(cache_dir, no_cache))
+    flt = where_filter(where)
+    if flt:
+        if store.select() and not store.select(flt):
+            raise ConfigError(f"--where: no complete run matches {', '.join(where)}")
+        store = Where(store, flt)
+    keys = key_list(by)
+    rows, used = report_rows(store, keys, sampling, baseline)
+    if not rows:
+        text = no_rows_text(store, metric, warmup)
+        if store.bad:
+            raise RunError(f"{text}; {len(store.bad)} unreadable record(s) skipped")
+        raise ConfigError(text)
+    click.echo(format_rows(rows, keys, fmt, sampling, used, len(store.duplicates)))
+    for key, n in lacking_keys(store, keys).items():
+        sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
+                                   f"'-'") + "\n")
+    note_runs_without(store, metric, warmup)
+    skipped = store.not_complete()
+    if skipped:
+        said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
+        sys.stderr.write(f"mpiwrite: {sum(skipped.values())} run(s) that did not complete were "
+                         f"left out ({said})\n")
+        from mpiwrite.answers.state import ABANDONED
+
+        if ABANDONED in skipped:
+            sys.stderr.write("mpiwrite: an abandoned run was killed for good; `mpiwrite clean "
+                             "TARGET --results DIR` removes the data files it left\n")
+    return code
+
+
+def no_rows_text(store, metric: str, warmup: int) -> str:
+    """Why a report is empty: no complete run, or complete runs without the metric's figure
+    (e.g. client CPU in records from before it was measured)."""
+    from mpiwrite.answers.report import no_figure_text, within_warmup
+
+    complete = len(store.select())
+    if complete:
+        return no_figure_text("PATHS", complete, metric, warmup,
+                              within_warmup(store.select(), metric, warmup))
+    others = store.not_complete()
+    said = ", ".join(f"{n} {state}" for state, n in sorted(others.items()))
+    return "PATHS: no complete runs found" + (
+        f" ({sum(others.values())} run(s) that did not complete: {said})" if others else "")
+
+
+def note_runs_without(store, metric: str, warmup: int) -> None:
+    """Name on stderr the complete runs left out for lack of the figure, so a report over old
+    and new records does not silently stand for fewer runs than were given."""
+    from mpiwrite.answers.report import within_warmup
+    from mpiwrite.answers.results import CPU_METRICS, CPU_MISSING, a_figure, metric_values
+
+    short = within_warmup(store.select(), metric, warmup)
+    if short:
+        sys.stderr.write(f"mpiwrite: {short} complete run(s) left out: --warmup {warmup} "
+                         f"leaves out every iteration they have\n")
+    left = sum(1 for r in store.select() if not metric_values(r, metric, warmup)) - short
+    if left:
+        why = f" ({CPU_MISSING})" if metric in CPU_METRICS else ""
+        sys.stderr.write(f"mpiwrite: {left} complete run(s) without {a_figure(metric)} were "
+                         f"left out{why}\n")

@@ -1,0 +1,82 @@
+"""`mpiwrite verify`: the data files kept with --keep, block by block, against their runs'
+records."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mpiwrite.errors import ConfigError, RecordError, RunError
+from mpiwrite.text import printable
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--record", "record_paths", multiple=True, default=["results"],
+              show_default=True, help="The runs' records (files or folders): block size, "
+              "bytes per rank and file lengths come from there (repeatable).")
+def verify(paths, record_paths):
+    """Check data files kept with --keep (files or folders): every block's header and body.
+
+    Run id, iteration and rank come from each file's name; block size and lengths from the
+    run's record when one is found (else inferred, and the length is not checked)."""
+    from mpiwrite.answers.verify import data_files, parse_name, verify_file
+
+    bad = 0
+    found = list(data_files(paths))
+    if not found:
+        raise ConfigError("PATHS: no mpiwrite data files found")
+    recs = _RecordFinder(record_paths)
+    for path in found:
+        name = parse_name(path)
+        rec = recs.get(name.run_id) if name else None
+        rep = verify_file(path, rec)
+        shown = printable(path)
+        if rep.error:
+            bad += 1
+            click.echo(f"{shown}: error: {printable(rep.error)}")
+            continue
+        for m in rep.mismatches:
+            bad += 1
+            click.echo(f"{shown}: mismatch at offset {m.offset} ({rep.where(m.offset)}): "
+                       f"expected {m.expected}, found {m.found}")
+        if not rep.mismatches:
+            note = "" if rep.length_checked else (
+                f", length not checked (no record of run {printable(name.run_id)}; "
+                "give --record)")
+            click.echo(f"{shown}: ok ({rep.blocks} blocks of {rep.block_size} bytes){note}")
+    if bad:
+        raise RunError(f"verify: {bad} problem(s) in {len(found)} file(s)")
+
+
+class _RecordFinder:
+    """The record of a run id among the --record files and folders (read once, then cached);
+    an unreadable record is named once on stderr and not used."""
+
+    def __init__(self, paths):
+        self.paths = [p for p in paths if os.path.lexists(p)]
+        self.cache = {}
+
+    def get(self, run_id: str):
+        if run_id in self.cache:
+            return self.cache[run_id]
+        from mpiwrite.records.h5 import record_path
+        from mpiwrite.records.store import FolderStore
+
+        rec = None
+        for p in self.paths:
+            path = p if not os.path.isdir(p) else record_path(p, run_id)
+            if not os.path.lexists(path):
+                continue
+            try:
+                got = FolderStore().whole(path)  # libhdf5 on it in a child only
+            except RecordError as exc:
+                sys.stderr.write(f"mpiwrite: warning: {printable(exc)}\n")
+                continue
+            if got.run_id == run_id:
+                rec = got
+                break
+        self.cache[run_id] = rec
+        return rec

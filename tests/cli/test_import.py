@@ -1,0 +1,644 @@
+"""`mpiwrite import`: IOR, fio, lmdd and dd output as records beside mpiwrite's own.
+
+Pure (no MPI): the commands run in this process.  The IOR and lmdd outputs are real
+(tests/fixtures/import/README.md); broken variants are derived from them here; fio and dd are
+run for real in tmp_path.
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+import synth
+from common import FIXTURES, ROOT
+
+from mpiwrite.importers import base as imported
+from mpiwrite.importers import registry as importers
+from mpiwrite.records import h5 as records
+
+FIX = FIXTURES / "import"
+MIB = 2**20
+MB = 1e6
+TO_MB = MIB / MB  # IOR's MiB/s to MB/s
+
+
+def cli(capsys, *args):
+    """(exit code, stdout, stderr) of `mpiwrite ARGS` run in this process."""
+    from mpiwrite.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in args])
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def recs(folder):
+    return [records._read(str(p)) for p in sorted(pathlib.Path(folder).glob("*.h5"))]
+
+
+def one(folder):
+    found = recs(folder)
+    assert len(found) == 1, [r.path for r in found]
+    return found[0]
+
+
+def agg(rec, col="aggregate_MB_per_s"):
+    return [float(x) for x in rec.iterations[col]]
+
+
+# -- IOR ---------------------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_ior_json_figures_are_the_fixtures(tmp_path, capsys):
+    code, out, err = cli(capsys, "import", FIX / "fpp-write-fsync-i3.json", "--results", tmp_path)
+    assert code == 0, err
+    rec = one(tmp_path)
+    assert agg(rec) == pytest.approx([x * TO_MB for x in (3924.4663, 4429.5549, 3566.0402)])
+    assert agg(rec, "aggregate_with_open_MB_per_s") == pytest.approx(agg(rec))
+    assert list(rec.iterations["bytes"]) == [128 * MIB] * 3
+    assert rec.attrs["ranks"] == 2 and rec.attrs["nodes"] == 1 and len(rec.ranks) == 0
+    p = rec.params()
+    assert (p["block_size"], p["size"], p["layout"], p["fsync"]) == (MIB, 64 * MIB, "fpp", True)
+    assert rec.attrs["command_line"].startswith("/usr/local/bin/ior -a POSIX -w -F -e")
+    assert rec.attrs["start_time"] == "2026-12-01T09:02:33"
+    imp = rec.imported()
+    assert imp["tool"] == "ior" and imp["tool_version"] == "4.1.0+dev"
+    assert imp["format"] == "ior-json" and imp["file"].endswith("fpp-write-fsync-i3.json")
+    import hashlib
+
+    assert imp["sha256"] == hashlib.sha256((FIX / "fpp-write-fsync-i3.json").read_bytes()
+                                           ).hexdigest()
+    assert "aggregate_MB_per_s" in imp["derived"] and "ranks" in imp["exact"]
+    assert "checksums" in imp["unknown"] and rec.keys()["checksums"] == "unknown"
+    assert [o["bwMiB"] for o in imp["original"]] == [3924.4663, 4429.5549, 3566.0402]
+
+
+@pytest.mark.timeout(60)
+def test_ior_json_write_and_read_go_to_the_write_and_read_columns(tmp_path, capsys):
+    code, _out, err = cli(capsys, "import", FIX / "shared-write-read.json", "--results", tmp_path)
+    assert code == 0, err
+    rec = one(tmp_path)
+    assert agg(rec) == pytest.approx([2067.8866 * TO_MB])
+    assert agg(rec, "read_aggregate_MB_per_s") == pytest.approx([4900.4693 * TO_MB])
+    assert int(rec.iterations["read_bytes"][0]) == 128 * MIB
+    assert rec.params()["layout"] == "shared"
+
+
+@pytest.mark.timeout(60)
+def test_ior_text_figures_and_fsync_flags_from_its_command_line(tmp_path, capsys):
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt",
+                        FIX / "fpp-write-read-fsyncperwrite.txt",
+                        FIX / "glusterfs-3hosts-6ranks.txt", "--results", tmp_path)
+    assert code == 0, err
+    by_file = {os.path.basename(r.imported()["file"]): r for r in recs(tmp_path)}
+    two = by_file["fpp-write-i2.txt"]
+    assert agg(two) == pytest.approx([4329 * TO_MB, 3411.78 * TO_MB])
+    assert two.params()["fsync"] is True and two.imported()["format"] == "ior-text"
+    assert "params.fsync" in two.imported()["derived"]  # the text shows no fsync flag
+    y = by_file["fpp-write-read-fsyncperwrite.txt"]
+    assert y.attrs["ranks"] == 3 and y.params()["fsync_every"] == 1
+    assert y.params()["block_size"] == 256 * 1024 and y.params()["size"] == 16 * MIB
+    assert list(y.iterations["bytes"]) == [48 * MIB]
+    assert agg(y) == pytest.approx([3283.43 * TO_MB])
+    assert agg(y, "read_aggregate_MB_per_s") == pytest.approx([2961.29 * TO_MB])
+    g = by_file["glusterfs-3hosts-6ranks.txt"]
+    assert (g.attrs["ranks"], g.attrs["nodes"], g.attrs["host"]) == (6, 3, "h1")
+    assert agg(g) == pytest.approx([54.05 * TO_MB])
+
+
+@pytest.mark.timeout(60)
+def test_ior_csv_without_and_with_the_command(tmp_path, capsys):
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.csv", "--results", tmp_path / "a")
+    assert code == 0, err
+    rec = one(tmp_path / "a")
+    assert agg(rec) == pytest.approx([2889.1366 * TO_MB, 2941.1138 * TO_MB])
+    assert rec.attrs["ranks"] == 2 and list(rec.iterations["bytes"]) == [128 * MIB] * 2
+    assert "params.fsync" in rec.imported()["unknown"]
+    from mpiwrite.answers.results import run_keys
+
+    assert run_keys(rec)["fsync"] == "unknown" and run_keys(rec)["layout"] == "unknown"
+    command = "/usr/local/bin/ior -a POSIX -w -F -e -b 64m -t 1m -i 2 -o /scratch/ior/t " \
+              "-O summaryFormat=CSV"
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.csv", "--results", tmp_path / "b",
+                        "--command", command)
+    assert code == 0, err
+    rec = one(tmp_path / "b")
+    assert run_keys(rec)["fsync"] == "on" and run_keys(rec)["layout"] == "fpp"
+    assert rec.attrs["command_line"] == command
+
+
+# -- lmdd and dd --------------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_lmdd_lines_one_record_each_with_its_figures(tmp_path, capsys):
+    code, _o, err = cli(capsys, "import", FIX / "lmdd-tmpfs.txt", "--results", tmp_path)
+    assert code == 0, err
+    got = sorted(recs(tmp_path), key=lambda r: r.run_id)
+    assert [agg(r)[0] for r in got] == pytest.approx([2553.6032, 2717.1506, 1648.9647])
+    assert [int(r.iterations["bytes"][0]) for r in got] == [512_000_000, 268_435_500,
+                                                            3_253_000_000]
+    assert all(r.attrs["ranks"] == 1 and "bytes" in r.imported()["derived"] for r in got)
+
+
+@pytest.mark.timeout(60)
+def test_lmdd_with_its_command_has_exact_bytes_and_fsync(tmp_path, capsys):
+    first = tmp_path / "one.txt"
+    first.write_text((FIX / "lmdd-tmpfs.txt").read_text().splitlines()[0] + "\n")
+    code, _o, err = cli(capsys, "import", first, "--results", tmp_path / "r", "--command",
+                        "lmdd if=internal of=/tmp/x bs=1m count=256 fsync=1")
+    assert code == 2 and "bs x count = 268435456" in err  # not this line's command
+    code, _o, err = cli(capsys, "import", first, "--results", tmp_path / "r", "--command",
+                        "lmdd if=internal of=/tmp/x bs=1M count=512 fsync=1")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    assert int(rec.iterations["bytes"][0]) == 512_000_000 and "bytes" in rec.imported()["exact"]
+    assert rec.params()["fsync"] is True and rec.params()["block_size"] == 10**6
+
+
+@pytest.mark.timeout(60)
+def test_a_real_dd_run_imported(tmp_path, capsys):
+    target = tmp_path / "ddfile"
+    command = f"dd if=/dev/zero of={target} bs=64K count=16 conv=fsync"
+    out = subprocess.run(["dd", "if=/dev/zero", f"of={target}", "bs=64K", "count=16",
+                          "conv=fsync"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "dd.txt").write_text(out.stderr)
+    code, _o, err = cli(capsys, "import", tmp_path / "dd.txt", "--results", tmp_path / "r",
+                        "--command", command)
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    secs = float(out.stderr.split("copied, ")[1].split(" s,")[0])
+    assert int(rec.iterations["bytes"][0]) == 16 * 65536
+    assert agg(rec) == pytest.approx([16 * 65536 / secs / MB])
+    assert rec.imported()["tool"] == "dd" and rec.params()["fsync"] is True
+    assert rec.params()["block_size"] == 65536
+
+
+# -- fio ---------------------------------------------------------------------------------
+def _fio(tmp_path, fmt, *extra, rw="write"):
+    if not shutil.which("fio"):
+        pytest.skip("no fio")
+    out = subprocess.run(["fio", "--name=w", f"--rw={rw}", "--bs=64k", "--size=1m",
+                          "--numjobs=2", f"--directory={tmp_path}", "--end_fsync=1",
+                          f"--output-format={fmt}", *extra],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / f"fio-{fmt}.json"
+    path.write_text(out.stdout)
+    return path, json.loads(out.stdout[out.stdout.index("{"):])
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("fmt,extra", [("json", ()), ("json+", ()),
+                                       ("json", ("--group_reporting",))])
+def test_a_real_fio_run_imported(tmp_path, capsys, fmt, extra):
+    path, doc = _fio(tmp_path, fmt, *extra)
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    jobs = doc["jobs"]
+    nbytes = sum(j["write"]["io_bytes"] for j in jobs)
+    runtime = max(j["write"]["runtime"] for j in jobs) / 1e3
+    assert nbytes == 2 * MIB and int(rec.iterations["bytes"][0]) == nbytes
+    assert agg(rec) == pytest.approx([nbytes / runtime / MB])
+    assert rec.attrs["ranks"] == 2 and rec.params()["block_size"] == 65536
+    assert rec.params()["fsync"] is True and rec.imported()["tool_version"].startswith("fio-")
+
+
+# -- detection and refusals --------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_the_tool_is_told_from_the_content():
+    for name, tool in (("fpp-write-fsync-i3.json", "ior"), ("fpp-write-i2.txt", "ior"),
+                       ("fpp-write-i2.csv", "ior"), ("lmdd-tmpfs.txt", "lmdd")):
+        assert importers.detect((FIX / name).read_text()) == tool, name
+    assert importers.detect("8+0 records in\n8+0 records out\n8388608 bytes (8.4 MB, 8.0 MiB) "
+                           "copied, 0.02 s, 388 MB/s\n") == "dd"
+    assert importers.detect('{\n"fio version" : "fio-3.33",\n"jobs": []}') == "fio"
+    assert importers.detect("hello\n") is None
+
+
+def _refused(capsys, tmp_path, path, *more):
+    code, out, err = cli(capsys, "import", path, "--results", tmp_path / "r", *more)
+    assert code == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1, err  # one line
+    assert str(path) in err
+    assert not list((tmp_path / "r").glob("*.h5")) if (tmp_path / "r").exists() else True
+    return err
+
+
+@pytest.mark.timeout(60)
+def test_truncated_ior_json_is_refused(tmp_path, capsys):
+    text = (FIX / "fpp-write-fsync-i3.json").read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    assert "not valid JSON" in _refused(capsys, tmp_path, cut)
+
+
+@pytest.mark.timeout(60)
+def test_another_tools_output_is_refused(tmp_path, capsys):
+    err = _refused(capsys, tmp_path, FIX / "lmdd-tmpfs.txt", "--from", "ior")
+    assert "--from ior, but the file is lmdd output" in err
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"tests": 1}')
+    assert f"not the output of {importers.known_tools()}" in _refused(capsys, tmp_path, odd)
+
+
+@pytest.mark.timeout(60)
+def test_ior_json_with_errors_printed_into_it_is_refused(tmp_path, capsys):
+    err = _refused(capsys, tmp_path, FIX / "glusterfs-3hosts-json-broken-by-warning.json")
+    assert "error(s) into its JSON" in err and "open64" in err
+
+
+@pytest.mark.timeout(60)
+def test_ior_json_with_a_warning_printed_into_it_is_repaired_with_a_warning(tmp_path, capsys):
+    text = (FIX / "fpp-write-fsync-i3.json").read_text()
+    # where IOR printed it on the GlusterFS mount: right after StartTime's value
+    broken = text.replace('"StartTime": "Tue Dec  1 09:02:33 2026"',
+                          '"StartTime": "Tue Dec  1 09:02:33 2026"WARNING: Backend returned '
+                          'error during statfs\n', 1)
+    assert broken != text
+    path = tmp_path / "warned.json"
+    path.write_text(broken)
+    with pytest.raises(ValueError):
+        json.loads(broken)
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    assert "warning" in err and "Backend returned error during statfs" in err
+    rec = one(tmp_path / "r")
+    assert agg(rec) == pytest.approx([x * TO_MB for x in (3924.4663, 4429.5549, 3566.0402)])
+    assert any("statfs" in w for w in rec.warnings())
+    assert rec.imported()["repairs"]
+
+
+@pytest.mark.timeout(60)
+def test_cut_short_dd_and_a_failed_fio_job_are_refused(tmp_path, capsys):
+    dd = tmp_path / "dd.txt"
+    dd.write_text("8+0 records in\n8+0 records out\n")
+    assert "cut short" in _refused(capsys, tmp_path, dd, "--from", "dd")
+    full = tmp_path / "full.txt"
+    full.write_text("dd: error writing '/x': No space left on device\n3+0 records in\n"
+                    "2+0 records out\n2097152 bytes (2.1 MB, 2.0 MiB) copied, 0.01 s, 210 MB/s\n")
+    assert "No space left" in _refused(capsys, tmp_path, full)
+    fio = tmp_path / "fio.json"
+    fio.write_text(json.dumps({"fio version": "fio-3.33", "jobs": [
+        {"jobname": "w", "groupid": 0, "error": 28, "write": {}}]}))
+    assert "error 28" in _refused(capsys, tmp_path, fio)
+    noted = tmp_path / "noted.json"
+    noted.write_text("fio: pid=1, err=28/file:io_u.c:1889, func=io_u error, error=No space "
+                     "left on device\n" + json.dumps({"fio version": "fio-3.33", "jobs": []}))
+    assert "No space left" in _refused(capsys, tmp_path, noted)
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_and_a_huge_file_are_refused_without_reading(tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert "not a regular file" in _refused(capsys, tmp_path, fifo)
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.truncate(imported.MAX_INPUT_BYTES + 1)
+    assert "larger than 64 MiB" in _refused(capsys, tmp_path, big)
+
+
+@pytest.mark.timeout(60)
+def test_one_bad_file_means_no_record_at_all(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("nothing here\n")
+    code, _o, _e = cli(capsys, "import", FIX / "fpp-write-i2.txt", bad, "--results",
+                       tmp_path / "r")
+    assert code == 2 and not list((tmp_path / "r").glob("*.h5"))
+
+
+@pytest.mark.timeout(60)
+def test_control_characters_in_a_refused_file_name_are_escaped(tmp_path, capsys):
+    bad = tmp_path / "a\x1b[2Jb.txt"
+    bad.write_text("x\n")
+    code, _o, err = cli(capsys, "import", bad, "--results", tmp_path / "r")
+    assert code == 2 and "\x1b" not in err and "\\x1b" in err
+
+
+# -- the same file twice ------------------------------------------------------------------
+@pytest.mark.timeout(60)
+def test_importing_the_same_file_twice_counts_it_once(tmp_path, capsys):
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((FIX / "fpp-write-fsync-i3.json").read_bytes())
+    code, out, _e = cli(capsys, "import", FIX / "fpp-write-fsync-i3.json", "--results",
+                        tmp_path / "r")
+    assert code == 0 and "1 record(s) made" in out
+    code, out, err = cli(capsys, "import", copy, "--results", tmp_path / "r", "--tag", "x=1")
+    assert code == 0 and "0 record(s) made, 1 already there" in out
+    assert "already imported" in err
+    rec = one(tmp_path / "r")
+    assert rec.tags() == {}  # the first import's record is unchanged
+    assert not [n for n in os.listdir(tmp_path / "r") if n.startswith(".")]
+
+
+# -- tags and facts in report and compare --------------------------------------------------
+@pytest.mark.timeout(60)
+def test_tags_and_stated_facts_group_reports(tmp_path, capsys):
+    lines = (FIX / "lmdd-tmpfs.txt").read_text().splitlines()
+    (tmp_path / "on.txt").write_text(lines[0] + "\n")
+    (tmp_path / "off.txt").write_text(lines[1] + "\n")
+    res = tmp_path / "r"
+    code, _o, err = cli(capsys, "import", tmp_path / "on.txt", "--results", res, "--command",
+                        "lmdd of=/x bs=1M count=512 fsync=1", "--tag", "build=1.6.5",
+                        "--fact", "checksums=on", "--fact", "lustre=1.6.5")
+    assert code == 0, err
+    code, _o, err = cli(capsys, "import", tmp_path / "off.txt", "--results", res, "--command",
+                        "lmdd of=/x bs=1m count=256 fsync=1", "--tag", "build=1.6.4",
+                        "--fact", "checksums=off", "--fact", "lustre=1.6.4.3")
+    assert code == 0, err
+    code, out, err = cli(capsys, "report", res, "--by", "checksums,lustre,build,block_size",
+                         "--format", "json")
+    assert code == 0, err
+    rows = {r["keys"]["checksums"]: r for r in json.loads(out)["rows"]}
+    assert rows["on"]["keys"]["build"] == "1.6.5" and rows["on"]["keys"]["lustre"] == "1.6.5"
+    assert rows["on"]["mean_MB_per_s"] == pytest.approx(2553.6032)
+    assert rows["off"]["mean_MB_per_s"] == pytest.approx(2717.1506)
+    rec = [r for r in recs(res) if r.tags().get("build") == "1.6.5"][0]
+    assert rec.imported()["stated_facts"] == {"checksums": "on", "lustre": "1.6.5"}
+    code, _o, err = cli(capsys, "import", tmp_path / "on.txt", "--results", tmp_path / "x",
+                        "--fact", "ranks=4")
+    assert code == 2 and "read from the file" in err
+
+
+@pytest.mark.timeout(60)
+def test_report_by_tag_and_compare_across_imported_and_native_runs(tmp_path, capsys):
+    res = tmp_path / "r"
+    res.mkdir()
+    for i, v in enumerate((3900.0, 4000.0, 4100.0)):
+        synth.make(str(res / f"native{i}.h5"), [v], f"20261201T1000{i:02d}Z-aaaa{i:02d}",
+                   tags={"site": "a"})
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-fsync-i3.json", "--results", res,
+                        "--tag", "site=a", "--fact", "lustre=2.15.5")
+    assert code == 0, err
+    code, out, err = cli(capsys, "report", res, "--by", "tool,site", "--format", "json")
+    assert code == 0, err
+    rows = {r["keys"]["tool"]: r for r in json.loads(out)["rows"]}
+    assert rows["mpiwrite"]["runs"] == 3 and rows["ior"]["runs"] == 1
+    assert rows["ior"]["mean_MB_per_s"] == pytest.approx(
+        sum(x * TO_MB for x in (3924.4663, 4429.5549, 3566.0402)) / 3)
+    code, out, err = cli(capsys, "compare", "tool=mpiwrite", "tool=ior", "--in", res, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["a"]["runs"] == 3 and doc["b"]["runs"] == 1
+    diff = doc["differing_facts"]
+    assert diff["lustre"] == {"a": ["1.6.5"], "b": ["2.15.5"]}  # measured vs stated
+    assert diff["tool_version"]["b"] == ["4.1.0+dev"]  # tool itself: chosen by both sides
+    code, out, err = cli(capsys, "compare", "tool=mpiwrite", "tool=ior", "--in", res,
+                         "--metric", "ior")
+    assert code == 0 and "verdict" in out, err
+    code, out, err = cli(capsys, "report", res, "--by", "tag.site,tool", "--format", "json")
+    assert code == 0, err  # tag.NAME names a tag on native and imported records alike
+    assert {(r["keys"]["tag.site"], r["keys"]["tool"]) for r in json.loads(out)["rows"]} == {
+        ("a", "mpiwrite"), ("a", "ior")}
+    code, out, err = cli(capsys, "report", res, "--by", "tool", "--metric", "rank-mean")
+    assert code == 0 and "without a rank-mean figure" in err  # imported: no per-rank rows
+
+
+@pytest.mark.timeout(60)
+def test_show_and_the_python_api_read_imported_records(tmp_path, capsys):
+    code, _o, err = cli(capsys, "import", FIX / "shared-write-read.json", "--results", tmp_path,
+                        "--fact", "checksums=on")
+    assert code == 0, err
+    rec = one(tmp_path)
+    code, out, err = cli(capsys, "show", rec.path)
+    assert code == 0, err
+    assert "imported from ior 4.1.0+dev" in out and "per rank: none" in out
+    assert "stated by the user, not measured: checksums=on" in out
+    if importlib.util.find_spec("matplotlib"):  # plot's own refusal comes after its import
+        code, _o, err = cli(capsys, "plot", "ranks", rec.path, "-o", tmp_path / "r.png")
+        assert code == 2 and "no per-rank figures" in err
+    code, _o, err = cli(capsys, "explain", rec.path)  # one record: its ranks, and it has none
+    assert code == 2 and "no per-rank figures (imported from ior)" in err
+    pd = pytest.importorskip("pandas")
+    from mpiwrite.answers.results import load
+
+    frames = load(str(tmp_path))
+    assert isinstance(frames["runs"], pd.DataFrame)
+    assert list(frames["runs"]["tool"]) == ["ior"] and len(frames["ranks"]) == 0
+    assert frames["iterations"]["read_aggregate_MB_per_s"][0] == pytest.approx(4900.4693 * TO_MB)
+
+
+@pytest.mark.timeout(60)
+def test_a_damaged_provenance_is_refused_by_the_record_check(tmp_path):
+    src, tests = importers.read_tests(str(FIX / "fpp-write-i2.txt"))
+    rec = imported.build(tests[0], src, {}, {})
+    rec.attrs["imported"]["sha256"] = "not-a-digest"
+    path = tmp_path / "bad.h5"
+    records.write(rec, str(path))
+    from mpiwrite.errors import RecordError
+
+    with pytest.raises(RecordError, match="imported.sha256"):
+        records._read(str(path))
+
+
+@pytest.mark.timeout(90)
+def test_a_real_fio_note_before_its_json_is_removed_with_a_warning(tmp_path, capsys):
+    """fio prints `note: both iodepth >= 1 and synchronous I/O engine ...` on stdout, before
+    its JSON: the note is left out with a warning, the JSON read whole."""
+    path, _doc = _fio(tmp_path, "json", "--iodepth=4", "--ioengine=psync")
+    assert path.read_text().startswith("note: ")
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    assert "warning" in err and "before fio's JSON" in err and "note: both iodepth" in err
+    rec = one(tmp_path / "r")
+    assert int(rec.iterations["bytes"][0]) == 2 * MIB and rec.imported()["repairs"]
+
+
+@pytest.mark.timeout(90)
+def test_a_real_fio_run_that_writes_and_reads_fills_both_columns(tmp_path, capsys):
+    path, doc = _fio(tmp_path, "json", rw="readwrite")
+    code, _o, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    for op, col, bcol in (("write", "aggregate_MB_per_s", "bytes"),
+                          ("read", "read_aggregate_MB_per_s", "read_bytes")):
+        nbytes = sum(j[op]["io_bytes"] for j in doc["jobs"])
+        runtime = max(j[op]["runtime"] for j in doc["jobs"]) / 1e3
+        assert nbytes > 0 and int(rec.iterations[bcol][0]) == nbytes, op
+        assert agg(rec, col) == pytest.approx([nbytes / runtime / MB]), op
+    code, out, err = cli(capsys, "report", tmp_path / "r", "--by", "tool", "--metric", "read")
+    assert code == 0 and "fio" in out, err
+
+
+@pytest.mark.timeout(60)
+def test_without_hard_links_the_record_is_still_created_once(tmp_path, capsys, monkeypatch):
+    import errno
+
+    def no_link(*_a, **_k):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_link)
+    for made in ("1 record(s) made", "0 record(s) made, 1 already there"):
+        code, out, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results",
+                             tmp_path / "r")
+        assert code == 0 and made in out, err
+    assert one(tmp_path / "r").imported()["format"] == "ior-text"
+    assert sorted(os.listdir(tmp_path / "r")) == [os.path.basename(one(tmp_path / "r").path)]
+
+
+@pytest.mark.timeout(60)
+def test_node_facts_from_mpiwrite_env_become_the_node_row(tmp_path, capsys):
+    code, out, _e = cli(capsys, "env", "--json", tmp_path)
+    assert code == 0
+    env = tmp_path / "env.json"
+    env.write_text(out)
+    facts = json.loads(out)
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "r",
+                        "--node-facts", env, "--fact", "checksums=on")
+    assert code == 0, err
+    rec = one(tmp_path / "r")
+    assert len(rec.nodes) == 1 and rec.nodes[0]["host"] == facts["host"]
+    from mpiwrite.answers.results import run_keys
+
+    keys = run_keys(rec)
+    assert keys["kernel"] == facts["kernel"] and keys["checksums"] == "on"  # --fact wins
+    assert keys["fstype"] == facts["fs"]["fstype"] and keys["cpu_model"] == facts["cpu_model"]
+    assert "kernel" not in rec.imported()["unknown"]
+    assert rec.imported()["node_facts"]["host"] == facts["host"]
+    code, out, err = cli(capsys, "show", rec.path)
+    assert code == 0 and "node facts:" in out, err
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"host": 3}')
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "x",
+                        "--node-facts", bad)
+    assert code == 2 and "--node-facts" in err
+
+
+@pytest.mark.timeout(60)
+def test_ior_json_with_two_tests_gives_two_records(tmp_path, capsys):
+    doc = json.loads((FIX / "fpp-write-fsync-i3.json").read_text())
+    second = json.loads(json.dumps(doc["tests"][0]))
+    second["TestID"] = second["Parameters"]["testID"] = 1
+    second["Parameters"]["repetitions"] = 1
+    second["Results"] = second["Results"][:1]
+    doc["tests"].append(second)
+    summary = dict(doc["summary"][0], TestID=1, repetitions=1,
+                   bwMeanMIB=second["Results"][0]["bwMiB"])
+    doc["summary"].append(summary)
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = cli(capsys, "import", path, "--results", tmp_path / "r")
+    assert code == 0 and "2 record(s) made" in out, err
+    got = {r.run_id[-1]: r for r in recs(tmp_path / "r")}
+    assert len(got["0"].iterations) == 3 and len(got["1"].iterations) == 1
+    assert got["1"].imported()["test"] == "test 1"
+    second["Results"] = []  # a test that announced a repetition and has none: refused
+    path.write_text(json.dumps(doc))
+    assert "0 of 1 repetitions" in _refused(capsys, tmp_path / "b", path)
+
+
+@pytest.mark.timeout(120)
+def test_the_readme_question_on_imported_lmdd_lines(tmp_path):
+    """The README's example, its shell block run as it stands (printf the lmdd lines, import
+    them with stated facts and a tag, explain): checksums first (about 92%), the Lustre build
+    second, the missing combination named; the lines the README shows are what explain
+    prints, in order."""
+    from common import BIN, TEST_CACHE, bounded
+    from common import cli as mw
+
+    readme = (ROOT / "README.md").read_text()
+    head, block = readme.split("mpiwrite explain lmdd-history\n```\n```\n")
+    script = head[head.rindex("```sh\n") + len("```sh\n"):] + "mpiwrite explain lmdd-history\n"
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", MPIWRITE_CACHE=TEST_CACHE)
+    out = bounded(["bash", "-euc", script], 120, cwd=str(tmp_path), env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    printed = out.stdout.splitlines()
+    at = 0
+    for line in block.split("```")[0].strip().splitlines():
+        if line != "...":
+            assert line in printed[at:], (line, out.stdout)
+            at = printed.index(line, at) + 1
+    assert len(list((tmp_path / "lmdd-history").glob("*.h5"))) == 9
+    doc = json.loads(mw(["explain", "lmdd-history", "--format", "json"], cwd=tmp_path).stdout)
+    assert doc["factors"][0]["keys"] == ["checksums"]
+    assert 0.9 < doc["factors"][0]["variance_share"] < 0.93
+    assert doc["outcomes"] == ["size"]  # time=200: the bytes are the rate times 200
+    assert doc["factors"][1]["keys"] == ["lustre"]
+    assert doc["same_everywhere"]["site"] == "b"  # the tag, on every imported record
+
+
+@pytest.mark.timeout(90)
+def test_a_random_mixed_fio_job_is_not_pooled_with_a_sequential_write(tmp_path, capsys):
+    """fio's rw, rwmixread, iodepth and ioengine are run keys and durability keys: a
+    `rw=randrw rwmixread=70` job is not a plain write, and report never pools the two."""
+    res = tmp_path / "r"
+    code, _o, err = cli(capsys, "import", FIX / "fio-randrw70-libaio.json", "--results", res)
+    assert code == 0, err
+    keys = one(res).keys()
+    assert (keys["rw"], keys["rwmixread"], keys["iodepth"], keys["ioengine"]) == (
+        "randrw", "70", "4", "libaio")
+    # the same engine, block size, fsync and layout as fio-write-2jobs.json: only rw differs
+    path, _doc = _fio(tmp_path, "json", rw="randrw")
+    code, _o, err = cli(capsys, "import", FIX / "fio-write-2jobs.json", path, "--results",
+                        tmp_path / "s")
+    assert code == 0, err
+    code, _o, err = cli(capsys, "report", tmp_path / "s")
+    assert code == 2 and "rw" in err and "randrw and write" in err, err
+    code, out, err = cli(capsys, "report", tmp_path / "s", "--by", "rw", "--format", "json")
+    assert code == 0, err
+    assert {r["keys"]["rw"] for r in json.loads(out)["rows"]} == {"randrw", "write"}
+
+
+@pytest.mark.timeout(60)
+def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_path, capsys):
+    """IOR prints no MPI library (its header: banner, Began, Command line, Machine; none of
+    the real outputs names one): the record says so, and `--fact mpi=...` states it."""
+    for name in FIXTURES_IOR:
+        assert "Open MPI" not in (FIX / name).read_text() and "MPICH" not in (
+            FIX / name).read_text()
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "a")
+    assert code == 0, err
+    rec = one(tmp_path / "a")
+    assert "mpi" in rec.imported()["unknown"] and rec.keys().get("mpi", "unknown") == "unknown"
+    code, _o, err = cli(capsys, "import", FIX / "fpp-write-i2.txt", "--results", tmp_path / "b",
+                        "--fact", "mpi=Open MPI v4.1.4")
+    assert code == 0, err
+    rec = one(tmp_path / "b")
+    from mpiwrite.formats.runkeys import run_keys
+
+    assert run_keys(rec)["mpi"] == "Open MPI v4.1.4"
+    assert rec.imported()["stated_facts"] == {"mpi": "Open MPI v4.1.4"}
+    assert "mpi" not in rec.imported()["unknown"]
+
+
+FIXTURES_IOR = ("fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
+                "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
+                "glusterfs-3hosts-6ranks.txt", "glusterfs-3hosts-json-broken-by-warning.json")
+
+
+@pytest.mark.timeout(60)
+def test_mpiwrite_own_run_json_becomes_a_record_of_what_it_states(tmp_path, capsys):
+    """A real `mpiwrite run --json` (a run with --no-record): told from its content, imported
+    under the run's own id, with its iterations, settings, keys and tags as it states them."""
+    path = FIX / "mpiwrite-run.json"
+    doc = json.loads(path.read_text())
+    res = tmp_path / "r"
+    code, out, err = cli(capsys, "import", path, "--results", res, "--tag", "site=a")
+    assert code == 0, err
+    rec = one(res)
+    assert rec.run_id == doc["run_id"] and rec.imported()["tool"] == "mpiwrite"
+    assert rec.imported()["format"] == "mpiwrite-json"
+    its = doc["iterations"]
+    assert agg(rec) == pytest.approx([i["aggregate_MB_per_s"] for i in its])
+    assert agg(rec, "first_done_MB_per_s") == pytest.approx(
+        [i["first_done_MB_per_s"] for i in its])
+    assert agg(rec, "aggregate_with_open_MB_per_s") == pytest.approx(
+        [i["aggregate_with_open_MB_per_s"] for i in its])
+    assert list(rec.iterations["bytes"]) == [i["bytes"] for i in its]
+    assert (rec.attrs["ranks"], rec.attrs["nodes"]) == (doc["ranks"], doc["nodes"])
+    assert rec.attrs["start_time"] == doc["start_time"]
+    p = rec.params()
+    assert (p["block_size"], p["size"], p["fsync"], p["layout"]) == (MIB, 4 * MIB, True, "fpp")
+    keys = rec.keys()
+    assert keys["kernel"] == doc["keys"]["kernel"] and keys["fstype"] == "ext4"
+    assert keys["fsync"] == "on" and keys["block_size"] == "1MiB"
+    assert rec.tags() == {"site": "a"}
+    code, _o, err = cli(capsys, "import", path, "--results", res, "--from", "mpiwrite-json")
+    assert code == 0 and "already imported" in err
+    bad = tmp_path / "failed.json"
+    bad.write_text(path.read_text().replace('"status": "complete"', '"status": "failed"'))
+    assert "only a complete run" in _refused(capsys, tmp_path / "x", bad)

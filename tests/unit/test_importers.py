@@ -1,0 +1,119 @@
+"""The importers' seam: every importer in importers/registry.IMPORTERS keeps the same contract.
+
+Each reads its tool's real outputs (tests/fixtures/import/README.md), refuses every other
+tool's, and refuses garbage with one line (ImportRefused), both when asked by name
+(`--from`) and when its parser is handed the file directly.  A new importer fails here until
+its real outputs are in FIXTURES.
+"""
+
+
+import pytest
+from common import FIXTURES
+
+from mpiwrite.formats.numbers import ImportRefused
+from mpiwrite.importers import registry
+from mpiwrite.importers.base import check_test, read_source
+
+FIX = FIXTURES / "import"
+# Real outputs of each registered tool (the IOR JSON broken by a warning is refused: not here).
+FIXTURES = {
+    "ior": ["fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
+            "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
+            "glusterfs-3hosts-6ranks.txt"],
+    "fio": ["fio-write-2jobs.json", "fio-randrw70-libaio.json"],
+    "lmdd": ["lmdd-tmpfs.txt"],
+    "dd": ["dd-fsync.txt"],
+    "mpiwrite-json": ["mpiwrite-run.json"],
+}
+GARBAGE = {
+    "empty": "",
+    "words": "hello\nthis is not a benchmark's output\n",
+    "json-object": '{"a": 1}\n',
+    "json-list": "[1, 2, 3]\n",
+    "cut-json": '{"tests": [{"Parameters": ',
+    "numbers": "1 2 3\n4 5 6\n",
+}
+
+
+def _others(name):
+    return [f for other, files in FIXTURES.items() if other != name for f in files]
+
+
+def test_every_registered_importer_has_real_outputs_here():
+    assert set(FIXTURES) == set(registry.names())
+    for files in FIXTURES.values():
+        for f in files:
+            assert (FIX / f).is_file(), f
+
+
+def test_the_command_line_offers_exactly_the_registered_importers():
+    from mpiwrite.cli.importcmd import import_
+
+    opt = next(p for p in import_.params if p.name == "tool")
+    assert tuple(opt.type.choices) == registry.names()
+
+
+def test_the_registry_loads_what_it_names():
+    for name in registry.names():
+        imp = registry.get(name)
+        assert imp.name == name and imp.title and callable(imp.detect) and callable(imp.parse)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_an_importer_reads_its_real_outputs(name):
+    imp = registry.get(name)
+    for f in FIXTURES[name]:
+        path = str(FIX / f)
+        src = read_source(path)
+        assert imp.detect(src.text), f
+        assert registry.detect(src.text) == name, f
+        tests = imp.parse(src, "")
+        assert tests, f
+        for t in tests:
+            check_test(t, path)
+            assert t.tool == name.split("-")[0], (f, t.tool)
+        src2, again = registry.read_tests(path, name)
+        assert len(again) == len(tests)
+
+
+def _one_line_refusal(call, path, *args):
+    with pytest.raises(ImportRefused) as exc:
+        call(*args)
+    text = str(exc.value)
+    assert "\n" not in text.strip() and path in text, text
+    return text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_an_importer_refuses_the_other_tools_outputs(name):
+    imp = registry.get(name)
+    for f in _others(name):
+        path = str(FIX / f)
+        src = read_source(path)
+        assert not imp.detect(src.text), f
+        _one_line_refusal(imp.parse, path, src, "")
+        assert "but the file is" in _one_line_refusal(registry.read_tests, path, path, name)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+@pytest.mark.parametrize("garbage", sorted(GARBAGE))
+def test_an_importer_refuses_garbage_with_one_line(tmp_path, name, garbage):
+    imp = registry.get(name)
+    path = tmp_path / f"{garbage}.txt"
+    path.write_text(GARBAGE[garbage])
+    src = read_source(str(path))
+    assert not imp.detect(src.text)
+    _one_line_refusal(imp.parse, str(path), src, "")
+    _one_line_refusal(registry.read_tests, str(path), str(path), name)
+
+
+@pytest.mark.timeout(60)
+def test_garbage_without_from_is_refused_naming_every_registered_tool(tmp_path):
+    path = tmp_path / "words.txt"
+    path.write_text(GARBAGE["words"])
+    text = _one_line_refusal(registry.read_tests, str(path), str(path))
+    for name in registry.names():
+        assert registry.get(name).title in text
