@@ -75,7 +75,7 @@ def test_script_makes_its_folder_or_says_in_one_line_why_not(tmp_path, where, ma
     """--dir D where D is missing: made (or one line, exit 2, when it cannot be); a file
     named D: one line.  No traceback either way."""
     (tmp_path / "a-file").write_text("x")
-    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "gluster_testbed.py")
+    script = str(ROOT / "benchmarks" / "gluster_testbed.py")
     target = tmp_path / where
     reason = glusterlib.why_not()
     # without GlusterFS the script stops after the folder: the made folder is removed again
