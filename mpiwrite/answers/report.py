@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -143,6 +143,10 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                    _values=values)
         if not first and not reading:
             row["_first_done_why"] = first_done_why(members)
+        if sampling.metric == "cpu-per-GB":  # the share outside the ranks, for the note
+            from mpiwrite.answers import clientcpu
+
+            row["_own"] = clientcpu.own_share(members, warm, unit)
         rows.append(row)
     if baseline:
         flt = parse_filter(baseline, "--baseline")
@@ -188,28 +192,59 @@ def _isnum(text: str) -> bool:
         return False
 
 
-COLUMNS = ["runs", "n", "MB/s ±95%", "min", "max", "rank mean±sd", "first-done"]
-RATE_FIELDS = ["rank_mean_MB_per_s", "rank_std_MB_per_s", "first_done_MB_per_s",
-               "last_done_MB_per_s"]  # with --units MiB: rate_fields("MiB")
-CSV_FIELDS = ["runs", *contract.STAT_KEYS, *RATE_FIELDS]
+class Column(NamedTuple):
+    """One column of the report: its table header (`{unit}`: the metric's; None: in the CSV
+    and JSON only), its fields in the row (the CSV's columns and the JSON's names, in that
+    order), and its table cell.  The table, the CSV and the page read this one list; the JSON
+    row holds every field (formats/schemas/report-json.schema.json names them)."""
+    header: Optional[str]
+    fields: Callable[[Any, str], List[str]]  # (the metric's info, units) -> field names
+    cell: Callable[[Dict[str, Any], Any, str], str]  # (row, info, units) -> table cell
+
+
+def _stat(info, name: str) -> str:
+    return f"{name}_{info.suffix}"
+
+
+def _extreme(r: Dict[str, Any], info, units: str, name: str) -> str:
+    # MB/s: whole numbers for min and max; 0.004 CPU s/GB is not 0
+    return _num(r[_stat(info, name)], 0 if info.unit == f"{units}/s" else info.digits)
+
+
+COLUMNS: Tuple[Column, ...] = (
+    Column("runs", lambda info, units: ["runs"], lambda r, info, units: str(r["runs"])),
+    Column("n", lambda info, units: ["n"], lambda r, info, units: str(r["n"])),
+    Column("{unit} ±95%",
+           lambda info, units: [_stat(info, s) for s in ("mean", "std", "ci_lo", "ci_hi")],
+           lambda r, info, units: mean_cell(r[_stat(info, "mean")], r[_stat(info, "ci_lo")],
+                                            r[_stat(info, "ci_hi")], r["n"], info.digits)),
+    Column("min", lambda info, units: [_stat(info, "min")],
+           lambda r, info, units: _extreme(r, info, units, "min")),
+    Column("max", lambda info, units: [_stat(info, "max")],
+           lambda r, info, units: _extreme(r, info, units, "max")),
+    Column("rank mean±sd", lambda info, units: [rate_key("rank_mean", units),
+                                                 rate_key("rank_std", units)],
+           lambda r, info, units: f"{_num(r[rate_key('rank_mean', units)], 0)}±"
+                                  f"{_num(r[rate_key('rank_std', units)], 0)}"),
+    Column("first-done", lambda info, units: [rate_key("first_done", units)],
+           lambda r, info, units: _num(r[rate_key("first_done", units)])),
+    Column(None, lambda info, units: [rate_key("last_done", units)],
+           lambda r, info, units: ""),
+)
 CHANGE_FIELDS = ["change_pct", "change_ci_lo_pct", "change_ci_hi_pct", "p_value", "verdict"]
-
-
-def rate_fields(units: str = "MB") -> List[str]:
-    return [rate_key(f, units) for f in ("rank_mean", "rank_std", "first_done", "last_done")]
 
 
 def columns(metric: str, units: str = "MB") -> List[str]:
     """The report table's columns: a metric's own unit in the header of its figures."""
-    return [f"{metric_info(metric, units).header} ±95%" if c == "MB/s ±95%" else c
-            for c in COLUMNS]
+    header = metric_info(metric, units).header
+    return [c.header.replace("{unit}", header) for c in COLUMNS if c.header]
 
 
 def csv_fields(metric: str, units: str = "MB") -> List[str]:
     """The CSV columns after the --by keys: the stat block in the metric's unit, then the
     write rates (MB/s, or MiB/s) that every report row carries."""
-    return ["runs", *contract.stat_keys(metric_info(metric, units).suffix),
-            *rate_fields(units)]
+    info = metric_info(metric, units)
+    return [f for c in COLUMNS for f in c.fields(info, units)]
 
 
 def metric_fields(metric: str, units: str = "MB") -> Dict[str, Any]:
@@ -278,6 +313,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
             " (fsyncs during the writes, --fsync-every N, or --direct give the figure; "
             "`mpiwrite show RUN` says more)")
         notes.append(f"first-done -: {said}{advice}")
+    notes += own_notes(rows, by)
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]
@@ -294,18 +330,29 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     return "\n".join(lines + notes)
 
 
+def own_notes(rows: List[Dict[str, Any]], by: Sequence[str]) -> List[str]:
+    """cpu-per-GB: each row's share of the client's own processes (a FUSE daemon, kernel
+    threads), the rest being the ranks'."""
+    out = []
+    for r in rows:
+        if "_own" not in r:
+            continue
+        own, names = r["_own"]
+        group = " ".join(printable(r["keys"][k]) for k in by) or "all runs"
+        out.append(f"  {group}: " + (f"{_num(own, 3)} CPU s/GB "
+                                     f"({printable(', '.join(names[:8]))})" if names
+                                     else "none measured (the ranks' alone)"))
+    if out:
+        out.insert(0, "cpu-per-GB counts the ranks and the client's own processes (a FUSE "
+                      "daemon, kernel threads); the latter's share of each mean:")
+    return out
+
+
 def _figure_cells(r: Dict[str, Any], metric: str, units: str = "MB") -> List[str]:
-    """A report row's figures as table cells: the metric with the decimals its unit needs
-    (MB/s: one, and whole numbers for min and max; 0.004 CPU s/GB is not 0), then the rates."""
+    """A report row's figures as table cells: the metric with the decimals its unit needs,
+    then the rates."""
     info = metric_info(metric, units)
-    key = dict(zip(contract.STAT_NAMES, contract.stat_keys(info.suffix)[1:]))
-    extremes = 0 if info.unit == f"{units}/s" else info.digits
-    return [str(r["runs"]), str(r["n"]), mean_cell(r[key["mean"]], r[key["ci_lo"]],
-                                                   r[key["ci_hi"]], r["n"], info.digits),
-            _num(r[key["min"]], extremes), _num(r[key["max"]], extremes),
-            f"{_num(r[rate_key('rank_mean', units)], 0)}±"
-            f"{_num(r[rate_key('rank_std', units)], 0)}",
-            _num(r[rate_key("first_done", units)])]
+    return [c.cell(r, info, units) for c in COLUMNS if c.header]
 
 
 def mean_cell(mean: float, lo: float, hi: float, n: int, digits: int = 1) -> str:

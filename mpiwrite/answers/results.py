@@ -253,7 +253,8 @@ RATE = MetricInfo("MB/s", "MB_per_s", "MB/s")
 CPU_METRICS = {
     # the busiest node's CPU busy fraction over each iteration's write phase, in percent
     "client-cpu": MetricInfo("%", "cpu_busy_pct", "CPU busy %", False, 1, "points"),
-    # client CPU seconds (user + system, all ranks) per 10^9 bytes written
+    # client CPU seconds (user + system: the ranks, and the client's own processes where
+    # measured: answers/clientcpu.py) per 10^9 bytes written
     "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
 }
 METRIC_NAMES = list(metricnames.NAMES)  # each a key of METRICS or CPU_METRICS, or per-node
@@ -292,31 +293,17 @@ def rate_key(name: str, units: str = "MB") -> str:
     return f"{name}_{units}_per_s"
 
 
-def cpu_seconds_per_GB(rows: np.ndarray) -> float:
-    """Client CPU seconds (user + system) per 10^9 bytes over the ranks of one iteration whose
-    CPU was measured, and only their bytes: the cost of each byte to the client (checksums,
-    compression, copies) whatever the storage's speed.  NaN when no rank has a CPU figure
-    (records from before it, MPIWRITE_NO_ACCOUNTING=1) or they wrote nothing."""
-    names = rows.dtype.names or ()
-    if "cpu_user_seconds" not in names or "cpu_system_seconds" not in names:
-        return float("nan")
-    cpu = rows["cpu_user_seconds"] + rows["cpu_system_seconds"]
-    measured = np.isfinite(cpu)
-    nbytes = float(rows["bytes"][measured].sum())
-    if not measured.any() or nbytes <= 0:
-        return float("nan")
-    return float(cpu[measured].sum()) / nbytes * 1e9
-
-
 def _cpu_values(rec: RunRecord, its: np.ndarray, metric: str) -> List[float]:
-    """Per good iteration: the busiest node's CPU busy percent, or CPU seconds per GB."""
+    """Per good iteration: the busiest node's CPU busy percent, or CPU seconds per GB (the
+    ranks' and the client's own processes': answers/clientcpu.py)."""
     if metric == "client-cpu":
         if "node_cpu_busy_max" not in (its.dtype.names or ()):
             return []
         vals = [100.0 * float(v) for v in its["node_cpu_busy_max"]]
     else:
-        vals = [cpu_seconds_per_GB(rec.ranks[rec.ranks["iteration"] == it])
-                for it in its["iteration"]]
+        from mpiwrite.answers import clientcpu
+
+        vals = [clientcpu.of_record(rec, int(it)).total for it in its["iteration"]]
     return [v for v in vals if np.isfinite(v)]
 
 

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from mpiwrite.answers import clientcpu
 from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
@@ -35,6 +36,16 @@ def _bucket_ms(seconds, unit: str = "") -> str:
 def _offset(seconds) -> str:
     v = float(seconds)
     return f"{v:+.6f}" if v == v else "-"
+
+
+def cpu_text(cpu: clientcpu.CpuPerGB) -> str:
+    """The client CPU line of an iteration: the total and the ranks' share apart."""
+    if not cpu.processes:
+        return (f"client CPU {cpu.total:.3g} s/GB (the ranks'; no client process outside "
+                "them measured)")
+    return (f"client CPU {cpu.total:.3g} s/GB: ranks {cpu.ranks:.3g} + the client's own "
+            f"processes {cpu.own:.3g} ({', '.join(cpu.processes[:8])}"
+            f"{', ...' if len(cpu.processes) > 8 else ''})")
 
 
 def unique_options(text: str) -> str:
@@ -138,6 +149,9 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             extra.append(f"client CPU up to {it['node_cpu_busy_max']:.0%} busy")
         if extra:
             lines.append("  " + "; ".join(extra))
+        cpu = clientcpu.of_record(rec, int(it["iteration"])) if len(rec.ranks) else None
+        if cpu is not None and math.isfinite(cpu.total):
+            lines.append("  " + cpu_text(cpu))
     if len(rec.iterations) and not len(rec.ranks) and rec.imported():
         lines.append("per rank: none (imported: the tool reports no per-rank figures on a "
                      "common timeline)")

@@ -34,6 +34,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
 from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import plural
+from mpiwrite.vocab.axes import kind_of
 
 
 def generation(tags: Dict[str, str]) -> int:
@@ -107,7 +108,7 @@ def axis_levels(runs: StudyRuns, axes: Dict[str, List[Any]], points: Sequence[Di
                 words.append(word)
         # a setting's first value is the baseline the file chose (its default, usually); the
         # sizes and counts of `run`'s options and the allocation read best in order of value
-        if not axis.startswith("setting.") and all(value_order((w,))[0][0] == 0
+        if kind_of(axis).by_value and all(value_order((w,))[0][0] == 0
                                                    for w in words):
             words.sort(key=lambda w: value_order((w,)))
         out[axis] = words

@@ -110,7 +110,10 @@ def text(found: Dict[str, Any], aliases: List[str], chosen: Dict[str, str],
                      f"(predicted {_pct(confirm['predicted_percent'])} or so; `mpiwrite "
                      "compare` on the records)")
     else:
-        lines.append("confirm next: nothing to change; no factor had a real effect")
+        real = [r["name"] for r in found["factors"] if r["verdict"] == "real"]
+        lines.append("confirm next: nothing to change; " + (
+            f"the current level is the better one of {', '.join(real)}" if real
+            else "no factor had a real effect"))
     return "\n".join(lines)
 
 

@@ -39,7 +39,9 @@ METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the l
                "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
                "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
                "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
-               "system seconds of all ranks per 10^9 bytes written), where less is better.")
+               "system seconds of all ranks and of the client's own processes, a FUSE daemon or "
+               "Lustre's or NFS's kernel threads, per 10^9 bytes written), where less is "
+               "better.")
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."

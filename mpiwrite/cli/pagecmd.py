@@ -25,6 +25,7 @@ from mpiwrite.cli.options import (
 )
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
+from mpiwrite.vocab.axes import run_option
 
 SUFFIXES = (".html", ".htm")
 
@@ -123,7 +124,7 @@ def _study(file: str, results, generation, cache):
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder], level="full", cache=cache)
-    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
     runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
     keys = resume.point_keys(st, configs)
     return store, runs, Study(st.name, file, dict(st.axes), st.points(), keys)

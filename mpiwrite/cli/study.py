@@ -16,9 +16,10 @@ import click
 
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
-from mpiwrite.study.plan import ALLOCATION_AXES, Problem, Study, StudyError, load
+from mpiwrite.study.plan import Problem, Study, StudyError, load
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
+from mpiwrite.vocab.axes import run_option
 
 OVERHEAD_SECONDS = 2.0  # a run inside a study: settings, barriers, the record (no start-up)
 
@@ -73,7 +74,7 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
     for table, items in (("run", study.fixed.items()),
                          ("axes", [(k, v) for k, vs in study.axes.items() for v in vs])):
         for key, value in items:
-            if key in ALLOCATION_AXES or key.startswith("setting."):
+            if not run_option(key):
                 continue
             if key not in opts:
                 problems.append(Problem(line(table, key), f"[{table}] {key}",
@@ -99,7 +100,7 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
     fixed = [w for k, v in study.fixed.items() for w in _argv(k, v, opts)]
     for i, point in enumerate(study.points()):
         words = fixed + [w for k, v in point.items()
-                         if k not in ALLOCATION_AXES and not k.startswith("setting.")
+                         if run_option(k)
                          for w in _argv(k, v, opts)]
         try:
             configs.append(parse(words))
@@ -380,7 +381,7 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir,
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
     sampling = sampling_from(metric, unit, warmup, confidence)
-    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
     runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
     answer = study_answer(runs, st.axes, st.points(), resume.point_keys(st, configs), sampling)
     drawn = draw(runs, answer, plot_dir, sampling) if plot_dir is not None else []

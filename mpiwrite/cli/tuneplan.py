@@ -17,6 +17,7 @@ from mpiwrite.cli.options import sampling_options
 from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
+from mpiwrite.vocab.axes import run_option
 
 OVERHEAD = 2.0  # a run inside a study: settings, barriers, the record
 SETTLE_GUESS = 5.0  # seconds a point's settings take to show, for the budget
@@ -226,7 +227,7 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     if not os.path.isdir(folder):
         raise ConfigError(f"--results: {folder!r} is not a folder of records")
     store = Store([folder])
-    fields = {a: resume.field_of(a) for a in st.axes if resume.run_option(a)}
+    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
     runs = StudyRuns(store, st.name, fingerprint(st), fields, None)
     where = {k: i for i, k in enumerate(resume.point_keys(st, configs))}
     points = st.points()
@@ -243,8 +244,9 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
         raise ConfigError(f"{file}: {len(ys)} complete run(s) in {folder}: run the study "
                           "first (mpiexec ... mpiwrite study run FILE)")
     found = tune_report.effects(np.array(xs), np.array(ys), names, confidence)
-    lower_better = metric in ("client-cpu", "cpu-per-GB")
-    chosen = tune_report.recommend(found, levels, not lower_better)
+    from mpiwrite.answers.results import metric_info
+
+    chosen = tune_report.recommend(found, levels, metric_info(metric).higher_is_better)
     confirm = tune_report.confirmation(found, levels, chosen, confidence)
     aliases = design(names).aliases
     if fmt == "json":
@@ -253,7 +255,8 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
                                "cannot_tell_apart": aliases, "recommended": chosen,
                                "confirm": confirm, "left_out": left_out}, indent=1))
     else:
-        click.echo(printable(tune_report.text(found, aliases, chosen, confirm, metric)))
+        text = tune_report.text(found, aliases, chosen, confirm, metric)
+        click.echo("\n".join(printable(line) for line in text.split("\n")))
     if left_out:
         said = ", ".join(f"{n} {state}" for state, n in sorted(left_out.items()))
         sys.stderr.write(f"mpiwrite: {sum(left_out.values())} run(s) left out ({said})\n")

@@ -8,7 +8,9 @@ found by reading /proc/<pid>/cmdline, and whose program is the filesystem's clie
 serves our mount: in our mount namespace (`/proc/PID/ns/mnt` as `/proc/self/ns/mnt`), else
 with our mount's device (MAJ:MIN, one per FUSE connection) at the mount point in its
 `/proc/PID/mountinfo` (a copy of its namespace: a container, `unshare -m`; or a namespace a
-user may not read).  Emulated hosts run identical daemons, each with its own device.  Its
+user may not read).  A plain `fuse` mount (bindfs: no subtype, its source a folder) names no
+program: its daemon is the process, so found, that holds /dev/fuse open.  Emulated hosts run
+identical daemons, each with its own device.  Its
 version comes from the package database, else (real root only, named programs only) from
 `glusterfs --version` (`glusterfs 10.3`) or `ceph-fuse --version` (`ceph version 18.2.1
 (<sha>) reef (stable)`).
@@ -27,6 +29,7 @@ from mpiwrite.facts.sysroot import Reader
 from mpiwrite.units import MiB
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most
+MAX_FDS = 256  # /proc/<pid>/fd links looked at per candidate, at most
 # subtype -> (client name, packages, version command); the command's program is the daemon's
 # binary (argv[0]'s base name), for other subtypes the subtype itself
 KNOWN = {
@@ -54,8 +57,9 @@ def subtype(fstype: str, source: Optional[str]) -> str:
 
 def daemon(reader: Reader, mount_point: Optional[str],
            program: Optional[str] = None) -> Optional[Dict[str, Any]]:
-    """pid, name and argv of the process serving mount_point: its argv ends with it and, when
-    `program` is given, argv[0]'s base name is that program (not `tail -f MOUNT`); of those,
+    """pid, name and argv of the process serving mount_point: its argv ends with it and
+    argv[0]'s base name is `program` or, without one, it holds /dev/fuse open (either way not
+    `tail -f MOUNT`); of those,
     the first in our mount namespace, else the first whose mount table has our mount's
     device at mount_point (ours seen from a copy of its namespace, or a namespace we may not
     read).  Without our own namespace link (a sysroot without it) the first is taken."""
@@ -75,7 +79,8 @@ def daemon(reader: Reader, mount_point: Optional[str],
         argv = [a for a in text.split("\0") if a]
         if len(argv) < 2 or argv[-1].rstrip("/") != mount_point.rstrip("/"):
             continue
-        if program is not None and os.path.basename(argv[0]) != program:
+        if os.path.basename(argv[0]) != program if program is not None \
+                else not holds_fuse(reader, rel):
             continue
         found = {"pid": int(rel.rsplit("/", 1)[-1]), "name": os.path.basename(argv[0]),
                  "argv": argv[:32]}
@@ -89,6 +94,12 @@ def daemon(reader: Reader, mount_point: Optional[str],
         return None  # e.g. only other emulated hosts' daemons with the same command line
     reader.raw[f"/proc/{by_device[0]['pid']}/cmdline"] = by_device[1]
     return by_device[0]
+
+
+def holds_fuse(reader: Reader, rel: str) -> bool:
+    """Whether the process at rel (proc/PID) has /dev/fuse open, as a FUSE daemon has."""
+    return any(reader.readlink(fd)[0] == "/dev/fuse"
+               for fd in reader.glob(f"{rel}/fd/*")[:MAX_FDS])
 
 
 def mount_device(reader: Reader, rel: str, mount_point: str) -> Optional[str]:
@@ -109,11 +120,16 @@ def parse_version(text: Optional[str]) -> Optional[str]:
 
 
 def collect(reader: Reader, fs: Dict[str, Any]) -> Dict[str, Any]:
-    sub = subtype(str(fs.get("fstype") or ""), fs.get("mount_source"))
+    fstype = str(fs.get("fstype") or "")
+    sub = subtype(fstype, fs.get("mount_source"))
+    if fstype in ("fuse", "fuseblk"):  # no subtype: the daemon (its program) names it
+        proc = daemon(reader, fs.get("mount_point"))
+        sub = proc["name"] if proc else sub
+    else:
+        proc = daemon(reader, fs.get("mount_point"), binary(sub))
     name, packages, cmd = KNOWN.get(sub, (sub, (sub,), None))
     info: Dict[str, Any] = {"name": name, "fuse": True, "subtype": sub,
                             "mount_source": fs.get("mount_source")}
-    proc = daemon(reader, fs.get("mount_point"), binary(sub))
     info["daemon"] = proc
     version, package = package_version(reader, packages)
     info["version_source"] = f"package {package}" if version else None
@@ -231,7 +247,9 @@ class Fuse(Client):
 
     def own_processes(self, sysroot: str, fs: Dict[str, Any],
                       client: Dict[str, Any]) -> List[int]:
-        return [int(client["pid"])] if isinstance(client.get("pid"), int) else []
+        """Its daemon, as the node's facts found it (all its threads: /proc/PID/stat)."""
+        pid = (client.get("daemon") or {}).get("pid")
+        return [pid] if isinstance(pid, int) and not isinstance(pid, bool) else []
 
     def detail(self, client: Dict[str, Any]) -> List[str]:
         d = client.get("daemon") or {}

@@ -21,6 +21,7 @@ from mpiwrite.units import MiB
 KiB = 1024
 
 COMMAND_TIMEOUT = 60.0
+GLUSTER_CLI = "MPIWRITE_GLUSTER_CLI"  # how to run gluster where glusterd takes volume get/set
 
 
 class Where(NamedTuple):
@@ -32,6 +33,12 @@ class Where(NamedTuple):
     @property
     def reader(self) -> Reader:
         return Reader(self.sysroot or "/")
+
+    @property
+    def daemon(self) -> Dict[str, Any]:
+        """A FUSE client's daemon as its facts found it: pid, name, argv (clients/fuse.py)."""
+        d = self.client.get("daemon")
+        return d if isinstance(d, dict) else {}
 
 
 def _run(argv: List[str]) -> Tuple[Optional[str], str]:
@@ -133,6 +140,23 @@ def _gluster_volume(where: Where) -> Tuple[Optional[Tuple[str, str]], str]:
     return (server.split(",")[0], volume.strip("/")), ""
 
 
+def _gluster(vol: Tuple[str, str], *words: str) -> Tuple[Optional[str], str]:
+    """`gluster volume WORDS...`: through MPIWRITE_GLUSTER_CLI when given (a command that
+    runs gluster where glusterd accepts it: `ssh storage1 gluster`), else against the mount's
+    server with --remote-host, which glusterd answers for read-only requests only."""
+    import shlex
+
+    given = os.environ.get(GLUSTER_CLI, "").strip()
+    if given:
+        return _run(shlex.split(given) + ["--mode=script", "volume", *words])
+    text, why = _run(["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume", *words])
+    if text is None:
+        why += (f"; glusterd answers `volume {words[0]}` from its own host only (--remote-host"
+                f" is read-only): set {GLUSTER_CLI} to a command that runs gluster there, "
+                "e.g. 'ssh SERVER gluster'")
+    return text, why
+
+
 def raw_read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
     """The tunable's value as its filesystem prints it (one per device for lctl)."""
     if t.access == "lctl":
@@ -149,11 +173,12 @@ def raw_read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
         vol, why = _gluster_volume(where)
         if vol is None:
             return None, why
-        text, why = _run(["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume",
-                          "get", vol[1], t.name])
-        lines = [ln.split() for ln in (text or "").splitlines() if ln.startswith(t.name)]
-        return (lines[-1][-1], "") if lines and len(lines[-1]) > 1 else (None, why or
-                                                                         "no value printed")
+        text, why = _gluster(vol, "get", vol[1], t.name)
+        # `performance.write-behind-window-size   1MB (DEFAULT)`: the value, not the mark
+        lines = [[w for w in ln.split()[1:] if w != "(DEFAULT)"]
+                 for ln in (text or "").splitlines() if ln.split()[:1] == [t.name]]
+        return (lines[-1][-1], "") if lines and lines[-1] else (None, why or
+                                                                "no value printed")
     opts = dict(o.partition("=")[::2] for o in str(where.fs.get("mount_options", "")).split(","))
     return (opts[t.name], "") if opts.get(t.name) else (None, "not among the mount's options")
 
@@ -161,7 +186,7 @@ def raw_read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
 def _ceph(where: Where, command: Dict[str, Any], name: str) -> Tuple[Optional[str], str]:
     from mpiwrite.clients import ceph
 
-    sock, pid = where.client.get("admin_socket"), where.client.get("pid")
+    sock, pid = where.client.get("admin_socket"), where.daemon.get("pid")  # peer: the daemon
     if not sock:
         return None, "no admin socket of the ceph-fuse daemon found (mpiwrite env TARGET)"
     answer, why = ceph.ask(sock, command, int(pid) if pid else None)
@@ -210,9 +235,7 @@ def write(t: Tunable, value: str, where: Where) -> str:
         return _ceph(where, {"prefix": "config set", "var": t.name, "val": [value]}, t.name)[1]
     if t.access == "gluster":
         vol, why = _gluster_volume(where)
-        return why if vol is None else _run(
-            ["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume", "set", vol[1],
-             t.name, value])[1]
+        return why if vol is None else _gluster(vol, "set", vol[1], t.name, value)[1]
     rel, why = _path(t, where)
     if rel is None:
         return why
@@ -266,7 +289,7 @@ def gluster_log(where: Where) -> Tuple[Optional[str], str]:
     """The end of the GlusterFS client's log (where its last graph is)."""
     from mpiwrite.clients.fuse import GRAPH_LOG_BYTES, _flags
 
-    argv = where.client.get("argv") or []
+    argv = where.daemon.get("argv") or []
     mp = str(where.fs.get("mount_point") or "")
     log = _flags(argv, ("--log-file",)).get("log-file") or (
         "/var/log/glusterfs/" + mp.strip("/").replace("/", "-") + ".log")

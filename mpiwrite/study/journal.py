@@ -11,7 +11,9 @@ still there is a change not undone:
 - `mpiwrite study restore FILE` puts this node's settings of that study back (one process per
   node: `srun -N K --ntasks-per-node=1 mpiwrite study restore FILE` on a cluster);
 - the next `study run` of the same study does so on every node before it reads anything;
-- every mpiwrite command started on this node says that a journal is pending (one line).
+- every mpiwrite command started on this node says that a journal is pending (one line), but
+  the study's own `set` and `get` commands (`mpiwrite tune set`: MPIWRITE_STUDY_RUNNING names
+  the study whose journal is live).
 
 The folder is MPIWRITE_STATE, else $XDG_STATE_HOME/mpiwrite, else ~/.local/state/mpiwrite:
 made 0700 if missing (its parent must exist), never a link, owned by this user, writable by
@@ -27,6 +29,7 @@ import stat
 from typing import Any, Dict, List, Optional, Tuple
 
 ENV = "MPIWRITE_STATE"
+RUNNING = "MPIWRITE_STUDY_RUNNING"  # set for a study's own set/get commands: its name
 PREFIX = "settings-"
 SUFFIX = ".json"
 LIMIT = 64 << 20  # bytes of a journal read back (values are at most VALUE_CHARS each)
@@ -243,7 +246,8 @@ def claim(host: str, study: str) -> int:
 def warning() -> str:
     """One line when a journal is pending here, else '' (every command's start: one
     directory read, nothing when the folder does not exist)."""
-    found = pending()
+    running = os.environ.get(RUNNING)  # a command the study runs: its own journal is live
+    found = [(n, doc) for n, doc in pending() if not running or doc.get("study") != running]
     if not found:
         return ""
     names = sorted({doc.get("study", "?") for _, doc in found})

@@ -27,6 +27,8 @@ import shlex
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from mpiwrite.vocab.axes import kind_of
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.9/3.10
@@ -38,7 +40,6 @@ STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "descripti
 SETTING_KEYS = {"name", "values", "set", "get", "scope", "settle", "remount", "needs_remount"}
 SCOPES = ("node", "once")
 SETTLE = 60.0  # seconds a setting may take to show on every node, unless told
-ALLOCATION_AXES = ("nodes", "ranks_per_node")  # not `run` options: parts of the allocation
 # `run` options a study sets itself, not the file: where it writes and what it records
 NOT_IN_RUN = {"target", "results", "no_record", "json", "tag", "tag_file"}
 MAX_POINTS = 100_000
@@ -209,8 +210,8 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     for key, value in fixed.items():
         if key in NOT_IN_RUN:
             bad("run", key, "is set by the study itself ([study] target and results)")
-        elif key in ALLOCATION_AXES:
-            bad("run", key, "is part of the allocation: give it under [axes]")
+        elif kind_of(key).in_run_table:
+            bad("run", key, kind_of(key).in_run_table)
         elif isinstance(value, (list, dict)):
             bad("run", key, "must be one value (several values are an axis: [axes])")
     axes_doc = doc.get("axes", {})
@@ -221,8 +222,8 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     for key, values in axes_doc.items():
         if key in NOT_IN_RUN:
             bad("axes", key, "is set by the study itself, not an axis")
-        elif key.startswith("setting."):
-            bad("axes", key, "names a setting: declare it as a [[setting]] (name, values, set)")
+        elif kind_of(key).in_axes_table:
+            bad("axes", key, kind_of(key).in_axes_table)
         elif not isinstance(values, list) or not values:
             bad("axes", key, "must be a non-empty list of values")
         elif any(isinstance(v, (list, dict)) for v in values):
@@ -231,8 +232,8 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
             bad("axes", key, "lists a value twice (given twice)")
         elif key in fixed:
             bad("axes", key, "is also fixed in [run]: one or the other")
-        elif key in ALLOCATION_AXES and not all(type(v) is int and v >= 1 for v in values):
-            bad("axes", key, "must be whole numbers of at least 1")
+        elif kind_of(key).check(values):
+            bad("axes", key, kind_of(key).check(values))
         else:
             axes[key] = values
     settings: List[Setting] = []
@@ -313,9 +314,9 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
         bad("study", "repeat", f"{count} points x {repeat} repetitions = {count * repeat} "
                                f"runs: more than {MAX_RUNS}")
     found = Study(str(name), str(target or "."), str(results), repeat, str(order), seed,
-                  {k: v for k, v in fixed.items() if k not in NOT_IN_RUN | set(ALLOCATION_AXES)
-                   and not isinstance(v, (list, dict))}, axes, settings, lines, path,
-                  tuple(listed))
+                  {k: v for k, v in fixed.items() if k not in NOT_IN_RUN
+                   and kind_of(k).in_run_table is None and not isinstance(v, (list, dict))},
+                  axes, settings, lines, path, tuple(listed))
     if problems:
         raise StudyError(path, problems, found)
     return found

@@ -28,8 +28,9 @@ from typing import Any, Dict, List, NamedTuple, Sequence, Set, Tuple
 
 from mpiwrite.errors import AgreedError, why
 from mpiwrite.formats.status import RunStatus
-from mpiwrite.study.plan import ALLOCATION_AXES, Study
+from mpiwrite.study.plan import Study
 from mpiwrite.text import printable
+from mpiwrite.vocab.axes import kind_of, run_option
 
 KEY_TAG, GENERATION_TAG = "study_key", "study_generation"
 MAX_KEY = 1024  # a tag value's limit: a longer key is recorded as its hash
@@ -39,12 +40,6 @@ FIELD_OF = {"time": "time_limit", "count": "size", "json": "json_path", "tag": "
 
 def field_of(key: str) -> str:
     return FIELD_OF.get(key, key)
-
-
-def run_option(key: str) -> bool:
-    """A key of [run] or [axes] that is an option of `mpiwrite run` (not the allocation, not
-    a setting)."""
-    return key not in ALLOCATION_AXES and not key.startswith("setting.")
 
 
 def _plain(value: Any) -> Any:
@@ -57,12 +52,7 @@ def point_values(st: Study, point: Dict[str, Any], cfg: Any) -> Dict[str, Any]:
     params = dataclasses.asdict(cfg)
     out: Dict[str, Any] = {}
     for axis, value in point.items():
-        if axis in ALLOCATION_AXES:
-            out[axis] = int(value)
-        elif axis.startswith("setting."):
-            out[axis] = str(value)
-        else:
-            out[axis] = _plain(params.get(field_of(axis), str(value)))
+        out[axis] = _plain(kind_of(axis).point_value(value, params, field_of(axis)))
     return out
 
 
@@ -87,18 +77,10 @@ def expected(st: Study, point: Dict[str, Any], cfg: Any) -> Dict[str, Any]:
 
 def matches(rec: Any, point: Dict[str, Any], want: Dict[str, Any]) -> bool:
     """Whether a record's parameters, allocation and settings are the point's."""
-    params, tags = rec.params(), rec.tags()
+    params = rec.params()
     if any(params.get(k) != v for k, v in want.items()):
         return False
-    try:
-        nodes, ranks = int(rec.attrs.get("nodes", 0)), int(rec.attrs.get("ranks", 0))
-    except (TypeError, ValueError):
-        return False
-    if "nodes" in point and nodes != int(point["nodes"]):
-        return False
-    if "ranks_per_node" in point and (not nodes or ranks != nodes * int(point["ranks_per_node"])):
-        return False
-    return all(tags.get(k) == str(v) for k, v in point.items() if k.startswith("setting."))
+    return all(kind_of(k).held(rec, k, v) for k, v in point.items())
 
 
 def generation(tags: Dict[str, str]) -> int:

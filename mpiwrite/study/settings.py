@@ -11,6 +11,7 @@ still reports.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -113,8 +114,12 @@ class Settings:
 
     def _run(self, words: List[str], lines: bool = False) -> Tuple[int, str]:
         from mpiwrite.procs import run_bounded
+        from mpiwrite.study import journal
 
-        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT)
+        env = None
+        if self.owner:  # `mpiwrite tune set` as the command: its journal is live, no leftover
+            env = dict(os.environ, **{journal.RUNNING: self.owner[1]})
+        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT, env=env)
         if out.missing:
             return 127 if out.error == "command not found" else 126, out.error
         if out.timed_out:

@@ -408,3 +408,20 @@ def test_compare_names_the_ceph_option_and_what_the_client_did_differently(tmp_p
     assert "client write RPC size (bytes per RPC, from its counters)" not in diff
     text = cli(["compare", "oc=a", "oc=b", "--in", str(tmp_path)], cwd=tmp_path).stdout
     assert "client.config.client_oc_max_dirty: 104857600 -> 0" in text
+
+
+def test_tune_asks_the_admin_socket_only_when_the_daemon_found_serves_it(daemon):
+    """`tune get`'s reading of a ceph-fuse option: the peer behind the socket must be the
+    daemon the facts found (their `daemon.pid`), else nothing is taken from it."""
+    from mpiwrite.clients import tuning
+
+    d = daemon({"config get": {"client_oc_max_dirty": "104857600"}})
+    t = fsclients.get("ceph-fuse").tunables["client_oc_max_dirty"]
+
+    def where(pid):
+        return tuning.Where("/mnt/cephfs", "/", {}, {"admin_socket": d.path,
+                                                     "daemon": {"pid": pid}})
+
+    assert tuning.read(t, where(os.getpid())) == ("104857600", "")
+    value, why = tuning.read(t, where(os.getpid() + 1))
+    assert value is None and f"served by pid {os.getpid()}" in why, why

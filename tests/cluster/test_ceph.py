@@ -136,9 +136,15 @@ def test_three_host_run_records_client_facts_and_counters(bed):
         assert d["client"]["fsync"]["avgcount"] >= PER_HOST
         assert d["client"]["wrlat"]["avgcount"] >= per_node / 2**20  # FUSE splits 1 MiB writes
         assert 0 < r["seconds"] < 120
+        # the node's own ceph-fuse (all its threads) did work the ranks' CPU never shows
+        pid = bed.fs.fuse_pids[int(hosts[r["node"]][1:])]
+        own = d["client_cpu"]["processes"]
+        assert list(own) == [f"{pid} ceph-fuse"] and own[f"{pid} ceph-fuse"] > 0, d
     show = cli(["show", rec.path], cwd=bed.folder)
     assert show.returncode == 0, show.stderr
     assert show.stdout.count("ceph: sent 64MiB in ") == HOSTS, show.stdout
+    line, = [ln for ln in show.stdout.splitlines() if "s/GB: ranks" in ln]
+    assert line.endswith("(ceph-fuse)"), line
 
 
 def _set_everywhere(bed, value):
@@ -272,3 +278,69 @@ get = "{occ} get"
     assert report.returncode == 0 and "client_oc_max_dirty 0 vs" in report.stdout, \
         report.stdout + report.stderr
     bed.h.run(0, f"rm -rf {bed.target('study-oc')}", timeout=60)
+
+
+TUNED = {"client_oc_max_dirty": (DEFAULT_MAX_DIRTY, "0"),  # write-through: half the rate
+         "client_oc_max_dirty_age": ("5", "1"),  # these two do not matter for 32 MiB a rank
+         "client_oc_target_dirty": ("8388608", "67108864")}
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(900)
+def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
+    """`tune list` shows the ceph-fuse tunables with the values each host's admin socket
+    gives; `tune plan` over client_oc_max_dirty (0 against the default) and two tunables that
+    do not matter here writes a study that runs in one launch on 3 hosts, each record holding
+    the asked values as seen before and after on every node; `tune report` ranks
+    client_oc_max_dirty first, a real loss, the others within noise; all is back after."""
+    target = bed.target("tune")
+    bed.h.run(0, f"mkdir -p {target}", timeout=30)
+    for i in (0, HOSTS - 1):
+        out = bed.h.run(i, f"{MPIWRITE} tune list {target} --format json", timeout=60)
+        assert out.returncode == 0, out.stderr
+        rows = {r["name"]: r for r in json.loads(out.stdout)}
+        for name in ("client_oc_max_dirty", "client_oc_size", "client_oc_target_dirty",
+                     "client_oc_max_dirty_age"):
+            asked = bed.fs.client_admin(i, "config", "get", name)[name]  # 5.000000: 5
+            assert float(rows[name]["value"]) == float(asked) and rows[name]["scope"] == "node"
+            assert rows[name]["candidates"] and "admin socket" in rows[name]["how"]
+    study, res = os.path.join(bed.folder, "tune.toml"), os.path.join(bed.folder, "tune-res")
+    params = [f"--param={n}={a},{b}" for n, (a, b) in TUNED.items()]
+    out = bed.h.run(0, f"{MPIWRITE} tune plan {target} -o {study} {' '.join(params)} "
+                       f"--budget 100s --run size=32MiB --run progress_interval=0 "
+                       f"--results {res}", timeout=60)
+    assert out.returncode == 0, out.stderr
+    try:
+        run = bounded(bed.command(HOSTS, ["study", "run", study]), 600, cwd=bed.folder,
+                      env=clean_env())
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+        assert "warning" not in run.stdout + run.stderr, run.stdout[-3000:] + run.stderr
+        after = {i: {n: float(bed.fs.client_admin(i, "config", "get", n)[n]) for n in TUNED}
+                 for i in range(HOSTS)}
+    finally:  # whatever happened, the next test finds the defaults
+        for i in range(HOSTS):
+            for name, (default, _) in TUNED.items():
+                bed.fs.client_admin(i, "config", "set", name, default)
+    recs = [records._read(p) for p in records_in(res)]
+    assert len(recs) >= 8 and all(r.status == "complete" for r in recs)
+    for rec in recs:
+        assert sorted(c["node"] for c in rec.client_counters) == list(range(HOSTS))
+        for c in rec.client_counters:
+            s = c["delta"]["settings"]
+            assert s["asked"] == s["before"] == s["after"], s
+            assert s["asked"]["client_oc_max_dirty"] == rec.tags()[
+                "setting.client_oc_max_dirty"]
+    rep = cli(["tune", "report", study, "--format", "json", "--confidence", "0.99"],
+              cwd=bed.folder)
+    assert rep.returncode == 0, rep.stderr
+    got = json.loads(rep.stdout)
+    first, *others = got["factors"]
+    assert first["name"] == "client_oc_max_dirty" and first["verdict"] == "real", got
+    assert first["effect_percent"] < -25, got
+    for f in others:
+        assert f["verdict"] != "real" and abs(f["effect_percent"]) < abs(
+            first["effect_percent"]) / 3, got
+    assert got["recommended"]["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
+    # what the study found before it began was back on every host when it ended
+    assert after == {i: {n: float(default) for n, (default, _) in TUNED.items()}
+                     for i in range(HOSTS)}

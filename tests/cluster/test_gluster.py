@@ -380,6 +380,71 @@ def test_compression_ab_with_compare(bed):
         assert seen == {rec.tags()["compression"]}, (path, seen, graphs[:1])
 
 
+@pytest.mark.timeout(900)
+def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
+    """`tune` over performance.write-behind at 4 KiB writes, as a `once` setting: glusterd
+    takes `volume get/set` only from its own host, so MPIWRITE_GLUSTER_CLI runs gluster there
+    (here: in the server's namespaces; on a site: `ssh SERVER gluster`).  `tune list` reads
+    the option; the study sets it once per change (never once per host), every run waits for
+    the clients' graph switch and none records a switch in its timed window; `tune report`
+    finds write-behind off slower (a real effect), and the volume ends with it on."""
+    from mpiwrite.records import h5 as records
+
+    cli_env = {"MPIWRITE_GLUSTER_CLI": f"nsenter -t {bed.fs.server.pid} -n -m gluster"}
+    target = bed.target("tune")
+    deadline = time.monotonic() + 60  # after a brick restart, until the client reconnects
+    while bed.h.run(0, f"mkdir -p {target}", timeout=30).returncode != 0:
+        assert time.monotonic() < deadline, f"cannot make {target}"
+        time.sleep(1)
+    pre = f"MPIWRITE_GLUSTER_CLI={shlex.quote(cli_env['MPIWRITE_GLUSTER_CLI'])} {MPIWRITE}"
+    out = bed.h.run(0, f"{pre} tune list {target} --format json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = {r["name"]: r for r in json.loads(out.stdout)}
+    wb = rows["performance.write-behind"]
+    assert wb["value"] == "on" and wb["scope"] == "once", wb
+    assert rows["performance.write-behind-window-size"]["value"] == "1MB"  # not "(DEFAULT)"
+    study, res = os.path.join(bed.folder, "wb.toml"), os.path.join(bed.folder, "wb-res")
+    out = bed.h.run(0, f"{pre} tune plan {target} -o {study} "
+                       "--param performance.write-behind=on,off --budget 60s --run size=8MiB "
+                       f"--run block_size=4KiB --run progress_interval=0 --results {res}",
+                    timeout=120)
+    assert out.returncode == 0, out.stderr
+    history = os.path.join(bed.folder, "gluster", "log", "cmd_history.log")
+
+    def sets():
+        with open(history) as fh:
+            return [ln.split("performance.write-behind ")[1].split()[0] for ln in fh
+                    if "volume set mwvol performance.write-behind " in ln]
+
+    before = sets()
+    try:
+        run = bounded(bed.command(HOSTS, ["study", "run", study]), 600, cwd=bed.folder,
+                      env=clean_env(cli_env))
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+        assert "not in force" not in run.stdout + run.stderr, run.stdout[-3000:]
+        after, made = bed.fs.get("performance.write-behind"), sets()[len(before):]
+    finally:  # the later tests' graph, whatever happened
+        if bed.fs.get("performance.write-behind") != "on":
+            bed.fs.set("performance.write-behind", "on")
+    assert after == "on"
+    recs = sorted((records._read(p) for p in records_in(res)), key=lambda r: r.run_id)
+    assert len(recs) >= 4 and all(r.status == "complete" for r in recs)
+    values = [r.tags()["setting.performance.write-behind"] for r in recs]
+    changes = sum(1 for a, b in zip(["on"] + values, values + ["on"]) if a != b)
+    assert made == [b for a, b in zip(["on"] + values, values + ["on"]) if a != b] \
+        and changes >= 2  # one `volume set` a change, the last one putting it back
+    for rec in recs:
+        assert sorted(c["node"] for c in rec.client_counters) == list(range(HOSTS))
+        for c in rec.client_counters:
+            graph = c["delta"]["in_force"]
+            assert graph["before"] == graph["after"] and graph["before"]["glusterfs graph"]
+    rep = cli(["tune", "report", study, "--format", "json"], cwd=bed.folder)
+    assert rep.returncode == 0, rep.stderr
+    (factor,) = json.loads(rep.stdout)["factors"]
+    print(json.dumps(factor))
+    assert factor["verdict"] == "real" and factor["effect_percent"] < -15, factor
+
+
 def test_show_by_target_names_the_slow_brick(bed):
     """12 ranks (3 hosts x 4) whose files the volume spreads over its 2 bricks by name; brick
     1's server is kept stopped 98% of the time (SIGSTOP/SIGCONT to its pid from a

@@ -478,3 +478,19 @@ def test_show_keeps_lustres_own_terms_for_a_lustre_client(tmp_path):
     out = cli(["show", path], cwd=tmp_path).stdout
     assert "served by the lustre client; keys:" in out and "lustre=2.15.3" in out
     assert "client lustre 2.15.3 (patchless), checksums on adler" in out
+
+
+def test_a_gluster_clients_graph_is_read_from_the_log_its_daemon_names(tmp_path):
+    """The client runs with --log-file (as the testbed's do): the graph mark that flags a
+    switch inside a timed phase comes from that log, found through the daemon's argv."""
+    from mpiwrite.clients import tuning
+
+    root = sysroots.make(tmp_path / "root", {"logs/client-h0.log": GLUSTER_LOG})
+    client = {"daemon": {"pid": 4321, "name": "glusterfs",
+                         "argv": ["/usr/sbin/glusterfs", "--log-file=/logs/client-h0.log",
+                                  "--volfile-server=srv", "--volfile-id=/mwvol", "/mnt/g"]}}
+    fs = {"fstype": "fuse.glusterfs", "mount_point": "/mnt/g", "mount_source": "srv:/mwvol"}
+    where = tuning.Where("/mnt/g", root, fs, client)
+    assert tuning.graph_mark(where) == f"1 graphs, {GLUSTER_LOG.count('switched to graph')}"
+    assert fsclients.for_fs(fs).in_force(root, fs, client) == {
+        "glusterfs graph": tuning.graph_mark(where)}

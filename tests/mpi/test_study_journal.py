@@ -214,3 +214,28 @@ def test_a_damaged_journal_is_one_line_and_kept(tmp_path, damage):
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert ("cannot be read" if damage == "unreadable" else "cannot be split") in lines[0]
     assert os.path.exists(path)  # kept: never taken for "nothing to put back"
+
+
+def test_the_studys_own_commands_do_not_call_its_live_journal_a_leftover(tmp_path,
+                                                                         monkeypatch):
+    """A study's `set` may be `mpiwrite tune set`, which starts while the study's journal is
+    (rightly) there: that command names the study in MPIWRITE_STUDY_RUNNING and does not warn
+    about its journal; any other command, and a journal of another study, still warn."""
+    from mpiwrite.study.settings import Settings
+
+    state = tmp_path / "state"
+    monkeypatch.setenv(journal.ENV, str(state))
+    monkeypatch.delenv(journal.RUNNING, raising=False)
+    journal.write("h", "s", "f", "s.toml", [{"name": "x", "set": "true {value}",
+                                            "original": "1"}])
+    assert "study s;" in journal.warning()
+    get = [MPIWRITE, "tune", "get", "vm.dirty_ratio", str(tmp_path)]
+    code, text = Settings([], leader=True, owner=("h", "s", "f", "s.toml"))._run(get)
+    assert code == 0 and "warning" not in text, text
+    code, text = Settings([], leader=True)._run(get)
+    assert code == 0 and "did not put them back (study s;" in text, text
+    monkeypatch.setenv(journal.RUNNING, "s")
+    assert journal.warning() == ""
+    journal.write("h", "t", "f", "t.toml", [{"name": "y", "set": "true {value}",
+                                            "original": "1"}])
+    assert "study t;" in journal.warning() and "study s" not in journal.warning()

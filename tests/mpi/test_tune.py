@@ -158,6 +158,11 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
     assert {f["name"] for f in got["factors"]} == {"osc.checksums", "osc.max_dirty_mb"}
     assert all({"effect_percent", "ci_percent", "p", "verdict"} <= set(f)
                for f in got["factors"])
+    table = cli(["tune", "report", path], cwd=tmp_path, env=env)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()  # one line each, not one escaped line
+    assert "\\n" not in table.stdout and lines[0].startswith("factor"), table.stdout
+    assert lines[-1].startswith("confirm next:") and len(lines) == 7, table.stdout
 
 
 @pytest.mark.mpi
@@ -210,6 +215,21 @@ def test_the_design_is_balanced_orthogonal_and_about_k_plus_1_runs(k):
     assert all(sum(c) == 0 for c in cols)
     assert all(sum(a * b for a, b in zip(x, y)) == 0 for x, y in itertools.combinations(cols, 2))
     assert len({tuple(r) for r in d.rows}) == len(d.rows)
+
+
+def test_a_real_effect_whose_current_level_is_better_is_said_so():
+    """Nothing to change is not 'no real effect' when the current level won."""
+    rng = np.random.default_rng(7)
+    x = np.array([[a, b] for a, b in itertools.product((-1, 1), repeat=2)] * 4)
+    y = 100 - 40 * (x[:, 0] > 0) + rng.normal(0, 1, len(x))
+    found = tune_report.effects(x, y, ["a", "b"])
+    levels = {"a": ["1", "0"], "b": ["x", "y"]}
+    chosen = tune_report.recommend(found, levels, True)
+    assert chosen == {"a": "1", "b": "x"}
+    text = tune_report.text(found, [], chosen, tune_report.confirmation(found, levels, chosen),
+                            "aggregate")
+    assert text.splitlines()[-1] == ("confirm next: nothing to change; the current level is "
+                                     "the better one of a")
 
 
 def test_effects_rank_the_factor_that_matters_first():
