@@ -46,17 +46,25 @@ def main(argv=None) -> int:
                    "(default: a new temporary folder, removed afterwards)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND to run, then stop")
     a = p.parse_args(argv)
+    if any("=" not in o for o in a.option):
+        return _refuse("--option takes KEY=VALUE")
+    if a.dir and os.path.exists(os.path.join(a.dir, "gluster")):
+        return _refuse(f"{a.dir!r} holds an earlier testbed (gluster/); give a new or empty "
+                       "--dir")
+    made = False
+    if a.dir and not os.path.isdir(a.dir):
+        if os.path.lexists(a.dir):
+            return _refuse(f"--dir: {a.dir!r} is not a folder")
+        try:
+            os.makedirs(a.dir, mode=0o700)
+        except OSError as exc:
+            return _refuse(f"--dir: cannot make {a.dir!r}: {exc.strerror or exc}")
+        made = True
     reason = glusterlib.why_not()
     if reason:
-        print(f"gluster_testbed: cannot run here: {reason}", file=sys.stderr)
-        return 2
-    if a.dir and os.path.exists(os.path.join(a.dir, "gluster")):
-        print(f"gluster_testbed: {a.dir!r} holds an earlier testbed (gluster/); give a new "
-              "or empty --dir", file=sys.stderr)
-        return 2
-    if any("=" not in o for o in a.option):
-        print("gluster_testbed: --option takes KEY=VALUE", file=sys.stderr)
-        return 2
+        if made:
+            os.rmdir(a.dir)  # made a moment ago, still empty
+        return _refuse(f"cannot run here: {reason}")
     options = dict(o.split("=", 1) for o in a.option)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     folder = a.dir or tempfile.mkdtemp(prefix="mpiwrite-gluster-")
@@ -87,6 +95,11 @@ def main(argv=None) -> int:
         print(f"gluster_testbed: left behind: {left}", file=sys.stderr)
         return 1
     return code
+
+
+def _refuse(text: str) -> int:
+    print(f"gluster_testbed: {text}", file=sys.stderr)
+    return 2
 
 
 def _stop(*_):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -33,6 +34,12 @@ def tool(name: str) -> Optional[str]:
 
 MPIEXEC = tool("mpiexec")
 MPIWRITE = tool("mpiwrite")
+
+
+# The plots need matplotlib, which only the `test-full` extra installs (README)
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                      reason="matplotlib is not installed (pip install -e "
+                                      "'.[test-full]')")
 
 
 # the index of records read (records/index.py) of every command a test runs: never the

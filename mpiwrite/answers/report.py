@@ -84,6 +84,23 @@ def lacking_keys(store: Store, by: Sequence[str]) -> Dict[str, int]:
             if (n := sum(1 for r in runs if key not in store.keys(r)))}
 
 
+IMPORTED_NO_FIRST_DONE = "imported: the tool reports none"
+
+
+def first_done_why(members) -> str:
+    """Why a group of runs has no first-done figure, in a few words (from each record's
+    first_done_note; an imported record's tool reports none)."""
+    from mpiwrite.formats.summary import first_done_short
+
+    why = set()
+    for r in members:
+        note = r.attrs.get("first_done_note", "")
+        note = note.decode() if isinstance(note, bytes) else str(note or "")
+        why.add(first_done_short(note) if note else
+                IMPORTED_NO_FIRST_DONE if r.imported() else "no figure recorded")
+    return "; ".join(sorted(why))
+
+
 def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
                 baseline: Optional[str] = None):
     """(rows, unit used): one row per group of complete runs, with the contract's names."""
@@ -124,6 +141,8 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                     rate_key("first_done", units): float(np.mean(first)) if first else math.nan,
                     rate_key("last_done", units): float(np.mean(last)) if last else math.nan},
                    _values=values)
+        if not first and not reading:
+            row["_first_done_why"] = first_done_why(members)
         if sampling.metric == "cpu-per-GB":  # the share outside the ranks, for the note
             from mpiwrite.answers import clientcpu
 
@@ -287,6 +306,13 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                      "~ = within noise (Welch's t-test)")
     if duplicates:
         notes.append(_duplicate_note(duplicates))
+    why = sorted({r["_first_done_why"] for r in rows if r.get("_first_done_why")})
+    if why:
+        said = "; ".join(why)
+        advice = "" if all(w == IMPORTED_NO_FIRST_DONE for w in why) else (
+            " (fsyncs during the writes, --fsync-every N, or --direct give the figure; "
+            "`mpiwrite show RUN` says more)")
+        notes.append(f"first-done -: {said}{advice}")
     notes += own_notes(rows, by)
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",

@@ -9,6 +9,7 @@ import numpy as np
 
 from mpiwrite.answers import clientcpu
 from mpiwrite.answers.state import ABANDONED, verdict
+from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats.status import Status
 from mpiwrite.formats.summary import node_totals
@@ -89,9 +90,12 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
              f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
              f"{store_keys.get('direct')}, layout {store_keys.get('layout')}, target "
              f"{p.get('target') or '-'}",
-             "keys: " + ", ".join(f"{k}={store_keys.get(k)}" for k in
-                                  ("kernel", "lustre", "checksums", "checksum_type", "fstype")),
              ]
+    served = registry.for_run(str(store_keys.get("fstype")),
+                              (rec.nodes[0].get("fs") if len(rec.nodes) == 1 else None))
+    lines.append(f"served by the {served.name} client; keys: " + ", ".join(
+        f"{k}={printable(store_keys.get(k))}" for k in
+        ("kernel", "fstype", "client") + served.own_keys if k in store_keys))
     if state == ABANDONED:
         proof = "" if known.proven else " (not proven: `clean` needs --force)"
         lines.append(f"abandoned: the record says running, but its processes are gone (killed "
@@ -107,11 +111,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     lines.append("nodes:" if rec.nodes or not rec.imported() else
                  "nodes: none observed (imported; facts only as stated)")
     for i, n in enumerate(rec.nodes):
-        lus = n.get("lustre") or {}
         off = rec.node_clock[i] if rec.node_clock is not None else (math.nan, math.nan)
-        lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, lustre "
-                     f"{lus.get('version') or 'none'} ({lus.get('kernel', 'n/a')}), checksums "
-                     f"{lus.get('checksums')} {lus.get('checksum_type') or ''}, fs "
+        # the client that served the target on this node, in its own terms
+        own = printable(registry.for_fs(n.get("fs")).node_text(n))
+        lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, {own}, fs "
                      f"{(n.get('fs') or {}).get('fstype')}"
                      f"{_options((n.get('fs') or {}).get('mount_options'))}, "
                      + (f"clock offset {off[0]:+.6f}s ±{off[1]:.6f}" if off[0] == off[0]
@@ -121,6 +124,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
+        note = rec.attrs.get("first_done_note") or ""
+        if note and not np.isfinite(it["first_done_MB_per_s"]):
+            why = note.replace("first-done unavailable: ", "", 1)
+            lines.append(f"  first done unavailable: {printable(why)}")
         extra = []
         if np.isfinite(it["aggregate_with_open_MB_per_s"]):
             extra.append(f"open included (IOR) {_num(it['aggregate_with_open_MB_per_s'])} MB/s")
@@ -231,6 +238,4 @@ def imported_lines(rec) -> List[str]:
 def counter_text(d: Dict[str, Any]) -> str:
     """One node's client counter delta in words, as its client says it (Client.counter_text:
     what it sent, in how many write RPCs or OSD write ops, ...)."""
-    from mpiwrite.clients import registry
-
     return registry.for_kind(d.get("kind")).counter_text(d)

@@ -21,8 +21,14 @@ from mpiwrite.text import printable
 @click.option("--ntasks-per-node", type=AsciiInt(10 ** 5), default=1)
 @click.option("--partition", default=None)
 @click.option("--account", default=None)
-@click.option("--time-limit", default=None, help="Slurm time, e.g. 30, 1:00:00, 1-00:00.")
-@click.option("--launcher", default="srun", help="srun (PMI) or mpirun (mpiexec).")
+@click.option("--time-limit", default=None, help="Slurm time, e.g. 30, 1:00:00, 1-00:00 "
+              "(PBS: the same as walltime=HH:MM:SS).")
+@click.option("--scheduler", type=click.Choice(["slurm", "pbs", "torque"]), default="slurm",
+              help="Whose directives: slurm (#SBATCH), pbs (PBS Pro and OpenPBS: #PBS -l "
+              "select=N:ncpus=K:mpiprocs=K) or torque (#PBS -l nodes=N:ppn=K); PBS jobs "
+              "start the ranks with mpiexec.")
+@click.option("--launcher", default="srun", help="srun (PMI) or mpirun (mpiexec); with "
+              "--scheduler pbs or torque always mpirun.")
 @click.option("--mpi", "srun_mpi", type=click.Choice(["auto", "pmix", "pmi2", "none"]),
               default="auto", help="srun --mpi=...; auto: pmix for Open MPI, pmi2 for the "
               "MPICH family (the MPI that mpi4py loads here).")
@@ -46,10 +52,11 @@ from mpiwrite.text import printable
               "unpacks into; created by the job, removed at its end.")
 @click.argument("run_args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
-def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launcher, srun_mpi,
-              mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit, study_file,
-              stage, stage_dir, run_args):
-    """Render an sbatch script; arguments after `--` go to `mpiwrite run` unchanged."""
+def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, scheduler, launcher,
+              srun_mpi, mpi_family, mpiexec_path, repeat, job_name, results, out_file, submit,
+              study_file, stage, stage_dir, run_args):
+    """Render a batch script (Slurm's sbatch, PBS's or Torque's qsub); arguments after `--`
+    go to `mpiwrite run` unchanged."""
     import shutil
 
     from mpiwrite import files
@@ -76,6 +83,8 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
         warning = js.time_warning(time_limit, cfg, len(shape["nodes"]) * repeat)
         if warning:
             sys.stderr.write(printable(f"mpiwrite: warning: {warning}") + "\n")
+    if scheduler != "slurm" and _defaulted(ctx, "launcher"):
+        launcher = "mpirun"  # PBS has no srun
     if launcher == "mpirun" and srun_mpi != "auto":
         raise ConfigError("--mpi: chooses srun's PMI plugin; it has no meaning with "
                           "--launcher mpirun")
@@ -99,14 +108,23 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, launc
                  family=family if launcher == "mpirun" else "mpich",
                  repeat=repeat, job_name=job_name, mpiwrite=os.path.abspath(here),
                  libmpi=os.environ.get("MPI4PY_LIBMPI") or None, run_args=list(run_args),
-                 mpiexec=mpiexec_path or _mpirun_of(family, here))
-    text = js.render(job)
+                 mpiexec=mpiexec_path or _mpirun_of(family, here), scheduler=scheduler)
+    if scheduler == "slurm":
+        text = js.render(job)
+    else:
+        from mpiwrite.cli import pbs
+
+        text = pbs.render(job)
     if out_file:
         try:  # a new file renamed over the name: never written through a planted link
             files.replace_file(out_file, text.encode(), mode=0o755)
         except OSError as exc:
             raise RunError(f"-o: cannot write {out_file!r}: {why(exc)}") from None
-    if submit:
+    if submit and scheduler != "slurm":
+        from mpiwrite.cli import pbs
+
+        click.echo(pbs.submit_text(text, out_file))
+    elif submit:
         job_id, problem = js.submit(text)
         click.echo(job_id)
         if problem:  # queued, but it can never start (PartitionNodeLimit): say so, exit 1

@@ -1,4 +1,6 @@
-"""Render sbatch scripts for one run, a scaling study, or repetitions; pure functions.
+"""Render sbatch scripts for one run, a scaling study, or repetitions; pure functions
+(PBS's scripts: cli/pbs.py, from the same pieces; it imports this module, never the
+other way round).
 
 Everything after `--` on the command line is handed to `mpiwrite run` unchanged.  A scaling
 study is one allocation of the largest node count, with a job step of `-N k -n k*K` for each k
@@ -21,6 +23,8 @@ from typing import List, Optional, Sequence
 from mpiwrite.errors import ConfigError
 
 LAUNCHERS = ("srun", "mpirun")
+# pbs: PBS Pro and OpenPBS (select=); torque: Torque (nodes=:ppn=); both in cli/pbs.py
+SCHEDULERS = ("slurm", "pbs", "torque")
 # srun --mpi=VALUE; "" renders no --mpi (the site's MpiDefault).
 SRUN_MPI = ("pmix", "pmi2", "none", "cray_shasta", "")
 # MPI families whose mpirun/mpiexec this renders: Open MPI's own, or Hydra's.
@@ -54,6 +58,7 @@ class Job:
     stage: Optional[str] = None  # a packed environment sent to every node's local disk
     stage_dir: str = "/tmp/mpiwrite-env"  # where it unpacks (`bin/mpiwrite` inside)
     estimate: str = ""  # what the study's --time rests on, for the script's comment
+    scheduler: str = "slurm"  # whose directives: slurm (#SBATCH), pbs or torque (#PBS)
 
 
 def parse_nodes(text: str) -> List[int]:
@@ -98,6 +103,9 @@ def agreed_results(job: Job) -> str:
 
 
 def check(job: Job) -> Job:
+    if job.scheduler not in SCHEDULERS:
+        raise ConfigError(f"--scheduler: {job.scheduler!r} is not one of "
+                          f"{', '.join(SCHEDULERS)}")
     if job.launcher not in LAUNCHERS:
         raise ConfigError(f"--launcher: {job.launcher!r} is not one of {', '.join(LAUNCHERS)}")
     if job.mpi not in SRUN_MPI:
@@ -241,9 +249,14 @@ def unstage_lines(job: Job) -> List[str]:
             '--ntasks-per-node=1 rm -rf "$STAGE_DIR" || true']
 
 
-def launch_line(job: Job, mw: str = '"$MPIWRITE" run "${RUN_ARGS[@]}"') -> str:
+SLURM_HOSTS = 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
+
+
+def launch_line(job: Job, mw: str = '"$MPIWRITE" run "${RUN_ARGS[@]}"',
+                hosts: str = SLURM_HOSTS) -> str:
+    """The launch of n nodes' ranks; `hosts` prints the allocation's nodes, one a line."""
     k = job.ntasks_per_node
-    nodes = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n "$n"'
+    nodes = f'{hosts} | head -n "$n"'
     if job.launcher == "srun":
         mpi = f"--mpi={job.mpi} " if job.mpi else ""
         # --ntasks as well: a step inherits the job's SLURM_NTASKS (all nodes x k), and with
@@ -265,6 +278,8 @@ def _launch_comment(job: Job) -> str:
 
 def render(job: Job) -> str:
     job = check(job)
+    if job.scheduler != "slurm":
+        raise ConfigError(f"--scheduler {job.scheduler}: rendered by cli/pbs.py, not here")
     if job.study:
         return render_study(job)
     results = agreed_results(job)

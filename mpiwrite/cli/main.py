@@ -83,6 +83,7 @@ LAZY = {  # one module a command
     "import": "mpiwrite.cli.importcmd:import_",
     "tune": "mpiwrite.cli.tuneplan:tune",
     "page": "mpiwrite.cli.pagecmd:page",
+    "help": "mpiwrite.cli.helpcmd:help_",
 }
 
 
@@ -117,6 +118,10 @@ def main(argv: Optional[list] = None) -> None:
     except click.ClickException as exc:
         if debug:
             _show_traceback()
+        if isinstance(exc, click.NoSuchOption):
+            from mpiwrite.cli.options import suggest_for_unknown
+
+            suggest_for_unknown(exc)
         message = exc.format_message().replace("\n", " ")
         from mpiwrite.cli.runcmd import agree_on_usage_error, launcher_size
 

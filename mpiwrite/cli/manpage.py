@@ -1,12 +1,19 @@
 """Man pages from the click commands' own help: `mpiwrite-man DIR` (or
-`python -m mpiwrite.cli.manpage DIR`) writes mpiwrite.1 and mpiwrite-COMMAND.1 for each command."""
+`python -m mpiwrite.cli.manpage DIR`) writes mpiwrite.1, mpiwrite-COMMAND.1 for each command
+and mpiwrite-COMMAND-SUBCOMMAND.1 for each subcommand (study's, tune's).  The source keeps
+them in man/man1/, so `MANPATH=man man mpiwrite` reads them there; `mpiwrite help` makes the
+same page on the fly (mpiwrite.cli.helpcmd)."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
+import re
 import sys
+import textwrap
 import time
-from typing import List
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import click
 
@@ -47,6 +54,24 @@ EXAMPLES = {
     "study": ["mpiwrite study plan examples/checksums.toml",
               "mpiexec -n 8 mpiwrite study run examples/blocks.toml",
               "mpiwrite study report examples/blocks.toml"],
+    "study plan": ["mpiwrite study plan examples/checksums.toml",
+                   "mpiwrite study plan examples/blocks.toml --rate 400"],
+    "study run": ["mpiexec -n 8 mpiwrite study run examples/blocks.toml",
+                  "srun -N 4 --ntasks-per-node 16 mpiwrite study run examples/checksums.toml"],
+    "study restore": ["srun -N 4 --ntasks-per-node=1 mpiwrite study restore "
+                      "examples/checksums.toml"],
+    "study report": ["mpiwrite study report examples/blocks.toml",
+                     "mpiwrite study report examples/blocks.toml --metric first-done "
+                     "--format json"],
+    "tune list": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
+                  "mpiwrite tune list /mnt/nfs --format json"],
+    "tune get": ["mpiwrite tune get 'osc.*.max_rpcs_in_flight' /lustre/scratch/$USER/mpiwrite"],
+    "tune set": ["mpiwrite tune set 'osc.*.max_rpcs_in_flight' 16 /lustre/scratch/$USER/mpiwrite"],
+    "tune plan": ["mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml "
+                  "--budget 30min"],
+    "tune report": ["mpiwrite tune report tune.toml",
+                    "mpiwrite tune report tune.toml --format json"],
+    "help": ["mpiwrite help", "mpiwrite help study run", "mpiwrite help report | less"],
     "tune": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
              "mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml --budget 30min",
              "mpiwrite tune report tune.toml --format json"],
@@ -72,13 +97,13 @@ DEFAULT_EXIT = [("0", "success"), ("1", "a failure, or unreadable records withou
                 ("2", "bad input (one line says which)")]
 
 
-def _default(opt: click.Option) -> str:
-    """' [default: X]' for an option whose help does not say its default already ('' for
-    none: an unset value, an off flag, an empty list)."""
+def _default(opt: click.Option, said: str) -> str:
+    """' [default: X]' for an option whose help (`said`, as click prints it) does not say its
+    default already ('' for none: an unset value, an off flag, an empty list)."""
     value = opt.default
-    if "default" in (opt.help or "").lower() or callable(value) \
+    if "default" in said.lower() or callable(value) \
             or value in (None, False, (), [], "") or repr(value).endswith("UNSET"):
-        return ""  # said in the help already, or nothing to say (click 8.2+: Sentinel.UNSET)""
+        return ""  # said in the help already, or nothing to say (click 8.2+: Sentinel.UNSET)
     if opt.is_flag:
         if value is not True:
             return ""
@@ -90,37 +115,131 @@ def _default(opt: click.Option) -> str:
     return f" [default: {shown}]"
 
 
-def page(name: str, cmd: click.Command, parent: click.Context, version: str) -> str:
-    ctx = click.Context(cmd, info_name=name.split("-", 1)[-1] if parent else name,
-                        parent=parent)
+def _paragraphs(text: str) -> List[str]:
+    """A help text as roff: its indentation removed (a docstring's), a blank line a new
+    paragraph, and click's \\b paragraphs (kept as written) in no-fill mode."""
+    out: List[str] = []
+    for para in re.split(r"\n\s*\n", inspect.cleandoc(text or "")):
+        lines = para.splitlines()
+        if not lines:
+            continue
+        if out:
+            out.append(".PP")
+        if lines[0].strip() == "\b":
+            out += [".nf", _roff("\n".join(lines[1:])), ".fi"]
+        else:
+            out.append(_roff(" ".join(ln.strip() for ln in lines)))
+    return out
+
+
+def shell_lines(command: str, width: int = 70) -> str:
+    """A long example command as shell lines continued by a backslash (a page's example
+    is shown as written, no filling: it must fit 80 columns with the page's indent)."""
+    lines = textwrap.wrap(command, width, break_long_words=False, break_on_hyphens=False)
+    return " \\\n    ".join(lines)
+
+
+def page_name(path: Sequence[str]) -> str:
+    """The page of a command path: () -> mpiwrite, ("study", "plan") -> mpiwrite-study-plan."""
+    return "-".join(("mpiwrite",) + tuple(path))
+
+
+def _ref(path: Sequence[str]) -> str:
+    return f"\\fB{_roff(page_name(path))}\\fR(1)"
+
+
+class Page(NamedTuple):
+    path: Tuple[str, ...]  # the command words after `mpiwrite`
+    cmd: click.Command
+    ctx: click.Context
+
+
+def all_pages() -> List[Page]:
+    """Every command and subcommand, the group first, each group before its commands."""
+    from mpiwrite.cli.main import cli as group
+
+    found: List[Page] = []
+
+    def walk(path: Tuple[str, ...], cmd: click.Command, parent: Optional[click.Context]):
+        ctx = click.Context(cmd, info_name=path[-1] if path else "mpiwrite", parent=parent,
+                            **(cmd.context_settings if parent is None else {}))
+        found.append(Page(path, cmd, ctx))
+        if isinstance(cmd, click.Group):
+            for sub in cmd.list_commands(ctx):
+                walk(path + (sub,), cmd.get_command(ctx, sub), ctx)
+
+    walk((), group, None)
+    return found
+
+
+def find_page(words: Sequence[str]) -> Page:
+    """The page of `mpiwrite help WORDS...`, or ConfigError naming the word not known."""
+    pages = {p.path: p for p in all_pages()}
+    path = tuple(words)
+    if path in pages:
+        return pages[path]
+    for n in range(len(path), 0, -1):
+        if path[:n - 1] in pages and path[:n] not in pages:
+            known = sorted(p[-1] for p in pages if len(p) == n and p[:n - 1] == path[:n - 1])
+            if not known:
+                raise ConfigError(f"COMMAND: {' '.join(('mpiwrite',) + path[:n - 1])} has no "
+                                  f"subcommands (no page for {' '.join(path)!r})")
+            near = difflib.get_close_matches(path[n - 1], known, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; one of: {', '.join(known)}"
+            where = " ".join(("mpiwrite",) + path[:n - 1])
+            raise ConfigError(f"COMMAND: {where} has no command {path[n - 1]!r}{hint}")
+    raise ConfigError(f"COMMAND: no page for {' '.join(path)!r}")  # pragma: no cover
+
+
+def _see_also(pg: Page, pages: Sequence[Page]) -> List[str]:
+    """The group's page, the parent's, the subcommands', and the other commands of the same
+    group: pages that exist (a test follows every one)."""
+    path = pg.path
+    refs = [p.path for p in pages if p.path and p.path[:-1] == path]  # subcommands
+    if path:
+        refs.insert(0, path[:-1])
+        if len(path) > 1:
+            refs.insert(0, ())
+        refs += [p.path for p in pages if len(p.path) == len(path) > 1
+                 and p.path[:-1] == path[:-1] and p.path != path]
+    return [", ".join(_ref(r) for r in refs) if refs else "",
+            "README.md, docs/output.md and docs/measurement.md in the source."]
+
+
+def page(pg: Page, version: str, pages: Sequence[Page] = ()) -> str:
+    cmd, ctx = pg.cmd, pg.ctx
+    name = page_name(pg.path)
     usage = " ".join(cmd.collect_usage_pieces(ctx))
     out = [f'.TH "{name.upper()}" "1" "{time.strftime("%Y-%m-%d")}" "mpiwrite {version}" '
-           '"mpiwrite manual"',
-           ".SH NAME", f"{name} \\- {_roff(cmd.get_short_help_str(200))}",
-           ".SH SYNOPSIS", f".B {name.replace('-', ' ', 1)}", _roff(usage),
-           ".SH DESCRIPTION", _roff(cmd.help or "")]
+           '"mpiwrite manual"', ".nh", ".ad l",  # no hyphens in option names, ragged right
+           ".SH NAME", f"{_roff(name)} \\- {_roff(cmd.get_short_help_str(200))}",
+           ".SH SYNOPSIS", f".B {_roff(' '.join(('mpiwrite',) + pg.path))}", _roff(usage),
+           ".SH DESCRIPTION"] + _paragraphs(cmd.help or "")
     opts = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
     if opts:
         out.append(".SH OPTIONS")
         for p in opts:
             rec = p.get_help_record(ctx)
             if rec:
-                out += [".TP", f"\\fB{_roff(rec[0])}\\fR", _roff((rec[1] + _default(p)).strip())]
+                tag = _roff(rec[0]).replace("|", "|\\:")  # a long choice list may break
+                out += [".TP", f"\\fB{tag}\\fR",
+                        _roff((rec[1] + _default(p, rec[1])).strip())]
     if isinstance(cmd, click.Group):
         out.append(".SH COMMANDS")
         for sub in cmd.list_commands(ctx):
             out += [".TP", f"\\fB{sub}\\fR",
                     _roff(cmd.get_command(ctx, sub).get_short_help_str(200)),
-                    f"See \\fBmpiwrite\\-{sub}\\fR(1)."]
-    short = name.split("-", 1)[-1] if parent else name
-    if EXAMPLES.get(short):
+                    f"See {_ref(pg.path + (sub,))}."]
+    key = " ".join(pg.path) or "mpiwrite"
+    if EXAMPLES.get(key):
         out.append(".SH EXAMPLES")
-        for ex in EXAMPLES[short]:
-            out += [".PP", ".nf", _roff(ex), ".fi"]
+        for ex in EXAMPLES[key]:
+            out += [".PP", ".nf", _roff(shell_lines(ex)), ".fi"]
     out.append(".SH EXIT STATUS")
-    for code, what in EXIT_STATUS.get(short, DEFAULT_EXIT):
+    for code, what in EXIT_STATUS.get(key, DEFAULT_EXIT):
         out += [".TP", f"\\fB{code}\\fR", _roff(what)]
-    out += [".SH SEE ALSO", "README.md, docs/output.md, docs/measurement.md"]
+    refs, files_line = _see_also(pg, pages or all_pages())
+    out += [".SH SEE ALSO"] + ([refs, ".PP"] if refs else []) + [files_line]
     return "\n".join(out) + "\n"
 
 
@@ -129,22 +248,18 @@ def write_pages(folder: str) -> List[str]:
     its name, and only where the name is free or holds a regular file of this user: a planted
     symlink, FIFO or someone else's file is refused before any page is written (ConfigError)."""
     from mpiwrite import __version__, files
-    from mpiwrite.cli.main import cli as group
 
     os.makedirs(folder, exist_ok=True)
-    root = click.Context(group, info_name="mpiwrite")
-    pages = [("mpiwrite", group, None)] + [
-        (f"mpiwrite-{n}", group.get_command(root, n), root) for n in group.list_commands(root)]
-    paths = [os.path.join(folder, f"{name}.1") for name, _cmd, _parent in pages]
+    pages = all_pages()
+    paths = [os.path.join(folder, f"{page_name(pg.path)}.1") for pg in pages]
     for path in paths:
         files.check_output("DIR", path)
     held = files.Folder.open(folder)
     try:
-        for path, (name, cmd, parent) in zip(paths, pages):
+        for path, pg in zip(paths, pages):
             try:
-                files.replace_file(os.path.basename(path), page(name, cmd, parent,
-                                                                __version__).encode(),
-                                   dir_fd=held.fd)
+                files.replace_file(os.path.basename(path),
+                                   page(pg, __version__, pages).encode(), dir_fd=held.fd)
             except OSError as exc:
                 raise ConfigError(f"DIR: {files.about(repr(path), exc)}") from None
     finally:
@@ -155,7 +270,8 @@ def write_pages(folder: str) -> List[str]:
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        sys.stderr.write("usage: mpiwrite-man DIR  (writes mpiwrite.1 and mpiwrite-COMMAND.1)\n")
+        sys.stderr.write("usage: mpiwrite-man DIR  (writes mpiwrite.1 and "
+                         "mpiwrite-COMMAND[-SUBCOMMAND].1)\n")
         return 2
     try:
         written = write_pages(args[0])

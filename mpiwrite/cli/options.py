@@ -138,3 +138,30 @@ class Where:
 
     def __getattr__(self, name):
         return getattr(self.store, name)
+
+
+# Other tools' names for mpiwrite's options (fio's --bs and --runtime, IOR's transfer size,
+# dd's and lmdd's bs=): an unknown option with one of these names is answered with
+# mpiwrite's name, where click's spelling match would offer unrelated ones (--bs: --json).
+OTHER_TOOLS_NAMES = {
+    "--bs": "--block-size", "--blocksize": "--block-size", "--block_size": "--block-size",
+    "--transfer-size": "--block-size", "--transfersize": "--block-size",
+    "--xfersize": "--block-size", "--runtime": "--time", "--time-based": "--time",
+    "--numjobs": None,  # fio's jobs are the launch's ranks: said below
+}
+NOT_AN_OPTION = {"--numjobs": "the number of writers is the launch's: mpiexec -n N"}
+
+
+def suggest_for_unknown(exc: click.NoSuchOption) -> None:
+    """Give click's error mpiwrite's name for an option other tools spell differently, when
+    the command has that option (its `possibilities`, printed as 'Did you mean')."""
+    name = exc.option_name
+    if name in NOT_AN_OPTION:
+        exc.message = f"No such option: {name} ({NOT_AN_OPTION[name]})"
+        exc.possibilities = None
+        return
+    ours = OTHER_TOOLS_NAMES.get(name)
+    cmd = exc.ctx.command if exc.ctx is not None else None
+    if ours and cmd is not None and any(
+            ours in p.opts for p in cmd.get_params(exc.ctx) if isinstance(p, click.Option)):
+        exc.possibilities = [ours]

@@ -36,6 +36,7 @@ class Client:
     rpc_counters = False
     volatile: Tuple[str, ...] = ()  # fact names that identify (a pid, a socket), not settings
     catalogue: Tuple[str, ...] = ()  # the parts of clients/tunables.py it offers
+    own_keys: Tuple[str, ...] = ()  # the run keys that are its settings (shown with it)
 
     @property
     def tunables(self) -> Dict[str, Any]:
@@ -86,6 +87,13 @@ class Client:
 
     def detail(self, client: Dict[str, Any]) -> List[str]:
         return []
+
+    def node_text(self, node: Dict[str, Any]) -> str:
+        """One node's facts of this client for `show`: the client and the settings that
+        decide writes, in its own terms (`node`: the node's facts)."""
+        client = node.get("client") or {}
+        return ", ".join([f"client {client.get('client') or self.unknown_client(self.name)}"]
+                         + self.detail(client))
 
     def counter_text(self, d: Dict[str, Any]) -> str:
         """One node's counter delta in words: what it sent, in how many write RPCs."""

@@ -28,6 +28,9 @@ class Local(Client):
     def targets(self, path: str) -> Optional[Dict[str, Any]]:
         return None  # no client places its files (and asks no xattr)
 
+    def node_text(self, node: Dict[str, Any]) -> str:
+        return f"client none ({'memory' if self.in_memory else 'local'} filesystem)"
+
 
 class Memory(Local):
     """The CPU copies the data: a busy client CPU is by design, not a finding."""

@@ -19,6 +19,12 @@ class Lustre(Client):
     kind = "lustre"
     striping = lov_layouts = rpc_counters = True
     volatile = ("device", "version_file")  # an OSC's or llite's instance name; where read
+    own_keys = ("lustre", "checksums", "checksum_type")
+
+    def node_text(self, node: Dict[str, Any]) -> str:
+        lus = node.get("lustre") or {}
+        return (f"client lustre {lus.get('version') or 'unknown'} ({lus.get('kernel', 'n/a')}), "
+                f"checksums {lus.get('checksums')} {lus.get('checksum_type') or ''}".rstrip())
 
     def collect(self, reader, fs: Dict[str, Any], kernel: str,
                 lustre: Dict[str, Any]) -> Dict[str, Any]:

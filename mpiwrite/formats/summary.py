@@ -18,6 +18,36 @@ FIRST_DONE_NOTE = ("first-done unavailable: with fsync only at the end, the byte
                    "(use --fsync-every N or --direct for a first-done figure)")
 FIRST_DONE_COARSE = ("first-done unavailable: a rank still writing when the fastest finished "
                      "had no durable sample yet (use a shorter --sample-interval)")
+FIRST_DONE_ONCE = ("first-done unavailable: --fsync-every {every} blocks of {block} is one fsync "
+                   "per {per_rank} a rank wrote, at its end: no byte of a rank still writing "
+                   "was known durable when the fastest finished (a smaller --fsync-every "
+                   "gives the figure)")
+# The same reasons in a few words, for the line that shows the '-'.
+FIRST_DONE_SHORT = {FIRST_DONE_NOTE: "fsync only at the end",
+                    FIRST_DONE_COARSE: "no durable sample yet"}
+
+
+def first_done_note(direct: bool, fsync_every: int, block_size: int, rank_bytes: int) -> str:
+    """Why an iteration has no first-done figure, for a run with these settings (its rank
+    that wrote most wrote `rank_bytes`)."""
+    if not direct and fsync_every <= 0:
+        return FIRST_DONE_NOTE
+    if not direct and fsync_every * block_size >= rank_bytes > 0:
+        from mpiwrite.units import format_size
+
+        return FIRST_DONE_ONCE.format(every=fsync_every, block=format_size(block_size),
+                                      per_rank=format_size(rank_bytes))
+    return FIRST_DONE_COARSE
+
+
+def first_done_short(note: str) -> str:
+    """A first_done_note in a few words ('' for none)."""
+    if not note:
+        return ""
+    if note in FIRST_DONE_SHORT:
+        return FIRST_DONE_SHORT[note]
+    return "one fsync per rank, at its end" if "--fsync-every" in note and "one fsync per" \
+        in note else note.split(": ", 1)[-1].split(" (", 1)[0]
 
 RANK_DTYPE = np.dtype([
     ("iteration", "<i4"), ("rank", "<i4"), ("node", "<i4"), ("status", "<i4"),

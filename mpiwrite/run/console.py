@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import numpy as np
 
+from mpiwrite.formats import summary as figures
 from mpiwrite.formats.status import Status
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
@@ -137,8 +138,12 @@ class Console:
                 if c.mpiio_hints else ""
             self.line(f"  pattern {c.pattern}{f' (seed {c.seed})' if c.pattern == 'random' else ''}"
                       f"{mode}{hints}")
+        from mpiwrite.clients import registry
+
+        served = registry.for_run(str(keys.get("fstype")), fs)  # in its own terms
         self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
-                                   ("kernel", "lustre", "checksums", "checksum_type", "fstype")))
+                                   ("kernel", "fstype", "client") + served.own_keys
+                                   if k in keys))
         if c.tags:
             self.line("  tags " + ", ".join(f"{k}={v}" for k, v in c.tags.items()))
         self.line(f"{'iter':>4} {'aggregate':>10} {'first-done':>10} {'rank min':>9} "
@@ -146,12 +151,16 @@ class Console:
         u = f"{OUTPUT['units']}/s"
         self.line(f"{'':>4} {u:>10} {u:>10} {u:>9} {u:>9} {u:>9}")
 
-    def iteration(self, row: np.void, status: str) -> None:
+    def iteration(self, row: np.void, status: str, first_done_note: str = "") -> None:
+        """One iteration's line; a '-' for first-done says why on the same line."""
+        why = ""
+        if first_done_note and not np.isfinite(row["first_done_MB_per_s"]):
+            why = f"  (first-done -: {figures.first_done_short(first_done_note)})"
         self.line(f"{int(row['iteration']):>4} {_f(row['aggregate_MB_per_s'], 10)} "
                   f"{_f(row['first_done_MB_per_s'], 10)} {_f(row['rank_min_MB_per_s'])} "
                   f"{_f(row['rank_mean_MB_per_s'])} {_f(row['rank_max_MB_per_s'])} "
                   f"{_f(row['tail_seconds'], 7, 2, rate=False)} "
-                  f"{format_size(int(row['bytes'])):>9} {status}")
+                  f"{format_size(int(row['bytes'])):>9} {status}{why}")
 
     @staticmethod
     def units() -> str:
@@ -179,7 +188,8 @@ class Console:
             n, self._drawn = self._drawn, 0
             self._put(UP_AND_ERASE.format(n=n), flush=False)
 
-    def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None) -> None:
+    def summary(self, stats: Dict[str, Any], nodes_iteration: Optional[int] = None,
+                first_done_note: str = "") -> None:
         agg, first, per = stats["aggregate"], stats["first_done"], stats["rank_mean"]
         n = agg["n"]
         if n == 0:
@@ -191,7 +201,11 @@ class Console:
         u = f"{OUTPUT['units']}/s"
         self.line(f"  aggregate (last done)  mean {_f(agg['mean'], 0)} {u}  min "
                   f"{_f(agg['min'], 0)}  max {_f(agg['max'], 0)}  stddev {_f(agg['std'], 0)}")
-        self.line(f"  aggregate (first done) mean {_f(first['mean'], 0)} {u}")
+        if np.isfinite(first["mean"]) or not first_done_note:
+            self.line(f"  aggregate (first done) mean {_f(first['mean'], 0)} {u}")
+        else:
+            why = first_done_note.replace("first-done unavailable: ", "", 1)
+            self.line(f"  aggregate (first done) unavailable: {why}")
         self.line(f"  per rank               min {_f(stats['rank_min'], 0)}  mean "
                   f"{_f(per['mean'], 0)}  max {_f(stats['rank_max'], 0)}  stddev "
                   f"{_f(stats['rank_std'], 0)} {u}")

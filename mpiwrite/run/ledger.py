@@ -207,14 +207,15 @@ class Ledger:
         self.figure_notes(it, row, ranks, code)
         if not np.isfinite(row["first_done_MB_per_s"]) and code == Status.OK \
                 and "first_done_note" not in self.extra:
-            self.extra["first_done_note"] = summary.FIRST_DONE_COARSE if durable \
-                else summary.FIRST_DONE_NOTE
+            self.extra["first_done_note"] = summary.first_done_note(
+                self.cfg.direct, self.cfg.fsync_every, self.cfg.block_size,
+                int(ranks["bytes"].max()) if len(ranks) else 0)
         self.rank_rows.append(ranks)
         self.sample_rows.append(srows)
         self.iter_rows.append(row)
         self.node_clock = offsets
         self.page_cache_guard(ranks)
-        self.console.iteration(row, code.label)
+        self.console.iteration(row, code.label, self.extra.get("first_done_note", ""))
         if np.isfinite(row["read_aggregate_MB_per_s"]):
             self.console.line(
                 f"  read: aggregate {row['read_aggregate_MB_per_s']:.1f} MB/s, first-done "
@@ -421,9 +422,8 @@ class Ledger:
         stats = summary.run_stats(rec.ranks, rec.iterations, self.hosts)
         if len(rec.iterations):
             good = rec.iterations["iteration"][rec.iterations["status"] == Status.OK]
-            self.console.summary(stats, int(good.max()) if len(good) else None)
-            if self.extra.get("first_done_note"):
-                self.console.line("  " + self.extra["first_done_note"])
+            self.console.summary(stats, int(good.max()) if len(good) else None,
+                                 self.extra.get("first_done_note") or "")
             self.console.ior_summary(rec.iterations)
         saved = self.record_file if (self.record_file and not self.record_error) else None
         if saved:

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from common import FIXTURES
+from common import FIXTURES, needs_matplotlib
 
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import summary
@@ -219,7 +219,8 @@ COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("command", [pytest.param(c, marks=needs_matplotlib)
+                                     if c.startswith("plot") else c for c in sorted(COMMANDS)])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_commands_name_and_skip_a_crafted_record(tmp_path, capsys, case, command):
     d = tmp_path / "rec"

@@ -67,6 +67,52 @@ def test_script_runs_a_command_on_the_testbed_and_removes_it(tmp_path):
     assert not glob.glob(str(tmp_path / "gluster" / "mnt" / "*"))  # only the hosts saw it
 
 
+@pytest.mark.parametrize("where,made,said", [
+    ("new/deeper", True, None),
+    ("a-file/sub", False, "--dir: cannot make"),
+    ("a-file", False, "--dir: 'A' is not a folder")])
+def test_script_makes_its_folder_or_says_in_one_line_why_not(tmp_path, where, made, said):
+    """--dir D where D is missing: made (or one line, exit 2, when it cannot be); a file
+    named D: one line.  No traceback either way."""
+    (tmp_path / "a-file").write_text("x")
+    script = str(ROOT / "benchmarks" / "gluster_testbed.py")
+    target = tmp_path / where
+    reason = glusterlib.why_not()
+    # without GlusterFS the script stops after the folder: the made folder is removed again
+    out = bounded([sys.executable, script, "--hosts", "1", "--dir", str(target), "--",
+                   "true"], 120, cwd=str(tmp_path), env=clean_env())
+    assert "Traceback" not in out.stderr, out.stderr
+    if said:
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert said.replace("'A'", repr(str(target))) in out.stderr, out.stderr
+        return
+    if reason:
+        assert out.returncode == 2 and "cannot run here" in out.stderr
+        assert not target.exists() and (tmp_path / "new").is_dir()
+        return
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert target.is_dir() and "left behind" not in out.stderr
+
+
+def test_leftovers_are_only_what_the_testbed_made(tmp_path, monkeypatch):
+    """A file of the machine's GlusterFS folders that another volume changed is not ours;
+    one that names our mount or folder is."""
+    other = tmp_path / "machine"
+    other.mkdir()
+    monkeypatch.setattr(glusterlib, "MACHINE", (str(other),))
+    g = glusterlib.Gluster.__new__(glusterlib.Gluster)
+    g.top, g.ip, g.ns, g.veth = str(tmp_path / "bed" / "gluster"), "10.250.77.200", "x", "y"
+    g.mount = os.path.join(g.top, "mnt")
+    g.machine = glusterlib._state()
+    (other / "glusterd.log").write_text("[volume theirs] started on 10.0.0.5\n")
+    mangled = g.mount.strip("/").replace("/", "-")
+    (other / f"{mangled}.log").write_text("client log\n")
+    (other / "vol-info").write_text(f"brick=10.250.77.200:{g.top}/brick0\n")
+    left = g.leftovers()
+    assert sorted(left) == sorted([f"changed: {other}/{mangled}.log",
+                                   f"changed: {other}/vol-info"]), left
+
+
 def write_args(bed, name, size="16M", *extra):
     return ["run", bed.target(name), "-s", size, "--results", os.path.join(bed.folder, name),
             "--progress-interval", "0", *extra]

@@ -331,3 +331,26 @@ def test_jobscript_stage_sends_the_environment_to_every_nodes_local_disk(slurm3,
             == "gone"
         assert slurm3.h.run(i, f"test -e {stage}.tar.gz || echo gone",
                             timeout=30).stdout.strip() == "gone"
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(480)
+def test_a_pbs_scaling_study_runs_through_qsub_on_one_two_and_three_nodes(slurm3, tmp_path):
+    """`jobscript --scheduler pbs --nodes 1,2,3 --submit`: qsub (Slurm's Torque wrapper)
+    hands the #PBS script to sbatch; MPICH's mpiexec starts 2, 4 and 6 ranks on the job's
+    first 1, 2 and 3 nodes."""
+    if MPIEXEC is None:
+        pytest.skip("no MPICH (pip install mpich)")
+    if not shutil.which("qsub"):
+        pytest.skip("Slurm's qsub wrapper is not installed (apt-get install slurm-wlm-torque)")
+    environ = clean_env({"SLURM_CONF": slurm3.conf})
+    args = ["--scheduler", "pbs", "--nodes", "1,2,3", "--ntasks-per-node", "2",
+            "--mpi-family", "mpich", "--", str(tmp_path / "data"), "-s", "8M",
+            "--progress-interval", "0"]
+    text = jobscript(args, tmp_path, environ)
+    assert "#PBS -l select=3:ncpus=2:mpiprocs=2" in text and "srun" not in text
+    job, state, log = study_job(lambda: jobscript(args, tmp_path, environ, submit=True).strip(),
+                                slurm3, tmp_path, "mpiwrite.pbs.o{job}")
+    assert state == "COMPLETED", log + slurm3.log()
+    check_study(tmp_path / "results", job, log)
+    assert data_files(tmp_path / "data") == []

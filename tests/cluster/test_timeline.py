@@ -151,3 +151,41 @@ def test_failure_order_uses_the_common_timeline_on_a_skewed_host(tmp_path):
     times = [e["t"] for e in rec.errors if e.get("errno") == 28]
     assert times and all(abs(t) < 60 for t in times)  # on the common timeline, not +5,000 s
     assert {e["host"] for e in rec.errors if e.get("errno") == 28} == {"h0", "h1"}
+
+
+def test_each_reason_for_no_first_done_says_what_gives_the_figure():
+    from mpiwrite.formats import summary
+
+    assert summary.first_done_note(False, 0, 2**20, 2**28) == summary.FIRST_DONE_NOTE
+    once = summary.first_done_note(False, 16, 4 * 2**20, 64 * 2**20)
+    assert "--fsync-every 16 blocks of 4MiB is one fsync per 64MiB" in once
+    assert "smaller --fsync-every" in once and "--sample-interval" not in once
+    assert summary.first_done_note(False, 16, 2**20, 64 * 2**20) == summary.FIRST_DONE_COARSE
+    assert summary.first_done_note(True, 0, 4 * 2**20, 4 * 2**20) == summary.FIRST_DONE_COARSE
+    assert summary.first_done_short(summary.FIRST_DONE_NOTE) == "fsync only at the end"
+    assert summary.first_done_short(once) == "one fsync per rank, at its end"
+
+
+@pytest.mark.mpi
+def test_a_first_done_dash_says_why_on_its_line(tmp_path):
+    """With one fsync per rank at its end, a '-' for first-done names that reason on the
+    iteration's line, on the summary's and under the report's table."""
+    out = mpirun(4, ["run", "d", "-s", "32M", "-b", "4M", "--fsync-every", "8", "-i", "3",
+                     "--results", "r"] + QUIET, tmp_path, timeout=180)
+    assert out.returncode == 0, out.stderr
+    rows = [ln for ln in out.stdout.splitlines() if ln.split()[:1] in (["0"], ["1"], ["2"])
+            and ln.split()[-1] != "MB/s"]
+    assert len(rows) == 3, out.stdout
+    dashes = [ln for ln in rows if ln.split()[2] == "-"]
+    if not dashes:
+        pytest.skip("every rank finished at once: no iteration without a first-done figure")
+    for ln in dashes:
+        assert ln.endswith("ok  (first-done -: one fsync per rank, at its end)"), ln
+    summary_line = next(ln for ln in out.stdout.splitlines() if "aggregate (first done)" in ln)
+    if len(dashes) == 3:
+        assert "unavailable: --fsync-every 8 blocks of 4MiB is one fsync per 32MiB" \
+            in summary_line, summary_line
+    report = bounded([MPIWRITE, "report", "r"], 60, cwd=tmp_path, env=clean_env())
+    if len(dashes) == 3:
+        assert "first-done -: one fsync per rank, at its end (fsyncs during the writes" \
+            in report.stdout, report.stdout

@@ -254,3 +254,21 @@ def test_json_on_stdout_is_not_mixed_with_what_libraries_print(tmp_path, hang_up
     doc = json.loads(out)  # the JSON and nothing else
     assert doc["status"] == ("interrupted" if hang_up_rank_1 else "complete")
     assert "UCX" in err
+
+
+@pytest.mark.parametrize("typed,said", [
+    ("--bs", "Did you mean '--block-size'?"),  # fio's and dd's name
+    ("--transfer-size", "Did you mean '--block-size'?"),  # IOR's
+    ("--runtime", "Did you mean '--time'?"),
+    ("--numjobs", "the number of writers is the launch's: mpiexec -n N")])
+def test_other_tools_option_names_are_answered_with_mpiwrites(tmp_path, typed, said):
+    out = cli(["run", typed, "4M"], cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and said in out.stderr, out.stderr
+    assert "--json" not in out.stderr  # click's own guess for --bs was --json or --size
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_known_other_name_is_not_offered_where_the_command_lacks_the_option(tmp_path):
+    out = cli(["report", "--runtime", "5"], cwd=tmp_path)
+    assert out.returncode == 2 and "--time" not in out.stderr, out.stderr

@@ -445,6 +445,41 @@ def test_fuse_daemon_seen_from_a_copy_of_its_mount_namespace(tmp_path):
     assert facts(tmp_path / "3", files, "/mnt/cephfs")["client"]["daemon"]["pid"] == 99
 
 
+@pytest.mark.parametrize("fixture,target,expect", [
+    ("nfs", "/mnt/nfs", "nfs 4.2"), ("beegfs", "/mnt/beegfs", "beegfs 7.4.2"),
+    ("gpfs", "/gpfs/fs1", "gpfs 5.1.9"), ("glusterfs", "/mnt/gv0", "glusterfs 10.3"),
+])
+def test_show_names_the_client_that_served_the_target_in_its_own_terms(tmp_path, fixture,
+                                                                        target, expect):
+    """A run's node facts as `env --json` takes them: `show` names the client and its own
+    facts, never Lustre's words for a node without Lustre."""
+    import synth
+
+    root = sysroots.make(tmp_path / "root", getattr(sysroots, fixture)())
+    facts = json.loads(cli(["env", "--json", "--sysroot", root, target], cwd=tmp_path).stdout)
+    facts["host"] = "n1"
+    path = synth.make(tmp_path / "r.h5", [500.0], "2026s-000001", node_facts=[facts])
+    out = cli(["show", path], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    node = next(ln for ln in out.stdout.splitlines() if ln.strip().startswith("0 n1"))
+    assert f"client {expect}" in node, node
+    assert "lustre" not in node and "checksums" not in node, node
+    keys = next(ln for ln in out.stdout.splitlines() if "keys:" in ln)
+    assert f"served by the {facts['client']['name']} client" in keys \
+        or f"served by the {fixture}" in keys, keys
+    assert "lustre=" not in keys and "checksums=" not in keys and f"client={expect}" in keys
+
+
+def test_show_keeps_lustres_own_terms_for_a_lustre_client(tmp_path):
+    import synth
+
+    path = synth.make(tmp_path / "r.h5", [500.0], "2026s-000002", lustre="2.15.3",
+                      checksums="on")
+    out = cli(["show", path], cwd=tmp_path).stdout
+    assert "served by the lustre client; keys:" in out and "lustre=2.15.3" in out
+    assert "client lustre 2.15.3 (patchless), checksums on adler" in out
+
+
 def test_a_gluster_clients_graph_is_read_from_the_log_its_daemon_names(tmp_path):
     """The client runs with --log-file (as the testbed's do): the graph mark that flags a
     switch inside a timed phase comes from that log, found through the daemon's argv."""

@@ -17,7 +17,17 @@ import time
 
 import pytest
 import synth
-from common import MPIEXEC, MPIWRITE, bounded, clean_env, is_root, kill_group, records_in, tool
+from common import (
+    MPIEXEC,
+    MPIWRITE,
+    bounded,
+    clean_env,
+    is_root,
+    kill_group,
+    needs_matplotlib,
+    records_in,
+    tool,
+)
 from common import wait as finish  # bounded; kills the group on a hang
 
 pytestmark = [pytest.mark.root, pytest.mark.timeout(180),
@@ -244,7 +254,8 @@ def test_output_file_planted_by_another_user_is_refused(tmp_path, shared, victim
     assert sorted(os.listdir(shared)) == [dest.name]  # no page, no temporary file
 
 
-@pytest.mark.parametrize("cmd", ["jobscript", "plot", "man"])
+@pytest.mark.parametrize("cmd", ["jobscript", pytest.param("plot", marks=needs_matplotlib),
+                                 "man"])
 def test_own_output_file_is_replaced(tmp_path, cmd):
     """The user's own earlier output is replaced (a new file renamed over it)."""
     dest = tmp_path / "out" / NAMES[cmd]

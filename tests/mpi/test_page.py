@@ -110,6 +110,7 @@ def test_a_page_of_records_is_well_formed_self_contained_and_escapes_what_record
     assert os.path.join(folder, "1.6.5-on-2.h5") in text
     assert text.count(".h5") == 12
     assert "mpiwrite page --output" in text and "--by build" in text
+    pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     # the per-rank plot of a row's run, inline; the synthetic records hold no samples: said
     assert page.count("<svg ") == 4
     assert "holds no throughput samples" in text
@@ -139,6 +140,7 @@ def test_the_table_is_reports_and_one_run_is_shown_in_full(tmp_path):
     assert "The run in full" in text and "run 1.6.5-on-1  status complete" in text
     assert "One row: nothing to compare" in text
     assert "each rank's write MB/s within run 1.6.5-on-1" in text  # explain between ranks
+    pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     assert page.count("<svg ") == 1
 
 
@@ -203,6 +205,7 @@ def test_a_study_page_has_its_verdicts_and_a_plot_per_axis(study_page):
     # `study report` has it) at each value of the other axis
     assert page.count("<td>block_size</td><td>1MiB vs 64KiB</td>") == 2
     assert page.count("<td>ranks_per_node</td><td>2 vs 1</td>") == 2
+    pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     for axis in ("block_size", "ranks_per_node"):
         assert f"against the study's axis {axis}" in text
     # the axis's plot has its levels in the verdicts' order (the first is their base)
@@ -341,6 +344,7 @@ def test_runs_on_several_node_counts_get_a_scaling_plot(tmp_path):
     assert got.returncode == 0, got.stderr
     page = out.read_text(encoding="utf-8")
     well_formed(page)
+    pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     assert page.count("<figcaption>scaling against nodes") == 1
     assert page.count("<figcaption>per-rank rates of run") == 3  # one run per row
     assert page.count("<svg ") == 4

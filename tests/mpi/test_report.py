@@ -140,6 +140,7 @@ def _not_blank_png(path):
 
 
 def test_scaling_plot(tmp_path):
+    pytest.importorskip("matplotlib")
     for nodes in (1, 2, 4):
         for rep in range(3):
             synth.make(tmp_path / f"s{nodes}-{rep}.h5", [300.0 * nodes ** 0.8 + rep],
@@ -172,6 +173,7 @@ def test_real_runs_report_show_and_plots(tmp_path):
         assert needle in show.stdout
     run_id = recs[0][len("mpiwrite-"):-3]
     assert cli(["show", run_id[:-2], "--in", "r"], cwd=tmp_path).returncode == 0
+    pytest.importorskip("matplotlib")  # the plots of the same runs
     for kind in ("ranks", "timeline"):
         png = tmp_path / f"{kind}.png"
         out = cli(["plot", kind, os.path.join("r", recs[0]), "-o", str(png)], cwd=tmp_path)

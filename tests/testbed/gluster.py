@@ -154,16 +154,34 @@ class Gluster:
         self.made = []
 
     def leftovers(self) -> List[str]:
-        """Our namespace, link, any process whose command line names the testbed, and any
-        file of the machine's own GlusterFS folders made or changed since we were made."""
+        """What this testbed made and did not remove: its namespace, its link, any process
+        whose command line names its folder, and any file of the machine's own GlusterFS
+        folders made or changed since it was made that names it (its folder, mount or
+        server address, in the file's name or text).  A file that another volume on the
+        machine changed meanwhile (its glusterd's log) is not ours to report."""
         names = hostlib._ip("netns", "list").stdout + hostlib._ip("link", "show").stdout
         left = [n for n in (self.ns, self.veth) if n in names]
         now = _state()
-        left += [f"changed: {p}" for p in sorted(now) if now[p] != self.machine.get(p)]
+        left += [f"changed: {p}" for p in sorted(now)
+                 if now[p] != self.machine.get(p) and self._names_us(p)]
         for pid in os.listdir("/proc"):
             if pid.isdigit() and self.top in hostlib.cmdline(pid):
                 left.append(f"pid {pid}: {hostlib.cmdline(pid)}")
         return left
+
+    def _names_us(self, path: str) -> bool:
+        """Whether a file of the machine's GlusterFS folders is this testbed's: a client log
+        is named after its mount (/a/b/mnt -> a-b-mnt.log); other state names the folder
+        or the server's address in its first MiB."""
+        marks = (self.top, self.ip, self.mount.strip("/").replace("/", "-"))
+        if any(m in path for m in marks):
+            return True
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(1 << 20)
+        except OSError:
+            return False
+        return any(m.encode() in head for m in marks)
 
     # -- operations ------------------------------------------------------------------------
 

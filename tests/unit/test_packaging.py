@@ -107,3 +107,29 @@ def test_apptainer_definition_is_complete():
     assert "MPI4PY_LIBMPI=${MPI4PY_LIBMPI:-libmpi.so.40}" in sections["environment"]
     assert 'exec /opt/mpiwrite/bin/mpiwrite "$@"' in sections["runscript"]
     assert "--mpi-lib-version" in sections["test"]
+
+
+HEAVY = ("pandas", "matplotlib", "scipy", "reframe-hpc", "ruff")
+
+
+def test_the_quick_starts_test_extra_is_light_and_test_full_has_the_rest():
+    """The README's install brings what the core tests need; what only some tests use is in
+    test-full, which .ci/run installs, and each such test skips naming the package."""
+    _deps, doc = pyproject_dependencies()
+    extras = doc["project"]["optional-dependencies"]
+    names = {e: {re.split(r"[<>=\[;]", r, maxsplit=1)[0].strip() for r in reqs}
+             for e, reqs in extras.items()}
+    assert not set(HEAVY) & names["test"], names["test"]
+    assert set(HEAVY) <= names["test-full"] and "mpiwrite" in names["test-full"]
+    with open(os.path.join(ROOT, ".ci", "run")) as fh:
+        assert ".[mpich,test-full]" in fh.read()
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        readme = fh.read()
+    assert "pip install -e '.[mpich,test]'" in readme and "test-full" in readme
+    tests = os.path.join(ROOT, "tests")
+    for name in sorted(os.listdir(tests)):
+        if name.startswith("test_") and name.endswith(".py"):
+            with open(os.path.join(tests, name)) as fh:
+                for ln in fh:
+                    bare = re.match(r"^(?:import|from) (pandas|matplotlib|scipy|reframe)\b", ln)
+                    assert not bare, f"{name}: {ln.strip()} (use pytest.importorskip)"
