@@ -9,8 +9,8 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from mpiwrite.formats import pattern
 from mpiwrite.run.parallel import Team
+from mpiwrite.vocab import pattern
 
 team = Team(MPI)
 world = MPI.COMM_WORLD

@@ -5,8 +5,8 @@ import json
 import numpy as np
 
 from mpiwrite.formats import summary
-from mpiwrite.formats.status import Status
 from mpiwrite.records import h5 as records
+from mpiwrite.vocab.status import Status
 
 
 def node(host="n1", lustre="1.6.5", checksums="off", kernel="2.6.18", patched="patchless",

@@ -2,7 +2,7 @@
 run killed for good cannot remove its own).
 
 Only names that this module's run ids own are touched: data files, run subdirectories, probe
-and lock files whose names (formats/names.py) carry the id of a record in the results folder.
+and lock files whose names (vocab/names.py) carry the id of a record in the results folder.
 A run is cleaned only when it is proven over (answers/state.py: a final record, or every
 node's lock free on this kernel); a run whose lock is held lives and is never touched; a run
 whose end cannot be proven, or whose run id two differing records claim (a conflict), is
@@ -21,8 +21,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from mpiwrite.answers.state import Verdict, verdict
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.facts import liveness
-from mpiwrite.formats import names
-from mpiwrite.formats.status import RunStatus
+from mpiwrite.vocab import names
+from mpiwrite.vocab.status import RunStatus
 
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

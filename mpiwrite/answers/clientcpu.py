@@ -98,7 +98,7 @@ def own_share(runs, warmup: int = 0, unit: str = "run"):
     """(mean s/GB of the client's own processes, their names) over the samples that
     `--metric cpu-per-GB` takes from these runs (good iterations after the warm-up with a
     figure; each run's mean with unit `run`), for the report's note; (NaN, []) without any."""
-    from mpiwrite.formats.status import Status
+    from mpiwrite.vocab.status import Status
 
     samples: List[float] = []
     names: List[str] = []

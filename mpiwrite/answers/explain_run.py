@@ -22,8 +22,8 @@ from mpiwrite.answers.targets import by_target, file_targets, good_iterations
 from mpiwrite.errors import ConfigError
 from mpiwrite.facts.nodeinfo import common_keys, fact_keys
 from mpiwrite.formats import contract
-from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
+from mpiwrite.vocab.status import Status
 
 # In one run both name the ranks' own write rate: the figure each rank has.
 RANK_METRICS = ("aggregate", "rank-mean")

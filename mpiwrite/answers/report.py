@@ -24,12 +24,12 @@ from mpiwrite.answers.results import (
 )
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
-from mpiwrite.formats.status import Status
 from mpiwrite.records.runlevel import pooled, stats_of
 from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import plural as _count
 from mpiwrite.vocab import keys
+from mpiwrite.vocab.status import Status
 
 
 class Sampling(NamedTuple):

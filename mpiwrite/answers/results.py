@@ -15,14 +15,14 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import numpy as np
 
-from mpiwrite.answers import metricnames
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.files import same_bytes
 from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined once there
-from mpiwrite.formats.status import RunStatus, Status
 from mpiwrite.records.model import RunRecord
 from mpiwrite.records.store import FolderStore, Read
 from mpiwrite.text import printable
+from mpiwrite.vocab import metrics as metricnames
+from mpiwrite.vocab.status import RunStatus, Status
 
 LEVELS = ("run", "full")
 BATCH = 1024  # records read at a time (the workers' answers held in memory)

@@ -11,12 +11,12 @@ from mpiwrite.answers import clientcpu
 from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
-from mpiwrite.formats.status import Status
 from mpiwrite.formats.summary import node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import format_seconds, format_size
 from mpiwrite.units import plural as _count
+from mpiwrite.vocab.status import Status
 
 
 def _ms(seconds) -> str:

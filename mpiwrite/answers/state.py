@@ -22,8 +22,8 @@ from typing import NamedTuple, Optional
 
 from mpiwrite.facts import liveness
 from mpiwrite.facts.host import boot_id, host_name, start_ticks
-from mpiwrite.formats import names
-from mpiwrite.formats.status import RunStatus
+from mpiwrite.vocab import names
+from mpiwrite.vocab.status import RunStatus
 
 ABANDONED = "abandoned"
 SQUEUE_TIMEOUT = 10.0  # seconds

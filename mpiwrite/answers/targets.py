@@ -21,9 +21,9 @@ import numpy as np
 
 from mpiwrite import stats
 from mpiwrite.clients.targets import targets_of
-from mpiwrite.formats.status import Status
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
+from mpiwrite.vocab.status import Status
 
 OK = int(Status.OK)
 

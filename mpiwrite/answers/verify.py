@@ -22,8 +22,8 @@ from typing import Dict, Iterator, List, NamedTuple, Optional
 
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import names, offsets, pattern
 from mpiwrite.units import MiB
+from mpiwrite.vocab import names, offsets, pattern
 
 SCAN = 64 * MiB
 MAX_BLOCK = 2**31  # what run/config.py allows
@@ -56,7 +56,7 @@ class Expect(NamedTuple):
     block_size: Optional[int] = None
     segment: Optional[int] = None  # bytes per rank (shared) or in the file (fpp)
     ranks: Optional[int] = None  # shared: how many segments
-    pattern: str = "sequential"  # the record's --pattern (formats/offsets.py)
+    pattern: str = "sequential"  # the record's --pattern (vocab/offsets.py)
     seed: int = 0
     written: Optional[Dict[int, int]] = None  # the record's bytes per rank in this iteration
     planned: int = 0  # blocks per rank the pattern placed (--size / --block-size)

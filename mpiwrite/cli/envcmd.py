@@ -24,8 +24,8 @@ def env(path, as_json, raw, sysroot, srun_mpi):
     from mpiwrite.facts import nodeinfo
 
     if srun_mpi:
-        from mpiwrite.cli.commands import installed_family
         from mpiwrite.cli.jobscript import srun_mpi_for
+        from mpiwrite.cli.jobscriptcmd import installed_family
 
         click.echo(srun_mpi_for(installed_family()))
         return 0

@@ -76,7 +76,7 @@ LAZY = {  # one module a command
     "compare": "mpiwrite.cli.comparecmd:compare",
     "show": "mpiwrite.cli.showcmd:show",
     "plot": "mpiwrite.cli.plotcmd:plot",
-    "jobscript": "mpiwrite.cli.commands:jobscript",
+    "jobscript": "mpiwrite.cli.jobscriptcmd:jobscript",
     "clean": "mpiwrite.cli.clean:clean",
     "study": "mpiwrite.cli.study:study",
     "explain": "mpiwrite.cli.explaincmd:explain",

@@ -57,10 +57,10 @@ def sampling_from(metric, unit, warmup, confidence, units="MB"):
 
 def sampling_options(f):
     """--metric, --unit, --warmup and --confidence, the same for report and compare."""
-    from mpiwrite.answers import metricnames  # not results.py (numpy); not on `run`'s ranks
+    from mpiwrite.vocab import metrics  # not results.py (numpy); not on `run`'s ranks
 
     for opt in reversed([
-        click.option("--metric", type=click.Choice(list(metricnames.NAMES)),
+        click.option("--metric", type=click.Choice(list(metrics.NAMES)),
                      default="aggregate", show_default=True, help=METRIC_HELP),
         click.option("--unit", type=click.Choice(["auto", "run", "iteration"]),
                      default="auto", show_default=True, help=UNIT_HELP),

@@ -16,10 +16,10 @@ from mpiwrite.cli.options import INT
 from mpiwrite.cli.presets import PRESETS
 from mpiwrite.cli.presets import apply as apply_preset
 from mpiwrite.errors import ConfigError
-from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.run import config
 from mpiwrite.run.process import launcher_rank, launcher_size
 from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time
+from mpiwrite.vocab.offsets import PATTERNS
 
 
 class Size(click.ParamType):

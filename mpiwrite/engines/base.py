@@ -20,8 +20,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tup
 
 from mpiwrite.engines import writeloop
 from mpiwrite.engines.writeloop import clock
-from mpiwrite.formats import pattern
-from mpiwrite.vocab import defaults
+from mpiwrite.vocab import defaults, pattern
 
 UNBOUNDED = 2**62
 
@@ -148,7 +147,7 @@ class StreamPlan:
     expect_inode: Optional[Tuple[int, int]] = None
     latency: bool = True  # per-call write()/fsync() latency histograms (latency.py)
     dir_fd: Optional[int] = None  # the open folder of `path` (layout.RankFiles.folder_for)
-    # the offsets of the whole blocks in the order written (formats/offsets.py); None: one
+    # the offsets of the whole blocks in the order written (vocab/offsets.py); None: one
     # after another from `offset` (and a tail block when nbytes is not a whole number of them)
     offsets: Optional[Sequence[int]] = None
     shared: bool = False  # one file for every rank (an MPI-IO engine opens it on the team)

@@ -45,8 +45,8 @@ from mpiwrite.engines.base import (
     stream_failed,
 )
 from mpiwrite.engines.writeloop import clock
-from mpiwrite.formats import pattern
 from mpiwrite.text import clean
+from mpiwrite.vocab import pattern
 
 INFO_LIMIT = 64  # hints kept from MPI_File_get_info (a library lists some 30)
 

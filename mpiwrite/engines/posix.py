@@ -36,7 +36,7 @@ from mpiwrite.engines.base import (
 )
 from mpiwrite.engines.writeloop import POLL_SECONDS, clock
 from mpiwrite.errors import why
-from mpiwrite.formats import pattern
+from mpiwrite.vocab import pattern
 
 
 def _open_flags(plan: StreamPlan) -> int:

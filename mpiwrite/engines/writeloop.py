@@ -21,7 +21,7 @@ import time
 from typing import Callable, Optional, Sequence, Tuple
 
 from mpiwrite.engines import latency
-from mpiwrite.formats import pattern
+from mpiwrite.vocab import pattern
 
 POLL_SECONDS = 0.1  # how often the loop looks up from writing
 
@@ -117,7 +117,7 @@ def _bind(plan, buf):
 
 
 def plain(pace: Pace, plan, buf, fd: int, offs: Sequence[int]) -> Tuple[int, Optional[OSError]]:
-    """The whole blocks at offsets `offs` (formats/offsets.py), nothing kept per block."""
+    """The whole blocks at offsets `offs` (vocab/offsets.py), nothing kept per block."""
     res = pace.res
     bs, view, pack, at, positional, write = _bind(plan, buf)
     done = 0

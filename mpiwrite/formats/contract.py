@@ -22,7 +22,7 @@ import numpy as np
 
 from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats.status import Status
+from mpiwrite.vocab.status import Status
 
 OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")

@@ -10,8 +10,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from mpiwrite.formats.status import Status
 from mpiwrite.units import MB
+from mpiwrite.vocab.status import Status
 
 FIRST_DONE_NOTE = ("first-done unavailable: with fsync only at the end, the bytes of ranks "
                    "still writing when the fastest finished were not known to be durable "

@@ -38,10 +38,10 @@ from mpiwrite.formats.numbers import (  # noqa: F401 (ImportRefused: the importe
     shown,
 )
 from mpiwrite.formats.runkeys import IMPORT_DECIDED as DECIDED_KEYS
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
 from mpiwrite.units import MB, MiB
+from mpiwrite.vocab.status import RunStatus
 
 MAX_INPUT_BYTES = 64 * MiB  # larger files are refused before they are read
 # The node facts every run has as keys; unknown unless the user states them (--fact).

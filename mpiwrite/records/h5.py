@@ -23,7 +23,6 @@ import numpy as np
 
 from mpiwrite import SCHEMA_VERSION, __version__, files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats import names
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -34,6 +33,7 @@ from mpiwrite.formats.summary import (
 )
 from mpiwrite.records import check as recordcheck
 from mpiwrite.records.model import RunRecord
+from mpiwrite.vocab import names
 
 FORMAT = "mpiwrite-run"
 SUFFIX = names.RECORD_SUFFIX

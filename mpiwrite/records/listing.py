@@ -9,8 +9,8 @@ import stat
 from typing import Iterable, List, Optional, Tuple
 
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats.names import RECORD_SUFFIX
 from mpiwrite.text import printable
+from mpiwrite.vocab.names import RECORD_SUFFIX
 
 TMP_NAME = re.compile(r"^\.mpiwrite-.+\.h5\.tmp-\d+(-\d+)?\Z")  # records/h5.py's temp_names
 

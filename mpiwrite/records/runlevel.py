@@ -28,7 +28,6 @@ import numpy as np
 
 from mpiwrite import files
 from mpiwrite.errors import RecordError
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.formats.summary import (
     ITER_DTYPE,
     LATER_ITER_FIELDS,
@@ -51,6 +50,7 @@ from mpiwrite.records.h5read import (
 )
 from mpiwrite.records.model import RunRecord
 from mpiwrite.units import MiB
+from mpiwrite.vocab.status import RunStatus
 
 IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (h5._read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),

@@ -79,7 +79,7 @@ class FolderStore:
     def in_folder(self, folder: str) -> List[str]:
         """The records directly in one folder (not its sub-folders), by name; [] if the
         folder does not exist."""
-        from mpiwrite.formats.names import looks_like_record
+        from mpiwrite.vocab.names import looks_like_record
 
         try:
             listing = sorted(os.listdir(folder))

@@ -16,11 +16,11 @@ from typing import Dict, Optional
 
 from mpiwrite.engines import base as engines
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats.offsets import PATTERNS
-from mpiwrite.formats.pattern import HEADER
 from mpiwrite.text import printable
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 from mpiwrite.vocab import defaults
+from mpiwrite.vocab.offsets import PATTERNS
+from mpiwrite.vocab.pattern import HEADER
 
 ENGINES = engines.names()  # posix; null writes nothing (coordination tests)
 LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
@@ -72,7 +72,7 @@ class RunConfig:
     stripe_size: Optional[str] = None
     ost_index: Optional[int] = None
     allow_fill: bool = False  # write even when the planned bytes exceed the free space
-    pattern: str = PATTERNS[0]  # where each block goes (formats/offsets.py)
+    pattern: str = PATTERNS[0]  # where each block goes (vocab/offsets.py)
     seed: int = 0  # --pattern random's order (recorded: the same seed, the same offsets)
     collective: Optional[bool] = None  # MPI-IO: write_at_all (True) or write_at; None: no MPI-IO
     mpiio_hints: Dict[str, str] = dataclasses.field(default_factory=dict)  # MPI_Info, as asked

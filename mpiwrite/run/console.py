@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional, TextIO
 import numpy as np
 
 from mpiwrite.formats import summary as figures
-from mpiwrite.formats.status import Status
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import MB, RATE_UNITS, MiB, format_seconds, format_size
+from mpiwrite.vocab.status import Status
 
 # Screen options of `run` that are not part of the measurement (--units, --ior-summary);
 # set by runcmd on every rank before the run starts.

@@ -17,7 +17,6 @@ from typing import Callable, List, Optional
 
 from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry, raise_agreed
 from mpiwrite.facts.host import host_name
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
 from mpiwrite.run.prepare import NullLedger
@@ -30,6 +29,7 @@ from mpiwrite.run.process import (
 )
 from mpiwrite.run.runner import Run
 from mpiwrite.text import printable
+from mpiwrite.vocab.status import RunStatus
 
 
 def end_job(run: Run, exc: BaseException) -> None:

@@ -18,11 +18,11 @@ from mpiwrite.engines import base as engines
 from mpiwrite.engines.base import StreamPlan
 from mpiwrite.engines.posix import open_data_file
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.formats import names, offsets
-from mpiwrite.formats.offsets import PATTERNS
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
+from mpiwrite.vocab import names, offsets
+from mpiwrite.vocab.offsets import PATTERNS
 
 
 def new_run_id() -> str:
@@ -107,7 +107,7 @@ def data_path(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: in
 
 
 def block_offsets(cfg: RunConfig, nranks: int, rank: int):
-    """The offsets of a rank's whole blocks in the order written (formats/offsets.py), or
+    """The offsets of a rank's whole blocks in the order written (vocab/offsets.py), or
     None for the sequential pattern (one after another, a tail block allowed)."""
     if cfg.pattern == PATTERNS[0]:
         return None

@@ -23,12 +23,12 @@ from mpiwrite import __version__, files
 from mpiwrite.errors import ConfigError, error_entry
 from mpiwrite.facts import mpiinfo
 from mpiwrite.formats import summary
-from mpiwrite.formats.status import RunStatus, Status, iteration_run_status
 from mpiwrite.run import layout, rows
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.console import Console
 from mpiwrite.text import printable, world_ranks_of
 from mpiwrite.units import format_size
+from mpiwrite.vocab.status import RunStatus, Status, iteration_run_status
 
 ENV_PREFIXES = ("SLURM_", "MPIWRITE_", "PMI_", "OMPI_", "HYDRA_", "MPIR_CVAR_", "FI_PROVIDER")
 CPU_SATURATED = 0.9  # a node's CPUs busier than this during the write phase get a note

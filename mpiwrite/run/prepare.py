@@ -16,12 +16,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.facts.host import address_space
-from mpiwrite.formats import names, pattern
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.process import this_process
 from mpiwrite.units import format_size
+from mpiwrite.vocab import names, pattern
+from mpiwrite.vocab.status import RunStatus
 
 # numpy's address space, measured (import numpy and numpy.random after MPI_Init, MPICH wheel,
 # numpy 2.4 with its OpenBLAS): 88 MiB with one OpenBLAS thread, 128 MiB with two; OpenBLAS

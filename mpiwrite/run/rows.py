@@ -16,7 +16,7 @@ from array import array
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from mpiwrite.errors import error_entry
-from mpiwrite.formats.status import Status
+from mpiwrite.vocab.status import Status
 
 if TYPE_CHECKING:
     import numpy as np

@@ -23,8 +23,6 @@ from mpiwrite.engines import base as engines
 from mpiwrite.engines import latency
 from mpiwrite.engines.base import COLLECTIVE, DROP_CACHE, FILES, ReadPlan, StreamResult
 from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed, why
-from mpiwrite.formats import pattern
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.run import layout, prepare, rows
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch
@@ -39,6 +37,8 @@ from mpiwrite.run.process import (
 )
 from mpiwrite.run.progress import Progress
 from mpiwrite.text import clean, printable
+from mpiwrite.vocab import pattern
+from mpiwrite.vocab.status import RunStatus
 
 
 class Segment(NamedTuple):

@@ -27,10 +27,10 @@ import sys
 from typing import Any, Dict, List, NamedTuple, Sequence, Set, Tuple
 
 from mpiwrite.errors import AgreedError, why
-from mpiwrite.formats.status import RunStatus
 from mpiwrite.study.plan import Study
 from mpiwrite.text import printable
 from mpiwrite.vocab.axes import kind_of, run_option
+from mpiwrite.vocab.status import RunStatus
 
 KEY_TAG, GENERATION_TAG = "study_key", "study_generation"
 MAX_KEY = 1024  # a tag value's limit: a longer key is recorded as its hash

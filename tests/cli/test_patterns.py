@@ -1,4 +1,4 @@
-"""Write patterns (formats/offsets.py), the stonewall's wear-out in one stream, and the checks
+"""Write patterns (vocab/offsets.py), the stonewall's wear-out in one stream, and the checks
 of the new run options: real files in tmp_path, no MPI launcher."""
 
 import os
@@ -8,8 +8,8 @@ from common import cli
 
 from mpiwrite.engines import base
 from mpiwrite.engines.posix import verify_segment, write_stream
-from mpiwrite.formats import offsets, pattern
 from mpiwrite.run import config
+from mpiwrite.vocab import offsets, pattern
 
 pytestmark = pytest.mark.timeout(120)
 BS = 4096
@@ -137,7 +137,7 @@ def test_a_stonewall_alone_runs_until_it_and_records_no_size():
 def _strided_file(tmp_path, nranks=3, nblocks=5):
     """A shared file as `--pattern strided` leaves it, written by one POSIX stream a rank."""
     from mpiwrite.engines.posix import create_shared
-    from mpiwrite.formats import names
+    from mpiwrite.vocab import names
 
     run_id = "20261203T000000Z-abcdef"
     key = pattern.run_key(run_id)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from mpiwrite.engines.posix import StreamPlan, verify_segment, write_stream
-from mpiwrite.formats import pattern
+from mpiwrite.vocab import pattern
 
 
 def _stream(path, **kw):
@@ -69,7 +69,7 @@ def _count_fsyncs(tmp_path, extra):
     """Run a writer in a child under strace and count real fsync system calls."""
     if subprocess.run(["which", "strace"], capture_output=True).returncode:
         pytest.skip("strace not installed")
-    code = ("import sys; from mpiwrite.formats import pattern; "
+    code = ("import sys; from mpiwrite.vocab import pattern; "
             "from mpiwrite.engines.posix import *;"
             f"p=StreamPlan(path=sys.argv[1], create=True, offset=0, nbytes=8*4096, "
             f"block_size=4096{extra});"

@@ -56,10 +56,10 @@ def test_a_time_limit_with_a_trailing_newline_is_refused(tmp_path):
     assert out.returncode == 2 and "--time-limit" in out.stderr, out.stderr
     with pytest.raises(ConfigError, match="--time-limit"):
         js.slurm_seconds("10\n")
-    from mpiwrite.formats import names
     from mpiwrite.records.listing import TMP_NAME
     from mpiwrite.run.config import parse_tags
     from mpiwrite.units import parse_size
+    from mpiwrite.vocab import names
 
     assert names.parse_data_file("mpiwrite-x-i0-r000000.dat\n") is None
     assert names.parse_subdir("mpiwrite-x-d00001\n") is None

@@ -242,7 +242,7 @@ BUGGY_RANK = """\
 import sys
 
 from mpiwrite.cli import main as cli
-from mpiwrite.formats import pattern
+from mpiwrite.vocab import pattern
 
 
 def bug(*args, **kwargs):

@@ -11,7 +11,7 @@ import pytest
 from common import MPIEXEC, MPIWRITE, bounded, clean_env, mpirun, needs_root, only_record
 from testbed import hosts as hostlib
 
-from mpiwrite.formats.status import Status
+from mpiwrite.vocab.status import Status
 
 QUIET = ["--progress-interval", "0"]
 RATE = 104857600  # bytes/s the loop disk is throttled to: 104.86 MB/s

@@ -20,8 +20,8 @@ from common import cli, mpirun, only_record
 
 from mpiwrite.answers import results
 from mpiwrite.formats import summary
-from mpiwrite.formats.status import Status
 from mpiwrite.records import h5 as records
+from mpiwrite.vocab.status import Status
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -24,8 +24,8 @@ from common import (
     wait_for_bytes,
 )
 
-from mpiwrite.formats.status import Status
 from mpiwrite.records import h5 as records
+from mpiwrite.vocab.status import Status
 
 
 @pytest.mark.mpi

@@ -70,10 +70,10 @@ def test_busy_cpu_note_only_for_a_good_iteration_on_a_real_filesystem(fstype, st
     import numpy as np
 
     from mpiwrite.formats import summary
-    from mpiwrite.formats.status import Status
     from mpiwrite.run.config import build
     from mpiwrite.run.console import Console
     from mpiwrite.run.ledger import Ledger
+    from mpiwrite.vocab.status import Status
 
     cfg = build(target="d", size=2**20)
     ledger = Ledger(cfg, ["mpiwrite"], "run", 2, [{"host": "n1"}], np.zeros(2, dtype=int),

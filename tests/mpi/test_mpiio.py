@@ -10,7 +10,7 @@ import shutil
 import pytest
 from common import cli, mpirun, only_record
 
-from mpiwrite.formats import pattern
+from mpiwrite.vocab import pattern
 
 pytestmark = [pytest.mark.mpi, pytest.mark.timeout(300)]
 BS = 64 * 1024

@@ -18,8 +18,8 @@ from common import (
 )
 
 from mpiwrite.engines.posix import ReadPlan, StreamPlan, read_stream, write_stream
-from mpiwrite.formats import pattern, summary
-from mpiwrite.formats.status import Status
+from mpiwrite.vocab import pattern, summary
+from mpiwrite.vocab.status import Status
 
 QUIET = ["--progress-interval", "0"]
 

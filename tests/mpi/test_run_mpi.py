@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from common import mpirun, only_record
 
-from mpiwrite.formats.status import Status
+from mpiwrite.vocab.status import Status
 
 
 @pytest.mark.mpi

@@ -5,8 +5,8 @@ import pytest
 
 from mpiwrite.engines.posix import StreamResult
 from mpiwrite.formats import summary
-from mpiwrite.formats.status import Status
 from mpiwrite.run import rows
+from mpiwrite.vocab.status import Status
 
 
 def _res(**kw):
@@ -28,7 +28,7 @@ def test_pack_row_and_rank_table_round_trip_onto_the_common_timeline():
 
 def test_a_read_that_found_mismatches_packs_as_the_verify():
     from mpiwrite.engines.base import ReadResult
-    from mpiwrite.formats.pattern import Mismatch
+    from mpiwrite.vocab.pattern import Mismatch
 
     read = ReadResult(path="g", t_open_start=1.3, t_write_start=1.4, t_write_end=1.9,
                       t_fsync_end=1.9, t_close_end=2.0, bytes=100, blocks=1, mismatches=1,
@@ -108,7 +108,7 @@ def test_ior_figure_includes_the_open():
 
 def test_statuses_are_written_once_and_keep_the_codes_records_store():
     """Records store these integers and strings: changing one would misread every record."""
-    from mpiwrite.formats.status import RunStatus, iteration_run_status
+    from mpiwrite.vocab.status import RunStatus, iteration_run_status
 
     assert [int(s) for s in Status] == [0, 1, 2, 3, 4, 5]
     assert [s.label for s in Status] == ["ok", "failed", "aborted", "interrupted", "missing",
