@@ -25,7 +25,6 @@ from mpiwrite.cli.options import (
 )
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
-from mpiwrite.vocab.axes import run_option
 
 SUFFIXES = (".html", ".htm")
 
@@ -104,29 +103,11 @@ def _study(file: str, results, generation, cache):
     """(store, the study's runs, answers.page.Study) of a study file, checked as `study
     report` checks it."""
     from mpiwrite.answers.page import Study
-    from mpiwrite.answers.results import Store
-    from mpiwrite.answers.study_report import StudyRuns
-    from mpiwrite.cli.study import check, fail
-    from mpiwrite.study import resume
-    from mpiwrite.study.execute import fingerprint
-    from mpiwrite.study.plan import StudyError, load
+    from mpiwrite.cli.study import open_study
 
     if not os.path.isfile(file):
         raise ConfigError(f"PATHS: {file!r} is not a study file")
-    try:
-        st = load(file)
-    except StudyError as exc:
-        fail(file, exc.problems)
-    problems, configs = check(st)
-    if problems:
-        fail(file, problems)
-    folder = results if results is not None else st.results
-    if not os.path.isdir(folder):
-        raise ConfigError(f"--results: {folder!r} is not a folder of records")
-    store = Store([folder], level="full", cache=cache)
-    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
-    runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
-    keys = resume.point_keys(st, configs)
+    st, _configs, store, runs, keys = open_study(file, results, generation, cache)
     return store, runs, Study(st.name, file, dict(st.axes), st.points(), keys)
 
 

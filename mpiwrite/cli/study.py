@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import click
 
@@ -342,6 +342,44 @@ def restore_study(file):
     return 0
 
 
+class Opened(NamedTuple):
+    """A study file checked as `study run` checks it, and its records: what `study report`,
+    `tune report` and `page FILE.toml` read."""
+    study: Study
+    configs: list  # each point's RunConfig
+    store: Any  # answers.results.Store over the results folder
+    runs: Any  # answers.study_report.StudyRuns: this study's, of one generation
+    point_keys: List[str]
+
+
+def open_study(file: str, results: Optional[str], generation: Optional[int] = None,
+               cache=None, check_study=None) -> Opened:
+    """The study file `file` loaded and checked (one line a problem, exit 2), and the records
+    of its results folder (or `results`), of `generation` (default: the newest);
+    `check_study(st)` may refuse what the caller cannot use (ConfigError)."""
+    from mpiwrite.answers.results import Store
+    from mpiwrite.answers.study_report import StudyRuns
+    from mpiwrite.study import resume
+    from mpiwrite.study.execute import fingerprint
+
+    try:
+        st = load(file)
+    except StudyError as exc:
+        fail(file, exc.problems)
+    problems, configs = check(st)
+    if problems:
+        fail(file, problems)
+    if check_study is not None:
+        check_study(st)
+    folder = results if results is not None else st.results
+    if not os.path.isdir(folder):
+        raise ConfigError(f"--results: {folder!r} is not a folder of records")
+    store = Store([folder], **({"level": "full", "cache": cache} if cache is not None else {}))
+    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
+    runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
+    return Opened(st, configs, store, runs, resume.point_keys(st, configs))
+
+
 @study.command(name="report")
 @click.argument("file")
 @click.option("--results", default=None,
@@ -364,27 +402,12 @@ def report_study(file, results, metric, unit, warmup, confidence, fmt, plot_dir,
 
     To send it: `mpiwrite page FILE -o FILE.html` writes the same with a plot per axis into
     one HTML file."""
-    from mpiwrite.answers.results import Store
-    from mpiwrite.answers.study_report import StudyRuns, draw, study_answer, study_report
+    from mpiwrite.answers.study_report import draw, study_answer, study_report
     from mpiwrite.cli.options import sampling_from
-    from mpiwrite.study import resume
-    from mpiwrite.study.execute import fingerprint
 
-    try:
-        st = load(file)
-    except StudyError as exc:
-        fail(file, exc.problems)
-    problems, configs = check(st)
-    if problems:
-        fail(file, problems)
-    folder = results if results is not None else st.results
-    if not os.path.isdir(folder):
-        raise ConfigError(f"--results: {folder!r} is not a folder of records")
-    store = Store([folder])
+    st, _configs, store, runs, keys = open_study(file, results, generation)
     sampling = sampling_from(metric, unit, warmup, confidence)
-    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
-    runs = StudyRuns(store, st.name, fingerprint(st), fields, generation)
-    answer = study_answer(runs, st.axes, st.points(), resume.point_keys(st, configs), sampling)
+    answer = study_answer(runs, st.axes, st.points(), keys, sampling)
     drawn = draw(runs, answer, plot_dir, sampling) if plot_dir is not None else []
     click.echo(study_report(runs, answer, sampling, fmt))
     for line in drawn:  # beside machine output, on stderr: stdout stays one document

@@ -17,7 +17,6 @@ from mpiwrite.cli.options import sampling_options
 from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
-from mpiwrite.vocab.axes import run_option
 
 OVERHEAD = 2.0  # a run inside a study: settings, barriers, the record
 SETTLE_GUESS = 5.0  # seconds a point's settings take to show, for the budget
@@ -204,32 +203,19 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     import numpy as np
 
     from mpiwrite.answers import tune_report
-    from mpiwrite.answers.results import Store, metric_values
-    from mpiwrite.answers.study_report import StudyRuns
-    from mpiwrite.cli.study import check, fail
-    from mpiwrite.study import resume
+    from mpiwrite.answers.results import metric_values
+    from mpiwrite.cli.study import open_study
     from mpiwrite.study.design import design
-    from mpiwrite.study.execute import fingerprint
-    from mpiwrite.study.plan import StudyError, load
 
-    try:
-        st = load(file)
-    except StudyError as exc:
-        fail(file, exc.problems)
-    problems, configs = check(st)
-    if problems:
-        fail(file, problems)
+    def two_levels(st):
+        levels = {s.name: list(s.values) for s in st.settings}
+        if not levels or any(len(v) != 2 for v in levels.values()):
+            raise ConfigError(f"{file}: not a tune study (every setting at two levels)")
+
+    st, configs, store, runs, keys = open_study(file, results, check_study=two_levels)
     names = [s.name for s in st.settings]
     levels = {s.name: list(s.values) for s in st.settings}
-    if not names or any(len(v) != 2 for v in levels.values()):
-        raise ConfigError(f"{file}: not a tune study (every setting at two levels)")
-    folder = results if results is not None else st.results
-    if not os.path.isdir(folder):
-        raise ConfigError(f"--results: {folder!r} is not a folder of records")
-    store = Store([folder])
-    fields = {a: resume.field_of(a) for a in st.axes if run_option(a)}
-    runs = StudyRuns(store, st.name, fingerprint(st), fields, None)
-    where = {k: i for i, k in enumerate(resume.point_keys(st, configs))}
+    where = {k: i for i, k in enumerate(keys)}
     points = st.points()
     xs, ys = [], []
     for rec in runs.select():
@@ -241,8 +227,8 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
         ys.append(float(np.mean(values)))
     left_out = store.not_complete()
     if len(ys) < 2:
-        raise ConfigError(f"{file}: {len(ys)} complete run(s) in {folder}: run the study "
-                          "first (mpiexec ... mpiwrite study run FILE)")
+        raise ConfigError(f"{file}: {len(ys)} complete run(s) in {results or st.results}: "
+                          "run the study first (mpiexec ... mpiwrite study run FILE)")
     found = tune_report.effects(np.array(xs), np.array(ys), names, confidence)
     from mpiwrite.answers.results import metric_info
 
