@@ -18,7 +18,8 @@ from common import (
 )
 
 from mpiwrite.engines.posix import ReadPlan, StreamPlan, read_stream, write_stream
-from mpiwrite.vocab import pattern, summary
+from mpiwrite.formats import summary
+from mpiwrite.vocab import pattern
 from mpiwrite.vocab.status import Status
 
 QUIET = ["--progress-interval", "0"]
