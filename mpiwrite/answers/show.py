@@ -113,7 +113,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     for i, n in enumerate(rec.nodes):
         off = rec.node_clock[i] if rec.node_clock is not None else (math.nan, math.nan)
         # the client that served the target on this node, in its own terms
-        own = printable(registry.for_fs(n.get("fs")).node_text(n))
+        own = printable(registry.node_text(n))
         lines.append(f"  {i:>3} {hosts[i]:<16} kernel {n.get('kernel')}, {own}, fs "
                      f"{(n.get('fs') or {}).get('fstype')}"
                      f"{_options((n.get('fs') or {}).get('mount_options'))}, "

@@ -86,6 +86,18 @@ def for_run(fstype_key: str, fs: Optional[Dict[str, Any]]):
     return for_fs(fs) if fs else for_mount(fstype_key)
 
 
+def node_text(node: Dict[str, Any]) -> str:
+    """One node's client facts for `show`: the client that served the target, in its own
+    terms, and a Lustre client the node has beside it (its version and checksums are node
+    facts of every record, whatever filesystem the run wrote to)."""
+    served = for_fs(node.get("fs"))
+    text = served.node_text(node)
+    lustre = get("lustre")
+    if served is not lustre and (node.get("lustre") or {}).get("version"):
+        text += "; also " + lustre.node_text(node)
+    return text
+
+
 def magic_name(magic: Optional[int], client=None) -> Optional[str]:
     """The filesystem a statfs f_type stands for: asked of the mount's client first, then of
     every client (only for a magic its own client does not know)."""

@@ -141,9 +141,12 @@ class Console:
         from mpiwrite.clients import registry
 
         served = registry.for_run(str(keys.get("fstype")), fs)  # in its own terms
-        self.line("  " + "  ".join(f"{k} {keys[k]}" for k in
-                                   ("kernel", "fstype", "client") + served.own_keys
-                                   if k in keys))
+        shown = ("kernel", "fstype", "client") + tuple(served.own_keys)
+        # the nodes' Lustre client facts where they have one, whatever serves the target
+        # (they are the record's keys: a node with Lustre that writes to NFS still says so)
+        shown += tuple(k for k in ("lustre", "checksums", "checksum_type")
+                       if k not in shown and str(keys.get(k)) not in ("none", "n/a", "None"))
+        self.line("  " + "  ".join(f"{k} {keys[k]}" for k in shown if k in keys))
         if c.tags:
             self.line("  tags " + ", ".join(f"{k}={v}" for k, v in c.tags.items()))
         self.line(f"{'iter':>4} {'aggregate':>10} {'first-done':>10} {'rank min':>9} "
