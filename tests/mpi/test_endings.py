@@ -253,6 +253,11 @@ def _live(tmp_path, seconds=10, pre=()):
     try:
         wait_for_bytes(tmp_path / "d", 2**20)
         end = time.monotonic() + 20
+        # both ranks' files, each written to (1 MiB in all can be one rank's alone)
+        while len([f for f in data_files(tmp_path / "d")
+                   if os.path.getsize(os.path.join(tmp_path / "d", f))]) < 2:
+            assert time.monotonic() < end, "not both ranks wrote"
+            time.sleep(0.05)
         while not records_in(tmp_path / "r"):
             assert time.monotonic() < end, "no record"
             time.sleep(0.05)
