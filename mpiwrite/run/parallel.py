@@ -87,6 +87,12 @@ class Team:
         shared.Free()
         self.local_rank = self.node_comm.Get_rank()
         self.local_size = self.node_comm.Get_size()
+        # each of this node's ranks' pid, in node order: the leader reads /proc for a rank
+        # that never got to send its first progress message (stopped at the phase's start)
+        pids = array("q", bytes(8 * self.local_size))
+        self.wait(self.node_comm.Iallgather([array("q", [os.getpid()]), MPI.INT64_T],
+                                            [pids, MPI.INT64_T]))
+        self.node_pids = [int(p) for p in pids]
         self.leaders = self.comm.Split(0 if self.local_rank == 0 else MPI.UNDEFINED, self.rank)
         info = array("q", [0, 0])
         if self.local_rank == 0:

@@ -43,8 +43,8 @@ class Relay:
         self.ranks = team.node_ranks()
         n = len(self.ranks)
         self.index = {r: i for i, r in enumerate(self.ranks)}
-        self.bytes, self.done, self.pid = [0.0] * n, [False] * n, [0] * n
-        self.pid[0] = os.getpid()
+        self.bytes, self.done = [0.0] * n, [False] * n
+        self.pid = list(team.node_pids)  # known from the start; the messages confirm them
         self.changed = [t0] * n  # when each rank's bytes last grew (this leader's clock)
         self.snap, self.snap_t = [0.0] * n, t0
         self.reported: set = set()  # stalled ranks already in a report

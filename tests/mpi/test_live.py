@@ -150,7 +150,7 @@ def test_live_view_on_a_terminal_marks_the_stopped_host(tmp_path):
     named = [t for t, c in chunks if "rank 3 on c stalled" in c]
     assert named, plain[-3000:]
     assert named[0] - stopped < 1.5 + 0.5 + 1.5, named[0] - stopped  # + a loaded machine
-    assert "state T (stopped) in do_signal_stop" in plain
+    assert "state T (stopped) in do_signal_stop" in plain, plain[-3000:]
     assert "\x1b[" in text  # redrawn in place
     rows = [ln for ln in plain.splitlines() if re.match(r"^[abc] +[12] ", ln)]
     assert {ln[0] for ln in rows} == {"a", "b", "c"}, plain[-3000:]
