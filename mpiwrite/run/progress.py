@@ -30,7 +30,10 @@ from typing import Callable, List, Optional
 from mpiwrite.facts.host import waits_on
 from mpiwrite.run.process import clock
 
-TICK = 0.05  # how often a leader's thread takes its ranks' messages
+TICK = 0.05  # how often a leader's thread takes its ranks' messages while its rank writes
+# ... and once its own stream has ended (the main thread then waits at this pace too): the
+# others' last messages are taken at once, not up to a TICK late at every phase's end
+FINISH_TICK = 0.002
 SHOWN_STALLS = 4  # stalled ranks a report names (with their count)
 FEW = 64  # a report lists its node's unfinished ranks when at most this many are left
 
@@ -119,6 +122,8 @@ class Progress:
         self.board = None
         self.thread: Optional[threading.Thread] = None
         self.stopping = threading.Event()
+        self.wake = threading.Event()  # the thread's nap cut short: this rank has finished
+        self.tick = TICK
         self.error: Optional[BaseException] = None
         self.pid = float(os.getpid())
 
@@ -158,7 +163,8 @@ class Progress:
             while not self.stopping.is_set():
                 if self.step(clock()):
                     return
-                time.sleep(TICK)
+                self.wake.wait(self.tick)
+                self.wake.clear()
         except BaseException as exc:  # noqa: B036 - the main thread raises it at finish
             self.error = exc
 
@@ -203,6 +209,8 @@ class Progress:
             self._wait(team.progress_sent)
             return
         self.relay.own(nbytes, clock(), done=True)
+        self.tick = FINISH_TICK
+        self.wake.set()
         board = self.board
 
         def over() -> bool:
@@ -233,5 +241,6 @@ class Progress:
     def close(self) -> None:
         """Stop the leader's thread (the phase ended, or failed)."""
         self.stopping.set()
+        self.wake.set()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(1.0)
