@@ -37,10 +37,20 @@ def _launches(args) -> bool:
     return any(os.path.basename(part) in LAUNCHERS for w in words[1:] for part in w.split())
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """A test using a fixture marked with `needs` (tests/testbed/hosts.py), directly or
-    through another fixture, carries the fixture's markers."""
+    through another fixture, carries the fixture's markers.
+
+    And each test is in one xdist group (the suite runs on two workers, `-n 2 --dist
+    loadgroup` in pyproject.toml): a file's tests stay together, so that a module's fixture
+    is made once; every file of tests/cluster is one group, so that the testbeds (GlusterFS,
+    Ceph, Slurm, each with daemons of its own) run one after another, never two at once
+    beside each other.  docs/testing.md says why."""
     for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(
+            "cluster" if path.startswith("tests/cluster/") else path))
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
             continue
@@ -77,6 +87,9 @@ def tmpfs(tmp_path):
         pytest.skip("needs root to mount a tmpfs")
     with mounted(tmp_path / "tmpfs", "tmpfs", "size=64m") as mnt:
         yield mnt
+
+
+_SHM_BEFORE = pytest.StashKey[set]()
 
 
 def _shm_segments():
@@ -132,13 +145,24 @@ def slurm3(tmp_path_factory):
     yield from _slurm(tmp_path_factory, nodes=3, cpus=2)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _remove_stale_mpich_segments():
+def _controller(config) -> bool:
+    """The process that runs the session: pytest itself, or xdist's controller (not a
+    worker, which runs only its share and would see the other worker's jobs)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _controller(session.config):
+        session.config.stash[_SHM_BEFORE] = _shm_segments()
+
+
+def pytest_sessionfinish(session):
     """Tests kill MPI jobs on purpose; MPICH then leaves its /dev/shm segments behind.
-    Remove those that appeared during this session and no living process maps."""
-    before = _shm_segments()
-    yield
-    stale = _shm_segments() - before - _mapped_shm()
+    Remove those that appeared during this session and no living process maps; once, when
+    every worker has ended."""
+    if not _controller(session.config) or _SHM_BEFORE not in session.config.stash:
+        return
+    stale = _shm_segments() - session.config.stash[_SHM_BEFORE] - _mapped_shm()
     for name in stale:
         try:
             os.unlink(os.path.join("/dev/shm", name))
