@@ -82,15 +82,26 @@ def t_ppf(p: float, df: float) -> float:
     lo, hi = 0.0, 1.0
     while upper(hi) > tail and hi < 1e300:
         lo, hi = hi, hi * 2
+    # Newton's steps on the tail (its slope is the density), kept inside the bracket, which
+    # every step narrows; a step that would leave it bisects instead.  About 6 evaluations
+    # where bisection alone took 45 (explain over 200 tags computes thousands of intervals).
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    t = (lo + hi) / 2
     for _ in range(400):
-        mid = (lo + hi) / 2
-        if upper(mid) > tail:
-            lo = mid
+        gap = upper(t) - tail  # > 0: t is below the quantile
+        if gap > 0:
+            lo = t
         else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return (lo + hi) / 2
+            hi = t
+        density = math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+        step = gap / density if density > 0 else math.inf
+        nxt = t + step
+        if not lo < nxt < hi:
+            nxt = (lo + hi) / 2
+        if abs(nxt - t) <= 1e-14 * nxt or hi - lo <= 1e-13 * hi:
+            return nxt
+        t = nxt
+    return t
 
 
 def two_sided_p(t: float, df: float) -> float:
