@@ -151,6 +151,15 @@ def _controller(config) -> bool:
     return not hasattr(config, "workerinput")
 
 
+def pytest_configure(config):
+    """An xdist worker runs with COLUMNS=80 and LINES=24 in its environment (execnet's);
+    the commands the tests start would take them over their terminal's own size (the live
+    view on a 120-column pseudo-terminal was cut at 80): a worker runs as pytest itself."""
+    if not _controller(config):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
+
 def pytest_sessionstart(session):
     if _controller(session.config):
         session.config.stash[_SHM_BEFORE] = _shm_segments()
