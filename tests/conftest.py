@@ -37,6 +37,19 @@ def _launches(args) -> bool:
     return any(os.path.basename(part) in LAUNCHERS for w in words[1:] for part in w.split())
 
 
+# The two filesystem testbeds, each with servers, clients and a wire rate of its own: the tests
+# compare rates on them, so they run one after the other, and never beside each other
+FS_TESTBEDS = ("tests/cluster/test_gluster.py", "tests/cluster/test_ceph.py")
+
+
+def _group(path: str) -> str:
+    """A test file's xdist group: the filesystem testbeds one, the other cluster files
+    (Slurm, Open MPI, emulated hosts) another, every other file its own."""
+    if path in FS_TESTBEDS:
+        return "cluster-fs"
+    return "cluster-nodes" if path.startswith("tests/cluster/") else path
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """A test using a fixture marked with `needs` (tests/testbed/hosts.py), directly or
@@ -44,13 +57,11 @@ def pytest_collection_modifyitems(config, items):
 
     And each test is in one xdist group (the suite runs on two workers, `-n 2 --dist
     loadgroup` in pyproject.toml): a file's tests stay together, so that a module's fixture
-    is made once; every file of tests/cluster is one group, so that the testbeds (GlusterFS,
-    Ceph, Slurm, each with daemons of its own) run one after another, never two at once
-    beside each other.  docs/testing.md says why."""
+    is made once; the cluster files are two groups (`_group`), so that the testbeds run one
+    after another within each.  docs/testbed.md, "Running the suite", says why."""
     for item in items:
         path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(
-            "cluster" if path.startswith("tests/cluster/") else path))
+        item.add_marker(pytest.mark.xdist_group(_group(path)))
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
             continue
