@@ -3,6 +3,8 @@
     python tests/readme_examples.py            # print each example's output as made now
     python tests/readme_examples.py --check    # exit 1, with a diff, where the README differs
     python tests/readme_examples.py --write    # rewrite those README blocks in place
+    python tests/readme_examples.py --check README.md 'report original-study'
+                                               # only the examples whose command has this
 
 Each example is a README block that shows a command (in a ```sh block, its last line) and
 then, in the next ``` block, exactly what it prints.  The records it reads are made in a
@@ -96,8 +98,9 @@ def _block(text: str, command: str):
 def main(argv: List[str]) -> int:
     mode = argv[0] if argv else "--print"
     path = pathlib.Path(argv[1]) if len(argv) > 1 else README
-    if mode not in ("--print", "--check", "--write"):
-        raise SystemExit("usage: readme_examples.py [--print|--check|--write] [README]")
+    only = argv[2] if len(argv) > 2 else ""
+    if mode not in ("--print", "--check", "--write") or len(argv) > 3:
+        raise SystemExit("usage: readme_examples.py [--print|--check|--write] [README [TEXT]]")
     text = path.read_text()
     flat = text.replace("\\\n", " ")  # shell continuation lines joined
     for ex in EXAMPLES:  # the README shows the imports that are run here
@@ -105,7 +108,10 @@ def main(argv: List[str]) -> int:
             if argv[0] == "mpiwrite" and " ".join(argv) not in " ".join(flat.split()):
                 raise SystemExit(f"readme_examples: the README does not show {' '.join(argv)!r}")
     new, failed = text, 0
-    for ex in EXAMPLES:
+    chosen = [ex for ex in EXAMPLES if only in ex.command]
+    if not chosen:
+        raise SystemExit(f"readme_examples: no example's command has {only!r}")
+    for ex in chosen:
         got = output(ex, text)
         start, end = _block(new, ex.command)
         shown = new[start:end]
