@@ -467,7 +467,7 @@ def test_show_by_target_names_the_slow_brick(bed):
     t = threading.Thread(target=throttle, daemon=True)
     t.start()
     try:
-        out, doc = bed.run(HOSTS, write_args(bed, "targets", "8M", "-i", "2", "--delay", "0"),
+        out, doc = bed.run(HOSTS, write_args(bed, "targets", "4M", "-i", "2", "--delay", "0"),
                            per_host=4, timeout=240)
     finally:
         stop.set()
