@@ -42,26 +42,36 @@ def _launches(args) -> bool:
 FS_TESTBEDS = ("tests/cluster/test_gluster.py", "tests/cluster/test_ceph.py")
 
 
-def _group(path: str) -> str:
-    """A test file's xdist group: the filesystem testbeds one, the other cluster files
-    (Slurm, Open MPI, emulated hosts) another, every other file its own."""
+def _group(nodeid: str) -> str:
+    """A test's share of the suite, which one worker runs whole: the filesystem testbeds'
+    tests one, the other cluster files' (Slurm, Open MPI, emulated hosts) another, every
+    other file's tests its own (a module's fixture is then made once, not once a worker)."""
+    path = nodeid.split("::", 1)[0].split("@", 1)[0]
     if path in FS_TESTBEDS:
         return "cluster-fs"
     return "cluster-nodes" if path.startswith("tests/cluster/") else path
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` (pyproject.toml's addopts), grouped by `_group`.  Not by
+    `xdist_group` markers: xdist 3.8 marks a group by appending it to `item._nodeid`, which
+    pytest 9 no longer reads (its node ids are structured), so every test went alone and
+    both workers started a Ceph testbed at once."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """A test using a fixture marked with `needs` (tests/testbed/hosts.py), directly or
-    through another fixture, carries the fixture's markers.
-
-    And each test is in one xdist group (the suite runs on two workers, `-n 2 --dist
-    loadgroup` in pyproject.toml): a file's tests stay together, so that a module's fixture
-    is made once; the cluster files are two groups (`_group`), so that the testbeds run one
-    after another within each.  docs/testbed.md, "Running the suite", says why."""
+    through another fixture, carries the fixture's markers."""
     for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(_group(path)))
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
             continue
