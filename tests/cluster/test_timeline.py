@@ -75,12 +75,22 @@ def test_first_done_never_counts_bytes_not_known_durable(tmp_path):
         # Buffered, fsync only at the end: 0.1.0 said first-done 205-367 MB/s on this disk.
         # 2 s of writing: blk-throttle lets a stream that starts on an idle disk take about
         # one slice (0.1 s) ahead, 12% of a 1 s run (117.8 MB/s once in CI), 5% of this one
-        doc, err = _json_run(inside, 4, [disk, "-s", "48M", "--results", "r"], tmp_path)
-        it = doc["iterations"][0]
-        assert it["aggregate_MB_per_s"] < mb * 1.1
-        assert it["first_done_MB_per_s"] is None
-        assert "not known to be durable" in doc["first_done_note"]
-        assert "first-done unavailable" in err + json.dumps(doc)
+        # The rate is the premise, not the claim: cgroup v1 throttles only what the writers
+        # submit themselves, and when the machine's dirty pages pass the background threshold
+        # (the other worker of the suite writing) the kernel's flusher writes some of ours,
+        # unthrottled (139 MB/s once).  So the premise may take three attempts; the claim
+        # (no first-done from bytes not durable, and why) holds in every one.
+        rates = []
+        for _attempt in range(3):
+            doc, err = _json_run(inside, 4, [disk, "-s", "48M", "--results", "r"], tmp_path)
+            it = doc["iterations"][0]
+            assert it["first_done_MB_per_s"] is None
+            assert "not known to be durable" in doc["first_done_note"]
+            assert "first-done unavailable" in err + json.dumps(doc)
+            rates.append(it["aggregate_MB_per_s"])
+            if rates[-1] < mb * 1.1:
+                break
+        assert rates[-1] < mb * 1.1, rates
         # Durable samples: --fsync-every and O_DIRECT give a first-done the disk can do.
         for extra in (["--fsync-every", "4", "--sample-interval", "0.05"],
                       ["--direct", "--sample-interval", "0.05"]):
