@@ -1,15 +1,16 @@
 """The progress protocol of a timed phase, in one place.
 
-Every rank that leads no node sends its leader [rank, bytes so far, done, pid] once per
---progress-interval from its stream's poll, once at the start (so that the leader knows its
-pid) and once with `done` set when its stream has ended.  Each node leader (rank 0 leads the
-first node) keeps its ranks' counters in a `Relay`: when each last grew, which rank is the
-slowest, which has not grown for --stall seconds and what it waits on (/proc/PID/stat and
-wchan, read on its own node); it sends rank 0 one report per interval (JSON, live.py says
-what is in it), at once when a rank newly stalls, and a last one when all its ranks are done.
-Rank 0 keeps the reports on a `live.Board`, prints the view once per interval, names each
-stall as it is reported, and after its own stream waits until every rank is done: within the
-watchdog deadline, forwarding aborts, else it names the ranks that never finished.
+Every rank that leads no node sends its leader [rank, bytes so far, done] once per
+--progress-interval from its stream's poll, once at the start and once with `done` set when
+its stream has ended (the leader knows its ranks' pids from the team's set-up, `node_pids`).
+Each node leader (rank 0 leads the first node) keeps its ranks' counters in a `Relay`: when
+each last grew, which rank is the slowest, which has not grown for --stall seconds and what
+it waits on (/proc/PID/stat and wchan, read on its own node); it sends rank 0 one report per
+interval (JSON, live.py says what is in it), at once when a rank newly stalls, and a last
+one when all its ranks are done. Rank 0 keeps the reports on a `live.Board`, prints the view
+once per interval, names each stall as it is reported, and after its own stream waits until
+every rank is done: within the watchdog deadline, forwarding aborts, else it names the ranks
+that never finished.
 
 The leaders' side runs in a thread of its own that does no data I/O (where the MPI library
 gives MPI_THREAD_MULTIPLE, as mpi4py asks for): a leader blocked in write() on a hung client
@@ -21,7 +22,6 @@ that thread level the same steps run from the stream's poll (the view then stops
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from array import array
@@ -47,7 +47,7 @@ class Relay:
         n = len(self.ranks)
         self.index = {r: i for i, r in enumerate(self.ranks)}
         self.bytes, self.done = [0.0] * n, [False] * n
-        self.pid = list(team.node_pids)  # known from the start; the messages confirm them
+        self.pid = team.node_pids  # gathered at set-up: known even for a rank stopped at once
         self.changed = [t0] * n  # when each rank's bytes last grew (this leader's clock)
         self.snap, self.snap_t = [0.0] * n, t0
         self.reported: set = set()  # stalled ranks already in a report
@@ -64,14 +64,13 @@ class Relay:
             data = self.team.take_progress(up=False)
             if data is None:
                 return
-            rank, nbytes, done, pid = array("d", data)
+            rank, nbytes, done = array("d", data)
             i = self.index.get(int(rank))
             if i is None:
                 continue
             if nbytes != self.bytes[i]:
                 self.bytes[i], self.changed[i] = nbytes, now
             self.done[i] = self.done[i] or bool(done)
-            self.pid[i] = int(pid)
 
     def stalled(self, now: float) -> List[int]:
         if not self.stall:
@@ -125,7 +124,6 @@ class Progress:
         self.wake = threading.Event()  # the thread's nap cut short: this rank has finished
         self.tick = TICK
         self.error: Optional[BaseException] = None
-        self.pid = float(os.getpid())
 
     def start(self) -> None:
         """The phase's writes begin now (after the start barrier)."""
@@ -145,8 +143,8 @@ class Progress:
             self.thread.start()
 
     def _send(self, nbytes: float, done: bool) -> None:
-        self.team.send_progress(array("d", [self.team.rank, nbytes, 1.0 if done else 0.0,
-                                            self.pid]).tobytes(), up=False)
+        self.team.send_progress(array("d", [self.team.rank, nbytes, 1.0 if done else 0.0])
+                                .tobytes(), up=False)
 
     def poll(self, now: float, nbytes: int) -> None:
         """From the stream's poll (every 0.1 s): the counter, and a message per interval."""
