@@ -46,7 +46,7 @@ def _group(nodeid: str) -> str:
     """A test's share of the suite, which one worker runs whole: the filesystem testbeds'
     tests one, the other cluster files' (Slurm, Open MPI, emulated hosts) another, every
     other file's tests its own (a module's fixture is then made once, not once a worker)."""
-    path = nodeid.split("::", 1)[0].split("@", 1)[0]
+    path = nodeid.split("::", 1)[0]
     if path in FS_TESTBEDS:
         return "cluster-fs"
     return "cluster-nodes" if path.startswith("tests/cluster/") else path
@@ -199,7 +199,7 @@ def pytest_sessionfinish(session):
     """Tests kill MPI jobs on purpose; MPICH then leaves its /dev/shm segments behind.
     Remove those that appeared during this session and no living process maps; once, when
     every worker has ended."""
-    if not _controller(session.config) or _SHM_BEFORE not in session.config.stash:
+    if not _controller(session.config):
         return
     stale = _shm_segments() - session.config.stash[_SHM_BEFORE] - _mapped_shm()
     for name in stale:
