@@ -113,30 +113,36 @@ def two_sided_p(t: float, df: float) -> float:
 
 
 class Summary(NamedTuple):
+    """n, the arithmetic mean with its Student t interval (lo, hi), and where every value is
+    positive the geometric mean with its own interval (glo, ghi: the t interval of the mean
+    of the logs, taken back).  Each interval belongs to one figure: lo and hi never sit
+    beside the geometric mean, nor glo and ghi beside the arithmetic one."""
     n: int
     mean: float  # arithmetic
     std: float
-    lo: float  # confidence interval: of the geometric mean on the ratio scale, else the mean
+    lo: float  # Student t interval of the arithmetic mean
     hi: float
     min: float
     max: float
     gmean: float = float("nan")  # geometric mean (nan unless every value is positive)
-    ratio: bool = False  # whether lo, hi come from the log of the values
+    ratio: bool = False  # whether the values are on the ratio scale (gmean, glo, ghi exist)
+    glo: float = float("nan")  # Student t interval of the geometric mean (from the logs)
+    ghi: float = float("nan")
 
 
 def on_ratio_scale(*sides: Sequence[float]) -> bool:
     """Whether values are read on the ratio scale: every one positive (a rate, CPU s/GB).
-    Their intervals then come from the log of the values and are always positive: a rate's
-    interval of -973 MB/s (two runs far apart) says nothing a rate can be."""
+    Their comparisons are then ratios, from the log of the values: a change never below
+    -100%, an interval of the geometric mean never below zero."""
     vals = [x for side in sides for x in side if x == x]
     return bool(vals) and all(x > 0 and math.isfinite(x) for x in vals)
 
 
 def describe(values: Sequence[float], confidence: float = 0.95,
              ratio: bool = True) -> Summary:
-    """n, mean, sd, min, max and the interval: with `ratio` and every value positive, the
-    Student t interval of the mean of log(values) taken back (the geometric mean's, always
-    positive); otherwise the Student t interval of the arithmetic mean."""
+    """n, mean, sd, min, max, the Student t interval of the arithmetic mean; with `ratio`
+    and every value positive also the geometric mean and its interval (the t interval of
+    the mean of log(values), taken back: always positive)."""
     v = np.asarray([x for x in values if x == x], dtype=float)
     n = int(v.size)
     nan = float("nan")
@@ -146,17 +152,17 @@ def describe(values: Sequence[float], confidence: float = 0.95,
     std = float(v.std(ddof=1)) if n > 1 else nan
     use_log = ratio and on_ratio_scale(v)
     gmean = float(np.exp(np.log(v).mean())) if use_log else nan
-    lo = hi = nan
+    lo = hi = glo = ghi = nan
     if n > 1:
         tq = t_ppf(0.5 + confidence / 2, n - 1)
+        half = tq * std / math.sqrt(n)
+        lo, hi = mean - half, mean + half
         if use_log:
             lv = np.log(v)
-            half = tq * float(lv.std(ddof=1)) / math.sqrt(n)
-            lo, hi = float(np.exp(lv.mean() - half)), float(np.exp(lv.mean() + half))
-        else:
-            half = tq * std / math.sqrt(n)
-            lo, hi = mean - half, mean + half
-    return Summary(n, mean, std, lo, hi, float(v.min()), float(v.max()), gmean, use_log)
+            lhalf = tq * float(lv.std(ddof=1)) / math.sqrt(n)
+            glo, ghi = float(np.exp(lv.mean() - lhalf)), float(np.exp(lv.mean() + lhalf))
+    return Summary(n, mean, std, lo, hi, float(v.min()), float(v.max()), gmean, use_log,
+                   glo, ghi)
 
 
 def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
@@ -168,7 +174,8 @@ def _welch_df(va: float, na: int, vb: float, nb: int) -> float:
 class Comparison(NamedTuple):
     a: Summary
     b: Summary
-    diff: float  # mean(b) - mean(a), in the unit of the values (MB/s, CPU s/GB, ...)
+    diff: float  # b - a in the unit of the values (MB/s, CPU s/GB): of the means compared
+    # (geometric on the ratio scale, arithmetic otherwise)
     diff_lo: float
     diff_hi: float
     pct: float  # (mean(b) / mean(a) - 1) * 100
@@ -212,8 +219,10 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
     interval taken back, so it never goes below -100% ("-37% [-53, -21]").  Otherwise on the
     values, the percent interval the difference's divided by mean(a).  Either way one t, one
     df: the absolute interval, the percent interval and the verdict agree (each excludes
-    zero exactly when p < 1 - confidence).  `diff` is the difference of the arithmetic means;
-    on the ratio scale its interval is the ratio's, at mean(a).
+    zero exactly when p < 1 - confidence).  `diff` is on the verdict's scale too: the
+    difference of the arithmetic means with their Welch interval, or on the ratio scale the
+    difference of the geometric means, gmean(b) - gmean(a), with the ratio's interval at
+    gmean(a).  Every interval belongs to the figure it is named for, and all agree with p.
     """
     use_log = ratio and on_ratio_scale(a, b)
     sa, sb = describe(a, confidence, ratio), describe(b, confidence, ratio)
@@ -251,7 +260,8 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
     diff = sb.mean - sa.mean
     if use_log:
         pct, pct_lo, pct_hi = ((_exp(x) - 1) * 100 for x in (d, lo, hi))
-        diff_lo, diff_hi = sa.mean * pct_lo / 100, sa.mean * pct_hi / 100
+        diff = sb.gmean - sa.gmean
+        diff_lo, diff_hi = sa.gmean * pct_lo / 100, sa.gmean * pct_hi / 100
         return Comparison(sa, sb, diff, diff_lo, diff_hi, pct, pct_lo, pct_hi, p, df, real,
                           need, more, "ratio")
     scale = 100 / sa.mean if sa.mean else nan

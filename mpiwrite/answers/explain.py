@@ -258,11 +258,9 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
     for level in _levels(s.keys[main]):
         vals = [v for v, lab in zip(_raw(s), labels) if lab == level]
         at = s.keys[main].index(level)
-        gmean = stats.describe(vals, conf).gmean
         groups.append(dict(values={k: s.keys[k][at] for k in facts},
                            **{s.count_key: s.keys[main].count(level)},
-                           **contract.stat_block(vals, conf, suffix),
-                           **{f"gmean_{suffix}": gmean if gmean == gmean else None}))
+                           **contract.stat_block(vals, conf, suffix)))
     missing = []
     for other in [k for k in facts if k != main]:  # what would separate main from each
         pairs = set(zip(s.keys[main], s.keys[other]))

@@ -81,11 +81,12 @@ def _num(x, digits: int = 1) -> str:
 
 
 def _group_cells(g: Dict[str, Any], suffix: str, digits: int, noun: str) -> List[str]:
-    """A group's count and mean with its interval: the geometric mean of a rate (its
-    interval from the log of the values: always positive), else the mean."""
-    mean, lo, hi = (g.get(f"{k}_{suffix}") for k in ("gmean", "ci_lo", "ci_hi"))
+    """A group's count and mean with its interval: the geometric mean of a rate with the
+    geometric mean's interval (from the log of the values: always positive; the scale of
+    the factor's change), else the arithmetic mean with its own."""
+    mean, lo, hi = (g.get(f"{k}_{suffix}") for k in ("gmean", "gmean_ci_lo", "gmean_ci_hi"))
     if mean is None:
-        mean = g[f"mean_{suffix}"]
+        mean, lo, hi = (g.get(f"{k}_{suffix}") for k in ("mean", "ci_lo", "ci_hi"))
     span = "[?]" if lo is None else f"[{_num(lo, digits)}, {_num(hi, digits)}]"
     return [" / ".join(g["values"].values()), str(g[noun]), f"{_num(mean, digits)} {span}"]
 
@@ -208,7 +209,9 @@ def _format(doc: Dict[str, Any], fmt: str, order: str = "", head: bool = True,
                  for g in groups]
         if f.get("welch"):
             lines.append(("" if md else "     ") + _welch_line(f, noun))
-        head_cells = [" / ".join(f["facts"]), noun, f"{info.header} [{_conf(doc)}]"]
+        geo = any(g and g.get(f"gmean_{info.suffix}") is not None for g in groups)
+        head_cells = [" / ".join(f["facts"]), noun,
+                      f"{info.header} {'geo. mean' if geo else 'mean'} [{_conf(doc)}]"]
         lines += _table(head_cells, cells, md, "     ")
     if len(doc["factors"]) > FACTORS_SHOWN:
         rest = doc["factors"][FACTORS_SHOWN:]

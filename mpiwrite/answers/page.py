@@ -100,7 +100,7 @@ def _against_first(rows: List[Dict[str, Any]], confidence: float) -> None:
     for r in rows:
         c = stats.compare(base["_values"], r["_values"], confidence)
         r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
-                 p_value=c.p_value,
+                 p_value=c.p_value, _scale=c.scale,
                  verdict="base" if r is base else ("real" if c.real else "noise"))
 
 
@@ -126,11 +126,14 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
     body = [[str(r["keys"][k]) for k in by] + _figure_cells(r, sampling.metric, sampling.units)
             + ([_change_cell(r)] if has_change else []) for r in rows]
     notes = [f"metric: {sampling.metric} ({metric_info(sampling.metric, sampling.units).unit}"
-             f"); samples: {unit_text(unit, sampling.unit, sampling.warmup)}; intervals: "
-             f"{pct} confidence"]
+             f"); samples: {unit_text(unit, sampling.unit, sampling.warmup)}; mean ±: the "
+             f"half-width of the mean's {pct} Student t interval"]
     if has_change:
-        notes.append(f"change: against the base row, {pct} interval; ~ = within noise "
-                     "(Welch's t-test)")
+        ratio = any(r.get("_scale") == "ratio" for r in rows)
+        notes.append(f"change: against the base row, {pct} interval; "
+                     + ("the ratio of geometric means (Welch's t-test on the logs)" if ratio
+                        else "the difference of means (Welch's t-test)")
+                     + "; ~ = within noise")
     notes.append("first-done: the rate of the first rank to finish, where the record has "
                  "per-rank times (an imported record has none: blank)")
     return h.table(head, body, right=range(len(by), len(head))) + "\n" + h.items(notes)

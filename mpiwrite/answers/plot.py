@@ -93,8 +93,10 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
         d = [stats.describe(points[v], confidence) for v in xs]
         # a rate's interval is its geometric mean's (from the logs): the point is that mean
         means = np.array([s.gmean if s.ratio else s.mean for s in d])
-        lo = np.array([s.lo if s.n > 1 else m for s, m in zip(d, means)])
-        hi = np.array([s.hi if s.n > 1 else m for s, m in zip(d, means)])
+        lo = np.array([(s.glo if s.ratio else s.lo) if s.n > 1 else m
+                       for s, m in zip(d, means)])
+        hi = np.array([(s.ghi if s.ratio else s.hi) if s.n > 1 else m
+                       for s, m in zip(d, means)])
         # exp(mean(log x)) of one value is x but for the last bit: never a negative bar
         yerr = np.maximum(np.vstack([means - np.maximum(lo, 0), hi - means]), 0)
         label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
@@ -331,8 +333,10 @@ def levels(lines: Dict[str, Dict[str, Sequence[float]]], order: Sequence[str], a
         means = [s.gmean if s.ratio else s.mean for s in d]
         geo = "geometric " if d and d[0].ratio else ""
         series.append((f"{label}: {geo}mean, error bars {ci}", xs, means,
-                       [s.lo if s.n > 1 else m for s, m in zip(d, means)],
-                       [s.hi if s.n > 1 else m for s, m in zip(d, means)]))
+                       [(s.glo if s.ratio else s.lo) if s.n > 1 else m
+                        for s, m in zip(d, means)],
+                       [(s.ghi if s.ratio else s.hi) if s.n > 1 else m
+                        for s, m in zip(d, means)]))
     _levels_axes(series, order, axis, f"{sampling.metric} ({info.header})",
                  title or f"mpiwrite: {sampling.metric} {info.unit} against {axis}", out)
 

@@ -159,7 +159,7 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         for r in rows:
             c = stats.compare(base[0]["_values"], r["_values"], conf)
             r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
-                     p_value=c.p_value,
+                     p_value=c.p_value, _scale=c.scale,
                      verdict="base" if r is base[0] else ("real" if c.real else "noise"))
     return rows, unit
 
@@ -214,8 +214,10 @@ def _extreme(r: Dict[str, Any], info, units: str, name: str) -> str:
 COLUMNS: Tuple[Column, ...] = (
     Column("runs", lambda info, units: ["runs"], lambda r, info, units: str(r["runs"])),
     Column("n", lambda info, units: ["n"], lambda r, info, units: str(r["n"])),
-    Column("{unit} ±95%",
-           lambda info, units: [_stat(info, s) for s in ("mean", "std", "ci_lo", "ci_hi")],
+    Column("{unit} mean ±95%",
+           lambda info, units: [_stat(info, s) for s in ("mean", "std", "ci_lo", "ci_hi",
+                                                         "gmean", "gmean_ci_lo",
+                                                         "gmean_ci_hi")],
            lambda r, info, units: mean_cell(r[_stat(info, "mean")], r[_stat(info, "ci_lo")],
                                             r[_stat(info, "ci_hi")], r["n"], info.digits)),
     Column("min", lambda info, units: [_stat(info, "min")],
@@ -302,8 +304,10 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     if metric_info(sampling.metric).unit != "MB/s":
         notes.append(f"rank mean±sd and first-done: write {sampling.units}/s")
     if has_change:
-        notes.append(f"change: against the base row, {confidence * 100:g}% interval; "
-                     "~ = within noise (Welch's t-test)")
+        ratio = any(r.get("_scale") == "ratio" for r in rows)
+        notes.append(f"change: to the base row, {confidence * 100:g}% interval, "
+                     + ("ratio of geometric means (Welch, on logs)" if ratio
+                        else "difference of means (Welch)") + "; ~ = within noise")
     if duplicates:
         notes.append(_duplicate_note(duplicates))
     why = sorted({r["_first_done_why"] for r in rows if r.get("_first_done_why")})
@@ -356,14 +360,11 @@ def _figure_cells(r: Dict[str, Any], metric: str, units: str = "MB") -> List[str
 
 
 def mean_cell(mean: float, lo: float, hi: float, n: int, digits: int = 1) -> str:
-    """`mean ±half` where the interval is about symmetric; else `mean [lo, hi]`: a rate's
-    interval comes from its logs (always positive), and 550 ±2475 would read as negative."""
+    """`mean ±half`: the arithmetic mean and the half-width of its Student t interval (the
+    interval the header names, symmetric around the mean it belongs to)."""
     if n < 2 or lo is None or lo != lo:
         return f"{_num(mean, digits)} ±{_num(float('nan'), digits)}"
-    half = (hi - lo) / 2
-    if abs((hi - mean) - (mean - lo)) <= 0.1 * half and mean - half >= 0 or lo < 0:
-        return f"{_num(mean, digits)} ±{_num(half, digits)}"
-    return f"{_num(mean, digits)} {interval(lo, hi, digits)}"
+    return f"{_num(mean, digits)} ±{_num((hi - lo) / 2, digits)}"
 
 
 def _duplicate_note(n: int) -> str:
@@ -443,16 +444,18 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
         ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
         geo = ""
-        if s.ratio and s.n > 1:  # the interval is the geometric mean's, from the logs
-            geo, ci = f", geometric mean {_num(s.gmean, d)}", f"{ci} (of the geometric mean)"
+        if s.ratio:  # the scale of the verdict: the geometric mean with its own interval
+            geo = f"; geometric mean {_num(s.gmean, d)}" + (
+                f", {pct} CI {interval(s.glo, s.ghi, d)}" if s.n > 1 else "")
         lines.append(f"  A={name}" if name == a_name else f"  B={name}")
         lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
-                     f"{info.unit}{geo}, {ci}, sd {_num(s.std, d)}")
+                     f"{info.unit}, {ci}, sd {_num(s.std, d)}{geo}")
     verdict = verdict_text(c, metric)
     if c.scale == "ratio":  # the test on the log of the rates: a ratio, never below -100%
         lines.append(f"  B / A: {c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)} (ratio "
                      f"of geometric means); B - A: {c.diff:+.{d}f} "
-                     f"{info.diff_unit or info.unit} (of the means)")
+                     f"{info.diff_unit or info.unit}, {pct} CI "
+                     f"{interval(c.diff_lo, c.diff_hi, d)} (of the geometric means)")
     else:
         lines.append(f"  B - A: {c.diff:+.{d}f} {info.diff_unit or info.unit}, {pct} CI "
                      f"{interval(c.diff_lo, c.diff_hi, d)}; "
@@ -475,7 +478,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     doc = contract.header("compare")
     doc.update(metric=metric, **metric_fields(metric, units), unit=unit,
                unit_requested=sampling.unit,
-               warmup=sampling.warmup, test="welch", confidence=confidence,
+               warmup=sampling.warmup, test="welch", scale=c.scale, confidence=confidence,
                a=dict(contract.summary_block(c.a, sfx), name=a_name, runs=len(a_runs)),
                b=dict(contract.summary_block(c.b, sfx), name=b_name, runs=len(b_runs)),
                **{f"diff_{sfx}": c.diff, f"diff_ci_lo_{sfx}": c.diff_lo,

@@ -4,7 +4,10 @@ mpiwrite/formats/schemas/.
 
 Every figure over repetitions is a *stat block* with the same keys everywhere:
 `n`, `mean_MB_per_s`, `std_MB_per_s`, `ci_lo_MB_per_s`, `ci_hi_MB_per_s`, `min_MB_per_s`,
-`max_MB_per_s` (MB = 10^6 bytes); a figure that does not exist is `null`, never NaN.  A
+`max_MB_per_s` (MB = 10^6 bytes), the interval the Student t interval of the arithmetic mean;
+where every value is positive also `gmean_MB_per_s` with its own interval
+`gmean_ci_lo_MB_per_s`, `gmean_ci_hi_MB_per_s` (from the logs: the scale on which the
+verdicts compare rates).  A figure that does not exist is `null`, never NaN.  A
 metric in another unit (client CPU) has the same keys with its own unit in the name
 (`mean_cpu_seconds_per_GB`), so a reader of `mean_MB_per_s` never gets CPU seconds.
 Changing, renaming or removing a field means bumping OUTPUT_VERSION (and the schemas and
@@ -30,6 +33,7 @@ SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
            "compare": "compare-json.schema.json", "explain": "explain-json.schema.json",
            "study-report": "study-report-json.schema.json"}
 STAT_NAMES = ("mean", "std", "ci_lo", "ci_hi", "min", "max")
+GEO_NAMES = ("gmean", "gmean_ci_lo", "gmean_ci_hi")  # each block's geometric mean, interval
 # `run --json`'s top level after the header, in the order docs/output.md gives
 RUN_ORDER = ("start_time", "end_time", "command_line", "run_id", "status", "error", "record",
              "record_error", "ranks", "nodes", "hosts", "keys", "tags", "params", "iterations",
@@ -65,8 +69,11 @@ def stat_block(values: Sequence[float], confidence: float = 0.95,
 
 
 def summary_block(s, suffix: str = "MB_per_s") -> Dict[str, Any]:
-    """A stat block from a stats.Summary."""
-    return finite(dict(zip(stat_keys(suffix), (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max))))
+    """A stat block from a stats.Summary: the arithmetic mean with its interval, then the
+    geometric mean with its own (null unless every value is positive)."""
+    block = dict(zip(stat_keys(suffix), (s.n, s.mean, s.std, s.lo, s.hi, s.min, s.max)))
+    block.update(zip((f"{name}_{suffix}" for name in GEO_NAMES), (s.gmean, s.glo, s.ghi)))
+    return finite(block)
 
 
 def finite(x: Any) -> Any:

@@ -161,26 +161,47 @@ def test_ratio_scale_interval_and_welch_match_scipy():
         assert c.pct_lo > -100 and (c.pct_lo < 0 < c.pct_hi) is (not c.real)
         s = stats.describe(a)
         lv = np.log(a)
-        half = sst.t.ppf(0.975, len(a) - 1) * lv.std(ddof=1) / np.sqrt(len(a))
-        assert (s.lo, s.hi) == pytest.approx((np.exp(lv.mean() - half),
-                                              np.exp(lv.mean() + half)), rel=1e-9)
-        assert s.mean == pytest.approx(a.mean()) and 0 < s.lo
+        tq = sst.t.ppf(0.975, len(a) - 1)
+        half = tq * lv.std(ddof=1) / np.sqrt(len(a))
+        assert (s.glo, s.ghi) == pytest.approx((np.exp(lv.mean() - half),
+                                                np.exp(lv.mean() + half)), rel=1e-9)
+        assert s.gmean == pytest.approx(np.exp(lv.mean())) and 0 < s.glo
+        # the arithmetic mean's own interval beside it, never the geometric one
+        ahalf = tq * a.std(ddof=1) / np.sqrt(len(a))
+        assert (s.lo, s.hi) == pytest.approx((a.mean() - ahalf, a.mean() + ahalf), rel=1e-9)
+        assert s.mean == pytest.approx(a.mean())
+        # compare's absolute difference on the verdict's scale: of the geometric means,
+        # the ratio's interval at A's
+        ga, gb = np.exp(np.log(a).mean()), np.exp(np.log(b).mean())
+        assert c.diff == pytest.approx(gb - ga)
+        assert (c.diff_lo, c.diff_hi) == pytest.approx((ga * c.pct_lo / 100, ga * c.pct_hi / 100))
 
 
 @pytest.mark.timeout(120)
-def test_no_interval_of_a_rate_is_negative_two_runs_far_apart(tmp_path):
-    """n = 2 runs at 100 and 2,000 MB/s: the arithmetic t interval went to -973 MB/s."""
+def test_each_interval_sits_beside_its_own_mean_two_runs_far_apart(tmp_path):
+    """n = 2 runs at 100 and 2,000 MB/s: the table printed the arithmetic mean (1050) beside
+    the geometric mean's interval.  Now the arithmetic mean carries its own Student t
+    interval (ci_lo, ci_hi: symmetric, as wide as two runs that far apart deserve), and the
+    geometric mean its own (gmean_ci_lo, gmean_ci_hi: from the logs, always positive)."""
     synth.make(tmp_path / "x.h5", [100.0], "r-x", tags={"g": "a"})
     synth.make(tmp_path / "y.h5", [2000.0], "r-y", tags={"g": "a"})
     rep = _json(["report", ".", "--format", "json"], tmp_path)
+    jsonschema.validate(rep, contract.schema("report"))
     (row,) = rep["rows"]
-    assert 0 < row["ci_lo_MB_per_s"] < row["ci_hi_MB_per_s"]
+    half = sst.t.ppf(0.975, 1) * np.std([100.0, 2000.0], ddof=1) / np.sqrt(2)
     assert row["mean_MB_per_s"] == pytest.approx(1050)
+    assert (row["ci_lo_MB_per_s"], row["ci_hi_MB_per_s"]) == pytest.approx(
+        (1050 - half, 1050 + half))
+    assert row["gmean_MB_per_s"] == pytest.approx(np.sqrt(100.0 * 2000.0))
+    assert 0 < row["gmean_ci_lo_MB_per_s"] < row["gmean_MB_per_s"] < row["gmean_ci_hi_MB_per_s"]
     rows = list(csv.DictReader(io.StringIO(cli(["report", ".", "--format", "csv"],
                                                cwd=tmp_path).stdout)))
-    assert float(rows[0]["ci_lo_MB_per_s"]) > 0
+    assert float(rows[0]["gmean_ci_lo_MB_per_s"]) > 0
+    assert float(rows[0]["ci_lo_MB_per_s"]) == pytest.approx(1050 - half)
     table = cli(["report", "."], cwd=tmp_path).stdout
-    assert "-" not in table.splitlines()[1].split("1050.0", 1)[1].split()[0], table
+    assert "MB/s mean ±95%" in table.splitlines()[0], table
+    assert f"1050.0 ±{half:.1f}".replace(f"{half:.1f}", f"{half:,.1f}") in table or \
+        f"1050.0 ±{half:.1f}" in table, table
 
 
 def _three_block_sizes(folder):

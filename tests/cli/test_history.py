@@ -295,7 +295,7 @@ def test_units_mib_changes_figures_and_labels(site, tmp_path):
         assert "mean_MB_per_s" not in b
     table = cli(["report", str(site), "--by", "config", "--units", "MiB"], cwd=tmp_path)
     shown = f"{mb['rows'][0]['mean_MB_per_s'] * 1e6 / 2**20:.1f}"
-    assert "MiB/s ±95%" in table.stdout and shown in table.stdout, table.stdout
+    assert "MiB/s mean ±95%" in table.stdout and shown in table.stdout, table.stdout
     out = cli(["compare", "config=A", "config=B", "--in", str(site), "--units", "MiB",
                "--json"], cwd=tmp_path)
     doc = json.loads(out.stdout)

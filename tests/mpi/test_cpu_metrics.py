@@ -131,9 +131,9 @@ def test_the_unit_is_in_text_csv_and_json(tmp_path):
     for i in range(2):
         _record(d / f"r{i}.h5", f"2026u-{i:06x}", {"k": "v"}, cpu_scale=1 + 0.1 * i)
     for metric, unit, header, sfx in (
-            ("cpu-per-GB", "CPU s/GB", "CPU s/GB ±95%", "cpu_seconds_per_GB"),
-            ("client-cpu", "%", "CPU busy % ±95%", "cpu_busy_pct"),
-            ("aggregate", "MB/s", "MB/s ±95%", "MB_per_s")):
+            ("cpu-per-GB", "CPU s/GB", "CPU s/GB mean ±95%", "cpu_seconds_per_GB"),
+            ("client-cpu", "%", "CPU busy % mean ±95%", "cpu_busy_pct"),
+            ("aggregate", "MB/s", "MB/s mean ±95%", "MB_per_s")):
         table = _report(d, tmp_path, metric).stdout
         assert header in table.splitlines()[0], table
         if unit != "MB/s":

@@ -138,7 +138,7 @@ def test_cli_json_is_valid_against_the_shipped_schema_and_markdown_reads(history
     md = cli(["explain", str(history), "--format", "markdown"], cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     assert "## factors, by the share they explain" in md.stdout
-    assert "| checksums | runs | MB/s [95%] |" in md.stdout
+    assert "| checksums | runs | MB/s geo. mean [95%] |" in md.stdout
     assert "|---|---|---|" in md.stdout
     amd = cli(["explain", str(history), "--where", "cpu_model=AMD Opteron 2218",
                "--format", "json"], cwd=tmp_path)

@@ -303,14 +303,14 @@ def test_the_readme_examples_are_what_the_regenerating_command_prints(tmp_path):
     stale = tmp_path / "README.md"
     shutil.copy(root / "README.md", stale)
     good = stale.read_text()
-    assert good.count("1.6.5    on            5  5  324.0 ±2.7") == 1
-    stale.write_text(good.replace("1.6.5    on            5  5  324.0 ±2.7",
-                                  "1.6.5    off           5  4  324.0 ±2.7"))
+    assert good.count("1.6.5    on            5  5      324.0 ±2.7") == 1
+    stale.write_text(good.replace("1.6.5    on            5  5      324.0 ±2.7",
+                                  "1.6.5    off           5  4      324.0 ±2.7"))
     # the stale table's example alone (every example was made and checked above)
     only = "report original-study"
     bad = subprocess.run(script + ["--check", str(stale), only], capture_output=True,
                          text=True, timeout=280)
-    assert bad.returncode == 1 and "+1.6.5    on            5  5  324.0 ±2.7" in bad.stdout
+    assert bad.returncode == 1 and "+1.6.5    on            5  5      324.0 ±2.7" in bad.stdout
     wrote = subprocess.run(script + ["--write", str(stale), only], capture_output=True,
                            text=True, timeout=280)
     assert wrote.returncode == 0 and stale.read_text() == good, wrote.stdout + wrote.stderr
