@@ -16,6 +16,7 @@ import click
 
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.study import order
 from mpiwrite.study.plan import Problem, Study, StudyError, load
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -239,8 +240,11 @@ def plan(file, rate):
     keys = list(st.axes)
     click.echo(printable(f"study {st.name}: {len(points)} point{'s' * (len(points) != 1)} x "
                          f"{st.repeat} repetition{'s' * (st.repeat != 1)} = {len(runs)} runs, "
-                         f"order {st.order}{f' (seed {st.seed})' if st.seed is not None else ''}"
+                         f"order {st.order} (seed {st.order_seed()}"
+                         f"{'' if st.seed is not None else ', from the file'})"
                          f"; target {st.target}, results {st.results}"))
+    if st.order == "interleaved" and st.settings:
+        click.echo(printable(f"mpiwrite: warning: {order.ALIASED}"), err=True)
     widths = [max(len(k), *(len(_value(p[k])) for p in points)) for k in keys]
     click.echo(printable(("  run  point  rep  " + "  ".join(k.ljust(w) for k, w in
                                                            zip(keys, widths))).rstrip()))
@@ -248,6 +252,9 @@ def plan(file, rate):
     for n, (i, r) in enumerate(runs):
         cells = "  ".join(_value(points[i][k]).ljust(w) for k, w in zip(keys, widths))
         click.echo(printable(f"  {n:>3}  {i:>5}  {r:>3}  {cells}".rstrip()))
+    balance = order.balance_lines(runs, points, keys) if st.repeat > 1 else []
+    for line in balance:  # what the reports need to tell a run's level from the one before
+        click.echo(printable(f"run before: {line}"))
     sizes = {c.size for c in configs if c.size}
     size_text = f"; {format_size(max(sizes))} per rank at most" if sizes else ""
     click.echo(f"estimated duration: {format_seconds(total)} (from {basis}, plus "

@@ -98,7 +98,8 @@ def setting_name(tunable: str) -> str:
 @_SYSROOT
 def plan(target, output, params, budget, run_opts, name, results, sysroot):
     """Write a screening study over the tunables of the client serving TARGET: two levels
-    each, k factors in about k+1 points, repetitions fitted to the budget, interleaved."""
+    each, k factors in about k+1 points, repetitions fitted to the budget, in a balanced
+    seeded order (each level after each level about equally often)."""
     from mpiwrite.cli.study import check, run_seconds
     from mpiwrite.files import check_output
     from mpiwrite.study.design import design
@@ -121,6 +122,7 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
         fixed["time"] = "20s"
     names = [setting_name(t.name) for t, _, _ in factors]
     d = design(names)
+    seed = int.from_bytes(os.urandom(4), "big")  # written in the file: its order is fixed
     helper = [sys.executable, "-m", "mpiwrite", "tune"]
     root = ["--sysroot", where.sysroot] if where.sysroot != "/" else []
     target_abs = os.path.abspath(target)
@@ -132,7 +134,10 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
                "# the first value of each setting is its value when planned (the report's "
                "`current`)", "", "[study]", f"name = {json.dumps(name)}",
                f"target = {json.dumps(target_abs)}", f"results = {json.dumps(results)}",
-               f"repeat = {repeat}", 'order = "interleaved"', "", "[run]"]
+               f"repeat = {repeat}", 'order = "balanced"',
+               "# the run order's seed: each repetition a permutation of the points, each "
+               "level following each level about equally often (docs/study.md)",
+               f"seed = {seed}", "", "[run]"]
         out += [f"{k} = {json.dumps(v)}" for k, v in fixed.items()]
         for (t, levels, now), sname in zip(factors, names):
             why = "; ".join(f"{v}: {w}" for v, w in t.candidates)

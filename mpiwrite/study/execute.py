@@ -25,7 +25,7 @@ from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import Signals
-from mpiwrite.study import resume
+from mpiwrite.study import order, resume
 from mpiwrite.study.plan import Study
 from mpiwrite.study.settings import Settings  # noqa: F401  (cli/study.py's restore)
 from mpiwrite.text import printable
@@ -187,6 +187,12 @@ class Execution:
             return 1
         code = 0
         points = st.points()
+        place = {run: i for i, run in enumerate(st.runs())}
+        previous = "none"  # the point run just before on these nodes, in this launch
+        if st.order == "interleaved" and st.settings:
+            if world.rank == 0:
+                sys.stderr.write(printable(f"mpiwrite: warning: study {st.name}: "
+                                           f"{order.ALIASED}") + "\n")
         for n, (index, repeat) in enumerate(todo):
             if world.allreduce_max(world.signals.received):
                 code = Signals.exit_code_of(int(world.allreduce_max(world.signals.received)))
@@ -207,7 +213,11 @@ class Execution:
             _say(world, f"== study {st.name}: run {n + 1} of {len(todo)}, point {index} "
                         f"({', '.join(f'{k}={_word(v)}' for k, v in point.items())}), "
                         f"repetition {repeat}")
-            code = self._point(index, repeat, point, tags[index], notes)
+            ordered = dict(tags[index], study_order=st.order, study_seed=str(st.order_seed()),
+                           study_seq=str(place.get((index, repeat), -1)),
+                           study_prev_key=previous)
+            code = self._point(index, repeat, point, ordered, notes)
+            previous = self.keys[index]
             if code:
                 break
         restore = self._restore()

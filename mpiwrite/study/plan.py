@@ -1,6 +1,7 @@
 """A study file: one TOML file declares a matrix of runs (docs/study.md).
 
-    [study]   name, target, repeat, order (interleaved | random | sequential), seed, results
+    [study]   name, target, repeat, order (balanced | random | interleaved | sequential),
+              seed, results
     [run]     fixed `mpiwrite run` options, long names with `_` for `-` (time = "200s")
     [axes]    option = [values...]: every combination is a point (and `nodes`,
               `ranks_per_node`: subsets of the allocation)
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import re
 import shlex
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from mpiwrite.study import order
 from mpiwrite.vocab.axes import kind_of
 
 if sys.version_info >= (3, 11):
@@ -35,7 +36,7 @@ else:  # pragma: no cover - Python 3.9/3.10
     import tomli as tomllib
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
-ORDERS = ("interleaved", "random", "sequential")
+ORDERS = order.ORDERS
 STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description"}
 SETTING_KEYS = {"name", "values", "set", "get", "scope", "settle", "remount", "needs_remount"}
 SCOPES = ("node", "once")
@@ -88,16 +89,17 @@ class Study(NamedTuple):
                 for values in itertools.product(*(self.axes[n] for n in names))]
 
     def runs(self) -> List[Tuple[int, int]]:
-        """(point index, repetition) in the order they run: interleaved (every point once,
-        then again: drift spreads over all points alike), sequential (each point's
-        repetitions together), or random (shuffled with `seed`)."""
-        n = len(self.points())
-        if self.order == "sequential":
-            return [(p, r) for p in range(n) for r in range(self.repeat)]
-        runs = [(p, r) for r in range(self.repeat) for p in range(n)]
-        if self.order == "random":
-            random.Random(self.seed).shuffle(runs)
-        return runs
+        """(point index, repetition) in the order they run (study/order.py): balanced (each
+        repetition a seeded permutation, chosen so that each level follows each level about
+        equally often), random (every run shuffled), interleaved (every point once in the
+        file's order, then again), sequential (each point's repetitions together)."""
+        return order.runs(self.order, self.points(), self.repeat, self.order_seed())
+
+    def order_seed(self) -> int:
+        """The seed of the run order: the file's, or one made from its name and points."""
+        if self.seed is not None:
+            return self.seed
+        return order.default_seed(self.name, self.axes, self.listed)
 
 
 class StudyError(Exception):
@@ -193,16 +195,13 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     if type(repeat) is not int or not 1 <= repeat <= MAX_REPEAT:
         bad("study", "repeat", f"must be a whole number from 1 to {MAX_REPEAT}")
         repeat = 1
-    order = study.get("order", "interleaved")
-    if order not in ORDERS:
+    order_ = study.get("order", order.DEFAULT)
+    if order_ not in ORDERS:
         bad("study", "order", f"must be one of {', '.join(ORDERS)}")
     seed = study.get("seed")
-    if seed is not None and type(seed) is not int:
-        bad("study", "seed", "must be a whole number")
+    if seed is not None and (type(seed) is not int or not 0 <= seed < 2 ** 63):
+        bad("study", "seed", "must be a whole number from 0 to 2^63 - 1")
         seed = None
-    if order == "random" and seed is None:
-        bad("study", "seed", "order = \"random\" needs a seed (so that a resumed study "
-                             "keeps its order)")
     fixed = doc.get("run", {})
     if not isinstance(fixed, dict):
         bad("run", "", "must be a table of run options")
@@ -313,7 +312,7 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     elif count * repeat > MAX_RUNS:
         bad("study", "repeat", f"{count} points x {repeat} repetitions = {count * repeat} "
                                f"runs: more than {MAX_RUNS}")
-    found = Study(str(name), str(target or "."), str(results), repeat, str(order), seed,
+    found = Study(str(name), str(target or "."), str(results), repeat, str(order_), seed,
                   {k: v for k, v in fixed.items() if k not in NOT_IN_RUN
                    and kind_of(k).in_run_table is None and not isinstance(v, (list, dict))},
                   axes, settings, lines, path, tuple(listed))

@@ -46,7 +46,8 @@ KINDS: Dict[str, str] = {
     "MB_per_s": OUTCOME, "rate": OUTCOME, "bandwidth": OUTCOME, "bw": OUTCOME,
     # labels: a study's own tags (study/execute.py), ids of runs and jobs
     "study": LABEL, "study_point": LABEL, "study_repeat": LABEL, "study_hash": LABEL,
-    "study_key": LABEL, "study_generation": LABEL,
+    "study_key": LABEL, "study_generation": LABEL, "study_order": LABEL, "study_seed": LABEL,
+    "study_seq": LABEL, "study_prev_key": LABEL,
     "job": LABEL, "job_id": LABEL, "jobid": LABEL, "slurm_job_id": LABEL,
     "SLURM_JOB_ID": LABEL, "rep": LABEL, "repeat": LABEL, "repetition": LABEL,
 }

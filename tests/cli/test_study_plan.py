@@ -62,6 +62,82 @@ def test_sequential_and_random_orders(tmp_path):
     assert a == b.runs() and sorted(a) == sorted(st.runs()) and a != st.runs()
 
 
+def test_interleaved_with_a_setting_is_warned_about(tmp_path):
+    """A fixed cycle puts the same point before each point: what a run leaves behind is
+    aliased with the axis that alternates fastest."""
+    out = cli(["study", "plan", write(tmp_path, GOOD)], cwd=tmp_path)
+    assert "warning: order interleaved" in out.stderr and "aliased" in out.stderr, out.stderr
+    quiet = cli(["study", "plan", write(tmp_path, GOOD.replace('order = "interleaved"\n', ""),
+                                        "b.toml")], cwd=tmp_path)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
+
+
+TWO_BY_TWO = """\
+[study]
+name = "dirty"
+target = "d"
+repeat = 8
+
+[run]
+size = "1MiB"
+
+[[setting]]
+name = "ratio"
+values = ["20", "1"]
+set = "true {value}"
+
+[[setting]]
+name = "expire"
+values = ["3000", "500"]
+set = "true {value}"
+"""
+
+
+def test_the_default_order_is_balanced_blocks_with_a_stated_seed(tmp_path):
+    """Each repetition is a permutation of the points (drift falls on all alike); over the
+    study each level of each axis follows each level about equally often (the previous run's
+    level is not aliased with the run's own, as it is in an interleaved cycle); the seed is
+    printed, the same file gives the same order, and a file's own seed is kept."""
+    from mpiwrite.study import order
+
+    st = load(write(tmp_path, TWO_BY_TWO))
+    assert st.order == "balanced"
+    runs = st.runs()
+    blocks = [sorted(p for p, r in runs if r == rep) for rep in range(8)]
+    assert blocks == [[0, 1, 2, 3]] * 8 and [r for _, r in runs] == sorted(r for _, r in runs)
+    points = st.points()
+    for axis in ("setting.ratio", "setting.expire"):
+        t = order.transitions(runs, points, axis)
+        assert len(t) == 4 and max(t.values()) - min(t.values()) <= 2, (axis, t)
+    # interleaved: the fastest axis's level after the same level never happens
+    cycle = order.runs("interleaved", points, 8, 0)
+    t = order.transitions(cycle, points, "setting.expire")
+    assert ("500", "500") not in t and ("3000", "3000") not in t
+    assert load(write(tmp_path, TWO_BY_TWO, "again.toml")).runs() == runs
+    other = load(write(tmp_path, TWO_BY_TWO.replace('"dirty"', '"dirty2"'), "o.toml"))
+    assert other.order_seed() != st.order_seed()
+    seeded = load(write(tmp_path, TWO_BY_TWO.replace("repeat = 8", "repeat = 8\nseed = 7"),
+                        "s7.toml"))
+    assert seeded.order_seed() == 7
+    out = cli(["study", "plan", write(tmp_path, TWO_BY_TWO, "p.toml")], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert f"order balanced (seed {st.order_seed()}, from the file)" in out.stdout
+    assert "run before: setting.ratio: 20 after 20:" in out.stdout, out.stdout
+
+
+@pytest.mark.timeout(30)
+def test_a_balanced_order_of_many_points_still_runs_every_point_once_a_block(tmp_path):
+    """200 points x 20 repetitions: fewer candidates a block (bounded work), the same
+    blocks."""
+    from mpiwrite.study import order
+
+    points = [{"x": i, "y": j} for i in range(20) for j in range(10)]
+    runs = order.runs("balanced", points, 20, 3)
+    for rep in range(20):
+        assert sorted(p for p, r in runs[rep * 200:(rep + 1) * 200]) == list(range(200))
+        assert {r for _, r in runs[rep * 200:(rep + 1) * 200]} == {rep}
+
+
 def test_a_size_bound_study_is_estimated_at_a_stated_rate(tmp_path):
     text = GOOD.replace('time = "200s"', 'size = "1GB"').replace("[[setting]]", "[x]")
     text = text.split("[x]")[0]
@@ -124,7 +200,8 @@ def test_a_combination_that_run_refuses_is_refused_for_its_point(tmp_path):
 @pytest.mark.parametrize("text,why", [
     ("not toml [", "not valid TOML"),
     ("[run]\ntime = '1s'\n", "missing: a [study] table"),
-    ("[study]\nname='a'\ntarget='d'\norder='random'\n", "needs a seed"),
+    ("[study]\nname='a'\ntarget='d'\norder='random'\nseed=-1\n", "from 0 to 2^63 - 1"),
+    ("[study]\nname='a'\ntarget='d'\norder='williams'\n", "must be one of balanced, random"),
     ("[study]\nname='a'\ntarget='d'\n[axes]\nblock_size=['1M','1M']\n", "lists a value twice"),
     ("[study]\nname='a'\ntarget='d'\n[run]\ntarget='x'\n", "set by the study itself"),
     ("[study]\nname='a'\ntarget='d'\n[run]\nnodes=2\n", "part of the allocation"),

@@ -82,10 +82,22 @@ def test_eight_points_twice_in_one_launch(tmp_path):
     assert set(seen.values()) == {1}
     assert out.stdout.count("== study grid: run") == 16
     assert glob.glob(str(tmp_path / "data" / "*")) == []
-    # interleaved: every point once, then every point again
+    # balanced: each repetition a permutation of the points, in the plan's order, and each
+    # record names its place and the point run before it (none for the launch's first)
     order = [ln.split("point ")[1].split(" ")[0] for ln in out.stdout.splitlines()
              if ln.startswith("== study grid")]
-    assert order == [str(p) for p in range(8)] * 2
+    from mpiwrite.study.plan import load
+
+    st = load(path)
+    assert order == [str(p) for p, _ in st.runs()]
+    assert sorted(order[:8]) == sorted(order[8:]) == sorted(str(p) for p in range(8))
+    by_seq = {int(r.tags()["study_seq"]): r.tags() for r in recs}
+    assert sorted(by_seq) == list(range(16))
+    assert by_seq[0]["study_prev_key"] == "none"
+    for seq in range(1, 16):
+        assert by_seq[seq]["study_prev_key"] == by_seq[seq - 1]["study_key"]
+        assert by_seq[seq]["study_order"] == "balanced"
+        assert by_seq[seq]["study_seed"] == str(st.order_seed())
     rep = cli(["report", str(tmp_path / "results"), "--by", "block_size,ranks_per_node"],
               cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
