@@ -16,7 +16,7 @@ import click
 
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
-from mpiwrite.study import order
+from mpiwrite.study import order, settle
 from mpiwrite.study.plan import Problem, Study, StudyError, load
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
@@ -259,6 +259,14 @@ def plan(file, rate):
     size_text = f"; {format_size(max(sizes))} per rank at most" if sizes else ""
     click.echo(f"estimated duration: {format_seconds(total)} (from {basis}, plus "
                f"{OVERHEAD_SECONDS:g} s a run for settings and barriers){size_text}")
+    spec = settle.for_study(st.settle, [s.name for s in st.settings], configs)
+    why = "as the file says" if st.settle else (
+        "the default: buffered runs or a setting of writeback or a cache" if spec.mode != "none"
+        else "the default: fsync'd runs, no setting of writeback or a cache")
+    click.echo(printable(f"settle before each run: {spec.text()} ({why})"))
+    refused = settle.refusal(spec)
+    if refused:
+        fail(file, [Problem(st.lines.get(("study", "settle"), 0), "[study] settle", refused)])
     for s in st.settings:
         click.echo(printable(f"setting {s.name}: {', '.join(s.values)}; set: {s.set}"
                              f"{'; get: ' + s.get if s.get else ''}"))
@@ -294,6 +302,12 @@ def run_study(file, results, new):
                 raise StudyError(file, [Problem(0, "--results", f"not a folder ({results!r})")])
             st = st._replace(results=results)
         problems, configs = check(st)
+        if not problems:  # what this node cannot do, before any run
+            refused = settle.refusal(settle.for_study(st.settle, [s.name for s in st.settings],
+                                                      configs))
+            if refused:
+                problems.append(Problem(st.lines.get(("study", "settle"), 0),
+                                        "[study] settle", refused))
     except StudyError as exc:
         more = check(exc.study, values_only=True)[0] if exc.study is not None else []
         problems = exc.problems + more

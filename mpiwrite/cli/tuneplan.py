@@ -123,6 +123,10 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     names = [setting_name(t.name) for t, _, _ in factors]
     d = design(names)
     seed = int.from_bytes(os.urandom(4), "big")  # written in the file: its order is fixed
+    from mpiwrite.study import settle
+
+    spec = settle.default(names, str(fixed.get("fsync", True)).lower() == "false"
+                          and str(fixed.get("direct", False)).lower() != "true")
     helper = [sys.executable, "-m", "mpiwrite", "tune"]
     root = ["--sysroot", where.sysroot] if where.sysroot != "/" else []
     target_abs = os.path.abspath(target)
@@ -137,7 +141,12 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
                f"repeat = {repeat}", 'order = "balanced"',
                "# the run order's seed: each repetition a permutation of the points, each "
                "level following each level about equally often (docs/study.md)",
-               f"seed = {seed}", "", "[run]"]
+               f"seed = {seed}"]
+        if spec.mode != "none":
+            out += ["# before each run, flush and wait for the node's dirty pages: a run's "
+                    "writeback left to the next is carry-over (docs/study.md, Settle)",
+                    f"settle = {json.dumps(spec.text())}"]
+        out += ["", "[run]"]
         out += [f"{k} = {json.dumps(v)}" for k, v in fixed.items()]
         for (t, levels, now), sname in zip(factors, names):
             why = "; ".join(f"{v}: {w}" for v, w in t.candidates)

@@ -25,10 +25,11 @@ from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
 from mpiwrite.run.parallel import Team
 from mpiwrite.run.process import Signals
-from mpiwrite.study import order, resume
+from mpiwrite.study import order, resume, settle
 from mpiwrite.study.plan import Study
 from mpiwrite.study.settings import Settings  # noqa: F401  (cli/study.py's restore)
 from mpiwrite.text import printable
+from mpiwrite.units import format_size
 
 IDLE_NAP = 0.05  # seconds between looks of a rank that waits out a point it is not part of
 
@@ -111,6 +112,7 @@ class Execution:
         self.new, self.screen = new, screen
         self.keys: List[str] = []
         self.generation = 1
+        self.settle = settle.Settle("none")
         self.lock_fd = -1  # rank 0: held for the whole study (study/resume.py)
         owner = (world.host, st.name, fingerprint(st), st.path) if st else None
         self.settings = Settings(st.settings if st else [], world.is_leader, owner,
@@ -128,6 +130,9 @@ class Execution:
                         for i, (p, k) in enumerate(zip(st.points(), self.keys))]
             except ConfigError as exc:
                 problem = str(exc)
+        if not problem:  # the file's settle was checked with the file (cli/study.py)
+            self.settle = settle.for_study(st.settle, [s.name for s in st.settings],
+                                           self.configs)
         raise_agreed(world.agree(problem), world.size)
         fewest = -int(world.allreduce_max(-world.local_size))
         need_nodes = max([p.get("nodes", 1) for p in st.points()])
@@ -213,10 +218,11 @@ class Execution:
             _say(world, f"== study {st.name}: run {n + 1} of {len(todo)}, point {index} "
                         f"({', '.join(f'{k}={_word(v)}' for k, v in point.items())}), "
                         f"repetition {repeat}")
+            settled, settle_tags = self._settle(index)
             ordered = dict(tags[index], study_order=st.order, study_seed=str(st.order_seed()),
                            study_seq=str(place.get((index, repeat), -1)),
-                           study_prev_key=previous)
-            code = self._point(index, repeat, point, ordered, notes)
+                           study_prev_key=previous, **settle_tags)
+            code = self._point(index, repeat, point, ordered, notes + settled)
             previous = self.keys[index]
             if code:
                 break
@@ -226,6 +232,34 @@ class Execution:
         if code == 0:
             _say(world, f"study {st.name}: {len(todo)} run(s) done; records in {st.results}")
         return code
+
+    def _settle(self, index: int) -> Tuple[List[str], Dict[str, str]]:
+        """Every node leader settles before the point (study/settle.py); every rank gets the
+        record's notes (a line a node) and tags (the settle, the largest seconds and dirty
+        bytes left).  A bound reached is said, and the run goes on."""
+        world, spec = self.world, self.settle
+        if spec.mode == "none":
+            return [], {"settle": "none"}
+        mine = ""
+        if world.is_leader:
+            mine = json.dumps(dict(settle.settle(spec, self.configs[index].target),
+                                   host=world.host))
+        notes, seconds, left = [], 0.0, 0
+        for text in world.allgather_texts(mine):
+            if not text:
+                continue
+            got = json.loads(text)
+            seconds = max(seconds, float(got["seconds"]))
+            left = max(left, int(got["dirty_bytes"] or 0))
+            dirty = ("unknown" if got["dirty_bytes"] is None
+                     else format_size(int(got["dirty_bytes"])))
+            notes.append(f"settle {got['mode']} on {got['host']}: {got['seconds']:.2f} s, "
+                         f"{dirty} dirty or in writeback left"
+                         + (f" ({got['note']})" if got["note"] else ""))
+            if got["note"]:
+                _say(world, f"study {self.st.name}: settle on {got['host']}: {got['note']}")
+        return notes, {"settle": spec.text(), "settle_seconds": f"{seconds:.3f}",
+                       "settle_dirty_bytes": str(left)}
 
     def _setting_notes(self, ran: List[Dict[str, Any]]) -> List[str]:
         """What the node leaders ran for this point, as the record's notes (on rank 0)."""

@@ -1,7 +1,8 @@
 """A study file: one TOML file declares a matrix of runs (docs/study.md).
 
     [study]   name, target, repeat, order (balanced | random | interleaved | sequential),
-              seed, results
+              seed, settle (writeback[:BOUND] | sleep:DURATION | drop-caches | none),
+              results
     [run]     fixed `mpiwrite run` options, long names with `_` for `-` (time = "200s")
     [axes]    option = [values...]: every combination is a point (and `nodes`,
               `ranks_per_node`: subsets of the allocation)
@@ -28,6 +29,7 @@ import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from mpiwrite.study import order
+from mpiwrite.study import settle as settling
 from mpiwrite.vocab.axes import kind_of
 
 if sys.version_info >= (3, 11):
@@ -37,7 +39,7 @@ else:  # pragma: no cover - Python 3.9/3.10
 
 NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 ORDERS = order.ORDERS
-STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description"}
+STUDY_KEYS = {"name", "target", "repeat", "order", "seed", "results", "description", "settle"}
 SETTING_KEYS = {"name", "values", "set", "get", "scope", "settle", "remount", "needs_remount"}
 SCOPES = ("node", "once")
 SETTLE = 60.0  # seconds a setting may take to show on every node, unless told
@@ -78,6 +80,7 @@ class Study(NamedTuple):
     lines: Dict[Tuple[str, str], int]  # (table, key) -> line, for messages
     path: str
     listed: Tuple[Dict[str, Any], ...] = ()  # [[point]] tables: the points, when given
+    settle: str = ""  # [study] settle as written ("": the default, study/settle.py)
 
     def points(self) -> List[Dict[str, Any]]:
         """Every combination of the axes, in the file's order (the last axis varies fastest),
@@ -202,6 +205,13 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     if seed is not None and (type(seed) is not int or not 0 <= seed < 2 ** 63):
         bad("study", "seed", "must be a whole number from 0 to 2^63 - 1")
         seed = None
+    settle_text = study.get("settle", "")
+    if "settle" in study:
+        try:
+            settle_text = settling.parse(settle_text).text()
+        except ValueError as exc:
+            bad("study", "settle", str(exc))
+            settle_text = ""
     fixed = doc.get("run", {})
     if not isinstance(fixed, dict):
         bad("run", "", "must be a table of run options")
@@ -315,7 +325,7 @@ def parse(doc: Dict[str, Any], text: str, path: str) -> Study:
     found = Study(str(name), str(target or "."), str(results), repeat, str(order_), seed,
                   {k: v for k, v in fixed.items() if k not in NOT_IN_RUN
                    and kind_of(k).in_run_table is None and not isinstance(v, (list, dict))},
-                  axes, settings, lines, path, tuple(listed))
+                  axes, settings, lines, path, tuple(listed), settle_text)
     if problems:
         raise StudyError(path, problems, found)
     return found

@@ -48,6 +48,8 @@ KINDS: Dict[str, str] = {
     "study": LABEL, "study_point": LABEL, "study_repeat": LABEL, "study_hash": LABEL,
     "study_key": LABEL, "study_generation": LABEL, "study_order": LABEL, "study_seed": LABEL,
     "study_seq": LABEL, "study_prev_key": LABEL,
+    # what settling before a study's run took and left (study/settle.py): measured
+    "settle_seconds": OUTCOME, "settle_dirty_bytes": OUTCOME,
     "job": LABEL, "job_id": LABEL, "jobid": LABEL, "slurm_job_id": LABEL,
     "SLURM_JOB_ID": LABEL, "rep": LABEL, "repeat": LABEL, "repetition": LABEL,
 }

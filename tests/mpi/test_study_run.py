@@ -10,7 +10,17 @@ import subprocess
 import time
 
 import pytest
-from common import FIXTURES, MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, records_in
+from common import (
+    FIXTURES,
+    MPIEXEC,
+    MPIWRITE,
+    bounded,
+    clean_env,
+    cli,
+    kill_group,
+    mpirun,
+    records_in,
+)
 
 from mpiwrite.records import h5 as records
 
@@ -549,3 +559,96 @@ def test_a_link_planted_at_the_study_lock_is_one_line_and_exit_2(tmp_path):
     said = [ln for ln in out.stderr.splitlines() if ln.startswith("mpiwrite:")]
     assert len(said) == 1 and "symbolic link" in said[0], out.stderr
     assert not (tmp_path / "elsewhere").exists()
+
+
+BUFFERED = """
+[study]
+name = "settled"
+target = "{data}"
+results = "{results}"
+repeat = 2
+{settle}
+
+[run]
+size = "4MiB"
+fsync = {fsync}
+progress_interval = 0
+
+[axes]
+block_size = ["64KiB", "1MiB"]
+"""
+
+
+def _settle_tags(folder):
+    out = []
+    for rec in complete(folder):
+        tags = rec.tags()
+        import json
+
+        raw = rec.attrs.get("notes", "[]")
+        notes = [n for n in json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+                 if n.startswith("settle ")]
+        out.append((tags.get("settle"), float(tags.get("settle_seconds", "nan")),
+                    tags.get("settle_dirty_bytes"), notes))
+    return out
+
+
+@pytest.mark.timeout(240)
+def test_each_run_is_settled_and_the_record_says_how(tmp_path):
+    """Buffered runs settle by default (writeback: the target's filesystem flushed, the
+    node's dirty pages waited for), a sleep settle sleeps before every run, fsync'd runs do
+    not settle; each record carries the settle, its seconds and the dirty bytes left."""
+    path = study_file(tmp_path, BUFFERED.replace("{settle}", "").replace("{fsync}", "false"))
+    plan = cli(["study", "plan", path], cwd=tmp_path)
+    assert "settle before each run: writeback (the default: buffered runs" in plan.stdout
+    out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=200)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    got = _settle_tags(tmp_path / "results")
+    assert len(got) == 4 and {g[0] for g in got} == {"writeback"}
+    assert all(g[1] >= 0 and g[2].isdigit() for g in got), got
+    # a note a node: how long it took and what it left
+    assert all(len(g[3]) == 1 and " s, " in g[3][0] and "left" in g[3][0] for g in got), got
+    slept = tmp_path / "slept"
+    slept.mkdir()
+    path = study_file(slept, BUFFERED.replace("{settle}", 'settle = "sleep:300ms"')
+                      .replace("{fsync}", "false"))
+    out = mpirun(2, ["study", "run", path], cwd=slept, timeout=200)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    got = _settle_tags(slept / "results")
+    assert len(got) == 4 and {g[0] for g in got} == {"sleep:0.3s"}
+    assert all(g[1] >= 0.3 for g in got), got
+    synced = tmp_path / "synced"
+    synced.mkdir()
+    path = study_file(synced, BUFFERED.replace("{settle}", "").replace("{fsync}", "true"))
+    assert "settle before each run: none (the default: fsync'd runs" in cli(
+        ["study", "plan", path], cwd=synced).stdout
+
+
+@pytest.mark.timeout(120)
+def test_drop_caches_as_a_user_is_refused_before_any_run(tmp_path):
+    """settle = "drop-caches" writes /proc/sys/vm/drop_caches: a user's study is refused by
+    `study plan` and `study run` (exit 2, before MPI) with the reason and the settle that
+    works."""
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or not setpriv:
+        pytest.skip("needs root to become another user (setpriv)")
+    import tempfile
+
+    # a folder the user can reach (pytest's own are root's alone)
+    tmp_path = type(tmp_path)(tempfile.mkdtemp(prefix="mpiwrite-user-", dir="/tmp"))
+    os.chown(tmp_path, 65534, 65534)
+    path = study_file(tmp_path, BUFFERED.replace("{settle}", 'settle = "drop-caches"')
+                      .replace("{fsync}", "false"))
+    os.chown(path, 65534, 65534)
+    user = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = clean_env({"HOME": str(tmp_path), "MPIWRITE_STATE": "", "MPIWRITE_CACHE": ""})
+    env = {k: v for k, v in env.items() if v}
+    plan = bounded(user + [MPIWRITE, "study", "plan", path], 60, cwd=str(tmp_path), env=env)
+    assert plan.returncode == 2 and "drop-caches" in plan.stderr and "needs root" in \
+        plan.stderr and "writeback" in plan.stderr, plan.stderr
+    run = bounded(user + [MPIWRITE, "study", "run", path], 90, cwd=str(tmp_path), env=env)
+    assert run.returncode == 2 and "needs root" in run.stderr, run.stdout + run.stderr
+    assert not (tmp_path / "results").exists() or not os.listdir(tmp_path / "results")
+    shutil.rmtree(tmp_path)
