@@ -269,6 +269,61 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
                       real, need, more, "difference")
 
 
+class Fit(NamedTuple):
+    """A least-squares fit: coefficients, their covariance (residual variance x (X'X)^-1 on
+    the estimable columns; nan where a column is not estimable), residual df, rank."""
+    coef: np.ndarray
+    cov: np.ndarray
+    df: int
+    rank: int
+    estimable: np.ndarray  # per column: whether its coefficient is estimable
+    sigma: float  # residual standard deviation (nan for df < 1)
+
+
+def ols(x: np.ndarray, y: np.ndarray) -> Fit:
+    """y = X b + e by least squares.  A column that is a linear combination of the others
+    (aliased: a factor with the previous run's level in a fixed cycle) is not estimable:
+    its coefficient and variance are nan, and the others are estimated without it."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n, k = x.shape
+    keep: list = []
+    for j in range(k):  # greedy: a column joins if it adds to the rank
+        trial = keep + [j]
+        if np.linalg.matrix_rank(x[:, trial]) == len(trial):
+            keep.append(j)
+    est = np.zeros(k, dtype=bool)
+    est[keep] = True
+    # a kept column is still aliased when dropping it and adding a later one gives the
+    # same span: test each column against all the others
+    full = int(np.linalg.matrix_rank(x)) if k else 0
+    for j in range(k):
+        others = [i for i in range(k) if i != j]
+        if others and np.linalg.matrix_rank(x[:, others]) == full:
+            est[j] = False
+    cols = [j for j in range(k) if est[j]]
+    rank = len(cols)
+    coef = np.full(k, np.nan)
+    cov = np.full((k, k), np.nan)
+    df = int(n - full)
+    sigma = math.nan
+    if rank:
+        # the others span what an aliased column adds: fit on a basis that keeps them
+        basis = list(keep)
+        xb = x[:, basis]
+        b, *_ = np.linalg.lstsq(xb, y, rcond=None)
+        resid = y - xb @ b
+        sigma = math.sqrt(float(resid @ resid) / df) if df > 0 else math.nan
+        inv = np.linalg.inv(xb.T @ xb)
+        for a, j in enumerate(basis):
+            if est[j]:
+                coef[j] = b[a]
+                for c, i in enumerate(basis):
+                    if est[i]:
+                        cov[j, i] = inv[a, c] * sigma ** 2 if df > 0 else math.nan
+    return Fit(coef, cov, df, rank, est, sigma)
+
+
 def holm(p_values: Sequence) -> list:
     """Holm's step-down correction of p-values for the number tested (None: not tested,
     left None): the k-th smallest p times (m - k + 1), never below an earlier one, at most 1.

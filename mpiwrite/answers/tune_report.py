@@ -1,66 +1,150 @@
-"""`mpiwrite tune report`: each factor's main effect from a two-level screening study
-(docs/tune.md).
+"""`mpiwrite tune report`: each factor's main effect from a two-level screening study, with
+what the run before did to it (docs/tune.md, docs/verdicts.md).
 
 Every complete run is one observation: the mean of its metric over its good iterations, at
-its point's levels (-1: the factor's first value, +1: its second).  A least-squares fit of
-y = b0 + sum(b_j x_j) over all runs gives each main effect (2 b_j: the high level's mean minus
-the low level's), its standard error from the residual variance (runs - factors - 1 degrees of
-freedom: repetitions are what make it), a t interval and p.  In percent of the fitted mean at
-the low level, so a factor reads as "off against on: -36.9%".  Interactions are not in the
-model: the design's aliasing (in the study file) says what each effect may also hold.
+its point's levels (-1: the factor's first value, +1: its second).  One least-squares fit on
+the log of the observations (the ratio scale: an effect is a ratio, its interval never below
+-100%) holds
+
+    log y = b0 + sum(b_j x_j)              the factors' main effects
+               + sum(c_j p_j)              each factor's level in the previous run (carry-over:
+                                           +1/-1, 0 for a launch's first run)
+               + blocks                    the repetitions (drift between them taken out)
+
+A factor's effect is exp(2 b_j) - 1 (second level against the first), its interval the t
+interval of 2 b_j taken back, p from the same t; the p-values are corrected for the number
+of factors (Holm), so that a study of k null factors says "real" of any of them at most as
+often as the confidence allows.  Where the runs are too few for every term, the carry-over
+terms go first, then the blocks, and the report says so.  A factor whose carry-over is
+significant or as large as its own effect, or cannot be told from it, gets no recommendation
+(answers/carryover.py).  Interactions are not in the model: the design's aliasing (in the
+study file) says what each effect may also hold.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from mpiwrite import stats
+from mpiwrite.answers import carryover
+
+METHOD = "least squares on log(metric)"
 
 
-def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str],
-            confidence: float = 0.95) -> Dict[str, Any]:
-    """x: runs x factors of -1/+1, y: one value per run.  {'factors': ranked, 'mean',
-    'residual_sd', 'df'}; a factor's effect_percent is None when there are too few runs."""
+def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: float = 0.95,
+            prev: Optional[np.ndarray] = None,
+            blocks: Optional[np.ndarray] = None) -> Dict[str, Any]:
+    """x: runs x factors of -1/+1; y: one value per run (positive: rates, CPU s/GB); prev:
+    runs x factors, each factor's level in the previous run (-1/+1, 0 unknown); blocks: runs
+    x dummy columns of the repetitions.  {'factors': ranked, 'mean', 'residual_sd', 'df',
+    'terms', 'method', 'dropped'}."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
     n, k = x.shape
-    design = np.hstack([np.ones((n, 1)), x.astype(float)])
-    coef, _res, rank, _sv = np.linalg.lstsq(design, y, rcond=None)
-    df = n - k - 1
-    resid = y - design @ coef
-    s = math.sqrt(float(resid @ resid) / df) if df > 0 else float("nan")
-    try:
-        cov = np.linalg.inv(design.T @ design) * (s ** 2)
-    except np.linalg.LinAlgError:
-        cov = np.full((k + 1, k + 1), float("nan"))
-    tq = stats.t_ppf(0.5 + confidence / 2, df) if df > 0 else float("nan")
+    prev = np.zeros((n, 0)) if prev is None or not np.any(prev) else np.asarray(prev, float)
+    blocks = np.zeros((n, 0)) if blocks is None else np.asarray(blocks, dtype=float)
+    log = bool(n) and bool(np.all(y > 0))
+    z_all = np.log(y) if log else y
+    dropped: List[str] = []
+    terms = [("carry-over", prev), ("blocks", blocks)]
+    while True:
+        # with the carry-over in the fit, a run whose predecessor is not known (a launch's
+        # first) is left out: coded 0, it alone would separate a factor from the run
+        # before in a fixed cycle, a verdict resting on one run
+        rows = np.any(prev != 0, axis=1) if terms[0][1].shape[1] else np.ones(n, bool)
+        cols = [np.ones((n, 1)), x] + [m for _, m in terms if m.shape[1]]
+        z = z_all[rows]
+        fit = stats.ols(np.hstack(cols)[rows], z)
+        if fit.df >= 2 or not any(m.shape[1] for _, m in terms):
+            break
+        for i, (what, m) in enumerate(terms):  # too few runs: the carry-over goes first
+            if m.shape[1]:
+                dropped.append(what)
+                terms[i] = (what, np.zeros((n, 0)))
+                break
+    used = [what for what, m in terms if m.shape[1]]
+    x, prev = x[rows], prev[rows] if prev.shape[1] else prev
+    unknown = int(n - rows.sum())
+    n = int(rows.sum())
+    carry_at = 1 + k if "carry-over" in used else None
+    tq = stats.t_ppf(0.5 + confidence / 2, fit.df) if fit.df > 0 else float("nan")
     out = []
     for j, name in enumerate(names):
-        effect = 2 * float(coef[j + 1])
-        se = 2 * math.sqrt(float(cov[j + 1, j + 1])) if df > 0 and rank == k + 1 else float("nan")
-        low = float(coef[0] - coef[j + 1])  # the fitted mean at the low level, others averaged
-        row: Dict[str, Any] = {"name": name, "effect": effect, "n": n}
-        if math.isfinite(se) and low:
-            p = 1.0 if se == 0 and effect == 0 else (
-                0.0 if se == 0 else min(1.0, 2 * (1 - stats.t_cdf(abs(effect) / se, df))))
-            row.update(effect_percent=100 * effect / low,
-                       ci_percent=[100 * (effect - tq * se) / low, 100 * (effect + tq * se) / low],
-                       p=p, verdict="real" if p < 1 - confidence else "within noise")
+        row: Dict[str, Any] = {"name": name, "n": n}
+        row.update(_effect(fit, 1 + j, tq, log, z, x[:, j]))
+        if carry_at is not None:
+            c = _effect(fit, carry_at + j, tq, log, z, prev[:, j])
+            row.update(carryover_percent=c["effect_percent"], carryover_ci=c["ci_percent"],
+                       carryover_p=c["p"], carryover_aliased=c["aliased"])
         else:
-            row.update(effect_percent=100 * effect / low if low else None, ci_percent=None,
-                       p=None, verdict=f"cannot tell ({n} runs for {k} factors: repeat the "
-                                       "points)")
+            row.update(carryover_percent=None, carryover_ci=None, carryover_p=None,
+                       carryover_aliased=False, carryover_flagged=False)
         out.append(row)
+    for row, p in zip(out, stats.holm([r["p_uncorrected"] for r in out])):
+        row["p"] = p
+        if carry_at is not None:  # beside the corrected p: what the verdict would be
+            row["carryover_flagged"] = carryover.flagged(
+                {"own_pct": row["effect_percent"], "own_aliased": row["aliased"],
+                 "own_p": p, "carryover_pct": row["carryover_percent"],
+                 "carryover_p": row["carryover_p"],
+                 "carryover_aliased": row["carryover_aliased"]}, confidence)
+        if row["aliased"]:
+            row["verdict"] = "cannot tell (aliased with the previous run's level)"
+        elif p is None:
+            row["verdict"] = f"cannot tell ({n} runs for {k} factors: repeat the points)"
+        elif row["carryover_flagged"]:
+            row["verdict"] = "carry-over"
+        else:
+            row["verdict"] = "real" if p < 1 - confidence else "within noise"
     out.sort(key=lambda r: (r["p"] is None, -abs(r["effect_percent"] or 0.0)))
-    return {"factors": out, "mean": float(np.mean(y)) if n else float("nan"),
-            "residual_sd": s, "df": df}
+    what = [f"{k} main effect(s)"] + [{"carry-over": "each factor's level in the previous "
+                                                     "run", "blocks": "repetition blocks"}[u]
+                                      for u in used]
+    return {"factors": out, "mean": float(np.mean(y)) if len(y) else float("nan"),
+            "residual_sd": fit.sigma, "df": fit.df, "log": log, "terms": used,
+            "dropped": dropped, "unknown_predecessor": unknown,
+            "method": f"{METHOD if log else 'least squares on the metric'}: "
+                      f"{', '.join(what)}; p corrected for {k} factor(s) (Holm)"
+                      + (f"; {unknown} run(s) whose run before is not known (a launch's "
+                         "first) left out" if unknown else "")}
+
+
+def _effect(fit: stats.Fit, j: int, tq: float, log: bool, z: np.ndarray,
+            col: np.ndarray) -> Dict[str, Any]:
+    """Column j (a -1/+1 column) as an effect in percent: on the log scale exp(2b) - 1, else
+    2b in percent of the fitted mean at the low level."""
+    nan = float("nan")
+    if not fit.estimable[j]:
+        return {"effect": nan, "effect_percent": None, "ci_percent": None, "p": None,
+                "p_uncorrected": None, "aliased": True}
+    b, var = float(fit.coef[j]), float(fit.cov[j, j])
+    se = math.sqrt(var) if var == var and var >= 0 else nan
+    if log:
+        pct = (stats._exp(2 * b) - 1) * 100
+        ci = [(stats._exp(2 * (b - tq * se)) - 1) * 100,
+              (stats._exp(2 * (b + tq * se)) - 1) * 100] if se == se else None
+    else:
+        low = float(np.mean(z)) - b  # the fitted mean at the low level, the others averaged
+        pct = 100 * 2 * b / low if low else None
+        ci = [100 * 2 * (b - tq * se) / low, 100 * 2 * (b + tq * se) / low] \
+            if se == se and low else None
+    if se != se or fit.df < 1:
+        p = None
+    elif se == 0:
+        p = 0.0 if b else 1.0
+    else:
+        p = stats.two_sided_p(b / se, fit.df)
+    return {"effect": 2 * b, "effect_percent": pct, "ci_percent": ci, "p": p,
+            "p_uncorrected": p, "aliased": False}
 
 
 def recommend(found: Dict[str, Any], levels: Dict[str, List[str]],
               higher_is_better: bool) -> Dict[str, str]:
     """The better level of every factor whose effect is real; the first (current) level of
-    the others."""
+    the others (within noise, cannot tell, or withheld for carry-over)."""
     out = {}
     for r in found["factors"]:
         low, high = levels[r["name"]]
@@ -76,34 +160,50 @@ def confirmation(found: Dict[str, Any], levels: Dict[str, List[str]],
                  chosen: Dict[str, str], confidence: float = 0.95) -> Dict[str, Any]:
     """The run to do next: the recommended setting against the current one (each factor's
     first level), and the repetitions per side `compare` would need to see the predicted
-    difference (the sum of the chosen factors' effects) at this noise."""
+    difference (the chosen factors' effects together) at this noise."""
     changed = [r for r in found["factors"] if chosen[r["name"]] != levels[r["name"]][0]]
     diff = sum(abs(r["effect"]) for r in changed)
     sd = found["residual_sd"]
-    need = stats.needed_per_side(diff, sd, confidence) if changed and math.isfinite(sd) else 0
+    need = stats.needed_per_side(diff, sd, confidence) if changed and sd == sd else 0
+    if found.get("log"):
+        predicted = (math.exp(diff) - 1) * 100 if changed else 0.0
+    else:
+        predicted = sum(abs(r["effect_percent"] or 0.0) for r in changed)
     return {"changed": {r["name"]: chosen[r["name"]] for r in changed},
-            "predicted_percent": sum(abs(r["effect_percent"] or 0.0) for r in changed),
-            "runs_per_side": need}
+            "predicted_percent": predicted, "runs_per_side": need}
 
 
 def text(found: Dict[str, Any], aliases: List[str], chosen: Dict[str, str],
-         confirm: Dict[str, Any], metric_words: str) -> str:
-    lines = [f"{'factor':<40} {'effect':>9} {'95% interval':>20} {'p':>7}  verdict"]
+         confirm: Dict[str, Any], metric_words: str,
+         levels: Optional[Dict[str, List[str]]] = None) -> str:
+    lines = [f"{'factor':<34} {'effect':>8} {'95% interval':>18} {'p':>7} "
+             f"{'carry-over':>10}  verdict"]
     for r in found["factors"]:
-        if r["ci_percent"] is None:
-            lines.append(f"{r['name']:<40} {_pct(r['effect_percent']):>9} {'-':>20} "
-                         f"{'-':>7}  {r['verdict']}")
-            continue
-        lo, hi = r["ci_percent"]
-        lines.append(f"{r['name']:<40} {_pct(r['effect_percent']):>9} "
-                     f"{'[' + _pct(lo) + ', ' + _pct(hi) + ']':>20} {r['p']:>7.3g}  "
-                     f"{r['verdict']}")
-    lines.append(f"(each effect: the second level against the first, {metric_words}, in % of "
-                 f"the first; {found['factors'][0]['n'] if found['factors'] else 0} runs, "
-                 f"{found['df']} residual degrees of freedom)")
+        iv = "-" if r["ci_percent"] is None else \
+            f"[{_pct(r['ci_percent'][0])}, {_pct(r['ci_percent'][1])}]"
+        p = "-" if r["p"] is None else f"{r['p']:.3g}"
+        lines.append(f"{r['name']:<34} {_pct(r['effect_percent']):>8} {iv:>18} {p:>7} "
+                     f"{_pct(r['carryover_percent']):>10}  {r['verdict']}")
+    n = found["factors"][0]["n"] if found["factors"] else 0
+    lines.append(f"(each effect: the second level against the first, {metric_words}, "
+                 + ("a ratio" if found.get("log") else "in % of the first")
+                 + f"; carry-over: a run after the second level against one after the first; "
+                   f"{n} runs, {found['df']} residual degrees of freedom)")
+    lines.append(f"method: {found['method']}" + (
+        f"; left out for want of runs: {', '.join(found['dropped'])}" if found["dropped"]
+        else ""))
+    for r in found["factors"]:
+        if r["verdict"] == "carry-over" or r.get("aliased") or r.get("carryover_aliased"):
+            lv = (levels or {}).get(r["name"], ["the first", "the second"])
+            lines.append(_carry_line(r, lv))
     lines.append("cannot be told apart: " + ("; ".join(aliases) if aliases else "nothing "
                                              "(a full factorial)"))
     lines.append("recommended: " + ", ".join(f"{k}={v}" for k, v in chosen.items()))
+    withheld = [r["name"] for r in found["factors"] if r["verdict"] == "carry-over"
+                or r.get("aliased")]
+    if withheld:
+        lines.append(f"  ({', '.join(withheld)}: kept as now, the run order's carry-over "
+                     f"withholds a verdict)")
     if confirm["changed"]:
         lines.append(f"confirm next: {', '.join(f'{k}={v}' for k, v in confirm['changed'].items())}"
                      f" against the current setting, {confirm['runs_per_side']} runs each "
@@ -115,6 +215,14 @@ def text(found: Dict[str, Any], aliases: List[str], chosen: Dict[str, str],
             f"the current level is the better one of {', '.join(real)}" if real
             else "no factor had a real effect"))
     return "\n".join(lines)
+
+
+def _carry_line(r: Dict[str, Any], levels: Sequence[str]) -> str:
+    found = {"levels": list(levels), "own_pct": r["effect_percent"],
+             "own_aliased": r.get("aliased", False), "carryover_pct": r["carryover_percent"],
+             "carryover_ci_pct": r["carryover_ci"], "carryover_p": r["carryover_p"],
+             "carryover_aliased": r["carryover_aliased"], "flagged": True}
+    return carryover.text(r["name"], found)
 
 
 def _pct(v) -> str:

@@ -231,19 +231,28 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     levels = {s.name: list(s.values) for s in st.settings}
     where = {k: i for i, k in enumerate(keys)}
     points = st.points()
-    xs, ys = [], []
+    from mpiwrite.answers import carryover
+
+    def coded(i: int):
+        return [-1 if str(points[i][f"setting.{n}"]) == levels[n][0] else 1 for n in names]
+
+    xs, ys, prev, used = [], [], [], []
     for rec in runs.select():
         i = where.get(str(rec.tags().get("study_key")), -1)
         values = metric_values(rec, metric, warmup)
         if i < 0 or not values:
             continue
-        xs.append([-1 if str(points[i][f"setting.{n}"]) == levels[n][0] else 1 for n in names])
+        xs.append(coded(i))
         ys.append(float(np.mean(values)))
+        before = where.get(str(rec.tags().get("study_prev_key")), -1)  # -1: not known
+        prev.append(coded(before) if before >= 0 else [0] * len(names))
+        used.append(rec)
     left_out = store.not_complete()
     if len(ys) < 2:
         raise ConfigError(f"{file}: {len(ys)} complete run(s) in {results or st.results}: "
                           "run the study first (mpiexec ... mpiwrite study run FILE)")
-    found = tune_report.effects(np.array(xs), np.array(ys), names, confidence)
+    found = tune_report.effects(np.array(xs), np.array(ys), names, confidence,
+                                prev=np.array(prev), blocks=carryover.blocks_of(used))
     from mpiwrite.answers.results import metric_info
 
     chosen = tune_report.recommend(found, levels, metric_info(metric).higher_is_better)
@@ -251,11 +260,13 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     aliases = design(names).aliases
     if fmt == "json":
         click.echo(json.dumps({"study": st.name, "metric": metric, "runs": len(ys),
+                               "method": found["method"], "df": found["df"],
+                               "left_out_terms": found["dropped"],
                                "factors": [_clean(r) for r in found["factors"]],
                                "cannot_tell_apart": aliases, "recommended": chosen,
                                "confirm": confirm, "left_out": left_out}, indent=1))
     else:
-        text = tune_report.text(found, aliases, chosen, confirm, metric)
+        text = tune_report.text(found, aliases, chosen, confirm, metric, levels)
         click.echo("\n".join(printable(line) for line in text.split("\n")))
     if left_out:
         said = ", ".join(f"{n} {state}" for state, n in sorted(left_out.items()))
