@@ -104,6 +104,13 @@ def t_ppf(p: float, df: float) -> float:
     return t
 
 
+def f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F >= f) for Fisher's F with (d1, d2) degrees of freedom."""
+    if not f > 0:
+        return 1.0
+    return min(1.0, max(betainc(d2 / 2, d1 / 2, d2 / (d2 + d1 * f)), 5e-324))
+
+
 def two_sided_p(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom, from the tail itself (not
     1 - cdf, which rounds to 0 past 1e-16): never 0 for a finite t."""
@@ -322,6 +329,46 @@ def ols(x: np.ndarray, y: np.ndarray) -> Fit:
                     if est[i]:
                         cov[j, i] = inv[a, c] * sigma ** 2 if df > 0 else math.nan
     return Fit(coef, cov, df, rank, est, sigma)
+
+
+def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
+           power: float = 0.8) -> Comparison:
+    """b against a, pair by pair (the same repetition of a study: its block), on the log of
+    the values: the t-test of the mean log ratio, whose drift between repetitions is taken
+    out.  Every value must be positive (ValueError otherwise), a and b of one length >= 2.
+    The change is the geometric mean of the pairs' ratios, "-37% [-53, -21]"."""
+    la = np.log(np.asarray(a, dtype=float))
+    lb = np.log(np.asarray(b, dtype=float))
+    if la.size != lb.size or la.size < 2 or not (np.all(np.isfinite(la))
+                                                  and np.all(np.isfinite(lb))):
+        raise ValueError("paired: two equal lists of positive values, at least 2 pairs")
+    sa, sb = describe(a, confidence), describe(b, confidence)
+    d = lb - la
+    n = int(d.size)
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    df = n - 1
+    se = sd / math.sqrt(n)
+    if se == 0:
+        p = 0.0 if mean != 0 else 1.0
+        lo = hi = mean
+    else:
+        p = two_sided_p(mean / se, df)
+        tq = t_ppf(0.5 + confidence / 2, df)
+        lo, hi = mean - tq * se, mean + tq * se
+    real = bool(p < 1 - confidence)
+    need = more = 0
+    if not real and mean:  # pairs needed: n with z-quantiles on sd/|mean|, then t's
+        z = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
+        need = max(3, int(math.ceil((z * sd / abs(mean)) ** 2))) if sd > 0 else 3
+        while need < 10**6 and abs(mean) / (sd / math.sqrt(need)) < (
+                t_ppf(0.5 + confidence / 2, need - 1) + t_ppf(power, need - 1)):
+            need += 1
+        more = max(1, need - n)
+        need = n + more
+    pct, pct_lo, pct_hi = ((_exp(x) - 1) * 100 for x in (mean, lo, hi))
+    return Comparison(sa, sb, sb.gmean - sa.gmean, sa.gmean * pct_lo / 100,
+                      sa.gmean * pct_hi / 100, pct, pct_lo, pct_hi, p, float(df), real, need,
+                      more, "ratio")
 
 
 def holm(p_values: Sequence) -> list:

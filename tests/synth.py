@@ -205,11 +205,15 @@ def lmdd_seed(folder, cli, cwd, seed: int = 32, noise: float = 0.01, command: st
 
 
 def study_records(study_file, mean_of, seed: int = 1, noise: float = 0.02, generation: int = 1,
-                  repeat=None):
+                  repeat=None, carry=None):
     """The records `study run STUDY_FILE` would leave, without MPI: every point's runs
     (its `repeat`, or `repeat`), tagged as execute.point_tags tags them and with the run
     parameters `run` parses from the point, each of one iteration at `mean_of(point)` MB/s
-    times (1 + noise x a normal draw).  Returns the number of records written."""
+    times (1 + noise x a normal draw).  With `carry(point, previous point or None)` the runs
+    are made in the study's run order, each tagged with its place and the point before it
+    (as one launch runs them), its rate times carry's factor.  Returns the number written."""
+    if carry is not None:
+        return _ordered_records(study_file, mean_of, carry, seed, noise, generation)
     import os
 
     from mpiwrite.cli.study import check
@@ -236,6 +240,40 @@ def study_records(study_file, mean_of, seed: int = 1, noise: float = 0.02, gener
                  start_time=f"2026-01-01T{count // 60 % 24:02d}:{count % 60:02d}:00Z")
             count += 1
     return count
+
+
+def _ordered_records(study_file, mean_of, carry, seed, noise, generation):
+    import os
+
+    from mpiwrite.cli.study import check
+    from mpiwrite.study import execute, resume
+    from mpiwrite.study.plan import load
+
+    st = load(str(study_file))
+    problems, configs = check(st)
+    assert not problems, problems
+    keys = resume.point_keys(st, configs)
+    points = st.points()
+    rng = np.random.default_rng(seed)
+    os.makedirs(st.results, exist_ok=True)
+    before = None
+    for seq, (i, rep) in enumerate(st.runs()):
+        tags = dict(execute.point_tags(st, i, points[i], keys[i]), study_repeat=str(rep),
+                    study_generation=str(generation), study_order=st.order,
+                    study_seed=str(st.order_seed()), study_seq=str(seq),
+                    study_prev_key=keys[before] if before is not None else "none")
+        params = json.loads(configs[i].to_json())
+        value = mean_of(points[i]) * carry(points[i], points[before] if before is not None
+                                           else None) * (1 + noise * rng.standard_normal())
+        make(os.path.join(st.results, f"g{generation}-s{seq}.h5"), [value],
+             f"20260101T{seq // 3600 % 24:02d}{seq // 60 % 60:02d}{seq % 60:02d}Z-{st.name}-"
+             f"g{generation}-s{seq}", tags=tags, params=dict(params, tags=tags),
+             nodes=int(points[i].get("nodes", 1)),
+             ranks_per_node=int(points[i].get("ranks_per_node", 2)),
+             start_time=f"2026-01-01T{seq // 3600 % 24:02d}:{seq // 60 % 60:02d}:"
+                        f"{seq % 60:02d}Z")
+        before = i
+    return len(st.runs())
 
 
 if __name__ == "__main__":

@@ -183,3 +183,198 @@ def as_json(found: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if found is None:
         return None
     return json.loads(json.dumps(found, default=float), parse_constant=lambda c: None)
+
+
+class StudyFit:
+    """One least-squares fit over a study's runs (one value each, its metric's mean), on the
+    log scale:
+
+        log y = each point (every point's own effect, whatever the axes)
+                + the repetition blocks (drift between repetitions taken out)
+                + each axis's level in the previous run (a column per level but the first)
+
+    A verdict is the contrast of two points' coefficients, with the residual's t (the
+    randomised complete block analysis, carry-over adjusted); an axis's carry-over is the
+    F-test of its previous-level columns.  Runs whose run before is not known (a launch's
+    first) are left out while the carry-over is in the fit.  With too few runs for every
+    term, the carry-over goes first, then the blocks (`dropped`).  Values must be positive
+    (`usable` is False otherwise: the answers fall back to Welch's test)."""
+
+    def __init__(self, values: Sequence[float], points: Sequence[int],
+                 blocks: Sequence[Optional[str]], prev: Dict[str, List[Optional[str]]],
+                 levels: Dict[str, List[str]], confidence: float = 0.95):
+        y = np.asarray(values, dtype=float)
+        self.confidence = confidence
+        self.usable = bool(len(y)) and bool(np.all(y > 0))
+        self.dropped: List[str] = []
+        self.unknown = 0
+        if not self.usable:
+            return
+        n = len(y)
+        axes = [a for a, order in levels.items() if len(order) > 1]
+        known = np.array([all(prev[a][i] is not None and prev[a][i] in levels[a]
+                              for a in axes) for i in range(n)]) if axes else np.ones(n, bool)
+        use_carry = bool(axes) and bool(known.any())
+        use_blocks = len({b for b in blocks}) > 1 and all(b is not None for b in blocks)
+        tried, kept = False, None
+        while True:
+            rows = known if use_carry else np.ones(n, bool)
+            idx = np.flatnonzero(rows)
+            pts = sorted({points[i] for i in idx})
+            cols = [np.ones((len(idx), 1))]
+            self.point_col: Dict[int, Optional[int]] = {pts[0]: None} if pts else {}
+            at = 1
+            pm = np.zeros((len(idx), max(0, len(pts) - 1)))
+            for r, i in enumerate(idx):
+                j = pts.index(points[i])
+                if j:
+                    pm[r, j - 1] = 1.0
+            for j, pt in enumerate(pts[1:]):
+                self.point_col[pt] = at + j
+            cols.append(pm)
+            at += pm.shape[1]
+            if use_blocks:
+                names = sorted({str(blocks[i]) for i in idx})
+                bm = np.zeros((len(idx), max(0, len(names) - 1)))
+                for r, i in enumerate(idx):
+                    j = names.index(str(blocks[i]))
+                    if j:
+                        bm[r, j - 1] = 1.0
+                cols.append(bm)
+                at += bm.shape[1]
+            self.carry_cols: Dict[str, List[int]] = {}
+            if use_carry:
+                for a in axes:
+                    order = levels[a]
+                    cm = np.zeros((len(idx), len(order) - 1))
+                    for r, i in enumerate(idx):
+                        j = order.index(prev[a][i])
+                        if j:
+                            cm[r, j - 1] = 1.0
+                    cols.append(cm)
+                    self.carry_cols[a] = list(range(at, at + cm.shape[1]))
+                    at += cm.shape[1]
+            self.x = np.hstack(cols)
+            self.y = np.log(y[idx])
+            self.fit = stats.ols(self.x, self.y)
+            est = self.fit.estimable
+            lost = [c for c in list(self.point_col.values()) + [
+                c for cs in self.carry_cols.values() for c in cs] if c is not None and not est[c]]
+            if lost and use_carry and use_blocks and not tried:
+                # within a block the run before is the same for every point, or the other
+                # point (two points, AB then BA): only the comparison between blocks tells it
+                # from the point's own, and the blocks' own columns would take that away
+                tried, kept = True, (self.x, self.y, self.fit, dict(self.point_col),
+                                     dict(self.carry_cols))
+                use_blocks = False
+                continue
+            if tried and kept is not None and use_carry and not use_blocks:
+                if lost:  # no better without the blocks: the fit with them stands
+                    self.x, self.y, self.fit, self.point_col, self.carry_cols = kept
+                    use_blocks = True
+                else:
+                    self.dropped.append("blocks (within a repetition the run before cannot "
+                                        "be told from the point)")
+                kept = None
+            if self.fit.df >= 2 or not (use_carry or use_blocks):
+                break
+            if use_carry:
+                use_carry = False
+                self.dropped.append("carry-over")
+            else:
+                use_blocks = False
+                self.dropped.append("blocks")
+        self.unknown = int(n - rows.sum())
+        self.terms = ["each point"] + (["repetition blocks"] if use_blocks else []) + (
+            ["each axis's level in the previous run"] if use_carry else [])
+
+    def method(self) -> str:
+        return (f"least squares on log(metric) over the study's runs: {', '.join(self.terms)}"
+                + (f"; {self.unknown} run(s) whose run before is not known left out"
+                   if self.unknown else "")
+                + (f"; left out: {'; '.join(self.dropped)}" if self.dropped else ""))
+
+    def contrast(self, a: int, b: int) -> Optional[Dict[str, Any]]:
+        """Point b against point a: {pct, lo, hi, p, df}, or None (not estimable, no df)."""
+        if not self.usable or a not in self.point_col or b not in self.point_col:
+            return None
+        fit = self.fit
+        w = np.zeros(fit.coef.size)
+        for pt, sign in ((b, 1.0), (a, -1.0)):
+            j = self.point_col[pt]
+            if j is not None:
+                if not fit.estimable[j]:
+                    return None
+                w[j] += sign
+        used = np.flatnonzero(w)
+        d = float(w[used] @ fit.coef[used])
+        var = float(w[used] @ fit.cov[np.ix_(used, used)] @ w[used]) if used.size else 0.0
+        if fit.df < 1 or not var == var:
+            return None
+        se = math.sqrt(max(var, 0.0))
+        tq = stats.t_ppf(0.5 + self.confidence / 2, fit.df)
+        p = stats.two_sided_p(d / se, fit.df) if se > 0 else (0.0 if d else 1.0)
+        return {"pct": _pct(d), "lo": _pct(d - tq * se), "hi": _pct(d + tq * se), "p": p,
+                "df": fit.df, "log_diff": d, "sigma": fit.sigma}
+
+    def axis_carry(self, axis: str, order: Sequence[str]) -> Optional[Dict[str, Any]]:
+        """An axis's carry-over from the fit: {levels: [{level, against, pct, ci_pct, p}],
+        p (the F-test of its columns), df, aliased, method}; None when not in the fit."""
+        if not self.usable or axis not in getattr(self, "carry_cols", {}):
+            return None
+        fit, cols = self.fit, self.carry_cols[axis]
+        out: Dict[str, Any] = {"levels": [], "df": fit.df, "p": None,
+                               "aliased": not any(fit.estimable[c] for c in cols),
+                               "method": self.method() + "; F-test of the axis's columns"}
+        if out["aliased"]:
+            return out
+        tq = stats.t_ppf(0.5 + self.confidence / 2, fit.df) if fit.df > 0 else math.nan
+        for c, level in zip(cols, order[1:]):
+            if not fit.estimable[c]:
+                continue
+            b, var = fit.coef[c], fit.cov[c, c]
+            se = math.sqrt(var) if var == var and var >= 0 else math.nan
+            p = stats.two_sided_p(b / se, fit.df) if se == se and se > 0 else None
+            out["levels"].append({"level": level, "against": order[0], "pct": _pct(b),
+                                  "ci_pct": [_pct(b - tq * se), _pct(b + tq * se)]
+                                  if se == se else None, "p": p})
+        keep = [j for j in range(self.x.shape[1]) if j not in cols]
+        reduced = stats.ols(self.x[:, keep], self.y)
+        dq = fit.rank - reduced.rank
+        if fit.df > 0 and dq > 0:
+            rss_f = fit.sigma ** 2 * fit.df
+            rss_r = reduced.sigma ** 2 * reduced.df if reduced.df > 0 else 0.0
+            f = ((rss_r - rss_f) / dq) / (rss_f / fit.df) if rss_f > 0 else math.inf
+            out["p"] = stats.f_sf(f, dq, fit.df) if math.isfinite(f) else 0.0
+        return out
+
+
+def axis_flagged(found: Optional[Dict[str, Any]], own_pcts: Sequence[float],
+                 confidence: float = 0.95) -> bool:
+    """An axis's verdicts are withheld when its carry-over cannot be told from the points,
+    is significant, or is at least as large as its largest real effect (`own_pcts`)."""
+    if found is None:
+        return False
+    if found["aliased"]:
+        return True
+    if found["p"] is not None and found["p"] < 1 - confidence:
+        return True
+    sizes = [abs(math.log1p(c["pct"] / 100)) for c in found["levels"]]
+    own = [abs(math.log1p(p / 100)) for p in own_pcts if p is not None and p > -100]
+    return bool(sizes and own and max(sizes) >= max(own)
+                and found["p"] is not None and found["p"] < 0.5)
+
+
+def axis_text(axis_name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
+    """One line: an axis's carry-over and what it means for its verdicts."""
+    if found["aliased"]:
+        return (f"carry-over of {axis_name}: cannot be told from the points (the run order "
+                f"repeats one sequence): no verdict for {axis_name}; {ADVICE}")
+    parts = []
+    for c in found["levels"]:
+        ci = c["ci_pct"]
+        parts.append(f"after {c['level']} against after {c['against']} {c['pct']:+.1f}%"
+                     + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else ""))
+    p = found["p"]
+    return (f"carry-over of {axis_name} (the run before): {'; '.join(parts)} "
+            f"({confidence * 100:g}% intervals)" + (f", p {p:.2g}" if p is not None else ""))

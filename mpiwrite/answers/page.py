@@ -142,9 +142,18 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
 def _verdicts_html(p: Page, rows, by, sampling: Sampling) -> str:
     pct = f"{sampling.confidence * 100:g}%"
     if p.study:
-        from mpiwrite.answers.study_report import axis_verdicts
+        from mpiwrite.answers.study_report import (
+            axis_verdicts,
+            carry_found,
+            carry_lines,
+            method_text,
+            model_of,
+        )
 
-        verdicts = axis_verdicts(rows, _study_levels(p), sampling)
+        levels = _study_levels(p)
+        model = model_of(p.store, levels, p.study.point_keys, sampling)
+        carry = carry_found(model, levels)
+        verdicts = axis_verdicts(rows, levels, sampling, model)
         body = []
         for v in verdicts:
             where = ", ".join(f"{a}={x}" for a, x in v["where"].items())
@@ -157,10 +166,12 @@ def _verdicts_html(p: Page, rows, by, sampling: Sampling) -> str:
                          v["verdict"]])
         if not body:
             return h.para("No axis has two levels: nothing to compare.")
-        return (h.para("Each axis's levels against its first, the other axes fixed (Welch's "
-                       "t-test over the runs' samples).") +
+        said = carry_lines(carry, verdicts, sampling.confidence)
+        return (h.para(f"Each axis's levels against its first, the other axes fixed "
+                       f"({method_text(verdicts, model)}).") +
                 h.table(["axis", "level", "at", "change %", f"{pct} interval", "n", "p",
-                         "verdict"], body, right=(3, 4, 5, 6)))
+                         "verdict"], body, right=(3, 4, 5, 6))
+                + (h.items(said) if said else ""))
     if len(rows) < 2:
         return h.para("One row: nothing to compare (group by another key with --by).")
     body = []

@@ -140,7 +140,10 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
                     rate_key("rank_std", units): rank_sd * scale,
                     rate_key("first_done", units): float(np.mean(first)) if first else math.nan,
                     rate_key("last_done", units): float(np.mean(last)) if last else math.nan},
-                   _values=values)
+                   _values=values,
+                   # each sample's run, for the answers that pair runs (a study's repetitions)
+                   _runs=[r for r in members
+                          for _ in sample_values([r], sampling.metric, unit, warm, units)])
         if not first and not reading:
             row["_first_done_why"] = first_done_why(members)
         if sampling.metric == "cpu-per-GB":  # the share outside the ranks, for the note
@@ -535,19 +538,21 @@ def direction(metric: str, diff: float, b: str = "B") -> str:
     return f"{b} is {'faster' if up else 'slower'}"
 
 
-def verdict_text(c, metric: str, b: str = "B") -> str:
+def verdict_text(c, metric: str, b: str = "B", p_note: str = "") -> str:
     """compare's verdict on a stats.Comparison, with how many more repetitions would settle
-    it; `study report` says the same sentence of each level (B named `b`)."""
+    it; `study report` says the same sentence of each level (B named `b`; `p_note` after
+    the p: how it was corrected)."""
     if c.a.n < 2 or c.b.n < 2:
         return (f"cannot tell: each side needs at least 2 samples; about "
                 f"{_count(c.more_per_side, 'more repetition')} per side")
+    p = f"p = {c.p_value:.2g}{p_note}"
     if c.real:
-        return f"a real difference (p = {c.p_value:.2g}): {direction(metric, c.diff, b)}"
+        return f"a real difference ({p}): {direction(metric, c.diff, b)}"
     if c.more_per_side:
-        return (f"within noise (p = {c.p_value:.2g}); about "
+        return (f"within noise ({p}); about "
                 f"{_count(c.more_per_side, 'more repetition')} per side ({c.needed_per_side}"
                 " in all) would settle a difference of this size")
-    return f"within noise (p = {c.p_value:.2g}); the means are identical"
+    return f"within noise ({p}); the means are identical"
 
 
 def _gate(c, metric: str, allowed_pct: float):

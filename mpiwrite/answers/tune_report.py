@@ -58,6 +58,14 @@ def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: floa
         cols = [np.ones((n, 1)), x] + [m for _, m in terms if m.shape[1]]
         z = z_all[rows]
         fit = stats.ols(np.hstack(cols)[rows], z)
+        if terms[0][1].shape[1] and terms[1][1].shape[1] and not all(fit.estimable[1:1 + 2 * k]):
+            # the run before is a repetition's own (two points, AB then BA): only the
+            # comparison between repetitions tells it apart, which the blocks would take
+            trial = stats.ols(np.hstack([np.ones((n, 1)), x, terms[0][1]])[rows], z)
+            if all(trial.estimable[1:1 + 2 * k]):
+                dropped.append("blocks")
+                terms[1] = ("blocks", np.zeros((n, 0)))
+                continue
         if fit.df >= 2 or not any(m.shape[1] for _, m in terms):
             break
         for i, (what, m) in enumerate(terms):  # too few runs: the carry-over goes first
