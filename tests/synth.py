@@ -179,9 +179,14 @@ LMDD_RATES = {("1.6.4.3", "off"): 832.0, ("1.6.4.3", "on"): 400.0, ("1.6.5", "of
 LMDD_KERNELS = {"1.6.4.3": "patched", "1.6.5": "patchless"}
 
 
+LMDD_DATES = {"1.6.4.3": "2008-06-02", "1.6.5": "2008-07-15"}  # each build on its own day
+
+
 def lmdd_seed(folder, cli, cwd, seed: int = 32, noise: float = 0.01, command: str =
-              "lmdd of=/lustre/f bs=1m time=200 fsync=1"):
-    """Imports the 40 runs into `folder` with `cli` (tests/common.cli); returns the count."""
+              "lmdd of=/lustre/f bs=1m time=200 fsync=1", dated: bool = False):
+    """Imports the 40 runs into `folder` with `cli` (tests/common.cli); returns the count.
+    `command=""`: the lines alone, as a site keeps them (no --command); `dated`: a date tag
+    too, each build's own."""
     import os
 
     rng = np.random.default_rng(seed)
@@ -195,10 +200,13 @@ def lmdd_seed(folder, cli, cwd, seed: int = 32, noise: float = 0.01, command: st
             text = os.path.join(str(cwd), f"lmdd-{build}-{csum}-{cpu}.txt")
             with open(text, "w") as f:
                 f.write("\n".join(lines) + "\n")
-            out = cli(["import", "--from", "lmdd", "--command", command, "--results",
-                       str(folder), "--tag", f"cpu={cpu}", "--tag",
-                       f"kern={LMDD_KERNELS[build]}", "--tag", f"build={build}", "--tag",
-                       f"csum={csum}", text], cwd=cwd)
+            out = cli(["import", "--from", "lmdd"] + (["--command", command] if command
+                                                      else [])
+                      + ["--results", str(folder), "--tag", f"cpu={cpu}", "--tag",
+                         f"kern={LMDD_KERNELS[build]}", "--tag", f"build={build}", "--tag",
+                         f"csum={csum}"]
+                      + (["--tag", f"date={LMDD_DATES[build]}"] if dated else []) + [text],
+                      cwd=cwd)
             assert out.returncode == 0, out.stderr
             count += len(lines)
     return count

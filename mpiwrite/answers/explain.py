@@ -12,6 +12,7 @@ describes the method and its limits; the JSON is described in docs/output.md.
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import permutations as ordered_pairs
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -197,13 +198,19 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
     share; with `clear_first`, those with p < ALPHA before the others (the ranks of a run:
     a key with a level per few samples, `rank`, has a large share by chance alone)."""
     n_runs = len(s.runs)
-    same, unique, groups = {}, [], {}
+    same, unique, groups, unreplicated = {}, [], {}, {}
     for k, col in s.keys.items():
         nvals = len(set(col))
+        repeated = sum(1 for c in Counter(col).values() if c >= 2)
         if nvals == 1:
             same[k] = col[0]
         elif nvals == n_runs:
             unique.append(k)
+        elif repeated < 2 or nvals > n_runs / 2:
+            # a key with (nearly) a value per run explains any variance by construction:
+            # only a setting whose values each hold several runs is a factor
+            unreplicated[k] = (f"{nvals} values over {n_runs} {s.count_key}, "
+                               f"{repeated} of them with more than one")
         else:
             groups.setdefault(_partition(col), []).append(k)
     factors = []
@@ -235,6 +242,7 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
                 keys_tried=sum(p is not None for p in raw), permutations=permutations,
                 seed=seed, total=contract.stat_block(_raw(s), conf, suffix),
                 factors=factors, within=within, same_everywhere=same, unique_per_run=unique,
+                unreplicated=unreplicated,
                 labels=list(getattr(s, "labels", [])),
                 outcomes=list(getattr(s, "outcomes", [])))
 

@@ -246,9 +246,13 @@ def _format(doc: Dict[str, Any], fmt: str, order: str = "", head: bool = True,
     if doc.get("labels"):
         lines += ["", f"labels (name {noun}, not settings: never factors): "
                   f"{', '.join(doc['labels'])}"]
+    if doc.get("unreplicated"):
+        lines += ["", f"not factors, too few {noun} at each value (a value for most {noun} "
+                  "explains any variance by construction): " + ", ".join(
+                      f"{k} ({why})" for k, why in doc["unreplicated"].items())]
     if doc.get("outcomes"):
-        lines += ["", f"outcomes (what the {noun} measured, e.g. the bytes of a time-limited "
-                  f"run: never causes): {', '.join(doc['outcomes'])}"]
+        lines += ["", f"not factors, outcomes (what the {noun} measured, e.g. the bytes of a "
+                  f"time-limited run: never causes): {', '.join(doc['outcomes'])}"]
     return "\n".join(printable(ln) if not md else _md_line(ln) for ln in lines)
 
 

@@ -192,7 +192,37 @@ def parse_lmdd(src: Source, command: str = "") -> List[Test]:
         out.append(t)
     if not out:
         raise refuse(src.path, "no lmdd summary line (`X MB in Y secs, Z MB/sec`)")
-    return out
+    return time_limited(out, [float(LMDD_LINE.match(t.original[0]["text"]).group(2))
+                              for t in out], command)
+
+
+SAME_SECONDS = 1e-3  # relative: lines whose seconds agree this closely ran for one time
+
+
+def time_limited(tests: List[Test], seconds: List[float], command: str) -> List[Test]:
+    """A file of lines that all ran the same seconds while their bytes vary was time-limited
+    (lmdd's time=N; dd under `timeout -s INT N`): its bytes are the outcome, not a setting.
+    Without a --command that says so, each line is given the time limit, inferred, and no
+    size.  A single line, or bytes that agree, says nothing."""
+    if command and _operands(command).get("time"):
+        return tests
+    if len(tests) < 2 or any(t.params.get("time_limit") for t in tests):
+        return tests
+    lo, hi = min(seconds), max(seconds)
+    sizes = [t.write.bytes[0] for t in tests]
+    if lo <= 0 or (hi - lo) > SAME_SECONDS * lo or max(sizes) <= min(sizes) * (1 + SAME_SECONDS):
+        return tests
+    limit = round(sum(seconds) / len(seconds), 4)
+    for t in tests:
+        t.params.pop("size", None)
+        t.params["time_limit"] = limit
+        t.derived["params.time_limit"] = (
+            f"inferred: every line of the file ran {limit:g} s while the bytes vary from "
+            f"{format_size(min(sizes))} to {format_size(max(sizes))}: a time limit (lmdd's "
+            "time=), the bytes the outcome")
+        if "params.size" not in t.unknown:
+            t.unknown.append("params.size")
+    return tests
 
 
 def _dd_rate_agrees(m: re.Match, path: str, where: str) -> None:
@@ -250,4 +280,5 @@ def parse_dd(src: Source, command: str = "") -> List[Test]:
                      "short; nothing imported")
     if not out:
         raise refuse(src.path, "no dd summary line (`N bytes (...) copied, S s, R MB/s`)")
-    return out
+    return time_limited(out, [t.write.bytes[0] / (t.write.MB_per_s[0] * MB) for t in out],
+                        command)

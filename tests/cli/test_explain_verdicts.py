@@ -48,6 +48,44 @@ def test_lmdd_seed_checksums_first_the_bytes_an_outcome_not_a_factor(lmdd_seed):
     assert "outcomes (what the runs measured" in text
 
 
+@pytest.mark.timeout(300)
+def test_the_seed_table_as_bare_lines_ranks_checksums_first_and_size_is_no_factor(tmp_path):
+    """The seed's 40 lmdd lines as a site keeps them: no --command, tags cpu, kern, build,
+    csum and date.  Every line of a file ran 200 s while its MB vary: a time limit, inferred,
+    so the bytes are the outcome; csum first, build/date/kern one confounded factor; size
+    never a factor (it was first: "100.0%, p 0.015", 40 levels of one run each)."""
+    assert synth.lmdd_seed(tmp_path / "seed", cli, tmp_path, command="", dated=True) == 40
+    doc = _json(["explain", "seed", "--format", "json"], tmp_path)
+    jsonschema.validate(doc, contract.schema("explain"))
+    assert doc["factors"][0]["facts"] == ["csum"], [f["keys"] for f in doc["factors"]]
+    build = next(f for f in doc["factors"] if "build" in f["keys"])
+    assert build["confounded"] and set(build["facts"]) == {"build", "date", "kern"}
+    assert "size" not in {k for f in doc["factors"] for k in f["keys"]}
+    assert "size" in doc["outcomes"]
+    text = cli(["explain", "seed"], cwd=tmp_path).stdout
+    assert "1. csum: " in text and "not factors, outcomes" in text and "size" in text
+    rec = sorted((tmp_path / "seed").glob("*.h5"))[0]
+    shown = cli(["show", str(rec)], cwd=tmp_path).stdout
+    assert "time 200" in shown and "inferred: every line of the file ran 200 s" in shown
+
+
+@pytest.mark.timeout(120)
+def test_a_key_with_a_value_for_most_runs_is_not_a_factor(tmp_path):
+    """10 runs, a tag with 8 values (two of them twice): it would 'explain' nearly all the
+    variance by construction.  Listed apart with its counts, never ranked."""
+    rng = np.random.default_rng(2)
+    for i in range(10):
+        synth.make(tmp_path / f"r{i}.h5", [500.0 * (1 + 0.05 * rng.standard_normal())],
+                   f"r-{i}", tags={"note": f"n{min(i, 7) if i < 9 else 0}",
+                                   "side": "ab"[i % 2]})
+    doc = _json(["explain", ".", "--format", "json"], tmp_path)
+    keys = {k for f in doc["factors"] for k in f["keys"]}
+    assert "note" not in keys and "side" in keys, keys
+    assert "note" in doc["unreplicated"] and "over 10 runs" in doc["unreplicated"]["note"]
+    text = cli(["explain", "."], cwd=tmp_path).stdout
+    assert "not factors, too few runs at each value" in text and "note (" in text
+
+
 @pytest.mark.timeout(120)
 def test_lmdd_time_limit_is_recorded_and_an_unknown_block_is_unknown(tmp_path):
     lines = tmp_path / "l.txt"

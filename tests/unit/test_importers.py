@@ -117,3 +117,38 @@ def test_garbage_without_from_is_refused_naming_every_registered_tool(tmp_path):
     text = _one_line_refusal(registry.read_tests, str(path), str(path))
     for name in registry.names():
         assert registry.get(name).title in text
+
+
+def _lmdd(lines, command=""):
+    from mpiwrite.importers.base import Source
+    from mpiwrite.importers.ddlines import parse_lmdd
+
+    text = "\n".join(lines) + "\n"
+    return parse_lmdd(Source("f.txt", "0" * 64, len(text), text), command)
+
+
+def test_lines_that_ran_the_same_seconds_with_bytes_that_vary_were_time_limited():
+    """lmdd's time=200 as a site keeps its lines (no --command): the bytes are the outcome."""
+    tests = _lmdd(["166400.0000 MB in 200.0000 secs, 832.0000 MB/sec",
+                   "165800.0000 MB in 200.0000 secs, 829.0000 MB/sec"])
+    assert all(t.params["time_limit"] == 200 and "size" not in t.params for t in tests)
+    assert all("inferred" in t.derived["params.time_limit"] for t in tests)
+
+
+@pytest.mark.parametrize("lines", [
+    ["166400.0000 MB in 200.0000 secs, 832.0000 MB/sec"],  # one line says nothing
+    ["512.0000 MB in 2.0000 secs, 256.0000 MB/sec",  # the same bytes: a sized run
+     "512.0000 MB in 2.0000 secs, 256.0000 MB/sec"],
+    ["512.0000 MB in 2.0000 secs, 256.0000 MB/sec",  # seconds that differ: a sized run too
+     "600.0000 MB in 2.5000 secs, 240.0000 MB/sec"],
+])
+def test_no_time_limit_is_inferred_where_the_lines_do_not_say_so(lines):
+    tests = _lmdd(lines)
+    assert all("time_limit" not in t.params and t.params.get("size") for t in tests)
+
+
+def test_a_command_with_its_own_time_limit_is_kept_as_given():
+    tests = _lmdd(["166400.0000 MB in 200.0000 secs, 832.0000 MB/sec",
+                   "165800.0000 MB in 200.0000 secs, 829.0000 MB/sec"],
+                  "lmdd of=/x bs=1m time=200 fsync=1")
+    assert all(t.derived["params.time_limit"].startswith("from --command") for t in tests)
