@@ -104,6 +104,39 @@ def t_ppf(p: float, df: float) -> float:
     return t
 
 
+def chi2_sf(x: float, df: float) -> float:
+    """P(X >= x) for a chi-square with df degrees of freedom: the regularized upper incomplete
+    gamma Q(df/2, x/2), by its series below a + 1 and its continued fraction above."""
+    if not x > 0:
+        return 1.0
+    a, z = df / 2.0, x / 2.0
+    log_front = a * math.log(z) - z - math.lgamma(a)
+    if z < a + 1:
+        term = total = 1.0 / a
+        for n in range(1, 1000):
+            term *= z / (a + n)
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return min(1.0, max(0.0, 1.0 - total * math.exp(log_front)))
+    tiny = 1e-300
+    b = z + 1.0 - a
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = b + an / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return min(1.0, max(5e-324, math.exp(log_front) * h))
+
+
 def f_sf(f: float, d1: float, d2: float) -> float:
     """P(F >= f) for Fisher's F with (d1, d2) degrees of freedom."""
     if not f > 0:

@@ -112,14 +112,22 @@ def two_levels(values: Sequence[float], own: Sequence[str], prev: Sequence[Optio
     # separate the factor from the run before in a fixed cycle
     rows = np.array([p is not None and p in levels for p in prev])
     fit = stats.ols(np.hstack(cols)[rows], np.log(y)[rows])
+    with_blocks = blocks is not None and blocks.shape[1] > 0
+    if with_blocks and not (fit.estimable[1] and fit.estimable[2]):
+        # two levels, AB then BA: the run before is a repetition's own, and only the
+        # comparison between repetitions (which the blocks would take) tells it apart
+        bare = [c for i, c in enumerate(cols) if not (i == 3 and with_blocks)]
+        trial = stats.ols(np.hstack(bare)[rows], np.log(y)[rows])
+        if trial.estimable[1] and trial.estimable[2]:
+            fit, with_blocks = trial, False
     out = _effect(fit, 1, confidence, "own")
     out.update(_effect(fit, 2, confidence, "carryover"))
     out.update(levels=list(levels), df=fit.df,
                runs_with_predecessor=int(sum(p in levels for p in prev if p is not None)),
                method="least squares on log(metric): the run's level, the previous run's "
-                      "level" + (", repetition blocks" if blocks is not None and blocks.shape[1]
-                                 else "") + (", the other factors" if others is not None and
-                                             others.shape[1] else ""))
+                      "level" + (", repetition blocks" if with_blocks else "")
+                      + (", the other factors" if others is not None and others.shape[1]
+                         else ""))
     out["flagged"] = flagged(out, confidence)
     return out
 
@@ -161,12 +169,14 @@ def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
     """The one line an answer prints about a factor's carry-over."""
     lv = found["levels"]
     if found.get("carryover_aliased") or found.get("own_aliased"):
-        return (f"carry-over: {name}'s level cannot be told from the previous run's (the run "
-                f"order repeats one sequence): no verdict for it; {ADVICE}")
+        return (f"carry-over: {name + chr(39) + 's level' if name else 'the side'} cannot be "
+                f"told from the previous run's (the run order repeats one sequence): no "
+                f"verdict; {ADVICE}")
     pct, ci, p = found["carryover_pct"], found["carryover_ci_pct"], found["carryover_p"]
     size = f"{pct:+.1f}%" + (f" [{ci[0]:+.1f}, {ci[1]:+.1f}] ({confidence * 100:g}% interval)"
                              if ci else "") + (f", p {p:.2g}" if p is not None else "")
-    head = f"carry-over: a run after {name}={lv[1]} against one after {name}={lv[0]}: {size}"
+    after = [f"{name}={x}" if name else x for x in lv]
+    head = f"carry-over: a run after {after[1]} against one after {after[0]}: {size}"
     own = found.get("own_pct")
     if not found["flagged"]:
         return f"{head}: small beside its own effect" if own is not None else head
@@ -176,7 +186,7 @@ def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
         how = f"as large as its own effect ({own:+.1f}%)"
     else:
         how = f"significant beside its own effect ({own:+.1f}%)"
-    return f"{head}, {how}: no verdict for {name}; {ADVICE}"
+    return f"{head}, {how}: no verdict{' for ' + name if name else ''}; {ADVICE}"
 
 
 def as_json(found: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

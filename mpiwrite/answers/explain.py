@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from mpiwrite import stats
+from mpiwrite.answers import carryover, confounding
 from mpiwrite.answers.report import DURABILITY_KEYS, Sampling, no_figure_text, within_warmup
 from mpiwrite.answers.results import metric_info, resolve_unit, sample_values
 from mpiwrite.errors import ConfigError
@@ -80,6 +81,7 @@ class Samples:
 
     def __init__(self, runs, keys_of, sampling: Sampling, unit: str):
         self.runs, self.values, self.run_of = [], [], []
+        self.keys_of = keys_of
         for r in runs:
             vals = sample_values([r], sampling.metric, unit, sampling.warmup)
             if not vals:
@@ -164,6 +166,7 @@ def _stratified(runs, keys_of, sampling: Sampling, unit: str, mixed: List[str],
     pooled.runs, pooled.run_of, pooled.raw = s.runs, s.run_of, s.values
     pooled.values = [float(np.log(v)) for v in s.values] if ratio else s.values
     pooled.keys = {k: s.keys[k] for k in mixed}
+    pooled.context, pooled.keys_of = s, keys_of  # the other keys: what may confound them
     doc.update(analyse(pooled, sampling.confidence, suffix, permutations, seed,
                        pairs=False))
     doc.update(scale="log" if ratio else "values", stratified_by=mixed,
@@ -290,7 +293,56 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
                                   change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
                                   p_value=c.p_value, df=c.df, n=[c.a.n, c.b.n],
                                   scale=c.scale))
+        out.update(_confounded(s, keys, main, labels, lv, conf))
+        carry = _carryover(s, main, lv, conf)
+        if carry is not None:
+            out["carryover"] = carry
     return out
+
+
+def _confounded(s, keys: List[str], main: str, labels: List[str], lv: List[str],
+                conf: float) -> Dict[str, Any]:
+    """The other keys a two-level factor's levels also differ in (answers/confounding.py),
+    and its effect within their values where the runs hold both levels there."""
+    ctx = getattr(s, "context", s)
+    n = len(ctx.keys[main]) if main in ctx.keys else len(s.keys[main])
+    by_split: Dict[tuple, str] = {}  # keys that split the runs alike (fs.fstype, fstype;
+    for k in sorted(ctx.keys, key=_order):  # kernel, lustre): said once, by the shortest
+        col = ctx.keys[k]
+        if k in keys or not 2 <= len(set(col)) <= max(2, n // 2):
+            continue
+        split = _partition(col)
+        if split not in by_split or sum(map(len, col)) < sum(map(len, ctx.keys[by_split[split]])):
+            by_split[split] = k
+    cands = {k: ctx.keys[k] for k in sorted(by_split.values(), key=_order)}
+    found = confounding.confounders(s.keys[main], cands)
+    if not found:
+        return {}
+    strat = confounding.strata_keys(found, s.keys[main], cands)
+    strata = [" / ".join(ctx.keys[k][u] for k in strat) for u in s.run_of]
+    inside = confounding.within(_raw(s), labels, strata, lv[0], lv[1], conf)
+    return {"confounded_with": [{"key": c["key"], "association": c["v"], "split": c["split"]}
+                                for c in found],
+            "within_confounders": dict(inside, keys=strat) if inside else None}
+
+
+def _carryover(s, main: str, lv: List[str], conf: float) -> Optional[Dict[str, Any]]:
+    """A two-level factor's carry-over where the runs are a study's with their order
+    (answers/carryover.py): each run's own level, the previous run's, one value a run."""
+    runs = list(s.runs)
+    keys_of = getattr(s, "keys_of", None)
+    if keys_of is None or not runs or not all(hasattr(r, "tags") for r in runs) or not any(
+            r.tags().get("study_prev_key") for r in runs):
+        return None  # not a study's runs with their order (or a run's ranks)
+    before = carryover.predecessors(runs, keys_of)
+    own = s.keys[main]
+    prev = [None if b is None or b.get(main) is None else printable(str(b.get(main)))
+            for b in before]
+    vals = [float(np.mean([v for v, u in zip(_raw(s), s.run_of) if u == i]))
+            for i in range(len(runs))]
+    found = carryover.two_levels(vals, own, prev, lv, carryover.blocks_of(runs),
+                                 confidence=conf)
+    return carryover.as_json(found)
 
 
 def _raw(s) -> List[float]:

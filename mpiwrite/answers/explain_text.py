@@ -177,7 +177,11 @@ def _format(doc: Dict[str, Any], fmt: str, order: str = "", head: bool = True,
         if given and given["varied"]:
             extra = (f"; given {', '.join(given['keys'])}: {_pct(given['variance_share'])} "
                      f"{_p(given['p_value'])}")
-        name = _names(f["facts"]) + (" (confounded)" if f["confounded"] else "")
+        with_ = ", ".join(c["key"] for c in f.get("confounded_with") or ())
+        name = _names(f["facts"]) + (
+            f" (confounded; and with {with_})" if f["confounded"] and with_ else
+            " (confounded)" if f["confounded"] else f" (confounded with {with_})" if with_
+            else "")
         also = [k for k in f["keys"] if k not in f["facts"]]
         raw = f.get("p_value_uncorrected")
         unc = (f" (uncorrected {raw:.2g})" if raw is not None and f["p_value"] is not None
@@ -207,8 +211,22 @@ def _format(doc: Dict[str, Any], fmt: str, order: str = "", head: bool = True,
         cells = [_group_cells(g, info.suffix, info.digits, noun) if g else
                  [f"... {len(f['groups']) - 10} more (all in --format json)", "", ""]
                  for g in groups]
+        if f.get("confounded_with"):
+            from mpiwrite.answers import confounding
+
+            found = [dict(c, v=c["association"]) for c in f["confounded_with"]]
+            inside = f.get("within_confounders")
+            for ln in confounding.text(f["key"], found, inside, doc["confidence"], noun):
+                lines.append(("" if md else "     ") + ln)
+        if f.get("carryover"):
+            from mpiwrite.answers import carryover
+
+            lines.append(("" if md else "     ") + carryover.text(f["key"], f["carryover"],
+                                                                  doc["confidence"]))
         if f.get("welch"):
-            lines.append(("" if md else "     ") + _welch_line(f, noun))
+            lines.append(("" if md else "     ") + ("over all runs, confounded: " if
+                                                     f.get("confounded_with") else "")
+                         + _welch_line(f, noun))
         geo = any(g and g.get(f"gmean_{info.suffix}") is not None for g in groups)
         head_cells = [" / ".join(f["facts"]), noun,
                       f"{info.header} {'geo. mean' if geo else 'mean'} [{_conf(doc)}]"]

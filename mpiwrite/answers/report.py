@@ -441,6 +441,10 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
         raise ConfigError(no_figure_text(printable(side), len(runs), metric, sampling.warmup,
                                          within_warmup(runs, metric, sampling.warmup)))
     c = stats.compare(va, vb, confidence)
+    mixed, inside = _confounded(a_runs, b_runs, differing, sampling, unit,
+                                chosen[0] | chosen[1])
+    carry = _carried(a_runs, b_runs, sampling, confidence)
+    withheld = carry is not None and carry["flagged"]
     pct, d = f"{confidence * 100:g}%", info.digits
     lines = [f"{_metric_words(metric, units)}; test: Welch's t-test, {pct} confidence",
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
@@ -454,8 +458,25 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
         lines.append(f"     {_count(len(runs), 'run')}, n={s.n}: mean {_num(s.mean, d)} "
                      f"{info.unit}, {ci}, sd {_num(s.std, d)}{geo}")
     verdict = verdict_text(c, metric)
+    if withheld:
+        c = c._replace(real=False)
+        verdict = ("no verdict: the run before moved the figure as much as the side did "
+                   "(carry-over, above)")
+    elif mixed:
+        named = ", ".join(m["key"] for m in mixed)
+        verdict += (f"; confounded with {named}: the difference may be "
+                    + (f"{named}'s" if len(mixed) == 1 else "theirs"))
+    from mpiwrite.answers import carryover, confounding
+
+    if mixed:
+        found = [dict(m, v=m["association"]) for m in mixed]
+        lines += ["  " + ln for ln in confounding.text("the sides", found, inside, confidence,
+                                                        subject="the sides")]
+    if carry is not None:
+        lines.append("  " + carryover.text("", carry, confidence))
     if c.scale == "ratio":  # the test on the log of the rates: a ratio, never below -100%
-        lines.append(f"  B / A: {c.pct:+.1f}%, {pct} CI {interval(c.pct_lo, c.pct_hi)} (ratio "
+        lines.append(f"  B / A{' over all runs, confounded' if mixed else ''}: {c.pct:+.1f}%, "
+                     f"{pct} CI {interval(c.pct_lo, c.pct_hi)} (ratio "
                      f"of geometric means); B - A: {c.diff:+.{d}f} "
                      f"{info.diff_unit or info.unit}, {pct} CI "
                      f"{interval(c.diff_lo, c.diff_hi, d)} (of the geometric means)")
@@ -490,8 +511,82 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                change_ci_hi_pct=c.pct_hi, p_value=c.p_value, df=c.df, real=c.real,
                needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
                verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
-               duplicate_records=duplicates, differing_facts=differing)
+               duplicate_records=duplicates, differing_facts=differing,
+               confounded_with=mixed, within_confounders=inside, carryover=carry)
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
+
+
+UNKNOWN_VALUES = ("-", "unknown", "", "?", "n/a", "None")
+
+
+def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen: set):
+    """The keys the sides also differ in (answers/confounding.py): ([{key, association,
+    split}], the difference within their values, or None).  Sides chosen by a filter
+    (checksums=on against checksums=off) are confounded by any other key whose values
+    differ between them; sides given as folders by any, once two or more differ."""
+    from mpiwrite.answers import confounding
+    from mpiwrite.answers.results import run_keys
+
+    from mpiwrite.answers.differences import NOT_DIFFERENCES
+
+    runs = list(a_runs) + list(b_runs)
+    sides = ["A"] * len(a_runs) + ["B"] * len(b_runs)
+    of = [run_keys(r) for r in runs]
+    outcomes = {k for ks in of for k in keys.outcome_keys(ks)}
+    cands: Dict[str, List[str]] = {}
+    by_split: Dict[tuple, str] = {}
+    for k in sorted(set().union(*of), key=keys.relevance):
+        if (k in NOT_DIFFERENCES and k != "host") or k in outcomes or k in chosen \
+                or keys.kind(k) not in (keys.SETTING, keys.DURABILITY, keys.FACT) \
+                or keys.volatile(k) or k.startswith("software."):
+            continue
+        if any(k.startswith((c + "_", c + ".")) for c in chosen):
+            continue  # tool_version beside tool=ior: the chosen key's own detail
+        col = [printable(str(ks.get(k, "-"))) for ks in of]
+        known = [v not in UNKNOWN_VALUES for v in col]
+        if not any(known[:len(a_runs)]) or not any(known[len(a_runs):]):
+            continue  # a side that does not say (an import without node facts) differs in nothing
+        if len(set(col)) > 1 and tuple(col) not in by_split:  # fstype, fs.fstype: once
+            by_split[tuple(col)] = k
+            cands[k] = col
+    if not chosen and len(cands) < 2:
+        return [], None  # two folders that differ in one key: that key is the question
+    found = confounding.confounders(sides, cands, aliases=True, alpha=None)
+    if not found:
+        return [], None
+    strat = confounding.strata_keys(found, sides, cands)
+    vals, labels, strata = [], [], []
+    for r, side in zip(runs, sides):
+        got = sample_values([r], sampling.metric, unit, sampling.warmup, sampling.units)
+        vals += got
+        labels += [side] * len(got)
+        strata += [" / ".join(cands[k][runs.index(r)] for k in strat)] * len(got)
+    inside = confounding.within(vals, labels, strata, "A", "B", sampling.confidence)
+    return ([{"key": f["key"], "association": f["v"], "split": f["split"]} for f in found],
+            dict(inside, keys=strat) if inside else None)
+
+
+def _carried(a_runs, b_runs, sampling: Sampling, confidence: float):
+    """The sides' carry-over where they are one study's runs with their order: a run after a
+    B run against one after an A run (answers/carryover.py); None otherwise."""
+    from mpiwrite.answers import carryover
+
+    runs = list(a_runs) + list(b_runs)
+    if not any(r.tags().get("study_prev_key") for r in runs):
+        return None
+    side_of = {}
+    for r, side in zip(runs, ["A"] * len(a_runs) + ["B"] * len(b_runs)):
+        side_of.setdefault((r.tags().get("study"), r.tags().get("study_key")), side)
+    own, prev, vals = [], [], []
+    for r, side in zip(runs, ["A"] * len(a_runs) + ["B"] * len(b_runs)):
+        got = [v for v in metric_values(r, sampling.metric, sampling.warmup) if v == v]
+        if not got:
+            continue
+        own.append(side)
+        prev.append(side_of.get((r.tags().get("study"), r.tags().get("study_prev_key"))))
+        vals.append(float(np.mean(got)))
+    found = carryover.two_levels(vals, own, prev, ["A", "B"], confidence=confidence)
+    return carryover.as_json(found)
 
 
 def within_warmup(runs, metric: str, warmup: int) -> int:

@@ -312,3 +312,87 @@ def test_report_orders_sizes_by_value(tmp_path):
         synth.make(tmp_path / f"{i}.h5", [500.0], f"r-{i}", params={"block_size": bs})
     rows = _json(["report", ".", "--by", "block_size", "--format", "json"], tmp_path)["rows"]
     assert [r["keys"]["block_size"] for r in rows] == ["64KiB", "1MiB", "4MiB"]
+
+
+def _tmpfs_and_disk(folder, seed=3, within=0.95):
+    """16 runs: 64 KiB mostly on tmpfs (6 of 8), 1 MiB mostly on the disk (6 of 8); tmpfs
+    about 6.7x the disk; within each, 64 KiB is `within` of 1 MiB."""
+    rng = np.random.default_rng(seed)
+    i = 0
+    for fs, base in (("tmpfs", 4000.0), ("ext4", 600.0)):
+        for bs, n in ((65536, 6 if fs == "tmpfs" else 2), (1 << 20, 2 if fs == "tmpfs" else 6)):
+            for _ in range(n):
+                v = base * (within if bs == 65536 else 1.0) * (1 + 0.01 * rng.standard_normal())
+                synth.make(folder / f"r{i}.h5", [v], f"2026-{i:04d}",
+                           node_facts=[dict(synth.tmpfs_node(), fs={"fstype": fs})],
+                           params={"block_size": bs, "target": f"/mnt/{fs}/x"})
+                i += 1
+
+
+@pytest.mark.timeout(180)
+def test_a_confounded_effect_is_named_and_given_within_the_confounder_first(tmp_path):
+    """Block size over runs on tmpfs and on a disk: pooled, 64 KiB looks 2.5x faster (it ran
+    on tmpfs); within each filesystem it is 5% slower.  explain and compare name fstype and
+    give the effect within it before the pooled one."""
+    _tmpfs_and_disk(tmp_path)
+    doc = _json(["explain", ".", "--format", "json"], tmp_path)
+    jsonschema.validate(doc, contract.schema("explain"))
+    (f,) = [f for f in doc["factors"] if f["key"] == "block_size"]
+    assert f["welch"]["change_pct"] > 50  # the pooled answer: the filesystem's
+    assert [c["key"] for c in f["confounded_with"]] == ["fstype"]
+    inside = f["within_confounders"]
+    assert inside["level"] == "64KiB" and -7 < inside["change_pct"] < -3
+    assert inside["change_ci_hi_pct"] < 0 and len(inside["strata"]) == 2
+    text = cli(["explain", "."], cwd=tmp_path).stdout
+    head = next(ln for ln in text.splitlines() if ln.startswith("1. block_size"))
+    assert "(confounded with fstype)" in head
+    lines = text.splitlines()
+    at = {k: next(i for i, ln in enumerate(lines) if k in ln)
+          for k in ("within fstype: 64KiB vs 1MiB", "over all runs, confounded: 64KiB")}
+    assert at["within fstype: 64KiB vs 1MiB"] < at["over all runs, confounded: 64KiB"]
+    cmp = _json(["compare", "block_size=1MiB", "block_size=64KiB", "--in", ".", "--json"],
+                tmp_path)
+    jsonschema.validate(cmp, contract.schema("compare"))
+    assert [c["key"] for c in cmp["confounded_with"]] == ["fstype"]
+    assert -7 < cmp["within_confounders"]["change_pct"] < -3
+    said = cli(["compare", "block_size=1MiB", "block_size=64KiB", "--in", "."],
+               cwd=tmp_path).stdout
+    assert "confounded with fstype: the difference may be fstype's" in said
+    assert said.index("within fstype: B vs A") < said.index("B / A over all runs, confounded")
+
+
+@pytest.mark.timeout(120)
+def test_a_balanced_key_is_not_called_a_confounder(tmp_path):
+    """Every block size on both filesystems, two runs each: fstype is no confounder."""
+    rng = np.random.default_rng(1)
+    i = 0
+    for fs, base in (("tmpfs", 4000.0), ("ext4", 600.0)):
+        for bs in (65536, 1 << 20):
+            for _ in range(3):
+                v = base * (0.95 if bs == 65536 else 1.0) * (1 + 0.01 * rng.standard_normal())
+                synth.make(tmp_path / f"r{i}.h5", [v], f"2026-{i:04d}",
+                           node_facts=[dict(synth.tmpfs_node(), fs={"fstype": fs})],
+                           params={"block_size": bs})
+                i += 1
+    doc = _json(["explain", ".", "--format", "json"], tmp_path)
+    assert not any(f.get("confounded_with") for f in doc["factors"]), doc["factors"]
+    for part in doc.get("strata", []):
+        assert not any(f.get("confounded_with") for f in part["factors"])
+
+
+def test_the_association_is_bias_corrected_and_its_test_is_scipys():
+    from mpiwrite.answers import confounding
+
+    rng = np.random.default_rng(0)
+    false = 0
+    for _ in range(200):  # hosts drawn at random for 30 runs of a setting: not associated
+        setting = [str(x) for x in rng.integers(0, 2, 30)]
+        hosts = [f"h{x}" for x in rng.integers(0, 8, 30)]
+        false += bool(confounding.confounders(setting, {"host": hosts}))
+    assert false <= 200 * 0.08, false
+    a = ["x"] * 6 + ["y"] * 6
+    b = ["p"] * 5 + ["q"] + ["q"] * 5 + ["p"]
+    v, p = confounding.association(a, b)
+    table = [[5, 1], [1, 5]]
+    ref = sst.chi2_contingency(table, correction=False)
+    assert p == pytest.approx(ref.pvalue, rel=1e-9) and 0.3 < v < 1

@@ -291,7 +291,7 @@ def test_a_target_that_looks_like_an_option_is_a_folder_name(tmp_path, target):
     out = cli(["study", "plan", path], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("study a: 2 points") and f"; target {target}," in out.stdout
-    assert "Usage" not in out.stdout and len(out.stdout.splitlines()) == 5, out.stdout
+    assert "Usage" not in out.stdout and len(out.stdout.splitlines()) == 6, out.stdout
 
 
 @pytest.mark.parametrize("value", ["--help", "--version", "-i"])

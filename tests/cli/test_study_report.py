@@ -347,3 +347,43 @@ def test_a_carry_over_as_large_as_the_effect_withholds_the_axis_verdicts(tmp_pat
     text = _run(["study", "report", str(path)], tmp_path).stdout
     assert "carry-over of setting.ratio" in text and "no verdict for setting.ratio" in text
     assert "settle between runs" in text and "real difference" not in text
+
+
+@pytest.mark.timeout(300)
+def test_compare_and_explain_say_the_carry_over_of_a_studys_runs(tmp_path):
+    """The same dirty_ratio runs, asked as compare and explain ask: compare withholds its
+    verdict (the run before moved the rate as much as the side did), explain prints the
+    carry-over beside the setting; runs without a study's order say nothing of it."""
+    path = tmp_path / "s.toml"
+    path.write_text(STUDY.format(name="dirty", data=tmp_path / "data",
+                                 results=tmp_path / "results", repeat=8, axes="")
+                    + SETTING.format(values='"20", "1"').replace('"wb"', '"ratio"'))
+
+    def carry(point, before):
+        was = before["setting.ratio"] if before else point["setting.ratio"]
+        return CARRY[(was, point["setting.ratio"])] / 4104.0
+
+    synth.study_records(str(path), lambda p: 4104.0, noise=0.05, carry=carry)
+    cmp = _json(["compare", "setting.ratio=20", "setting.ratio=1", "--in", "results",
+                 "--json"], tmp_path)
+    jsonschema.validate(cmp, contract.schema("compare"))
+    assert cmp["carryover"]["flagged"] and cmp["real"] is False
+    assert cmp["carryover"]["carryover_pct"] < -25 and cmp["verdict"].startswith("no verdict")
+    text = _run(["compare", "setting.ratio=20", "setting.ratio=1", "--in", "results"],
+                tmp_path).stdout
+    assert "carry-over: a run after B against one after A" in text
+    ex = _json(["explain", "results", "--format", "json"], tmp_path)
+    (f,) = [f for f in ex["factors"] if f["key"] == "setting.ratio"]
+    # explain's levels in order of value (1 before 20): a run after 20 is the faster
+    assert f["carryover"]["flagged"] and f["carryover"]["carryover_pct"] > 25
+    said = _run(["explain", "results"], tmp_path).stdout
+    assert "carry-over: a run after setting.ratio=20 against one after setting.ratio=1" in said
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    synth.study_records(str(path).replace("s.toml", "s.toml"), lambda p: 4104.0, noise=0.05,
+                        generation=2, repeat=3)
+    for rec in (tmp_path / "results").glob("g2-*.h5"):
+        rec.rename(plain / rec.name)
+    cmp = _json(["compare", "setting.ratio=20", "setting.ratio=1", "--in", "plain", "--json"],
+                tmp_path)
+    assert cmp["carryover"] is None

@@ -251,7 +251,7 @@ def test_effects_rank_the_factor_that_matters_first():
     assert chosen["b"] == "on"
 
 
-# The dirty_ratio study of issue 40, as its runs were measured (medians, MB/s): the previous
+# The dirty_ratio study as its runs were measured (medians, MB/s): the previous
 # run's setting moved the rate as much as the run's own.
 CARRY = {("20", "20"): 4104.0, ("20", "1"): 2846.0, ("1", "20"): 2157.0, ("1", "1"): 1906.0}
 
