@@ -149,20 +149,30 @@ def _effect(fit: stats.Fit, j: int, confidence: float, name: str) -> Dict[str, A
             f"{name}_p": p, f"{name}_aliased": False}
 
 
+SMALL = 0.25  # a significant carry-over below this share of the own effect withholds nothing
+
+
 def flagged(found: Dict[str, Any], confidence: float = 0.95) -> bool:
-    """Whether the carry-over withholds the factor's verdict: aliased with it, significant,
-    or, where the factor's own effect would be a verdict (`own_p` below 1 - confidence), at
-    least as large as that effect (each on the log scale).  A carry-over beside an effect
-    within noise withholds nothing that was there."""
+    """Whether the carry-over withholds the factor's verdict (each size on the log scale):
+    - it cannot be told from the factor's own level (aliased: a fixed cycle);
+    - it is significant and at least SMALL of the own effect (a significant carry-over of
+      -5.7% beside an own effect of -67% cannot turn its sign: it is said, not withheld);
+    - the own effect would be a verdict (`own_p` below 1 - confidence) and the carry-over,
+      significant or not (p below 0.5), is at least as large.
+    A carry-over beside an effect within noise withholds nothing that was there."""
     if found.get("carryover_aliased") or found.get("own_aliased"):
         return True
     p, c, own = found.get("carryover_p"), found.get("carryover_pct"), found.get("own_pct")
-    if p is not None and p < 1 - confidence:
+    if c is None or p is None:
+        return False
+    size = abs(math.log1p(c / 100))
+    mine = abs(math.log1p(own / 100)) if own is not None and own > -100 else math.inf
+    if p < 1 - confidence and size >= SMALL * mine:
         return True
     own_p = found.get("own_p")
-    if c is None or own is None or own_p is None or own_p >= 1 - confidence:
+    if own_p is None or own_p >= 1 - confidence:
         return False
-    return abs(math.log1p(c / 100)) >= abs(math.log1p(own / 100)) and p is not None and p < 0.5
+    return size >= mine and p < 0.5
 
 
 def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
@@ -179,7 +189,8 @@ def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
     head = f"carry-over: a run after {after[1]} against one after {after[0]}: {size}"
     own = found.get("own_pct")
     if not found["flagged"]:
-        return f"{head}: small beside its own effect" if own is not None else head
+        return (f"{head}: small beside its own effect ({own:+.1f}%), taken out of it"
+                if own is not None else head)
     if own is None:
         how = "beside an effect that cannot be estimated"
     elif abs(math.log1p(pct / 100)) >= abs(math.log1p(own / 100)):
@@ -227,8 +238,9 @@ class StudyFit:
         use_carry = bool(axes) and bool(known.any())
         use_blocks = len({b for b in blocks}) > 1 and all(b is not None for b in blocks)
         tried, kept = False, None
+        self.stalls = np.zeros(n, dtype=bool)  # runs left out as outliers, after one fit
         while True:
-            rows = known if use_carry else np.ones(n, bool)
+            rows = (known if use_carry else np.ones(n, bool)) & ~self.stalls
             idx = np.flatnonzero(rows)
             pts = sorted({points[i] for i in idx})
             cols = [np.ones((len(idx), 1))]
@@ -287,6 +299,11 @@ class StudyFit:
                                         "be told from the point)")
                 kept = None
             if self.fit.df >= 2 or not (use_carry or use_blocks):
+                if not self.stalls.any() and stats.outlier_check(len(self.y), self.fit.df):
+                    far = stats.outliers(stats.robust_residuals(self.x, self.y), x=self.x)
+                    if far.any() and self.fit.df - int(far.sum()) >= 2:
+                        self.stalls[idx[far]] = True
+                        continue
                 break
             if use_carry:
                 use_carry = False
@@ -294,7 +311,7 @@ class StudyFit:
             else:
                 use_blocks = False
                 self.dropped.append("blocks")
-        self.unknown = int(n - rows.sum())
+        self.unknown = int(n - rows.sum() - self.stalls.sum())
         self.terms = ["each point"] + (["repetition blocks"] if use_blocks else []) + (
             ["each axis's level in the previous run"] if use_carry else [])
 
@@ -302,7 +319,9 @@ class StudyFit:
         return (f"least squares on log(metric) over the study's runs: {', '.join(self.terms)}"
                 + (f"; {self.unknown} run(s) whose run before is not known left out"
                    if self.unknown else "")
-                + (f"; left out: {'; '.join(self.dropped)}" if self.dropped else ""))
+                + (f"; left out: {'; '.join(self.dropped)}" if self.dropped else "")
+                + (f"; {int(self.stalls.sum())} run(s) left out as outliers (beyond "
+                   f"{stats.OUTLIER:g} robust sd of the fit)" if self.stalls.any() else ""))
 
     def contrast(self, a: int, b: int) -> Optional[Dict[str, Any]]:
         """Point b against point a: {pct, lo, hi, p, df}, or None (not estimable, no df)."""
@@ -362,17 +381,19 @@ class StudyFit:
 def axis_flagged(found: Optional[Dict[str, Any]], own_pcts: Sequence[float],
                  confidence: float = 0.95) -> bool:
     """An axis's verdicts are withheld when its carry-over cannot be told from the points,
-    is significant, or is at least as large as its largest real effect (`own_pcts`)."""
+    is significant and at least SMALL of its largest real effect (`own_pcts`), or is at least
+    as large as that effect (flagged's rules, per axis)."""
     if found is None:
         return False
     if found["aliased"]:
         return True
-    if found["p"] is not None and found["p"] < 1 - confidence:
-        return True
     sizes = [abs(math.log1p(c["pct"] / 100)) for c in found["levels"]]
     own = [abs(math.log1p(p / 100)) for p in own_pcts if p is not None and p > -100]
-    return bool(sizes and own and max(sizes) >= max(own)
-                and found["p"] is not None and found["p"] < 0.5)
+    if not sizes or found["p"] is None:
+        return False
+    if found["p"] < 1 - confidence and (not own or max(sizes) >= SMALL * max(own)):
+        return True
+    return bool(own and max(sizes) >= max(own) and found["p"] < 0.5)
 
 
 def axis_text(axis_name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:

@@ -50,11 +50,13 @@ def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: floa
     z_all = np.log(y) if log else y
     dropped: List[str] = []
     terms = [("carry-over", prev), ("blocks", blocks)]
+    stalls = np.zeros(n, dtype=bool)  # runs left out as outliers (a stall), after one fit
     while True:
         # with the carry-over in the fit, a run whose predecessor is not known (a launch's
         # first) is left out: coded 0, it alone would separate a factor from the run
         # before in a fixed cycle, a verdict resting on one run
         rows = np.any(prev != 0, axis=1) if terms[0][1].shape[1] else np.ones(n, bool)
+        rows = rows & ~stalls
         cols = [np.ones((n, 1)), x] + [m for _, m in terms if m.shape[1]]
         z = z_all[rows]
         fit = stats.ols(np.hstack(cols)[rows], z)
@@ -67,6 +69,12 @@ def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: floa
                 terms[1] = ("blocks", np.zeros((n, 0)))
                 continue
         if fit.df >= 2 or not any(m.shape[1] for _, m in terms):
+            if not stalls.any() and stats.outlier_check(int(rows.sum()), fit.df):
+                design_ = np.hstack(cols)[rows]
+                far = stats.outliers(stats.robust_residuals(design_, z), x=design_)
+                if far.any() and fit.df - int(far.sum()) >= 2:
+                    stalls[np.flatnonzero(rows)[far]] = True
+                    continue
             break
         for i, (what, m) in enumerate(terms):  # too few runs: the carry-over goes first
             if m.shape[1]:
@@ -75,7 +83,7 @@ def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: floa
                 break
     used = [what for what, m in terms if m.shape[1]]
     x, prev = x[rows], prev[rows] if prev.shape[1] else prev
-    unknown = int(n - rows.sum())
+    unknown = int(n - rows.sum() - stalls.sum())
     n = int(rows.sum())
     carry_at = 1 + k if "carry-over" in used else None
     tq = stats.t_ppf(0.5 + confidence / 2, fit.df) if fit.df > 0 else float("nan")
@@ -114,10 +122,13 @@ def effects(x: np.ndarray, y: np.ndarray, names: Sequence[str], confidence: floa
     return {"factors": out, "mean": float(np.mean(y)) if len(y) else float("nan"),
             "residual_sd": fit.sigma, "df": fit.df, "log": log, "terms": used,
             "dropped": dropped, "unknown_predecessor": unknown,
+            "outliers": [int(i) for i in np.flatnonzero(stalls)],
             "method": f"{METHOD if log else 'least squares on the metric'}: "
                       f"{', '.join(what)}; p corrected for {k} factor(s) (Holm)"
                       + (f"; {unknown} run(s) whose run before is not known (a launch's "
-                         "first) left out" if unknown else "")}
+                         "first) left out" if unknown else "")
+                      + (f"; {int(stalls.sum())} run(s) left out as outliers (beyond "
+                         f"{stats.OUTLIER:g} robust sd of the fit)" if stalls.any() else "")}
 
 
 def _effect(fit: stats.Fit, j: int, tq: float, log: bool, z: np.ndarray,
@@ -201,7 +212,8 @@ def text(found: Dict[str, Any], aliases: List[str], chosen: Dict[str, str],
         f"; left out for want of runs: {', '.join(found['dropped'])}" if found["dropped"]
         else ""))
     for r in found["factors"]:
-        if r["verdict"] == "carry-over" or r.get("aliased") or r.get("carryover_aliased"):
+        if r["verdict"] == "carry-over" or r.get("aliased") or r.get("carryover_aliased") or (
+                r.get("carryover_p") is not None and r["carryover_p"] < 0.05):
             lv = (levels or {}).get(r["name"], ["the first", "the second"])
             lines.append(_carry_line(r, lv))
     lines.append("cannot be told apart: " + ("; ".join(aliases) if aliases else "nothing "
@@ -229,7 +241,8 @@ def _carry_line(r: Dict[str, Any], levels: Sequence[str]) -> str:
     found = {"levels": list(levels), "own_pct": r["effect_percent"],
              "own_aliased": r.get("aliased", False), "carryover_pct": r["carryover_percent"],
              "carryover_ci_pct": r["carryover_ci"], "carryover_p": r["carryover_p"],
-             "carryover_aliased": r["carryover_aliased"], "flagged": True}
+             "carryover_aliased": r["carryover_aliased"],
+             "flagged": r["verdict"] == "carry-over" or r.get("aliased", False)}
     return carryover.text(r["name"], found)
 
 
