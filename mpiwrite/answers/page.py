@@ -22,6 +22,7 @@ from mpiwrite.answers.report import (
     _change_cell,
     _figure_cells,
     columns,
+    mark_confounded,
     report_rows,
     unit_text,
 )
@@ -72,6 +73,7 @@ def render(p: Page, now: Optional[str] = None) -> str:
                           f"{sampling.metric} figure")
     if not p.baseline and not p.study and len(rows) > 1:
         _against_first(rows, sampling.confidence)
+        mark_confounded(rows, by, sampling, unit)
     groups = _groups(runs, p.store.keys, by)
     now = now or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     from mpiwrite import __version__
@@ -185,6 +187,12 @@ def _verdicts_html(p: Page, rows, by, sampling: Sampling) -> str:
                                                                           r["verdict"])
         if r["n"] < 2 or base["n"] < 2:
             said = "cannot tell (each side needs 2 samples)"
+        if r.get("confounded_with"):
+            inside = r.get("within_confounders")
+            said += (f"; confounded with {', '.join(r['confounded_with'])}" + (
+                f" (within it: {inside['change_pct']:+.1f}% [{inside['change_ci_lo_pct']:+.1f}, "
+                f"{inside['change_ci_hi_pct']:+.1f}])" if inside else
+                ": the change may be theirs"))
         body.append([_label(r["keys"], by), _label(base["keys"], by),
                      _pct(r.get("change_pct")), interval, f"{base['n']} vs {r['n']}",
                      f"{r['p_value']:.2g}" if _finite(r.get("p_value")) else "-", said])

@@ -164,7 +164,56 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
             r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
                      p_value=c.p_value, _scale=c.scale,
                      verdict="base" if r is base[0] else ("real" if c.real else "noise"))
+        mark_confounded(rows, by, sampling, unit)
     return rows, unit
+
+
+def mark_confounded(rows: List[Dict[str, Any]], by: Sequence[str], sampling: Sampling,
+                    unit: str) -> None:
+    """Each row with a change against the base row: the other keys whose values are mixed
+    unevenly over the two rows' runs (answers/confounding.py; a key with one value a row is
+    what tells the rows apart, as the grouping made them, not another cause):
+    `confounded_with` (the keys) and `within_confounders` (the change within their values,
+    or None)."""
+    base = next((r for r in rows if r.get("verdict") == "base"), None)
+    if base is None:
+        return
+    for r in rows:
+        if r is base or "change_pct" not in r:
+            continue
+        mixed, inside = _confounded(_distinct(base.get("_runs", ())),
+                                    _distinct(r.get("_runs", ())), None, sampling, unit,
+                                    set(by), partial=True)
+        if mixed:
+            r["confounded_with"] = [m["key"] for m in mixed]
+            r["within_confounders"] = inside
+
+
+def _distinct(runs) -> list:
+    out, seen = [], set()
+    for r in runs:
+        if id(r) not in seen:
+            seen.add(id(r))
+            out.append(r)
+    return out
+
+
+def confounded_notes(rows: List[Dict[str, Any]], by: Sequence[str]) -> List[str]:
+    """A note for each row whose change against the base row is confounded."""
+    base = next((r for r in rows if r.get("verdict") == "base"), None)
+    out = []
+    for r in rows:
+        if not r.get("confounded_with"):
+            continue
+        keys_ = ", ".join(r["confounded_with"])
+        inside = r.get("within_confounders")
+        name = " ".join(printable(str(r["keys"][k])) for k in by)
+        against = " ".join(printable(str(base["keys"][k])) for k in by) if base else "base"
+        out.append(f"confounded: {name} vs {against}, runs also differ in {keys_}; " + (
+            f"within it: {inside['change_pct']:+.1f}% "
+            f"[{inside['change_ci_lo_pct']:+.1f}, {inside['change_ci_hi_pct']:+.1f}]"
+            if inside else "no value holds both"))
+    return out
 
 
 def _good(stats: np.ndarray, its: np.ndarray, warmup: int) -> np.ndarray:
@@ -321,6 +370,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
             "`mpiwrite show RUN` says more)")
         notes.append(f"first-done -: {said}{advice}")
     notes += own_notes(rows, by)
+    notes += confounded_notes(rows, by)
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]
@@ -519,7 +569,16 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
 UNKNOWN_VALUES = ("-", "unknown", "", "?", "n/a", "None")
 
 
-def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen: set):
+def _restates(value: str, chosen: Sequence[str]) -> bool:
+    """Whether a key's value says again what a chosen key's value says (the one holds the
+    other): a restatement of the sides, not another cause."""
+    v = value.lower()
+    return any(min(len(v), len(c)) >= 2 and (v in c.lower() or c.lower() in v)
+               for c in chosen)
+
+
+def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen: set,
+                partial: bool = False):
     """The keys the sides also differ in (answers/confounding.py): ([{key, association,
     split}], the difference within their values, or None).  Sides chosen by a filter
     (checksums=on against checksums=off) are confounded by any other key whose values
@@ -543,9 +602,14 @@ def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen
         if any(k.startswith((c + "_", c + ".")) for c in chosen):
             continue  # tool_version beside tool=ior: the chosen key's own detail
         col = [printable(str(ks.get(k, "-"))) for ks in of]
+        if chosen and all(_restates(v, [str(ks.get(c, "")) for c in chosen])
+                          for v, ks in zip(col, of)):
+            continue  # client "lustre 1.6.5", a build tag "1.6.5-on" beside lustre=1.6.5
         known = [v not in UNKNOWN_VALUES for v in col]
         if not any(known[:len(a_runs)]) or not any(known[len(a_runs):]):
             continue  # a side that does not say (an import without node facts) differs in nothing
+        if partial and len(set(col[:len(a_runs)])) == 1 and len(set(col[len(a_runs):])) == 1:
+            continue  # one value a row: what tells the rows apart, as the grouping made them
         if len(set(col)) > 1 and tuple(col) not in by_split:  # fstype, fs.fstype: once
             by_split[tuple(col)] = k
             cands[k] = col

@@ -359,6 +359,18 @@ def test_a_confounded_effect_is_named_and_given_within_the_confounder_first(tmp_
                cwd=tmp_path).stdout
     assert "confounded with fstype: the difference may be fstype's" in said
     assert said.index("within fstype: B vs A") < said.index("B / A over all runs, confounded")
+    rep = _json(["report", ".", "--by", "block_size", "--baseline", "block_size=1MiB",
+                 "--format", "json"], tmp_path)
+    jsonschema.validate(rep, contract.schema("report"))
+    (row,) = [r for r in rep["rows"] if r["keys"]["block_size"] == "64KiB"]
+    assert row["confounded_with"] == ["fstype"]
+    assert -7 < row["within_confounders"]["change_pct"] < -3
+    table = cli(["report", ".", "--by", "block_size", "--baseline", "block_size=1MiB"],
+                cwd=tmp_path).stdout
+    assert "confounded: 64KiB vs 1MiB, runs also differ in fstype; within it: -" in table
+    page = cli(["page", ".", "--by", "block_size", "-o", "p.html"], cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    assert "; confounded with fstype (within it: " in (tmp_path / "p.html").read_text()
 
 
 @pytest.mark.timeout(120)
