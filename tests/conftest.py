@@ -15,7 +15,8 @@ from testbed.hosts import needs
 LAUNCHERS = ("mpiexec", "mpirun", "srun", "sbatch", "reframe")
 
 
-WRAPPERS = ("strace", "timeout", "bash", "sh", "env", "nsenter", "setsid", "unshare", "time")
+WRAPPERS = ("strace", "timeout", "bash", "sh", "env", "nsenter", "setsid", "unshare", "time",
+            "setpriv")
 
 
 def _launches(args) -> bool:

@@ -326,7 +326,8 @@ def restore_study(file):
     """Put back the client settings a study left changed on this node.
 
     A study writes each node's original values down before it changes them (a journal in
-    MPIWRITE_STATE, or ~/.local/state/mpiwrite) and removes the journal once they are back.
+    MPIWRITE_STATE, or ~/.local/state/mpiwrite, or /tmp/mpiwrite-state-UID where the home
+    cannot be written) and removes the journal once they are back.
     When the launcher killed the ranks first (a hang-up, a closed pipe, SIGKILL), the journal
     stays: this puts back what it holds, on this node; run it once per node
     (`srun -N K --ntasks-per-node=1 mpiwrite study restore FILE`).  FILE is the study file,
@@ -356,7 +357,11 @@ def restore_study(file):
     if doc is None:
         click.echo(printable(f"study {name}: nothing to put back on {host}"))
         return 0
-    said, trouble = Settings([], True, (host, name, "", file)).recover()
+    settings = Settings([], True, (host, name, "", file))
+    try:
+        said, trouble = settings.recover()
+    finally:
+        settings.release()
     if trouble:
         raise RunError(f"study {name} on {host}: {trouble}")
     click.echo(printable(f"study {name}: {said}"))

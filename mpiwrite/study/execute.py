@@ -101,8 +101,10 @@ def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: 
         guard.end_job(guard.Unmade(world, phase="study"), exc)
         return 1
     finally:
-        if ex is not None and ex.lock_fd >= 0:
-            os.close(ex.lock_fd)  # the next `study run` of it may start
+        if ex is not None:
+            ex.settings.release()  # this node's claim on the study's settings, and its file
+            if ex.lock_fd >= 0:
+                os.close(ex.lock_fd)  # the next `study run` of it may start
 
 
 class Execution:

@@ -60,6 +60,9 @@ class Settings:
         from mpiwrite.study import journal
 
         try:
+            doc = journal.of_study(self.owner[0], self.owner[1])
+            if not doc and not self.settings:
+                return "", ""  # a study that changes nothing keeps no journal, takes no lock
             if self.claimed < 0:
                 self.claimed = journal.claim(self.owner[0], self.owner[1])
             doc = journal.of_study(self.owner[0], self.owner[1])
@@ -86,6 +89,14 @@ class Settings:
         journal.remove(self.owner[0], self.owner[1])
         return (f"put back what an earlier launch of the study left changed on "
                 f"{self.owner[0]}: {', '.join(done)}"), ""
+
+    def release(self) -> None:
+        """The study is over on this node: its lock goes (study/journal.py)."""
+        if self.claimed >= 0 and self.owner:
+            from mpiwrite.study import journal
+
+            journal.release(self.owner[0], self.owner[1], self.claimed)
+            self.claimed = -1
 
     def _journal(self) -> str:
         """The originals written down before the first `set`: '' or why they cannot be

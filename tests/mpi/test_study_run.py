@@ -122,8 +122,11 @@ def test_eight_points_twice_in_one_launch(tmp_path):
     # against 1 at 4 block sizes
     assert len([ln for ln in lines if ln.startswith("block_size ")]) == 6
     assert len([ln for ln in lines if ln.startswith("ranks_per_node 2 vs 1 at ")]) == 4
-    lines = [ln for ln in lines if not ln.startswith("repeat = ")]  # the advice, if any
-    assert all(("a real difference" in ln or "within noise" in ln) for ln in lines), lines
+    lines = [ln for ln in lines if not ln.startswith(("repeat = ", "carry-over of "))]
+    # a verdict per line; on a loaded machine the run before may move a tiny run's rate as
+    # much as its block size (carry-over: no verdict, said on a line of its own)
+    assert all(("a real difference" in ln or "within noise" in ln or "no verdict: the run "
+                "before" in ln) for ln in lines), lines
     pytest.importorskip("matplotlib")
     drawn = cli(["study", "report", path, "--plot-dir", str(tmp_path)], cwd=tmp_path)
     assert drawn.returncode == 0, drawn.stderr

@@ -1,0 +1,181 @@
+"""The ordinary user on a fresh account: an account made by the suite (`useradd -m`, no
+~/.local, no ~/.cache), mpiwrite as a site installs it (tests/testbed/user.py), and every
+command run as that user, with the home writable and again read-only (compute nodes often
+mount it so).  Nothing of the home is assumed: a study that changes no setting keeps no
+journal; the journal folder is made as the XDG rules say, or falls back to a node-local one,
+or the study refuses before changing anything, naming MPIWRITE_STATE."""
+
+import os
+import shutil
+import stat
+
+import pytest
+from common import FIXTURES, ROOT, bounded
+from testbed import user as userbed
+from testbed.hosts import needs
+
+pytestmark = [pytest.mark.mpi, pytest.mark.root]
+
+STUDY = """
+[study]
+name = "{name}"
+target = "{work}/data"
+results = "{work}/results"
+repeat = 2
+
+[run]
+size = "1MiB"
+progress_interval = 0
+
+[axes]
+block_size = ["64KiB", "1MiB"]
+"""
+
+SETTING = """
+[[setting]]
+name = "knob"
+values = ["2", "3"]
+set = "sh -c 'echo {{value}} > {work}/knob'"
+get = "cat {work}/knob"
+"""
+
+
+@pytest.fixture(scope="module")
+@needs("root")
+def account():
+    why = userbed.why_not()
+    if why:
+        pytest.skip(why)
+    with userbed.install(str(ROOT)) as bin_dir, userbed.fresh_user(bin_dir) as u:
+        yield u
+
+
+def as_user(u, args, cwd=None, timeout=120, ro=False, env=None):
+    return bounded(userbed.command(u, args, read_only_home=ro, env=env), timeout,
+                   cwd=cwd or u.work)
+
+
+def write_as(u, path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+    os.chown(path, u.uid, u.gid)
+    os.chmod(path, 0o644)
+
+
+def study(u, name, settings=False):
+    folder = os.path.join(u.work, name)
+    os.makedirs(folder)
+    os.chown(folder, u.uid, u.gid)
+    path = os.path.join(folder, "s.toml")
+    write_as(u, path, STUDY.format(name=name, work=folder)
+             + (SETTING.format(work=folder) if settings else ""))
+    if settings:
+        write_as(u, os.path.join(folder, "knob"), "1\n")
+    return folder, path
+
+
+def home_listing(u):
+    return sorted(os.listdir(u.home))
+
+
+@pytest.mark.timeout(600)
+def test_the_quick_start_and_the_answers_run_as_a_fresh_user(account):
+    """run (the README's main job), report, page, import, clean and tune list, as the user,
+    with a writable home: each exits 0 and the home gets nothing but what the XDG rules
+    allow (the record index's cache)."""
+    u = account
+    before = home_listing(u)
+    got = as_user(u, ["mpiexec", "-n", "4", "mpiwrite", "run"], timeout=240)
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+    assert os.listdir(os.path.join(u.work, "results"))
+    for args in (["report", "results"], ["page", "results", "-o", "page.html"],
+                 ["tune", "list", u.work], ["clean", u.work]):
+        got = as_user(u, ["mpiwrite"] + args)
+        assert got.returncode == 0, (args, got.stdout[-1500:], got.stderr)
+    fixture = os.path.join(u.work, "ior.json")
+    shutil.copy(FIXTURES / "import" / "fpp-write-fsync-i3.json", fixture)
+    os.chown(fixture, u.uid, u.gid)
+    got = as_user(u, ["mpiwrite", "import", "ior.json", "--results", "imported"])
+    assert got.returncode == 0, got.stderr
+    extra = set(home_listing(u)) - set(before)
+    assert extra <= {".cache"}, extra
+    assert not os.path.exists(os.path.join(u.home, ".local"))
+
+
+@pytest.mark.timeout(600)
+def test_a_study_without_settings_keeps_no_journal_and_no_lock(account):
+    """A fresh account's study that changes no setting: no state folder made, no lock file
+    left anywhere (it used to fail: ~/.local/state does not exist)."""
+    u = account
+    folder, path = study(u, "plain")
+    got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path], timeout=240)
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+    assert not os.path.exists(os.path.join(u.home, ".local"))
+    assert not os.path.exists(f"/tmp/mpiwrite-state-{u.uid}")
+    got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path], timeout=240,
+                  ro=True)
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+
+
+@pytest.mark.timeout(600)
+def test_a_study_with_a_setting_makes_its_state_folder_and_leaves_nothing(account):
+    """~/.local/state/mpiwrite made 0700 with its missing parents; at the end the setting is
+    back, and neither a journal nor a lock file is left."""
+    u = account
+    folder, path = study(u, "knobbed", settings=True)
+    got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path], timeout=240)
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+    state = os.path.join(u.home, ".local", "state", "mpiwrite")
+    for p in (os.path.join(u.home, ".local"), os.path.dirname(state), state):
+        st = os.lstat(p)
+        assert st.st_uid == u.uid and stat.S_IMODE(st.st_mode) == 0o700, (p, oct(st.st_mode))
+    assert os.listdir(state) == []  # no journal, no lock
+    with open(os.path.join(folder, "knob")) as fh:
+        assert fh.read().strip() == "1"
+
+
+@pytest.mark.timeout(600)
+def test_a_read_only_home_falls_back_to_a_node_local_folder(account):
+    """With the home read-only (and no state folder in it), the journal goes to
+    /tmp/mpiwrite-state-UID (0700, the user's); it is gone again at the end."""
+    u = account
+    shutil.rmtree(os.path.join(u.home, ".local"), ignore_errors=True)
+    folder, path = study(u, "readonly", settings=True)
+    got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path], timeout=240,
+                  ro=True)
+    assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+    fallback = f"/tmp/mpiwrite-state-{u.uid}"
+    st = os.lstat(fallback)
+    assert st.st_uid == u.uid and stat.S_IMODE(st.st_mode) == 0o700
+    assert os.listdir(fallback) == []
+    assert not os.path.exists(os.path.join(u.home, ".local"))
+    with open(os.path.join(folder, "knob")) as fh:
+        assert fh.read().strip() == "1"
+    shutil.rmtree(fallback)
+
+
+@pytest.mark.timeout(600)
+def test_a_squatted_fallback_is_refused_before_anything_changes(account):
+    """Home read-only and /tmp/mpiwrite-state-UID made by someone else: the study refuses
+    before its first `set`, in one line naming MPIWRITE_STATE; the setting never changed;
+    with MPIWRITE_STATE set to a folder of the user's it runs."""
+    u = account
+    shutil.rmtree(os.path.join(u.home, ".local"), ignore_errors=True)
+    squat = f"/tmp/mpiwrite-state-{u.uid}"
+    os.mkdir(squat, 0o755)  # root's: not the user's
+    try:
+        folder, path = study(u, "squatted", settings=True)
+        got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path],
+                      timeout=240, ro=True)
+        assert got.returncode != 0 and "MPIWRITE_STATE" in got.stderr, got.stderr
+        assert "not yours" in got.stderr
+        with open(os.path.join(folder, "knob")) as fh:
+            assert fh.read().strip() == "1"
+        mine = os.path.join(u.work, "state")
+        os.mkdir(mine, 0o700)
+        os.chown(mine, u.uid, u.gid)
+        got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path],
+                      timeout=240, ro=True, env={"MPIWRITE_STATE": mine})
+        assert got.returncode == 0, got.stdout[-2000:] + got.stderr
+    finally:
+        shutil.rmtree(squat, ignore_errors=True)
