@@ -270,6 +270,17 @@ def launch_line(job: Job, mw: str = '"$MPIWRITE" run "${RUN_ARGS[@]}"',
     return f'"$MPIEXEC" -n $(( n * {k} )) -ppn {k} -hosts "$({nodes} | paste -sd,)" {mw}'
 
 
+RESTORE_COMMENT = ("# Whatever the launch's exit: every node puts back what the study left "
+                   "changed there (its\n# journal: a launch killed before its own restore); "
+                   "where it ended cleanly there is nothing to do.")
+
+
+def restore_line(job: Job, hosts: str = SLURM_HOSTS) -> str:
+    """`study restore` on every node of the launch, one task a node."""
+    return launch_line(dataclasses.replace(job, ntasks_per_node=1), '"$MPIWRITE" study restore "$STUDY"',
+                       hosts) + " || status=$?"
+
+
 def _launch_comment(job: Job) -> str:
     if job.launcher == "srun":
         return f"srun --mpi={job.mpi}" if job.mpi else "srun (the site's default --mpi)"
@@ -342,6 +353,8 @@ def render_study(job: Job) -> str:
         "status=0",
         f"n={max(job.nodes)}",
         launch_line(job, '"$MPIWRITE" study run "$STUDY" --results "$RESULTS"') + " || status=$?",
+        RESTORE_COMMENT,
+        restore_line(job),
         '"$MPIWRITE" study report "$STUDY" --results "$RESULTS" || true',
         *unstage_lines(job),
         'exit "$status"',

@@ -139,6 +139,8 @@ def render_study(job) -> str:
         "status=0",
         f"n={max(job.nodes)}",
         js.launch_line(job, mw, hosts=PBS_HOSTS) + " || status=$?",
+        js.RESTORE_COMMENT,
+        js.restore_line(job, hosts=PBS_HOSTS),
         '"$MPIWRITE" study report "$STUDY" --results "$RESULTS" || true',
         'exit "$status"',
         "",

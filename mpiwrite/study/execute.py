@@ -60,6 +60,26 @@ def _word(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
+def restore_lines(nodes: List[Dict[str, Any]]) -> List[str]:
+    """What each node put back at the study's end, one line per distinct answer (nodes that
+    put back the same values share it): `settings put back on 3 nodes (h1, h2, h3):
+    client_oc_max_dirty=104857600`, or `settings as they were on vm: knob=1`."""
+    groups: Dict[tuple, List[str]] = {}
+    for node in nodes:
+        groups.setdefault((tuple(node["back"]), tuple(node["same"])), []).append(node["host"])
+    out = []
+    for (back, same), hosts in groups.items():
+        where = (hosts[0] if len(hosts) == 1 else
+                 f"{len(hosts)} nodes ({', '.join(hosts[:8])}{' ...' if len(hosts) > 8 else ''})")
+        if back:
+            out.append(f"settings put back on {where}: {', '.join(back)}"
+                       + (f" (as they were: {', '.join(same)})" if same else ""))
+        else:
+            out.append(f"settings as they were on {where}: {', '.join(same)} (nothing to put "
+                       "back)")
+    return out
+
+
 def _say(team: Team, text: str) -> None:
     if team.rank == 0:
         sys.stdout.write(printable(text) + "\n")
@@ -279,9 +299,20 @@ class Execution:
         return notes
 
     def _restore(self) -> str:
-        failed = self.world.agree(self.settings.restore())
+        problem = self.settings.restore()
+        failed = self.world.agree(problem)
         if failed:
-            _fail(self.world, failed, f"{self.st.name if self.st else ''} restore")
+            how = (f"; the journal keeps it: `mpiwrite study restore {self.st.path}` on that "
+                   "node puts it back" if self.st else "")
+            _fail(self.world, [dict(p, message=p["message"] + how) for p in failed],
+                  f"{self.st.name if self.st else ''} restore")
+        said = ""
+        if self.world.is_leader and (self.settings.restored or self.settings.unchanged):
+            said = json.dumps({"host": self.world.host, "back": self.settings.restored,
+                               "same": self.settings.unchanged})
+        lines = restore_lines([json.loads(t) for t in self.world.allgather_texts(said) if t])
+        for line in lines:
+            _say(self.world, f"study {self.st.name}: {line}")
         return "; ".join(p["message"] for p in failed)
 
     def _point(self, index: int, repeat: int, point: Dict[str, Any], tags: Dict[str, str],

@@ -50,6 +50,8 @@ class Settings:
         # (host, study name, fingerprint, file): whose journal this node keeps (journal.py)
         self.owner = owner
         self.claimed = -1  # the study's lock on this node (journal.claim), for this process
+        self.restored: List[str] = []  # NAME=VALUE put back by the last restore()
+        self.unchanged: List[str] = []  # NAME=VALUE that were as they had been
 
     def recover(self) -> Tuple[str, str]:
         """Before anything is read: this node's settings of the study claimed (a second live
@@ -230,13 +232,16 @@ class Settings:
                 "after": {s.name: self.value(s) for s in self.settings if s.get}}
 
     def restore(self) -> str:
-        """`set` of what `get` read, where a point changed it: '' or the problems."""
+        """`set` of what `get` read, where a point changed it: '' or the problems.  What was
+        put back, and what was as it had been, are kept in `restored` and `unchanged`."""
         problems = []
+        self.restored, self.unchanged = [], []
         for s in self.settings if self.leader else ():
             value = self.original.get(s.name)
-            if not self.mine(s):
+            if not self.mine(s) or value is None:
                 continue
-            if value is None or self.now.get(s.name) == value:
+            if self.now.get(s.name) == value:
+                self.unchanged.append(f"{s.name}={value}")
                 continue
             words = self.command(s.set, value)
             code, text = self._run(words)
@@ -245,6 +250,7 @@ class Settings:
                                 f"{code}: {text}")
             else:
                 self.now[s.name] = value
+                self.restored.append(f"{s.name}={value}")
         if self.leader and self.owner and not problems:
             from mpiwrite.study import journal
 

@@ -146,8 +146,11 @@ def test_jobscript_for_a_study_asks_for_its_largest_point_and_its_time(tmp_path)
     assert (12 * 32 + 120) * 1.2 <= seconds < (12 * 32 + 120) * 1.2 + 60
     assert f"STUDY={tmp_path / 's.toml'}" in text
     step = [ln for ln in text.splitlines() if ln.startswith("srun ")]
-    assert len(step) == 1 and '"$MPIWRITE" study run "$STUDY"' in step[0]
+    assert len(step) == 2 and '"$MPIWRITE" study run "$STUDY"' in step[0]
     assert "--ntasks=$(( n * 3 ))" in step[0] and "n=4" in text
+    # whatever the launch's exit, one task a node puts back what a killed launch left
+    assert step[1].endswith('"$MPIWRITE" study restore "$STUDY" || status=$?')
+    assert "--ntasks=$(( n * 1 )) --ntasks-per-node=1" in step[1]
     assert '"$MPIWRITE" study report "$STUDY"' in text
     assert subprocess.run(["bash", "-n"], input=text, text=True, timeout=30).returncode == 0
 

@@ -106,7 +106,9 @@ def test_a_study_for_pbs_asks_its_largest_point(tmp_path):
     assert "#PBS -l select=2:ncpus=1:mpiprocs=1" in out.stdout
     assert any(ln.startswith("#PBS -l walltime=") for ln in pbs_lines(out.stdout))
     step = [ln for ln in out.stdout.splitlines() if ln.startswith('"$MPIEXEC"')]
-    assert len(step) == 1 and '"$MPIWRITE" study run "$STUDY"' in step[0]
+    assert len(step) == 2 and '"$MPIWRITE" study run "$STUDY"' in step[0]
+    assert step[1].endswith('"$MPIWRITE" study restore "$STUDY" || status=$?')
+    assert "-ppn 1" in step[1]
     assert '"$MPIWRITE" study report "$STUDY"' in out.stdout
 
 

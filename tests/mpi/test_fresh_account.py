@@ -132,6 +132,9 @@ def test_a_study_with_a_setting_makes_its_state_folder_and_leaves_nothing(accoun
     assert os.listdir(state) == []  # no journal, no lock
     with open(os.path.join(folder, "knob")) as fh:
         assert fh.read().strip() == "1"
+    # the restore is said, one line per node
+    assert [ln for ln in got.stdout.splitlines() if "settings put back" in ln] == \
+        [f"study knobbed: settings put back on {os.uname().nodename}: knob=1"], got.stdout
 
 
 @pytest.mark.timeout(600)
