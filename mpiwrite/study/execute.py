@@ -299,6 +299,17 @@ class Execution:
         return notes
 
     def _restore(self) -> str:
+        """Every node's settings put back, the job waiting for it: after a signal (SIGTERM,
+        Ctrl-C) the other ranks wait for a restore in progress as long as its commands may
+        take (each bounded by SETTING_TIMEOUT), not the grace period, so that a slow `set`
+        is never cut and the job ends after it."""
+        from mpiwrite.study.settings import SETTING_TIMEOUT
+
+        world = self.world
+        if self.settings.settings:
+            bound = len(self.settings.settings) * (SETTING_TIMEOUT + 1.0) + world.grace
+            world.signal_patience = max(world.grace, bound)
+            world.stall_seconds = max(world.stall_seconds or 0.0, bound) or None
         problem = self.settings.restore()
         failed = self.world.agree(problem)
         if failed:

@@ -99,13 +99,14 @@ def test_the_next_study_run_puts_back_what_a_killed_one_left_before_it_reads(tmp
 
 @pytest.mark.timeout(180)
 def test_a_slow_restore_is_not_cut_by_the_end_of_the_job(tmp_path):
-    """SIGTERM while the setting is being put back, slowly (8 s): the watchdog's MPI_Abort
-    once killed rank 0 mid-restore and the setting stayed changed.  The restore command runs
-    in a session of its own: it finishes whatever happens to the rank."""
+    """SIGTERM while the study writes, its restore then slow (10 s): the other ranks used to
+    give rank 0 the grace period (5 s) and end the job mid-restore ("rank 0 did not end the
+    job within 1s more"), the setting left changed.  They now wait for the restore, bounded
+    by its commands' timeout: when the job has ended the setting is back, and it says so."""
     path, root = setting_study(tmp_path, '"0"')
     slow = tmp_path / "slow-lctl"
-    slow.write_text(SLOW_RESTORE.replace("{sleep}", "8").replace("{real}",
-                                                                  str(tmp_path / "lctl")))
+    slow.write_text(SLOW_RESTORE.replace("{sleep}", "10").replace("{real}",
+                                                                   str(tmp_path / "lctl")))
     slow.chmod(0o755)
     with open(path) as fh:
         text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
@@ -117,10 +118,12 @@ def test_a_slow_restore_is_not_cut_by_the_end_of_the_job(tmp_path):
         wait_for(lambda: checksums_now(root) == {"0"}, 60, proc)
         time.sleep(1.0)
         os.kill(proc.pid, signal.SIGTERM)  # to mpiexec, which forwards it to the ranks
-        proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
     finally:
         kill_group(proc)
-    wait_for(lambda: checksums_now(root) == {"1"}, 30)
+    assert checksums_now(root) == {"1"}, (out[-1500:], err[-1500:])  # back when it ended
+    assert "did not end the job" not in err, err
+    assert "settings put back on" in out and "checksums=1" in out, out[-1500:]
 
 
 def test_the_journal_folder_is_never_another_users_or_a_link(tmp_path, monkeypatch):
