@@ -205,7 +205,7 @@ class Execution:
                 _say(world, f"study {st.name}: {line}")
         failed = world.agree(trouble)
         if failed:
-            _fail(world, failed, "journal restore")
+            _fail(world, failed, "settings")
             return 1
         failed = world.agree(self.settings.read())
         if failed:

@@ -344,11 +344,35 @@ def release(host: str, study: str, lfd: int) -> None:
         os.close(lfd)
 
 
+def live(host: str, study: str) -> bool:
+    """Whether a launch of the study holds its lock on this node now (its journal is then
+    in use, not left over)."""
+    import fcntl
+
+    for _path, fd in _existing():
+        try:
+            lfd = os.open(lock_name(host, study), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+                          | os.O_NONBLOCK, dir_fd=fd)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        try:
+            fcntl.flock(lfd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(lfd)
+    return False
+
+
 def warning() -> str:
     """One line when a journal is pending here, else '' (every command's start: one
     directory read, nothing when the folder does not exist)."""
     running = os.environ.get(RUNNING)  # a command the study runs: its own journal is live
     found = [(n, doc) for n, doc in pending() if not running or doc.get("study") != running]
+    found = [(n, doc) for n, doc in found  # a study running now: its journal is not left over
+             if not live(str(doc.get("host", "")), str(doc.get("study", "")))]
     if not found:
         return ""
     names = sorted({doc.get("study", "?") for _, doc in found})

@@ -50,6 +50,7 @@ class Settings:
         # (host, study name, fingerprint, file): whose journal this node keeps (journal.py)
         self.owner = owner
         self.claimed = -1  # the study's lock on this node (journal.claim), for this process
+        self.held: list = []  # this node's settings held for the study (study/holds.py)
         self.restored: List[str] = []  # NAME=VALUE put back by the last restore()
         self.unchanged: List[str] = []  # NAME=VALUE that were as they had been
 
@@ -70,6 +71,11 @@ class Settings:
             doc = journal.of_study(self.owner[0], self.owner[1])
         except journal.JournalError as exc:
             return "", str(exc)
+        problem = self._hold([s.name for s in self.settings if self.mine(s)]
+                             + [e["name"] for e in (doc or {}).get("settings", [])
+                                if isinstance(e, dict)])
+        if problem:
+            return "", problem
         if not doc:
             return "", ""
         done, problems = [], []
@@ -92,8 +98,24 @@ class Settings:
         return (f"put back what an earlier launch of the study left changed on "
                 f"{self.owner[0]}: {', '.join(done)}"), ""
 
+    def _hold(self, names: List[str]) -> str:
+        """This node's settings of these names held for this study (study/holds.py): '' or
+        who holds one (then nothing is held, nothing read or changed)."""
+        from mpiwrite.study import holds
+
+        names = [n for n in names if n not in {h.name for h in self.held}]
+        if not names:
+            return ""
+        got, problem = holds.hold(names, self.owner[0] if self.owner else "this node")
+        self.held += got
+        return problem
+
     def release(self) -> None:
-        """The study is over on this node: its lock goes (study/journal.py)."""
+        """The study is over on this node: its hold on the settings and its lock go
+        (study/holds.py, study/journal.py)."""
+        from mpiwrite.study import holds
+
+        holds.release(self.held)
         if self.claimed >= 0 and self.owner:
             from mpiwrite.study import journal
 

@@ -182,3 +182,44 @@ def test_a_squatted_fallback_is_refused_before_anything_changes(account):
         assert got.returncode == 0, got.stdout[-2000:] + got.stderr
     finally:
         shutil.rmtree(squat, ignore_errors=True)
+
+
+@pytest.mark.timeout(600)
+def test_another_users_live_study_holds_its_setting(account, tmp_path):
+    """root's study holds the setting `knob` on this node; the user's study of another name
+    that would change a setting of that name is refused before anything changes, naming
+    root's process; the user's knob never changed."""
+    import subprocess
+    import time
+
+    from common import MPIEXEC, MPIWRITE, clean_env, kill_group
+
+    u = account
+    rootside = tmp_path / "root.toml"
+    rootside.write_text(STUDY.format(name="roots", work=tmp_path).replace(
+        'size = "1MiB"', 'time = "8s"').replace("repeat = 2", "repeat = 1")
+        .replace('block_size = ["64KiB", "1MiB"]', 'block_size = ["1MiB"]')
+        + SETTING.format(work=tmp_path))
+    (tmp_path / "knob").write_text("1\n")
+    proc = subprocess.Popen([MPIEXEC, "-n", "2", MPIWRITE, "study", "run", str(rootside)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            env=clean_env({"MPIWRITE_STATE": str(tmp_path / "state")}))
+    try:
+        end = time.monotonic() + 60
+        while (tmp_path / "knob").read_text().strip() == "1":
+            assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        folder, path = study(u, "mine", settings=True)
+        got = as_user(u, ["mpiexec", "-n", "2", "mpiwrite", "study", "run", path],
+                      timeout=240)
+        assert got.returncode == 1, got.stdout[-1500:] + got.stderr
+        assert "setting knob on" in got.stderr and "held by another study" in got.stderr
+        assert "of user root" in got.stderr, got.stderr
+        with open(os.path.join(folder, "knob")) as fh:
+            assert fh.read().strip() == "1"
+        proc.communicate(timeout=120)
+        assert proc.returncode == 0
+    finally:
+        kill_group(proc)
+    assert (tmp_path / "knob").read_text().strip() == "1"

@@ -242,3 +242,37 @@ def test_the_studys_own_commands_do_not_call_its_live_journal_a_leftover(tmp_pat
     journal.write("h", "t", "f", "t.toml", [{"name": "y", "set": "true {value}",
                                             "original": "1"}])
     assert "study t;" in journal.warning() and "study s" not in journal.warning()
+
+
+@pytest.mark.timeout(180)
+def test_a_setting_held_by_a_live_study_is_refused_to_another(tmp_path):
+    """Two studies of other names (two shells) changing the same setting on one node: the
+    second is refused before it reads or changes anything, naming the holder's pid and
+    command; the first puts its value back; at the end the setting is the original and no
+    lock file is left in /tmp."""
+    path, root = setting_study(tmp_path, '"0"')
+    with open(path) as fh:
+        text = fh.read().replace('size = "1MiB"', 'time = "6s"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    other = tmp_path / "other.toml"
+    other.write_text(text.replace('name = "', 'name = "other-', 1))
+    first = launch(tmp_path, path, root, tmp_path / "state")
+    try:
+        wait_for(lambda: checksums_now(root) == {"0"}, 60, first)
+        second = cli(["study", "run", str(other)], cwd=tmp_path,
+                     env=clean_env({"MPIWRITE_SYSROOT": str(root),
+                                    "MPIWRITE_STATE": str(tmp_path / "state")}), timeout=60)
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert "is held by another study, pid" in second.stderr, second.stderr
+        assert "study run" in second.stderr  # the holder's command
+        assert "did not put them back" not in second.stderr  # a live journal, not a leftover
+        assert checksums_now(root) == {"0"}  # the second changed nothing
+        out, err = first.communicate(timeout=90)
+        assert first.returncode == 0, err
+    finally:
+        kill_group(first)
+    assert checksums_now(root) == {"1"}
+    from mpiwrite.study import holds
+
+    assert not os.path.exists(holds.lock_path("checksums"))
