@@ -83,6 +83,9 @@ def list_(target, fmt, sysroot):
         click.echo(json.dumps(found, indent=1))
         return 0
     click.echo(printable(f"{client.name} client serving {target}: {len(found)} tunable(s)"))
+    if os.geteuid() != 0 and any(r["root"] for r in found):
+        click.echo("(those marked root need root to set: as you, tune plan refuses them and "
+                   "says what an administrator would run)")
     for r in found:
         need = ", ".join(w for w, on in (("root", r["root"]), ("remount", r["remount"])) if on)
         value = r["value"] if r["value"] is not None else f"? ({r['unreadable']})"

@@ -112,6 +112,7 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     seconds_budget = parse_time(budget)
     client, where = where_of(target, sysroot)
     factors = _factors(client, where, list(params))
+    _refuse_root_ones(factors, target, params, run_opts, budget)
     fixed: Dict[str, Any] = {}
     for opt in run_opts:
         key, sep, value = opt.partition("=")
@@ -195,6 +196,42 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     click.echo(printable(f"next: mpiexec -n N mpiwrite study run {output}; then mpiwrite tune "
                          f"report {output}"))
     return 0
+
+
+def _refuse_root_ones(factors, target: str, params, run_opts, budget: str) -> None:
+    """As a user, tunables that need root to set: no study planned (it would fail at its
+    first `set`); what an administrator would run is printed, then one error line (exit 2)."""
+    if os.geteuid() == 0:
+        return
+    need = [(t, levels, now) for t, levels, now in factors if t.root]
+    if not need:
+        return
+    import pwd
+
+    try:
+        me = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        me = f"uid {os.geteuid()}"
+    target_abs = os.path.abspath(target)
+    plan_words = ["mpiwrite", "tune", "plan", target_abs, "-o", "tune.toml", "--budget", budget]
+    for t, levels, _now in factors:
+        plan_words += ["--param", f"{t.name}={','.join(levels)}"]
+    for opt in run_opts:
+        plan_words += ["--run", opt]
+    lines = ["# These tunables need root to set; an administrator can run the study (the study "
+             "sets each", "# value before its runs and puts back the value now after them):",
+             shlex.join(plan_words), "mpiexec -n N mpiwrite study run tune.toml",
+             "# or set one value for you on every node, and put it back afterwards:"]
+    for t, levels, now in need:
+        other = next((v for v in levels if v != now), levels[-1])
+        lines.append(shlex.join(["mpiwrite", "tune", "set", t.name, other, target_abs])
+                     + "    # then, to restore: "
+                     + shlex.join(["mpiwrite", "tune", "set", t.name, now, target_abs]))
+    click.echo("\n".join(printable(ln) for ln in lines))
+    raise ConfigError(f"{', '.join(t.name for t, _, _ in need)}: setting "
+                      f"{'it' if len(need) == 1 else 'them'} needs root, and you are {me}: "
+                      "no study planned (what an administrator would run is above; `tune "
+                      "list` marks such tunables)")
 
 
 def _toml_value(text: str):

@@ -223,3 +223,23 @@ def test_another_users_live_study_holds_its_setting(account, tmp_path):
     finally:
         kill_group(proc)
     assert (tmp_path / "knob").read_text().strip() == "1"
+
+
+@pytest.mark.timeout(300)
+def test_tune_as_a_user_says_what_needs_root_and_plans_none_of_it(account):
+    """tune list marks what needs root and says so; tune plan over a root-only tunable
+    refuses (exit 2, no file) and prints what an administrator would run: the plan and the
+    study as root, or the exact `tune set` with its restore."""
+    u = account
+    got = as_user(u, ["mpiwrite", "tune", "list", u.work])
+    assert got.returncode == 0, got.stderr
+    assert "vm.dirty_ratio" in got.stdout and "need root to set" in got.stdout
+    plan = os.path.join(u.work, "t.toml")
+    got = as_user(u, ["mpiwrite", "tune", "plan", u.work, "-o", plan, "--param",
+                      "vm.dirty_ratio=20,1"])
+    assert got.returncode == 2 and not os.path.exists(plan), got.stdout + got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1
+    assert "vm.dirty_ratio: setting it needs root, and you are " + u.name in got.stderr
+    assert f"mpiwrite tune set vm.dirty_ratio 1 {u.work}" in got.stdout
+    assert f"to restore: mpiwrite tune set vm.dirty_ratio 20 {u.work}" in got.stdout
+    assert "mpiexec -n N mpiwrite study run tune.toml" in got.stdout
