@@ -184,6 +184,24 @@ def slurm_time(seconds: float) -> str:
     return f"{days}-{minutes // 60:02d}:{minutes % 60:02d}:00" if days else text
 
 
+JOB_START_SECONDS = 120.0  # the job's own start: the allocation, the first imports
+LAUNCH_SECONDS = 30.0  # each launch: a job step, Python and MPI on every node
+TIME_MARGIN = 1.2
+
+
+def run_time(cfg, runs: int, rate_MB_per_s: float = 100.0):
+    """(seconds the job's runs take, with start-up and a margin; what that rests on): each
+    run's time limit times its iterations and the delays between them (or its size at an
+    assumed rate per rank), one launch's start-up a run, the job's start."""
+    each = cfg.time_limit if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6)
+    one = each * cfg.iterations + cfg.delay * (cfg.iterations - 1)
+    need = (JOB_START_SECONDS + runs * (one + LAUNCH_SECONDS)) * TIME_MARGIN
+    what = "time limits" if cfg.time_limit else f"sizes at {rate_MB_per_s:g} MB/s a rank"
+    basis = (f"{runs} run(s) of {one:g} s ({what}, {cfg.iterations} iteration(s)), "
+             f"+{LAUNCH_SECONDS:g} s a launch, +{JOB_START_SECONDS:g} s, x{TIME_MARGIN:g}")
+    return need, basis
+
+
 def time_warning(time_limit: Optional[str], cfg, runs: int, rate_MB_per_s: float = 100.0) -> str:
     """A warning when --time-limit is shorter than the runs' own time limits add up to (or
     their sizes at an assumed rate per rank): '' when it fits or cannot be told."""
@@ -305,6 +323,7 @@ def render(job: Job) -> str:
         *directives(job),
         f"# Rendered by `mpiwrite jobscript`: {what}, {job.ntasks_per_node} task(s) per node,",
         f"# {job.repeat} repetition(s) each, launched with {_launch_comment(job)}. Edit freely.",
+        *([f"# --time from {job.estimate}."] if job.estimate else []),
         "set -uo pipefail",
         "",
         *tool_lines(job),
@@ -312,11 +331,13 @@ def render(job: Job) -> str:
         "# Arguments for `mpiwrite run` (target, sizes, iterations, tags, results folder).",
         f"RUN_ARGS=({shlex.join(run_args)})",
         f"NODE_COUNTS=({' '.join(map(str, job.nodes))})",
-        f"REPEAT={job.repeat}",
+        *order_lines(job),
         "",
         "status=0",
-        'for n in "${NODE_COUNTS[@]}"; do',
-        '  for rep in $(seq 1 "$REPEAT"); do',
+        "rep=0",
+        'for counts in "${ORDER[@]}"; do',
+        "  rep=$(( rep + 1 ))",
+        "  for n in $counts; do",
         '    echo "== mpiwrite: $n node(s), repetition $rep"',
         f"    {launch_line(job)} || status=$?",
         "  done",
@@ -331,6 +352,22 @@ def render(job: Job) -> str:
         'exit "$status"',
         "",
     ])
+
+
+def order_lines(job: Job) -> List[str]:
+    """Each repetition's node counts in their order: a seeded permutation, balanced for the
+    count run before (study/order.py), so that a drift of the filesystem's load over the job
+    is spread over every count instead of read as a scaling effect."""
+    from mpiwrite.study import order
+
+    points = [{"nodes": n} for n in job.nodes]
+    seed = order.default_seed(job.job_name, {"nodes": list(job.nodes)}, ())
+    runs = order.runs("balanced", points, job.repeat, seed)
+    blocks = [" ".join(str(job.nodes[p]) for p, r in runs if r == rep)
+              for rep in range(job.repeat)]
+    return [f"# Each repetition's node counts, in the order they run (balanced, seed {seed}): "
+            "drift over the", "# job falls on every count alike.",
+            "ORDER=(" + " ".join(shlex.quote(b) for b in blocks) + ")"]
 
 
 def render_study(job: Job) -> str:

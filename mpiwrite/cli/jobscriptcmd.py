@@ -83,6 +83,10 @@ def jobscript(ctx, nodes, ntasks_per_node, partition, account, time_limit, sched
         warning = js.time_warning(time_limit, cfg, len(shape["nodes"]) * repeat)
         if warning:
             sys.stderr.write(printable(f"mpiwrite: warning: {warning}") + "\n")
+        if not time_limit and cfg is not None:  # a queue wants it; the runs fix their length
+            need, basis = js.run_time(cfg, len(shape["nodes"]) * repeat)
+            shape["time_limit"] = js.slurm_time(need)
+            shape["estimate"] = basis
     if scheduler != "slurm" and _defaulted(ctx, "launcher"):
         launcher = "mpirun"  # PBS has no srun
     if launcher == "mpirun" and srun_mpi != "auto":

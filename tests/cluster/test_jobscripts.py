@@ -483,3 +483,42 @@ def test_a_job_that_can_never_start_is_said_so(slurm, tmp_path):
     assert "can never start" in out.stderr and ("PartitionNodeLimit" in out.stderr
                                                 or "PartitionConfig" in out.stderr) \
         or "Node count specification invalid" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("scheduler,line", [("slurm", "#SBATCH --time="),
+                                            ("pbs", "#PBS -l walltime=")])
+def test_a_plain_run_script_asks_for_the_time_its_runs_take(tmp_path, scheduler, line):
+    """-t 200 -i 3 on 1, 2 and 4 nodes, 2 repetitions: 6 runs of 600 s; the script asks a
+    queue for them, their launches and start-up with a margin (it asked for nothing)."""
+    out = cli(["jobscript", "--scheduler", scheduler, "--nodes", "1,2,4", "--repeat", "2",
+               "--", "/lustre/x", "-t", "200", "-i", "3"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    asked = next(ln for ln in out.stdout.splitlines() if ln.startswith(line))
+    value = asked.split("=", 1)[1]
+    if scheduler == "pbs":
+        h, m, sec = (int(x) for x in value.split(":"))
+        seconds = h * 3600 + m * 60 + sec
+    else:
+        seconds = js.slurm_seconds(value)
+    need = 6 * 600 + 6 * js.LAUNCH_SECONDS + js.JOB_START_SECONDS
+    assert need * js.TIME_MARGIN <= seconds < need * js.TIME_MARGIN + 60, (value, need)
+    assert "6 run(s) of 600 s (time limits, 3 iteration(s))" in out.stdout
+
+
+def test_a_scaling_script_interleaves_its_node_counts(tmp_path):
+    """Each repetition a permutation of the node counts (not every repetition of 1 node, then
+    of 2, ...), the same script for the same job, and run in that order by bash."""
+    args = ["jobscript", "--nodes", "1,2,4,8", "--repeat", "4", "--", "d", "-s", "1M"]
+    text = cli(args, cwd=tmp_path).stdout
+    assert text == cli(args, cwd=tmp_path).stdout  # seeded: the same job, the same order
+    order = next(ln for ln in text.splitlines() if ln.startswith("ORDER=("))
+    blocks = [b.split() for b in shlex.split(order[len("ORDER=("):-1])]
+    assert len(blocks) == 4 and all(sorted(b, key=int) == ["1", "2", "4", "8"] for b in blocks)
+    assert len({tuple(b) for b in blocks}) > 1  # not one fixed cycle
+    # bash runs them in that order: the loop, with the launch replaced by an echo
+    script = text.replace("srun ", "echo ran $n; : ")
+    ran = subprocess.run(["bash", "-c", script.split("# One row per node count")[0]],
+                         capture_output=True, text=True, timeout=30, cwd=tmp_path,
+                         env={"PATH": os.environ["PATH"], "MPIWRITE": "true"})
+    got = [ln.split()[1] for ln in ran.stdout.splitlines() if ln.startswith("ran ")]
+    assert got == [n for b in blocks for n in b], ran.stdout + ran.stderr
