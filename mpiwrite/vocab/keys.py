@@ -38,6 +38,7 @@ KINDS: Dict[str, str] = {
     "rw": DURABILITY, "rwmixread": DURABILITY, "iodepth": DURABILITY, "ioengine": DURABILITY,
     "nodes": SETTING, "ranks": SETTING, "ranks_per_node": SETTING, "size": SETTING,
     "time_limit": SETTING, "iterations": SETTING, "mpi": FACT, "host": FACT,
+    "mpiio": FACT,  # the MPI-IO implementation of an mpiio run: ROMIO (driver) or OMPIO
     "tool": SETTING, "tool_version": FACT,
     "kernel": FACT, "lustre": FACT, "checksums": FACT, "checksum_type": FACT, "fstype": FACT,
     "client": FACT, "lustre_kernel": FACT,

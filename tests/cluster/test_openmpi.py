@@ -50,6 +50,24 @@ def test_one_host_oversubscribed_complete_record(tmp_path, n):
     assert not os.path.exists(tmp_path / "d")
 
 
+def test_the_mpiio_implementation_is_a_fact_compare_names(tmp_path):
+    """The same MPI-IO run under Open MPI (OMPIO, its default) and under the MPICH wheel
+    (ROMIO): each record names its implementation, and compare names the difference."""
+    from common import MPIEXEC, cli, mpirun
+
+    args = ["run", "d", "-s", "2M", "--engine", "mpiio", "--layout", "shared", *ARGS]
+    out = ompi.mpirun(2, args + ["--results", "ompi"], cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert only_record(tmp_path / "ompi").keys()["mpiio"].startswith("OMPIO (Open MPI v")
+    if MPIEXEC is None:
+        pytest.skip("no MPICH mpiexec (pip install mpich)")
+    out = mpirun(2, args + ["--results", "mpich"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert only_record(tmp_path / "mpich").keys()["mpiio"].startswith("ROMIO (MPICH")
+    said = cli(["compare", "mpich", "ompi"], cwd=tmp_path).stdout
+    assert "     mpiio: ROMIO (MPICH" in said and "-> OMPIO (Open MPI v" in said, said
+
+
 # ------------------------------------------------------------------ emulated hosts
 @pytest.fixture
 def can_emulate():

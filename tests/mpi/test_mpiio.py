@@ -77,6 +77,8 @@ def test_hints_reach_the_file_and_are_recorded_as_in_force(tmp_path):
     keys = rec.keys()
     assert keys["mpiio.cb_buffer_size"] == "1048576"
     assert keys["mpiio.romio_cb_write"] == "enable"
+    # the implementation is a fact of the record: MPICH's ROMIO, and the driver it chose
+    assert keys["mpiio"].startswith("ROMIO (MPICH") and "; driver UFS)" in keys["mpiio"]
     assert rec.params()["mpiio_hints"] == {"cb_buffer_size": "1048576",
                                            "romio_cb_write": "enable"}
 

@@ -77,3 +77,16 @@ def test_launcher_reads_os_environ_by_default(monkeypatch):
         monkeypatch.delenv(key)
     monkeypatch.setenv("SLURM_STEP_ID", "3")
     assert mpiinfo.launcher() == "srun"
+
+
+def test_the_mpiio_implementation_is_read_from_the_hints_in_force():
+    from mpiwrite.facts.mpiinfo import io_implementation
+
+    romio = {"cb_buffer_size": "16777216", "romio_cb_write": "automatic",
+             "romio_filesystem_type": "UFS: Generic ROMIO driver for all UNIX-like file systems"}
+    assert io_implementation(romio, "MPICH Version:      5.0.2\nMPICH Release date: x") == \
+        "ROMIO (MPICH Version: 5.0.2; driver UFS)"
+    ompi = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4"
+    assert io_implementation({}, ompi) == "OMPIO (Open MPI v4.1.4)"
+    assert io_implementation({"romio_cb_write": "enable"}, ompi) == "ROMIO (Open MPI v4.1.4)"
+    assert io_implementation({}, "MPICH Version: 5.0.2").startswith("unknown")
