@@ -97,6 +97,9 @@ def test_the_quick_start_and_the_answers_run_as_a_fresh_user(account):
     os.chown(fixture, u.uid, u.gid)
     got = as_user(u, ["mpiwrite", "import", "ior.json", "--results", "imported"])
     assert got.returncode == 0, got.stderr
+    if shutil.which("man"):  # the quick start's third command
+        got = as_user(u, ["mpiwrite", "help", "run"], env={"PAGER": "cat", "MANPAGER": "cat"})
+        assert got.returncode == 0 and "mpiwrite" in got.stdout, got.stderr
     extra = set(home_listing(u)) - set(before)
     assert extra <= {".cache"}, extra
     assert not os.path.exists(os.path.join(u.home, ".local"))
