@@ -27,7 +27,7 @@ from mpiwrite import files
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.vocab.status import Status
 
-OUTPUT_VERSION = 2  # 1: the unversioned outputs before this contract
+OUTPUT_VERSION = 3  # 1: the unversioned outputs before this contract; 3: docs/output.md
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 SCHEMAS = {"run": "run-json.schema.json", "report": "report-json.schema.json",
            "compare": "compare-json.schema.json", "explain": "explain-json.schema.json",

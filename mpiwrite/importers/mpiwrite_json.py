@@ -32,7 +32,7 @@ from mpiwrite.importers.base import FACT_KEYS, UNKNOWN, Importer, Phase, Source,
 from mpiwrite.text import clean, printable
 from mpiwrite.units import format_size
 
-SCHEMA_VERSION = 2
+READS = (2, 3)  # 3 changed compare's diff and the meaning of rates' ci_lo/ci_hi, not a run's
 _RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}\Z")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\Z")
 _SHARE = Kind(0, 100, False, "a share (0 to 100)")
@@ -75,9 +75,9 @@ def _doc(src: Source) -> Dict[str, Any]:
             not isinstance(doc.get("mpiwrite_version"), str):
         raise refuse(src.path, "JSON without `output: run` and `mpiwrite_version`: not "
                      "mpiwrite's run --json")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.get("schema_version") not in READS:
         raise refuse(src.path, f"schema_version {shown(doc.get('schema_version'))}: this "
-                     f"mpiwrite reads version {SCHEMA_VERSION}")
+                     f"mpiwrite reads versions {', '.join(map(str, READS))}")
     if doc.get("status") != "complete":
         raise refuse(src.path, f"run status {shown(doc.get('status'))}: only a complete run "
                      "is imported")
