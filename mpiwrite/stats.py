@@ -310,58 +310,74 @@ def compare(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
 
 
 class Fit(NamedTuple):
-    """A least-squares fit: coefficients, their covariance (residual variance x (X'X)^-1 on
-    the estimable columns; nan where a column is not estimable), residual df, rank."""
+    """A least-squares fit: coefficients, their covariance (residual variance x (X'X)^+,
+    right for every estimable coefficient and contrast), residual df, rank, which columns'
+    coefficients are estimable, the residual sd, and the projection onto the row space of X
+    (`project`: a contrast w is estimable exactly when project @ w == w)."""
     coef: np.ndarray
     cov: np.ndarray
     df: int
     rank: int
     estimable: np.ndarray  # per column: whether its coefficient is estimable
     sigma: float  # residual standard deviation (nan for df < 1)
+    project: np.ndarray
+    raw: np.ndarray  # the minimum-norm solution, every column (for estimable contrasts)
+    raw_cov: np.ndarray  # sigma^2 (X'X)^+, every column
+
+    def can_estimate(self, w: np.ndarray) -> bool:
+        w = np.asarray(w, dtype=float)
+        scale = max(1.0, float(np.abs(w).max()))
+        return bool(np.allclose(self.project @ w, w, atol=1e-8 * scale))
+
+    def contrast(self, w: np.ndarray):
+        """(w.b, its variance) of an estimable contrast, else None."""
+        w = np.asarray(w, dtype=float)
+        if not self.can_estimate(w):
+            return None
+        return float(w @ self.raw), float(w @ self.raw_cov @ w)
 
 
 def ols(x: np.ndarray, y: np.ndarray) -> Fit:
-    """y = X b + e by least squares.  A column that is a linear combination of the others
-    (aliased: a factor with the previous run's level in a fixed cycle) is not estimable:
-    its coefficient and variance are nan, and the others are estimated without it."""
+    """y = X b + e by least squares, from one singular value decomposition.  A column that
+    is a linear combination of the others (aliased: a factor with the previous run's level
+    in a fixed cycle) is not estimable: its coefficient and variance are nan, and the
+    others are what any full-rank basis would give (the minimum-norm solution agrees with
+    every basis on the estimable ones)."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     n, k = x.shape
-    keep: list = []
-    for j in range(k):  # greedy: a column joins if it adds to the rank
-        trial = keep + [j]
-        if np.linalg.matrix_rank(x[:, trial]) == len(trial):
-            keep.append(j)
-    est = np.zeros(k, dtype=bool)
-    est[keep] = True
-    # a kept column is still aliased when dropping it and adding a later one gives the
-    # same span: test each column against all the others
-    full = int(np.linalg.matrix_rank(x)) if k else 0
-    for j in range(k):
-        others = [i for i in range(k) if i != j]
-        if others and np.linalg.matrix_rank(x[:, others]) == full:
-            est[j] = False
-    cols = [j for j in range(k) if est[j]]
-    rank = len(cols)
-    coef = np.full(k, np.nan)
-    cov = np.full((k, k), np.nan)
-    df = int(n - full)
-    sigma = math.nan
-    if rank:
-        # the others span what an aliased column adds: fit on a basis that keeps them
-        basis = list(keep)
-        xb = x[:, basis]
-        b, *_ = np.linalg.lstsq(xb, y, rcond=None)
-        resid = y - xb @ b
-        sigma = math.sqrt(float(resid @ resid) / df) if df > 0 else math.nan
-        inv = np.linalg.inv(xb.T @ xb)
-        for a, j in enumerate(basis):
-            if est[j]:
-                coef[j] = b[a]
-                for c, i in enumerate(basis):
-                    if est[i]:
-                        cov[j, i] = inv[a, c] * sigma ** 2 if df > 0 else math.nan
-    return Fit(coef, cov, df, rank, est, sigma)
+    if k == 0 or n == 0:
+        nan_k = np.full((k, k), np.nan)
+        return Fit(np.full(k, np.nan), nan_k, n, 0, np.zeros(k, bool), math.nan,
+                   np.zeros((k, k)), np.full(k, np.nan), nan_k)
+    u, sv, vt = np.linalg.svd(x, full_matrices=False)
+    tol = sv.max() * max(n, k) * np.finfo(float).eps if sv.size else 0.0
+    r = int(np.sum(sv > tol))
+    vr, ur, sr = vt[:r].T, u[:, :r], sv[:r]
+    project = vr @ vr.T
+    est = np.abs(np.diag(project) - 1.0) < 1e-8
+    b = vr @ ((ur.T @ y) / sr)
+    resid = y - x @ b
+    df = int(n - r)
+    sigma = math.sqrt(float(resid @ resid) / df) if df > 0 else math.nan
+    xtx_pinv = (vr / sr ** 2) @ vr.T
+    cov = xtx_pinv * sigma ** 2 if df > 0 else np.full((k, k), np.nan)
+    coef = np.where(est, b, np.nan)
+    return Fit(coef, np.where(np.outer(est, est), cov, np.nan), df, r, est, sigma, project,
+               b, cov)
+
+
+TINY = 1e-9  # a log-scale effect below this is rounding (a millionth of a percent): none
+
+
+def effect_p(b: float, se: float, df: int) -> float:
+    """Two-sided p of coefficient b with standard error se: 1 for an effect that is only
+    rounding (all runs equal to the last digit gave "p 0.04, real" from 1e-16)."""
+    if abs(b) < TINY:
+        return 1.0
+    if not se > 0:
+        return 0.0
+    return two_sided_p(b / se, df)
 
 
 def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
@@ -417,9 +433,9 @@ def outlier_check(n: int, df: int) -> bool:
 
 def outliers(resid: Sequence[float], limit: float = OUTLIER,
              x: Optional[np.ndarray] = None) -> np.ndarray:
-    """Which residuals are beyond `limit` robust standard deviations: a run at a third of
-    the rate (a stall) among runs 5% apart.  With the design `x`, each residual is divided
-    by sqrt(1 - its leverage) and the scale (1.4826 x the median absolute deviation) is
+    """Which residuals are beyond `limit` robust standard deviations below the fit: a run at
+    a third of the rate (a stall) among runs 5% apart.  With the design `x`, each residual
+    is divided by sqrt(1 - its leverage) and the scale (1.4826 x the median absolute deviation) is
     widened by sqrt(n / (n - parameters)): a fit of many parameters leaves residuals smaller
     than the noise, which must not make ordinary runs look far.  Under normal noise a run is
     beyond 5 sd about once in 1.7 million; none when the deviation is 0."""
@@ -439,7 +455,9 @@ def outliers(resid: Sequence[float], limit: float = OUTLIER,
     scale = 1.4826 * float(np.median(np.abs(r - centre))) * math.sqrt(n / (n - p))
     if not scale > 0:
         return np.zeros(n, dtype=bool)
-    return np.abs(r - centre) > limit * scale
+    # a stall is a slow run: only the slow side (a stall also pulls its block's and its
+    # point's fits down, and the others of them then look fast: never left out for it)
+    return (r - centre) < -limit * scale
 
 
 def robust_residuals(x: np.ndarray, y: np.ndarray, rounds: int = 30) -> np.ndarray:

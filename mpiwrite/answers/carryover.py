@@ -91,14 +91,20 @@ def blocks_of(runs: Sequence[Any]) -> np.ndarray:
     return out
 
 
+OTHER = "\0other"  # a run before that was at neither level (another point of the study)
+
+
 def two_levels(values: Sequence[float], own: Sequence[str], prev: Sequence[Optional[str]],
                levels: Sequence[str], blocks: Optional[np.ndarray] = None,
-               others: Optional[np.ndarray] = None,
-               confidence: float = 0.95) -> Optional[Dict[str, Any]]:
+               others: Optional[np.ndarray] = None, confidence: float = 0.95,
+               randomized: bool = False) -> Optional[Dict[str, Any]]:
     """A two-level factor's own effect and its carry-over, second level against the first,
     in percent on the ratio scale, from one fit (blocks and other factors' columns beside).
-    None when nothing can be said (no run whose predecessor is known, a value not positive,
-    fewer than one residual degree of freedom)."""
+    `prev`: each run's previous level, OTHER (a point at neither level: coded 0, kept), or
+    None (not known: a launch's first run, left out).  `randomized`: the study's order was
+    balanced or random, so a carry-over the runs cannot estimate is no alias (said, not
+    withheld).  None when nothing can be said (no run whose predecessor is at one of the
+    levels, a value not positive)."""
     y = np.asarray(values, dtype=float)
     if len(levels) != 2 or not len(y) or not np.all(y > 0) or \
             not any(p is not None and p in levels for p in prev):
@@ -110,7 +116,7 @@ def two_levels(values: Sequence[float], own: Sequence[str], prev: Sequence[Optio
         cols.append(others)
     # only the runs whose run before is known: coded 0, a launch's first run alone would
     # separate the factor from the run before in a fixed cycle
-    rows = np.array([p is not None and p in levels for p in prev])
+    rows = np.array([p is not None and (p in levels or p == OTHER) for p in prev])
     fit = stats.ols(np.hstack(cols)[rows], np.log(y)[rows])
     with_blocks = blocks is not None and blocks.shape[1] > 0
     if with_blocks and not (fit.estimable[1] and fit.estimable[2]):
@@ -128,6 +134,7 @@ def two_levels(values: Sequence[float], own: Sequence[str], prev: Sequence[Optio
                       "level" + (", repetition blocks" if with_blocks else "")
                       + (", the other factors" if others is not None and others.shape[1]
                          else ""))
+    out["randomized"] = randomized
     out["flagged"] = flagged(out, confidence)
     return out
 
@@ -143,13 +150,14 @@ def _effect(fit: stats.Fit, j: int, confidence: float, name: str) -> Dict[str, A
                 f"{name}_aliased": False}
     se = math.sqrt(var)
     tq = stats.t_ppf(0.5 + confidence / 2, fit.df)
-    p = stats.two_sided_p(b / se, fit.df) if se > 0 else (0.0 if b else 1.0)
+    p = stats.effect_p(b, se, fit.df)
     return {f"{name}_pct": _pct(2 * b), f"{name}_ci_pct": [_pct(2 * (b - tq * se)),
                                                           _pct(2 * (b + tq * se))],
             f"{name}_p": p, f"{name}_aliased": False}
 
 
 SMALL = 0.25  # a significant carry-over below this share of the own effect withholds nothing
+COMPARABLE_P = 0.2  # a carry-over as large as a real own effect withholds it below this p
 
 
 def flagged(found: Dict[str, Any], confidence: float = 0.95) -> bool:
@@ -158,10 +166,11 @@ def flagged(found: Dict[str, Any], confidence: float = 0.95) -> bool:
     - it is significant and at least SMALL of the own effect (a significant carry-over of
       -5.7% beside an own effect of -67% cannot turn its sign: it is said, not withheld);
     - the own effect would be a verdict (`own_p` below 1 - confidence) and the carry-over,
-      significant or not (p below 0.5), is at least as large.
+      significant or nearly (p below COMPARABLE_P), is at least as large.
     A carry-over beside an effect within noise withholds nothing that was there."""
     if found.get("carryover_aliased") or found.get("own_aliased"):
-        return True
+        # a fixed cycle aliases them; in a randomized order these runs just cannot say
+        return not (found.get("randomized") and not found.get("own_aliased"))
     p, c, own = found.get("carryover_p"), found.get("carryover_pct"), found.get("own_pct")
     if c is None or p is None:
         return False
@@ -172,12 +181,15 @@ def flagged(found: Dict[str, Any], confidence: float = 0.95) -> bool:
     own_p = found.get("own_p")
     if own_p is None or own_p >= 1 - confidence:
         return False
-    return size >= mine and p < 0.5
+    return size >= mine and p < COMPARABLE_P
 
 
 def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
     """The one line an answer prints about a factor's carry-over."""
     lv = found["levels"]
+    if (found.get("carryover_aliased") or found.get("own_aliased")) and not found["flagged"]:
+        return ("carry-over: these runs cannot estimate it (too few of them follow a run at "
+                "either level); the study's order was randomized, so it is no alias")
     if found.get("carryover_aliased") or found.get("own_aliased"):
         return (f"carry-over: {name + chr(39) + 's level' if name else 'the side'} cannot be "
                 f"told from the previous run's (the run order repeats one sequence): no "
@@ -189,8 +201,11 @@ def text(name: str, found: Dict[str, Any], confidence: float = 0.95) -> str:
     head = f"carry-over: a run after {after[1]} against one after {after[0]}: {size}"
     own = found.get("own_pct")
     if not found["flagged"]:
-        return (f"{head}: small beside its own effect ({own:+.1f}%), taken out of it"
-                if own is not None else head)
+        if own is None:
+            return head
+        if abs(math.log1p(pct / 100)) < abs(math.log1p(own / 100)):
+            return f"{head}: small beside its own effect ({own:+.1f}%), taken out of it"
+        return f"{head}: within noise beside its own effect ({own:+.1f}%), taken out of it"
     if own is None:
         how = "beside an effect that cannot be estimated"
     elif abs(math.log1p(pct / 100)) >= abs(math.log1p(own / 100)):
@@ -239,6 +254,8 @@ class StudyFit:
         use_blocks = len({b for b in blocks}) > 1 and all(b is not None for b in blocks)
         tried, kept = False, None
         self.stalls = np.zeros(n, dtype=bool)  # runs left out as outliers, after one fit
+        self.fit_all: Optional[stats.Fit] = None  # the fit with them in
+        self.points_all = list(points)
         while True:
             rows = (known if use_carry else np.ones(n, bool)) & ~self.stalls
             idx = np.flatnonzero(rows)
@@ -303,6 +320,7 @@ class StudyFit:
                     far = stats.outliers(stats.robust_residuals(self.x, self.y), x=self.x)
                     if far.any() and self.fit.df - int(far.sum()) >= 2:
                         self.stalls[idx[far]] = True
+                        self.fit_all = self.fit  # what the stalls would say: checked after
                         continue
                 break
             if use_carry:
@@ -327,24 +345,40 @@ class StudyFit:
         """Point b against point a: {pct, lo, hi, p, df}, or None (not estimable, no df)."""
         if not self.usable or a not in self.point_col or b not in self.point_col:
             return None
-        fit = self.fit
-        w = np.zeros(fit.coef.size)
+        w = self._contrast_vector(a, b)
+        got = self.fit.contrast(w) if w is not None else None
+        if got is None or self.fit.df < 1 or not got[1] == got[1]:
+            return None
+        d, var = got
+        se = math.sqrt(max(var, 0.0))
+        tq = stats.t_ppf(0.5 + self.confidence / 2, self.fit.df)
+        out = {"pct": _pct(d), "lo": _pct(d - tq * se), "hi": _pct(d + tq * se),
+               "p": stats.effect_p(d, se, self.fit.df), "df": self.fit.df, "log_diff": d,
+               "sigma": self.fit.sigma, "stalls": ""}
+        if self.stalls.any() and self.fit_all is not None and \
+                self.fit_all.coef.size == self.fit.coef.size:  # the same with the stalls in
+            before = self.fit_all.contrast(w)
+            mine = [self.points_all[i] for i in np.flatnonzero(self.stalls)
+                    if self.points_all[i] in (a, b)]
+            better = b if d > 0 else a
+            if before is not None and abs(d) >= stats.TINY and mine and \
+                    all(pt == better for pt in mine):
+                p_with = stats.effect_p(before[0], math.sqrt(max(before[1], 0.0)),
+                                        self.fit_all.df)
+                real_with = p_with < 1 - self.confidence and before[0] * d > 0
+                if before[0] * d <= 0 or real_with != (out["p"] < 1 - self.confidence):
+                    out["stalls"] = (f"the {len(mine)} run(s) left out as stalls all ran at "
+                                     f"its better-looking point, and with them it is "
+                                     f"{_pct(before[0]):+.1f}%")
+        return out
+
+    def _contrast_vector(self, a: int, b: int) -> Optional[np.ndarray]:
+        w = np.zeros(self.fit.coef.size)
         for pt, sign in ((b, 1.0), (a, -1.0)):
             j = self.point_col[pt]
             if j is not None:
-                if not fit.estimable[j]:
-                    return None
                 w[j] += sign
-        used = np.flatnonzero(w)
-        d = float(w[used] @ fit.coef[used])
-        var = float(w[used] @ fit.cov[np.ix_(used, used)] @ w[used]) if used.size else 0.0
-        if fit.df < 1 or not var == var:
-            return None
-        se = math.sqrt(max(var, 0.0))
-        tq = stats.t_ppf(0.5 + self.confidence / 2, fit.df)
-        p = stats.two_sided_p(d / se, fit.df) if se > 0 else (0.0 if d else 1.0)
-        return {"pct": _pct(d), "lo": _pct(d - tq * se), "hi": _pct(d + tq * se), "p": p,
-                "df": fit.df, "log_diff": d, "sigma": fit.sigma}
+        return w
 
     def axis_carry(self, axis: str, order: Sequence[str]) -> Optional[Dict[str, Any]]:
         """An axis's carry-over from the fit: {levels: [{level, against, pct, ci_pct, p}],
@@ -363,14 +397,16 @@ class StudyFit:
                 continue
             b, var = fit.coef[c], fit.cov[c, c]
             se = math.sqrt(var) if var == var and var >= 0 else math.nan
-            p = stats.two_sided_p(b / se, fit.df) if se == se and se > 0 else None
+            p = stats.effect_p(b, se, fit.df) if se == se else None
             out["levels"].append({"level": level, "against": order[0], "pct": _pct(b),
                                   "ci_pct": [_pct(b - tq * se), _pct(b + tq * se)]
                                   if se == se else None, "p": p})
         keep = [j for j in range(self.x.shape[1]) if j not in cols]
         reduced = stats.ols(self.x[:, keep], self.y)
         dq = fit.rank - reduced.rank
-        if fit.df > 0 and dq > 0:
+        if reduced.df > 0 and not reduced.sigma >= stats.TINY:
+            out["p"] = 1.0  # every run the same to the last digits: nothing to carry over
+        elif fit.df > 0 and dq > 0:
             rss_f = fit.sigma ** 2 * fit.df
             rss_r = reduced.sigma ** 2 * reduced.df if reduced.df > 0 else 0.0
             f = ((rss_r - rss_f) / dq) / (rss_f / fit.df) if rss_f > 0 else math.inf

@@ -227,6 +227,12 @@ def analyse(s, conf: float, suffix: str, permutations: int = stats.PERMUTATIONS,
     factors.sort(key=lambda f: (clear_first and not (f["p_value"] is not None
                                                      and f["p_value"] < ALPHA),
                                 -f["variance_share"], _order(f["keys"][0])))
+    # the factors whose effect is a headline (the top ones, and every clear one): what they
+    # are confounded with, and their carry-over (checked for these only: 200 keys would be
+    # 40,000 pairs a history)
+    for f in [g for i, g in enumerate(factors) if i < TOP or (
+            g["p_value"] is not None and g["p_value"] < ALPHA)]:
+        _two_level_checks(s, f, conf)
     for f in factors:  # a host has one CPU model: what the host explains includes the CPU's
         col = s.keys[f["key"]]
         f["determines"] = [g["key"] for g in factors if g is not f
@@ -293,11 +299,20 @@ def _factor(s: Samples, keys: List[str], conf: float, suffix: str, permutations:
                                   change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,
                                   p_value=c.p_value, df=c.df, n=[c.a.n, c.b.n],
                                   scale=c.scale))
-        out.update(_confounded(s, keys, main, labels, lv, conf))
-        carry = _carryover(s, main, lv, conf)
-        if carry is not None:
-            out["carryover"] = carry
     return out
+
+
+def _two_level_checks(s, f: Dict[str, Any], conf: float) -> None:
+    """What a two-level factor's headline needs said beside it: the keys it is confounded
+    with (and its effect within them), and its carry-over where the runs are a study's."""
+    if f["levels"] != 2:
+        return
+    main = f["key"]
+    lv = _levels(s.keys[main])
+    f.update(_confounded(s, f["keys"], main, s.per_sample(main), lv, conf))
+    carry = _carryover(s, main, lv, conf)
+    if carry is not None:
+        f["carryover"] = carry
 
 
 def _confounded(s, keys: List[str], main: str, labels: List[str], lv: List[str],
@@ -336,12 +351,20 @@ def _carryover(s, main: str, lv: List[str], conf: float) -> Optional[Dict[str, A
         return None  # not a study's runs with their order (or a run's ranks)
     before = carryover.predecessors(runs, keys_of)
     own = s.keys[main]
-    prev = [None if b is None or b.get(main) is None else printable(str(b.get(main)))
-            for b in before]
-    vals = [float(np.mean([v for v, u in zip(_raw(s), s.run_of) if u == i]))
-            for i in range(len(runs))]
+    prev = []
+    for b in before:
+        if b is None:
+            prev.append(None)
+        else:
+            level = printable(str(b.get(main, "")))
+            prev.append(level if level in lv else carryover.OTHER)
+    sums: Dict[int, List[float]] = {}
+    for v, u in zip(_raw(s), s.run_of):
+        sums.setdefault(u, []).append(v)
+    vals = [float(np.mean(sums[i])) for i in range(len(runs))]
+    randomized = all(r.tags().get("study_order") in ("balanced", "random") for r in runs)
     found = carryover.two_levels(vals, own, prev, lv, carryover.blocks_of(runs),
-                                 confidence=conf)
+                                 confidence=conf, randomized=randomized)
     return carryover.as_json(found)
 
 

@@ -584,9 +584,8 @@ def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen
     (checksums=on against checksums=off) are confounded by any other key whose values
     differ between them; sides given as folders by any, once two or more differ."""
     from mpiwrite.answers import confounding
-    from mpiwrite.answers.results import run_keys
-
     from mpiwrite.answers.differences import NOT_DIFFERENCES
+    from mpiwrite.answers.results import run_keys
 
     runs = list(a_runs) + list(b_runs)
     sides = ["A"] * len(a_runs) + ["B"] * len(b_runs)
@@ -601,6 +600,8 @@ def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen
             continue
         if any(k.startswith((c + "_", c + ".")) for c in chosen):
             continue  # tool_version beside tool=ior: the chosen key's own detail
+        if k.startswith("tag.") and (k[4:] in chosen or any(k[4:] in ks for ks in of)):
+            continue  # tag.NAME: the tag NAME itself, under its other name
         col = [printable(str(ks.get(k, "-"))) for ks in of]
         if chosen and all(_restates(v, [str(ks.get(c, "")) for c in chosen])
                           for v, ks in zip(col, of)):
@@ -615,7 +616,7 @@ def _confounded(a_runs, b_runs, differing, sampling: Sampling, unit: str, chosen
             cands[k] = col
     if not chosen and len(cands) < 2:
         return [], None  # two folders that differ in one key: that key is the question
-    found = confounding.confounders(sides, cands, aliases=True, alpha=None)
+    found = confounding.confounders(sides, cands, aliases=True)
     if not found:
         return [], None
     strat = confounding.strata_keys(found, sides, cands)
@@ -646,10 +647,15 @@ def _carried(a_runs, b_runs, sampling: Sampling, confidence: float):
         got = [v for v in metric_values(r, sampling.metric, sampling.warmup) if v == v]
         if not got:
             continue
+        before = r.tags().get("study_prev_key")
         own.append(side)
-        prev.append(side_of.get((r.tags().get("study"), r.tags().get("study_prev_key"))))
+        # a run before at another point of the study (neither side's): known, at neither
+        prev.append(None if not before or before == carryover.NONE else
+                    side_of.get((r.tags().get("study"), before), carryover.OTHER))
         vals.append(float(np.mean(got)))
-    found = carryover.two_levels(vals, own, prev, ["A", "B"], confidence=confidence)
+    randomized = all(r.tags().get("study_order") in ("balanced", "random") for r in runs)
+    found = carryover.two_levels(vals, own, prev, ["A", "B"], confidence=confidence,
+                                 randomized=randomized)
     return carryover.as_json(found)
 
 
@@ -697,11 +703,12 @@ def direction(metric: str, diff: float, b: str = "B") -> str:
     return f"{b} is {'faster' if up else 'slower'}"
 
 
-def verdict_text(c, metric: str, b: str = "B", p_note: str = "") -> str:
+def verdict_text(c, metric: str, b: str = "B", p_note: str = "", pooled: bool = False) -> str:
     """compare's verdict on a stats.Comparison, with how many more repetitions would settle
     it; `study report` says the same sentence of each level (B named `b`; `p_note` after
-    the p: how it was corrected)."""
-    if c.a.n < 2 or c.b.n < 2:
+    the p: how it was corrected; `pooled`: the test's noise is a whole study's, so a side of
+    one sample is no reason to say nothing)."""
+    if not pooled and (c.a.n < 2 or c.b.n < 2):
         return (f"cannot tell: each side needs at least 2 samples; about "
                 f"{_count(c.more_per_side, 'more repetition')} per side")
     p = f"p = {c.p_value:.2g}{p_note}"

@@ -41,11 +41,12 @@ from mpiwrite.vocab.axes import kind_of
 
 
 def generation(tags: Dict[str, str]) -> int:
-    """A record's generation of its study (`study_generation`; 0 before there were any)."""
+    """A record's generation of its study (`study_generation`; 0 before there were any, or
+    for a tag that is no number: a record's tags are anyone's words)."""
     try:
         return max(0, int(tags.get("study_generation", "0")))
     except ValueError:
-        return -1
+        return 0
 
 
 class StudyRuns:
@@ -183,11 +184,14 @@ def axis_verdicts(rows: List[Dict[str, Any]], levels: Dict[str, List[str]],
                     if pa is not None and pb is not None:
                         got = model.fit.contrast(pa, pb)
                 if got is not None:
+                    # the direction is the contrast's, as its percent (the rows' own
+                    # geometric means are another, unadjusted estimate)
                     c = c._replace(pct=got["pct"], pct_lo=got["lo"], pct_hi=got["hi"],
                                    p_value=got["p"], df=float(got["df"]),
-                                   diff=c.b.gmean - c.a.gmean, scale="ratio")
+                                   diff=c.a.gmean * got["pct"] / 100, scale="ratio")
                     entry["test"] = "model"
                     entry["_noise"] = (got["log_diff"], got["sigma"])
+                    entry["_stalls"] = got["stalls"]
                 else:
                     entry["_noise"] = _noise(base["_values"], row["_values"])
                 entry["_c"] = c
@@ -213,7 +217,7 @@ def axis_verdicts(rows: List[Dict[str, Any]], levels: Dict[str, List[str]],
         told = c.a.n >= 2 and c.b.n >= 2 if entry["test"] == "welch" else c.df >= 1
         real = bool(told and p == p and p < 1 - sampling.confidence)
         need, more = (0, 0) if told else (c.needed_per_side, c.more_per_side)
-        if told and not real and diff and sd == sd:
+        if told and not real and abs(diff) >= stats.TINY and sd == sd:
             # the repetitions a side that would settle a difference this size, at the
             # confidence the correction asks of it (Bonferroni's: a little more than Holm's)
             need = stats.needed_per_side(diff, sd, 1 - (1 - sampling.confidence) /
@@ -226,8 +230,12 @@ def axis_verdicts(rows: List[Dict[str, Any]], levels: Dict[str, List[str]],
         alone = f", Holm over {len(tested)}; {c_alone(entry, tested)} alone" \
             if len(tested) > 1 and p == p else ""
         verdict = verdict_text(shown, sampling.metric, f"{entry['axis']}={entry['level']}",
-                               alone) if told or entry["test"] == "welch" else \
-            "cannot tell: too few runs for the study's fit"
+                               alone, pooled=entry["test"] == "model") \
+            if told or entry["test"] == "welch" else "cannot tell: too few runs for the fit"
+        stalled = entry.pop("_stalls", "")
+        if stalled and told:
+            outcome, real = "cannot tell", False
+            verdict = f"no verdict: {stalled}; they may be the setting's own: look at them"
         if flags.get(entry["axis"]):
             outcome, real = "carry-over", False
             verdict = (f"no verdict: the run before moved the figure as much (carry-over of "

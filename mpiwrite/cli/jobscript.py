@@ -295,8 +295,8 @@ RESTORE_COMMENT = ("# Whatever the launch's exit: every node puts back what the 
 
 def restore_line(job: Job, hosts: str = SLURM_HOSTS) -> str:
     """`study restore` on every node of the launch, one task a node."""
-    return launch_line(dataclasses.replace(job, ntasks_per_node=1), '"$MPIWRITE" study restore "$STUDY"',
-                       hosts) + " || status=$?"
+    return launch_line(dataclasses.replace(job, ntasks_per_node=1),
+                       '"$MPIWRITE" study restore "$STUDY"', hosts) + " || status=$?"
 
 
 def _launch_comment(job: Job) -> str:

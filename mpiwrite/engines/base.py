@@ -117,6 +117,7 @@ class StreamResult:
     stonewall_bytes: int = -1  # --stonewall: the bytes written when the stonewall fell
     stonewall_seconds: float = float("nan")  # ... and when (from the write's start)
     info: Dict[str, str] = dataclasses.field(default_factory=dict)  # hints in force (MPI-IO)
+    facts: Dict[str, str] = dataclasses.field(default_factory=dict)  # run keys the engine knows
 
     @property
     def failed(self) -> bool:

@@ -71,20 +71,3 @@ def launcher(environ: Optional[Mapping[str, str]] = None) -> str:
         return "pmi"
     return "singleton"
 
-
-def io_implementation(hints: Mapping[str, str], library_version: str) -> str:
-    """The MPI-IO implementation behind a file, from the hints the library holds for it
-    (MPI_File_get_info) and the library's version string: ROMIO (MPICH and its derivatives,
-    and Open MPI with its romio component) lists `romio_*` hints and names its driver
-    (`romio_filesystem_type`: UFS, LUSTRE, NFS, ...); Open MPI's own OMPIO lists none.  The
-    same write through the two is not the same measurement (0.895 of IOR's under ROMIO beside
-    IOR's OMPIO on tmpfs, 1.016 with the same MPI)."""
-    lib = (library_version or "").replace("\x00", "").strip().splitlines()
-    lib_text = " ".join(lib[0].split(",")[0].split()) if lib else "unknown"
-    if any(str(k).startswith("romio_") for k in hints):
-        # "UFS: Generic ROMIO driver for all UNIX-like file systems": its name
-        driver = str(hints.get("romio_filesystem_type", "")).split(":")[0].strip()
-        return f"ROMIO ({lib_text}" + (f"; driver {driver}" if driver else "") + ")"
-    if family(library_version) == "openmpi":
-        return f"OMPIO ({lib_text})"
-    return f"unknown ({lib_text})"

@@ -211,10 +211,7 @@ class Run:
         res, any_failed, any_signal, window = self._timed_phase(it, "write", write, plan.path)
         node_cpu, client_delta = self.watch.after(before)
         self.ledger.keys.update({f"mpiio.{k}": v for k, v in res.info.items()})
-        if cfg.engine == "mpiio" and self.ledger.keeps_record:  # ROMIO or OMPIO: a fact
-            from mpiwrite.facts.mpiinfo import io_implementation
-
-            self.ledger.keys["mpiio"] = io_implementation(res.info, self.ledger.mpi_library)
+        self.ledger.keys.update(res.facts)  # what the engine knows of itself (MPI-IO's kind)
         if cfg.stonewall is not None:
             self._stonewall_figures(it, res)
         read, read_source = None, -1

@@ -3,8 +3,9 @@ on a node, another study that would change a setting of that name there (any use
 shell's) is refused before it reads or changes anything, naming the holder.  Two studies that
 interleaved their changes and restores once put back a value the other had set.
 
-The hold is an flock on a lock file per setting name in the node's /tmp (sticky: shared by
-every user, each file removable only by its maker): `/tmp/.mpiwrite-setting-HASH.lock`, made
+The hold is an flock on a lock file per setting name and node in the node's /tmp (sticky:
+shared by every user, each file removable only by its maker): `/tmp/.mpiwrite-setting-HASH.lock`
+(HASH of the node's name, MPIWRITE_SYSROOT and the setting's name), made
 0644 so that every user may open it to lock it.  Opened without following a link, it must be a
 regular file with one name; a file of another user's that cannot be opened is refused in one
 line naming its owner.  The holder is found from /proc/locks (pid, then its user and command
@@ -31,8 +32,13 @@ class Held(NamedTuple):
     path: str
 
 
-def lock_path(name: str) -> str:
-    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+def lock_path(name: str, host: str = "") -> str:
+    """The lock of a setting on a node: by its name, the node's name (a /tmp that several
+    nodes share, emulated hosts' or a diskless cluster's, still holds one lock a node) and
+    the sysroot the node's /proc and /sys are read under (MPIWRITE_SYSROOT: another node's,
+    for the tests)."""
+    key = "\0".join([host, os.environ.get("MPIWRITE_SYSROOT", "") or "/", name])
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return os.path.join(FOLDER, f".mpiwrite-setting-{digest}.lock")
 
 
@@ -94,7 +100,7 @@ def hold(names: Iterable[str], host: str) -> Tuple[List[Held], str]:
     problem nothing is held)."""
     held: List[Held] = []
     for name in sorted(set(names)):
-        path = lock_path(name)
+        path = lock_path(name, host)
         problem = ""
         for _ in range(8):  # a file removed by its holder between our open and flock
             try:

@@ -45,10 +45,12 @@ class Settle(NamedTuple):
     seconds: float = BOUND  # the bound (writeback, drop-caches) or the sleep
 
     def text(self) -> str:
+        """As the file may write it, and parse() reads back (never 1e-05s)."""
+        how = f"{self.seconds:.3f}".rstrip("0").rstrip(".") + "s"
         if self.mode == "sleep":
-            return f"sleep:{self.seconds:g}s"
+            return f"sleep:{how}"
         if self.mode in ("writeback", "drop-caches") and self.seconds != BOUND:
-            return f"{self.mode}:{self.seconds:g}s"
+            return f"{self.mode}:{how}"
         return self.mode
 
 
@@ -74,8 +76,8 @@ def parse(text: Any) -> Settle:
             seconds = float(parse_time(rest))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{text!r}: {exc}") from None
-        if not 0 < seconds <= 3600:
-            raise ValueError(f"{text!r}: the duration must be above 0 and at most 1 hour")
+        if not 0.01 <= seconds <= 3600:
+            raise ValueError(f"{text!r}: the duration must be 10 ms to 1 hour")
     return Settle(mode, seconds)
 
 

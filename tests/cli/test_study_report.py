@@ -14,7 +14,7 @@ import pytest
 import synth
 from common import cli
 
-from mpiwrite.answers.explain import ALPHA, explain
+from mpiwrite.answers.explain import ALPHA
 from mpiwrite.answers.results import Store
 from mpiwrite.formats import contract
 

@@ -273,6 +273,11 @@ def test_a_setting_held_by_a_live_study_is_refused_to_another(tmp_path):
     finally:
         kill_group(first)
     assert checksums_now(root) == {"1"}
+    import socket
+
     from mpiwrite.study import holds
 
-    assert not os.path.exists(holds.lock_path("checksums"))
+    for host in {socket.gethostname(), os.uname().nodename}:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MPIWRITE_SYSROOT", str(root))
+            assert not os.path.exists(holds.lock_path("checksums", host))

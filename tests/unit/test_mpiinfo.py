@@ -80,7 +80,7 @@ def test_launcher_reads_os_environ_by_default(monkeypatch):
 
 
 def test_the_mpiio_implementation_is_read_from_the_hints_in_force():
-    from mpiwrite.facts.mpiinfo import io_implementation
+    from mpiwrite.engines.mpiio import io_implementation
 
     romio = {"cb_buffer_size": "16777216", "romio_cb_write": "automatic",
              "romio_filesystem_type": "UFS: Generic ROMIO driver for all UNIX-like file systems"}

@@ -9,6 +9,7 @@ from mpiwrite.study import settle
 @pytest.mark.parametrize("text,mode,seconds", [
     ("writeback", "writeback", settle.BOUND), ("writeback:30s", "writeback", 30.0),
     ("sleep:2s", "sleep", 2.0), ("sleep:500ms", "sleep", 0.5), ("none", "none", settle.BOUND),
+    ("sleep:0.01s", "sleep", 0.01), ("writeback:1.25s", "writeback", 1.25),
     ("drop-caches", "drop-caches", settle.BOUND),
 ])
 def test_a_settle_is_read_as_written(text, mode, seconds):
@@ -19,7 +20,8 @@ def test_a_settle_is_read_as_written(text, mode, seconds):
 
 @pytest.mark.parametrize("text,why", [
     ("flush", "must be one of"), ("sleep", "needs a duration"), ("none:3s", "takes no"),
-    ("sleep:0s", "above 0"), ("writeback:2h", "at most 1 hour"), ("sleep:abc", "sleep:abc"),
+    ("sleep:0s", "10 ms to 1 hour"), ("writeback:2h", "10 ms to 1 hour"),
+    ("sleep:0.00001s", "10 ms to 1 hour"), ("sleep:abc", "sleep:abc"),
     ("", "must be one of"), (3, "must be one of"),
 ])
 def test_a_bad_settle_says_why(text, why):
