@@ -408,3 +408,49 @@ def test_the_association_is_bias_corrected_and_its_test_is_scipys():
     table = [[5, 1], [1, 5]]
     ref = sst.chi2_contingency(table, correction=False)
     assert p == pytest.approx(ref.pvalue, rel=1e-9) and 0.3 < v < 1
+
+
+def test_a_stratum_of_equal_runs_does_not_decide_the_effect_within_it():
+    """lmdd lines in whole MB/s: one stratum's runs all equal.  Its zero variance once gave it
+    all the weight; the pooled fit weighs it by its runs."""
+    from mpiwrite.answers import confounding
+
+    rng = np.random.default_rng(3)
+    vals, labels, strata = [], [], []
+    for _ in range(3):  # stratum a: y is 10% slower, every run exactly equal
+        vals += [1000.0, 900.0]
+        labels += ["x", "y"]
+        strata += ["a", "a"]
+    for _ in range(7):  # stratum b: y is 20% faster, with noise
+        vals += [1000.0 * np.exp(0.05 * rng.standard_normal()),
+                 1200.0 * np.exp(0.05 * rng.standard_normal())]
+        labels += ["x", "y"]
+        strata += ["b", "b"]
+    got = confounding.within(vals, labels, strata, "x", "y")
+    assert got["change_pct"] > 5 and got["change_ci_lo_pct"] < got["change_ci_hi_pct"]
+    assert {p["where"] for p in got["strata"]} == {"a", "b"}
+
+
+def test_equal_runs_are_no_effect_anywhere():
+    """32 runs of one figure: no factor is real (rounding to the 16th digit gave p 0.04)."""
+    from mpiwrite.answers import tune_report
+    from mpiwrite.study.design import design
+
+    x = np.array(design(["a", "b", "c"]).rows * 8)
+    y = np.full(len(x), 1234.5678)
+    found = tune_report.effects(x, y, ["a", "b", "c"])
+    assert all(f["verdict"] != "real" and f["p"] == 1.0 for f in found["factors"]), found
+
+
+@pytest.mark.timeout(120)
+def test_a_tag_is_never_its_own_settings_confounder(tmp_path):
+    """compare setting.x=1 against setting.x=0: `tag.setting.x` is the same tag under its
+    other name, not a confounder."""
+    rng = np.random.default_rng(4)
+    for i in range(8):
+        v = "10"[i % 2]
+        synth.make(tmp_path / f"r{i}.h5", [500.0 * (1.2 if v == "1" else 1.0)
+                                          * np.exp(0.02 * rng.standard_normal())],
+                   f"r-{i}", tags={"setting.x": v})
+    cmp = _json(["compare", "setting.x=0", "setting.x=1", "--in", ".", "--json"], tmp_path)
+    assert not cmp["confounded_with"], cmp["confounded_with"]

@@ -387,3 +387,17 @@ def test_compare_and_explain_say_the_carry_over_of_a_studys_runs(tmp_path):
     cmp = _json(["compare", "setting.ratio=20", "setting.ratio=1", "--in", "plain", "--json"],
                 tmp_path)
     assert cmp["carryover"] is None
+
+
+@pytest.mark.timeout(120)
+def test_a_verdicts_direction_is_its_changes(tmp_path):
+    """The change and 'B is faster/slower' come from one contrast: over any seed, a positive
+    change is never said slower (the rows' raw geometric means once gave the direction)."""
+    path = study(tmp_path, 'block_size = ["64KiB", "1MiB"]', setting='"on", "off"')
+    synth.study_records(path, lambda p: 500.0 * (1.03 if p["setting.wb"] == "off" else 1.0),
+                        seed=9, noise=0.02)
+    doc = _json(["study", "report", path, "--format", "json"], tmp_path)
+    for v in doc["verdicts"]:
+        if v["outcome"] == "real":
+            word = "faster" if v["change_pct"] > 0 else "slower"
+            assert v["verdict"].endswith(f"is {word}"), v
