@@ -12,7 +12,7 @@ from common import ROOT
 @pytest.mark.timeout(300)
 def test_the_verdict_benchmark_runs_every_scenario_and_meets_its_goals():
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_verdicts.py"),
-                          "--trials", "40"], capture_output=True, text=True, timeout=280)
+                          "--trials", "20"], capture_output=True, text=True, timeout=280)
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[-1] == "goals met"
