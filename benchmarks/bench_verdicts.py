@@ -333,6 +333,12 @@ SCENARIOS: Dict[str, Callable[[Any], Outcome]] = {
 }
 
 
+def above(k: int, n: int, alpha: float = ALPHA) -> float:
+    """P(k or more of n) at a false-positive rate of alpha: how surprising k would be if the
+    rate were alpha (the goal is failed where it is below 0.001)."""
+    return sum(math.comb(n, i) * alpha ** i * (1 - alpha) ** (n - i) for i in range(k, n + 1))
+
+
 def upper(k: int, n: int) -> float:
     """The upper end of a 95% Wilson interval of k in n."""
     if not n:
@@ -359,8 +365,7 @@ def run_synthetic(trials: int, only: str, seed: int) -> bool:
         goals = []
         if wrong:
             goals.append("WRONG SIGN")
-        if fp / trials > ALPHA and upper(fp, trials) > ALPHA and (fp / trials) - ALPHA > \
-                1.96 * math.sqrt(ALPHA * (1 - ALPHA) / trials):
+        if above(fp, trials) < 0.001:  # more than alpha's chance gives, beyond doubt
             goals.append("FALSE POSITIVES ABOVE ALPHA")
         if name.endswith("-10") and "noise10" not in name and "outliers" not in name \
                 and power is not None and power < 0.8:

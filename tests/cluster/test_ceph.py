@@ -330,8 +330,9 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
             assert s["asked"] == s["before"] == s["after"], s
             assert s["asked"]["client_oc_max_dirty"] == rec.tags()[
                 "setting.client_oc_max_dirty"]
-    rep = cli(["tune", "report", study, "--format", "json", "--confidence", "0.99"],
-              cwd=bed.folder)
+    # at the default 95%: with 8 runs, 3 factors and the blocks the fit keeps 3 degrees of
+    # freedom, and Holm's correction over the 3 factors at 99% asks t > 10
+    rep = cli(["tune", "report", study, "--format", "json"], cwd=bed.folder)
     assert rep.returncode == 0, rep.stderr
     got = json.loads(rep.stdout)
     first, *others = got["factors"]
@@ -341,7 +342,7 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
     # them has come out significant at 99% (once in three clean runs), so their size, not
     # their verdict, is what holds: the screening ranks the factor that matters first.  The
     # budget buys 2 rounds of the 4 points (8 runs): write-through halves the rate, a
-    # difference 8 runs settle at 99%
+    # difference 8 runs settle
     for f in others:
         assert abs(f["effect_percent"]) < abs(first["effect_percent"]) / 3, got
     assert got["recommended"]["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
