@@ -387,7 +387,8 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
     (here: in the server's namespaces; on a site: `ssh SERVER gluster`).  `tune list` reads
     the option; the study sets it once per change (never once per host), every run waits for
     the clients' graph switch and none records a switch in its timed window; `tune report`
-    finds write-behind off slower (a real effect), and the volume ends with it on."""
+    finds write-behind off slower (real, or withheld for carry-over: never recommended), and
+    the volume ends with it on."""
     from mpiwrite.records import h5 as records
 
     cli_env = {"MPIWRITE_GLUSTER_CLI": f"nsenter -t {bed.fs.server.pid} -n -m gluster"}
@@ -405,7 +406,7 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
     assert rows["performance.write-behind-window-size"]["value"] == "1MB"  # not "(DEFAULT)"
     study, res = os.path.join(bed.folder, "wb.toml"), os.path.join(bed.folder, "wb-res")
     out = bed.h.run(0, f"{pre} tune plan {target} -o {study} "
-                       "--param performance.write-behind=on,off --budget 60s --run size=8MiB "
+                       "--param performance.write-behind=on,off --budget 100s --run size=8MiB "
                        f"--run block_size=4KiB --run progress_interval=0 --results {res}",
                     timeout=120)
     assert out.returncode == 0, out.stderr
@@ -440,9 +441,17 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
             assert graph["before"] == graph["after"] and graph["before"]["glusterfs graph"]
     rep = cli(["tune", "report", study, "--format", "json"], cwd=bed.folder)
     assert rep.returncode == 0, rep.stderr
-    (factor,) = json.loads(rep.stdout)["factors"]
+    doc = json.loads(rep.stdout)
+    (factor,) = doc["factors"]
     print(json.dumps(factor))
-    assert factor["verdict"] == "real" and factor["effect_percent"] < -15, factor
+    assert factor["effect_percent"] < -15 and factor["ci_percent"][1] < 0, factor
+    # real; or withheld when the carry-over test (at 5%, on these 7-8 runs) says the run
+    # before moved the rate by a quarter of the effect or more: seen once in three suites,
+    # carry-over +27% p 0.048.  Withheld is the safe answer; off is never recommended.
+    assert factor["verdict"] in ("real", "carry-over"), factor
+    if factor["verdict"] == "carry-over":
+        assert factor["carryover_flagged"] and not factor["carryover_aliased"], factor
+    assert doc["recommended"] == {"performance.write-behind": "on"}, doc["recommended"]
 
 
 def test_show_by_target_names_the_slow_brick(bed):

@@ -200,7 +200,7 @@ def test_another_users_live_study_holds_its_setting(account, tmp_path):
     u = account
     rootside = tmp_path / "root.toml"
     rootside.write_text(STUDY.format(name="roots", work=tmp_path).replace(
-        'size = "1MiB"', 'time = "6s"').replace("repeat = 2", "repeat = 1")
+        'size = "1MiB"', 'time = "6s"\nengine = "null"').replace("repeat = 2", "repeat = 1")
         .replace('block_size = ["64KiB", "1MiB"]', 'block_size = ["1MiB"]')
         + SETTING.format(work=tmp_path))
     (tmp_path / "knob").write_text("1\n")

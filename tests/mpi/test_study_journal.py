@@ -99,18 +99,18 @@ def test_the_next_study_run_puts_back_what_a_killed_one_left_before_it_reads(tmp
 
 @pytest.mark.timeout(180)
 def test_a_slow_restore_is_not_cut_by_the_end_of_the_job(tmp_path):
-    """SIGTERM while the study writes, its restore then slow (10 s): the other ranks used to
+    """SIGTERM while the study writes, its restore then slow (7 s): the other ranks used to
     give rank 0 the grace period (5 s) and end the job mid-restore ("rank 0 did not end the
     job within 1s more"), the setting left changed.  They now wait for the restore, bounded
     by its commands' timeout: when the job has ended the setting is back, and it says so."""
     path, root = setting_study(tmp_path, '"0"')
     slow = tmp_path / "slow-lctl"
-    slow.write_text(SLOW_RESTORE.replace("{sleep}", "10").replace("{real}",
+    slow.write_text(SLOW_RESTORE.replace("{sleep}", "7").replace("{real}",
                                                                    str(tmp_path / "lctl")))
     slow.chmod(0o755)
     with open(path) as fh:
         text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
-            'size = "1MiB"', 'time = "20s"')
+            'size = "1MiB"', 'time = "20s"\nengine = "null"')
     with open(path, "w") as fh:
         fh.write(text)
     proc = launch(tmp_path, path, root, tmp_path / "state")
@@ -252,7 +252,7 @@ def test_a_setting_held_by_a_live_study_is_refused_to_another(tmp_path):
     lock file is left in /tmp."""
     path, root = setting_study(tmp_path, '"0"')
     with open(path) as fh:
-        text = fh.read().replace('size = "1MiB"', 'time = "6s"')
+        text = fh.read().replace('size = "1MiB"', 'time = "6s"\nengine = "null"')
     with open(path, "w") as fh:
         fh.write(text)
     other = tmp_path / "other.toml"
