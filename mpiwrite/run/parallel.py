@@ -105,10 +105,33 @@ class Team:
         return self.local_rank == 0
 
     def free(self) -> None:
-        """Free the communicators this Team made (a study makes one Team per point)."""
-        for comm in (self.leaders, self.node_comm, self.fcomm, self.comm):
-            if comm != self.MPI.COMM_NULL:
+        """Free the communicators this Team made (a study makes one Team per point), and
+        the part of another team it was made on (`part`)."""
+        for comm in (self.leaders, self.node_comm, self.fcomm, self.comm,
+                     getattr(self, "_part_of", None)):
+            if comm is not None and comm != self.MPI.COMM_NULL:
                 comm.Free()
+
+    def library_version(self) -> str:
+        """The MPI library's own words for itself (MPI_Get_library_version), NULs removed."""
+        return self.MPI.Get_library_version().replace("\x00", "").strip()
+
+    def part(self, member: bool) -> Optional[Team]:
+        """The Team of this team's ranks whose `member` is true (every rank calls it: a
+        collective), None on the others; its `free` frees its part of this team too."""
+        sub = self.comm.Split(0 if member else self.MPI.UNDEFINED, self.rank)
+        if not member:
+            return None
+        team = Team(self.MPI, self.signals, world=sub, host=self.host)
+        team._part_of = sub
+        return team
+
+    def idle_barrier(self, nap: float) -> None:
+        """Wait for every rank of the team at a barrier, asleep between tests (a study's ranks
+        that do not run a point wait so, without spinning on a core)."""
+        req = self.comm.Ibarrier()
+        while not req.Test():
+            time.sleep(nap)
 
     # ---------------------------------------------------------------- failures
     def check(self) -> None:
@@ -163,22 +186,6 @@ class Team:
             if peer != self.rank:
                 self._fail_sends.append(self.fcomm.Isend([data, self.MPI.BYTE], dest=peer,
                                                          tag=TAG_FAIL))
-
-    def failure_reports(self, seconds: float = 0.0) -> List[Dict]:
-        """Reports that have arrived (waiting up to `seconds` for a first one)."""
-        got: List[Dict] = []
-        end = clock() + seconds
-        status = self.MPI.Status()
-        while True:
-            msg = self.fcomm.Improbe(source=self.MPI.ANY_SOURCE, tag=TAG_FAIL, status=status)
-            if msg is not None:
-                data = bytearray(status.Get_count(self.MPI.BYTE))
-                msg.Recv([data, self.MPI.BYTE])
-                got.append(decode_report(bytes(data), status.Get_source()))
-                continue
-            if got or clock() >= end:
-                return got
-            time.sleep(0.005)
 
     def abort(self, code: int) -> None:
         """End the whole job now with this exit code (MPI_Abort)."""
@@ -320,10 +327,6 @@ class Team:
         mine = json.dumps(error_entry(self.rank, self.host, "agreement", problem)) \
             if problem else ""
         return [json.loads(t) for t in self.allgather_texts(mine) if t]
-
-    def same_as_root(self, text: str) -> bool:
-        """Whether this rank's `text` equals rank 0's (one broadcast)."""
-        return self.bcast_text(text if self.rank == 0 else None) == text
 
     # ---------------------------------------------------------------- clocks
     def clock_offsets(self) -> Optional[np.ndarray]:

@@ -116,7 +116,7 @@ class Run:
         watch_s = cfg.watchdog_seconds()
         if watch_s:  # with --timeout, no wait for other ranks lasts longer than this
             team.stall_seconds = watch_s + max(team.grace, 0.1 * watch_s)
-        lines = team.MPI.Get_library_version().replace("\x00", "").strip().splitlines()
+        lines = team.library_version().splitlines()
         mpi_library = clean(lines[0] if lines else "unknown")
         # bcast_text sends rank 0's text: what the other ranks pass is not read; the run's
         # key is worked out there too (hashlib on rank 0 only: start-up, docs/scaling.md)

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
@@ -96,9 +95,7 @@ def _fail(team: Team, problems: List[Dict[str, Any]], what: str) -> None:
 
 def _idle(team: Team) -> None:
     """Wait for the point's ranks at the world's barrier without spinning."""
-    req = team.comm.Ibarrier()
-    while not req.Test():
-        time.sleep(IDLE_NAP)
+    team.idle_barrier(IDLE_NAP)
 
 
 def main(st: Optional[Study], configs: Sequence[Any], argv: List[str], problem: str = "",
@@ -333,10 +330,9 @@ class Execution:
         k = int(point.get("nodes", world.nnodes))
         r = int(point.get("ranks_per_node", world.local_size))
         member = world.node < k and world.local_rank < r
-        sub = world.comm.Split(0 if member else world.MPI.UNDEFINED, world.rank)
+        team = world.part(member)
         code = 0
-        if member:
-            team = Team(world.MPI, world.signals, world=sub, host=world.host)
+        if team is not None:
             team.start_problem = ""
             cfg = self.configs[index]
             cfg = dataclasses.replace(cfg, tags=dict(
@@ -347,6 +343,5 @@ class Execution:
                                      self.settings.probe)
             finally:
                 team.free()
-                sub.Free()
         _idle(world)
         return int(world.allreduce_max(code))
