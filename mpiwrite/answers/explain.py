@@ -23,10 +23,10 @@ from mpiwrite.answers import carryover, confounding
 from mpiwrite.answers.report import DURABILITY_KEYS, Sampling, no_figure_text, within_warmup
 from mpiwrite.answers.results import metric_info, resolve_unit, sample_values
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts.nodeinfo import SUMMARY_KEYS
 from mpiwrite.formats import contract
 from mpiwrite.text import printable
 from mpiwrite.vocab import keys as runkinds
+from mpiwrite.vocab.keys import COMMON as SUMMARY_KEYS
 
 # What names a run, not a setting: never a factor (and not listed).
 IDENTITY_KEYS = ("run_id", "status", "start_time")

@@ -23,10 +23,11 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.facts.nodeinfo import common_keys, fact_keys
 from mpiwrite.formats import contract
 from mpiwrite.text import printable
+from mpiwrite.vocab import metrics as metricnames
 from mpiwrite.vocab.status import Status
 
 # In one run both name the ranks' own write rate: the figure each rank has.
-RANK_METRICS = ("aggregate", "rank-mean")
+RANK_METRICS = tuple(m.name for m in metricnames.TABLE if m.rank_figure)
 OK = int(Status.OK)
 
 

@@ -21,14 +21,15 @@ from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined 
 from mpiwrite.records.model import RunRecord
 from mpiwrite.records.store import FolderStore, Read
 from mpiwrite.text import printable
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab import metrics as metricnames
 from mpiwrite.vocab.status import RunStatus, Status
 
 LEVELS = ("run", "full")
 BATCH = 1024  # records read at a time (the workers' answers held in memory)
-# metrics whose values come from the per-rank table: a store for them reads whole records
-# (and the stonewall's, from the record's `stonewall` attribute, read with the whole record)
-PER_RANK_METRICS = ("per-node", "cpu-per-GB", "stonewall")
+# metrics whose values come from the per-rank table or the record's `stonewall` attribute:
+# a store for them reads whole records
+PER_RANK_METRICS = tuple(m.name for m in metricnames.TABLE if m.whole)
 
 
 def _say(text: str) -> None:
@@ -228,22 +229,10 @@ def parse_filter(text: str, option: str = "filter") -> Dict[str, str]:
     return out
 
 
-METRICS = {
-    "aggregate": "aggregate_MB_per_s",
-    "first-done": "first_done_MB_per_s",
-    "rank-mean": "rank_mean_MB_per_s",
-    "read": "read_aggregate_MB_per_s",  # the read phase (run --read)
-    "ior": "aggregate_with_open_MB_per_s",  # IOR's bandwidth, open included
-    # IO500's stonewall figure (run --stonewall): the bytes at the stonewall over its time
-    "stonewall": "stonewall_MB_per_s",
-}
-
-
 class MetricInfo(NamedTuple):
-    """How the numbers of a metric read, so no output calls CPU seconds MB/s: the unit shown
-    and given as `metric_unit`, the suffix of its JSON and CSV keys (`mean_<suffix>`: the
-    contract puts units in names), the report's column header, whether more is better (what
-    `compare` calls a regression), the decimals shown, and the unit of a difference."""
+    """How the numbers of a metric read, so no output calls CPU seconds MB/s (the fields of
+    vocab/metrics.py's entry: unit, key suffix, header, direction, decimals, a difference's
+    unit)."""
     unit: str
     suffix: str
     header: str
@@ -252,15 +241,15 @@ class MetricInfo(NamedTuple):
     diff_unit: str = ""
 
 
-RATE = MetricInfo("MB/s", "MB_per_s", "MB/s")
-CPU_METRICS = {
-    # the busiest node's CPU busy fraction over each iteration's write phase, in percent
-    "client-cpu": MetricInfo("%", "cpu_busy_pct", "CPU busy %", False, 1, "points"),
-    # client CPU seconds (user + system: the ranks, and the client's own processes where
-    # measured: answers/clientcpu.py) per 10^9 bytes written
-    "cpu-per-GB": MetricInfo("CPU s/GB", "cpu_seconds_per_GB", "CPU s/GB", False, 3),
-}
-METRIC_NAMES = list(metricnames.NAMES)  # each a key of METRICS or CPU_METRICS, or per-node
+def _info(m: metricnames.Metric) -> MetricInfo:
+    return MetricInfo(m.unit, m.suffix, m.header, m.higher_is_better, m.digits, m.diff_unit)
+
+
+# what follows is read from the table (vocab/metrics.py), never listed here
+METRICS = {m.name: m.column for m in metricnames.TABLE if m.source == metricnames.COLUMN}
+RATE = _info(metricnames.BY_NAME["aggregate"])
+CPU_METRICS = {m.name: _info(m) for m in metricnames.TABLE if m.name not in metricnames.RATES}
+METRIC_NAMES = list(metricnames.NAMES)
 CPU_MISSING = ("records from before mpiwrite measured client CPU have none, nor do runs with "
                "MPIWRITE_NO_ACCOUNTING=1")
 
@@ -328,7 +317,8 @@ def metric_values(rec: RunRecord, metric: str, warmup: int = 0) -> List[float]:
 def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:
     its = rec.iterations[(rec.iterations["status"] == OK)
                          & (rec.iterations["iteration"] >= warmup)]
-    if metric == "per-node":
+    source = metricnames.BY_NAME[metric].source if metric in metricnames.BY_NAME else None
+    if source == metricnames.PER_NODE:
         vals = []
         from mpiwrite.formats.summary import node_totals
 
@@ -338,9 +328,9 @@ def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:
                 continue
             vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
         return vals
-    if metric in CPU_METRICS:
+    if source == metricnames.CPU:
         return _cpu_values(rec, its, metric)
-    if metric == "stonewall":
+    if source == metricnames.STONEWALL:
         return _stonewall_values(rec, its)
     if metric not in METRICS:
         raise ConfigError(f"--metric: {metric!r} is not one of {', '.join(METRIC_NAMES)}")
@@ -443,13 +433,11 @@ def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: An
             for k, v in tags.items():  # never over a measured column (a crafted record's tags)
                 df[k if k not in df.columns else f"tag.{k}"] = v
             into.append(df)
-        for i, n in enumerate(rec.nodes):
-            lus = n.get("lustre") or {}
-            nodes.append({"run_id": rec.run_id, "node": i, "host": n.get("host"),
-                          "kernel": n.get("kernel"), "lustre": lus.get("version"),
-                          "checksums": lus.get("checksums"),
-                          "checksum_type": lus.get("checksum_type"),
-                          "fstype": (n.get("fs") or {}).get("fstype"),
+        from mpiwrite.facts.nodeinfo import summary_value
+
+        for i, n in enumerate(rec.nodes):  # the record's node columns (vocab/keys.py)
+            nodes.append({"run_id": rec.run_id, "node": i,
+                          **{k: summary_value(n, k) for k in keytable.NODE_COLUMNS},
                           "mem_total_bytes": n.get("mem_total_bytes")})
 
     def cat(frames):

@@ -16,6 +16,7 @@ from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import format_seconds, format_size
 from mpiwrite.units import plural as _count
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.status import Status
 
 
@@ -95,7 +96,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                               (rec.nodes[0].get("fs") if len(rec.nodes) == 1 else None))
     lines.append(f"served by the {served.name} client; keys: " + ", ".join(
         f"{k}={printable(store_keys.get(k))}" for k in
-        ("kernel", "fstype", "client") + served.own_keys if k in store_keys))
+        keytable.SHOWN + served.own_keys if k in store_keys))
     if state == ABANDONED:
         proof = "" if known.proven else " (not proven: `clean` needs --force)"
         lines.append(f"abandoned: the record says running, but its processes are gone (killed "

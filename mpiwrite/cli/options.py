@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.vocab import metrics  # the table of metrics (no numpy)
 
 
 class AsciiInt(click.ParamType):
@@ -35,13 +36,7 @@ class AsciiInt(click.ParamType):
 
 INT = AsciiInt()
 FORMATS = click.Choice(["table", "markdown", "csv", "json"])
-METRIC_HELP = ("What one value is: aggregate (bytes of all ranks / time to the last rank "
-               "done), first-done, rank-mean, per-node, read (the --read phase's aggregate), "
-               "ior (IOR's bandwidth, open included), all in MB/s = 10^6 B/s; client-cpu "
-               "(the busiest node's CPU busy, in %) and cpu-per-GB (client CPU s/GB: user + "
-               "system seconds of all ranks and of the client's own processes, a FUSE daemon or "
-               "Lustre's or NFS's kernel threads, per 10^9 bytes written), where less is "
-               "better.")
+METRIC_HELP = metrics.help_text()  # from the table of metrics, as the names are
 UNIT_HELP = ("The sample of the statistics: run (each run's mean over its iterations), "
              "iteration (each iteration), auto (run when runs have several iterations).")
 WARMUP_HELP = "Leave out the first N iterations of every run (warm-up)."
@@ -57,8 +52,6 @@ def sampling_from(metric, unit, warmup, confidence, units="MB"):
 
 def sampling_options(f):
     """--metric, --unit, --warmup and --confidence, the same for report and compare."""
-    from mpiwrite.vocab import metrics  # not results.py (numpy); not on `run`'s ranks
-
     for opt in reversed([
         click.option("--metric", type=click.Choice(list(metrics.NAMES)),
                      default="aggregate", show_default=True, help=METRIC_HELP),

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 
 from mpiwrite.clients.base import Client, client_string
 from mpiwrite.facts.sysroot import Reader
+from mpiwrite.vocab import keys as keytable
 
 
 class Lustre(Client):
@@ -19,7 +20,7 @@ class Lustre(Client):
     kind = "lustre"
     striping = lov_layouts = rpc_counters = True
     volatile = ("device", "version_file")  # an OSC's or llite's instance name; where read
-    own_keys = ("lustre", "checksums", "checksum_type")
+    own_keys = keytable.owned("lustre")  # lustre, checksums, checksum_type (vocab/keys.py)
 
     def node_text(self, node: Dict[str, Any]) -> str:
         lus = node.get("lustre") or {}

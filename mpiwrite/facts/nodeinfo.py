@@ -20,6 +20,7 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.facts.sysroot import MAX_INT, Reader, first_line, key_values, to_int
 from mpiwrite.facts.sysroot import check as check_sysroot
 from mpiwrite.text import printable
+from mpiwrite.vocab import keys as keytable
 
 VM_KEYS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes",
            "dirty_expire_centisecs", "dirty_writeback_centisecs")
@@ -28,7 +29,7 @@ SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NODELIST", "SLURM_NNOD
               "SLURM_JOB_PARTITION")
 # the distributions whose versions each node reports (software())
 DISTS = ("mpi4py", "numpy", "h5py", "click", "mpich")
-SUMMARY_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client")
+SUMMARY_KEYS = keytable.COMMON  # the run keys that are the nodes' common value (vocab/keys.py)
 
 
 class _StatFs(ctypes.Structure):
@@ -284,25 +285,10 @@ def collect(target: str, sysroot: str = "/", mpi_library: Optional[str] = None,
 
 def summary_value(facts: Dict[str, Any], key: str) -> str:
     """A node's value for one of the run-level grouping keys, or a node column of the record:
-    the one flattening of node facts (run keys, the record's nodes table, reports)."""
-    lus = facts.get("lustre") or {}
-    if key == "kernel":
-        return str(facts.get("kernel") or "unknown")
-    if key == "lustre":
-        return str(lus.get("version") or ("none" if not lus.get("present") else "unknown"))
-    if key == "checksums":
-        return str(lus.get("checksums") or "unknown")
-    if key == "checksum_type":
-        return str(lus.get("checksum_type") or "unknown")
-    if key == "fstype":
-        return str((facts.get("fs") or {}).get("fstype") or "unknown")
-    if key == "client":
-        return client_of(facts)
-    if key == "lustre_kernel":
-        return str(lus.get("kernel") or ("n/a" if not lus.get("present") else "unknown"))
-    if key == "host":
-        return str(facts.get("host") or "unknown")
-    raise KeyError(key)
+    the one flattening of node facts (run keys, the record's nodes table, reports), by the
+    key's entry in vocab/keys.py; `client` of facts older than the fact derived here."""
+    value = keytable.node_value(facts, key)
+    return client_of(facts) if value is None else value
 
 
 def client_of(facts: Dict[str, Any]) -> str:
@@ -311,8 +297,8 @@ def client_of(facts: Dict[str, Any]) -> str:
     client = facts.get("client")
     if isinstance(client, dict) and client.get("client"):
         return str(client["client"])
-    return registry.legacy_client({"lustre": summary_value(facts, "lustre"),
-                                   "fstype": summary_value(facts, "fstype")})
+    return registry.legacy_client({"lustre": keytable.node_value(facts, "lustre"),
+                                   "fstype": keytable.node_value(facts, "fstype")})
 
 
 def common_keys(nodes: List[Dict[str, Any]]) -> Dict[str, str]:

@@ -10,10 +10,11 @@ from typing import Any, Dict
 
 from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
 from mpiwrite.units import format_size
+from mpiwrite.vocab import keys as keytable
 
 # Keys an imported record states itself (what params cannot say: "unknown"); its importer
 # (importers/) writes them into the record's `keys` attribute.
-IMPORT_DECIDED = ("fsync", "direct", "layout", "engine", "block_size")
+IMPORT_DECIDED = keytable.STATED
 
 
 def run_keys(rec: Any) -> Dict[str, Any]:
@@ -50,7 +51,7 @@ def run_keys(rec: Any) -> Dict[str, Any]:
             f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items())) or "none"
     if keys["pattern"] == "random":
         keys["seed"] = p.get("seed", 0)
-    for k in ("stonewall", "preset"):
+    for k in keytable.WHEN_USED:
         if p.get(k):
             keys[k] = p[k]
     imported = rec.imported()

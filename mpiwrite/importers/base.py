@@ -37,24 +37,20 @@ from mpiwrite.formats.numbers import (  # noqa: F401 (ImportRefused: the importe
     refuse,
     shown,
 )
-from mpiwrite.formats.runkeys import IMPORT_DECIDED as DECIDED_KEYS
 from mpiwrite.formats.summary import ITER_DTYPE
 from mpiwrite.text import clean, printable
 from mpiwrite.units import MB, MiB
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.status import RunStatus
 
 MAX_INPUT_BYTES = 64 * MiB  # larger files are refused before they are read
 # The node facts every run has as keys; unknown unless the user states them (--fact).
-FACT_KEYS = ("kernel", "lustre", "checksums", "checksum_type", "fstype", "client",
-             "lustre_kernel")
-# DECIDED_KEYS: run keys an importer decides from the file (params cannot say "unknown"):
-# formats/runkeys.py takes them from the record's `keys` attribute for an imported record.
-# Keys the file decides: a --fact may not state them.  (Not `mpi`: no tool's output names
-# its MPI library, IOR's neither, so `--fact mpi=...` states it.)
-NOT_FACTS = ("run_id", "status", "nodes", "ranks", "ranks_per_node", "block_size", "size",
-             "layout", "fsync", "direct", "host", "start_time", "iterations", "time_limit",
-             "fsync_every", "engine", "tool", "tool_version", "rw", "rwmixread",
-             "iodepth", "ioengine") + DECIDED_KEYS
+FACT_KEYS = keytable.FACT_KEYS
+# Keys the file decides (vocab/keys.py): a --fact may not state them.  (Not `mpi`: no tool's
+# output names its MPI library, IOR's neither, so `--fact mpi=...` states it.)  DECIDED_KEYS:
+# what an imported record states (formats/runkeys.py takes them from its `keys` attribute).
+NOT_FACTS = keytable.FILE_DECIDES
+DECIDED_KEYS = keytable.STATED
 UNKNOWN = "unknown"
 MIB_TO_MB = MiB / MB
 

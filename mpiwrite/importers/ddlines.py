@@ -161,8 +161,7 @@ def _test(index: int, tool: str, version: str, nbytes: int, rate: float, command
     test.exact += ["ranks (1 process)", "nodes (1)"] + (["bytes"] if exact_bytes else [])
     if not exact_bytes:
         test.derived["bytes"] = "lmdd's MB x 10^6, as printed (to 10^-4 MB)"
-    test.unknown += ["start_time", "host", "tool_version" if not version else "",
-                     "kernel", "lustre", "checksums", "fstype", "client"]
+    test.unknown += ["start_time", "host", "tool_version" if not version else ""]
     test.unknown = [u for u in test.unknown if u]
     return test
 

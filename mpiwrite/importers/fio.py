@@ -237,8 +237,8 @@ def parse(src: Source, command: str = "") -> List[Test]:
         if reporting:
             test.notes.append("group_reporting: fio summed its jobs into one entry")
             test.derived["ranks"] = "numjobs of the group's one entry (group_reporting)"
-        test.unknown += ["host", "kernel", "lustre", "checksums", "fstype", "client"] + \
-            ([] if command else ["command_line"])
+        # the node facts: unknown unless stated (importers/base.py adds them)
+        test.unknown += ["host"] + ([] if command else ["command_line"])
         out.append(test)
     return out
 

@@ -95,7 +95,7 @@ def _finish(test: Test) -> Test:
     test.keys = _keys(test.params)
     # IOR's header (banner, Began, Command line, Machine: ior-output.c PrintHeader) names no
     # MPI library, nor does any summary format: `--fact mpi=...` states it
-    test.unknown += ["kernel", "lustre", "checksums", "fstype", "client", "mpi"]
+    test.unknown += ["mpi"]  # the node facts: unknown unless stated (importers/base.py)
     test.derived.setdefault("aggregate_MB_per_s", "IOR's bandwidth x 1.048576 (MiB/s to MB/s); "
                             "IOR times from the first open to the last close, mpiwrite's own "
                             "aggregate from the first write")

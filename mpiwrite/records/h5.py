@@ -33,12 +33,12 @@ from mpiwrite.formats.summary import (
 )
 from mpiwrite.records import check as recordcheck
 from mpiwrite.records.model import RunRecord
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab import names
 
 FORMAT = "mpiwrite-run"
 SUFFIX = names.RECORD_SUFFIX
-NODE_COLUMNS = ("host", "kernel", "lustre", "lustre_kernel", "checksums", "checksum_type",
-                "fstype", "client")
+NODE_COLUMNS = keytable.NODE_COLUMNS  # the node facts of vocab/keys.py, in order
 # Optional tables (added after schema 1; absent in older records, which read as empty lists):
 # what each node's filesystem client did in each iteration's timed phase (lustre_counters),
 # and each rank's file layout (lustre_layout.rank_layout).

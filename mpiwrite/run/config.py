@@ -19,6 +19,7 @@ from mpiwrite.errors import ConfigError, why
 from mpiwrite.text import printable
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 from mpiwrite.vocab import defaults
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.offsets import PATTERNS
 from mpiwrite.vocab.pattern import HEADER
 
@@ -29,14 +30,8 @@ HEADER_BYTES = HEADER.size  # the per-block pattern header
 STALL_INTERVALS = 3  # --stall's default, in progress intervals
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
 
-# Keys that reports group by; a user tag may not shadow them.
-RUN_KEYS = (
-    "run_id", "status", "kernel", "lustre", "checksums", "checksum_type", "fstype", "nodes",
-    "ranks", "ranks_per_node", "block_size", "size", "layout", "fsync", "direct", "host",
-    "start_time", "iterations", "time_limit", "fsync_every", "mpi", "lustre_kernel", "engine",
-    "client", "tool", "tool_version", "pattern", "seed", "collective", "mpiio_hints",
-    "stonewall", "preset",
-)
+# Keys that reports group by; a user tag may not shadow them (vocab/keys.py).
+RUN_KEYS = keytable.BUILTIN
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 

@@ -141,10 +141,12 @@ class Console:
         from mpiwrite.clients import registry
 
         served = registry.for_run(str(keys.get("fstype")), fs)  # in its own terms
-        shown = ("kernel", "fstype", "client") + tuple(served.own_keys)
-        # the nodes' Lustre client facts where they have one, whatever serves the target
+        from mpiwrite.vocab import keys as keytable
+
+        shown = keytable.SHOWN + tuple(served.own_keys)
+        # a client's facts where the nodes have that client, whatever serves the target
         # (they are the record's keys: a node with Lustre that writes to NFS still says so)
-        shown += tuple(k for k in ("lustre", "checksums", "checksum_type")
+        shown += tuple(k for owner in keytable.owners() for k in keytable.owned(owner)
                        if k not in shown and str(keys.get(k)) not in ("none", "n/a", "None"))
         self.line("  " + "  ".join(f"{k} {keys[k]}" for k in shown if k in keys))
         if c.tags:

@@ -20,40 +20,160 @@ they are labels or outcomes (LABEL_NAMES, OUTCOME_WORDS).
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Mapping
+from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
 SETTING, DURABILITY, FACT, OUTCOME, LABEL, IDENTITY = (
     "setting", "durability", "fact", "outcome", "label", "identity")
+# where a key's value comes from: a run option; a node fact (flattened from each node's facts
+# by the entry's `node`); derived from the record (ids, counts, times, the MPI library); an
+# imported record's file only (fio's access pattern); a study's own tags; or only a word
+# that tags and other tools' records use (never a key mpiwrite makes)
+OPTION, NODE, DERIVED, IMPORT, STUDY, WORD = (
+    "option", "node", "derived", "import", "study", "word")
 
-KINDS: Dict[str, str] = {
-    "run_id": IDENTITY, "status": IDENTITY, "start_time": IDENTITY,
-    "engine": DURABILITY, "fsync": DURABILITY, "direct": DURABILITY, "layout": DURABILITY,
-    "block_size": DURABILITY,
+
+def _lustre(facts: Mapping[str, Any]) -> Mapping[str, Any]:
+    lus = facts.get("lustre")
+    return lus if isinstance(lus, dict) else {}
+
+
+def _or(value: Any, missing: str = "unknown") -> str:
+    return str(value or missing)
+
+
+class Key(NamedTuple):
+    """One run key.  `node`: for a node fact, the pure function that flattens one node's
+    facts into its value (the record's node column of that name, and the run's key: the
+    nodes' common value or `mixed`; facts/nodeinfo.summary_value).  `common`: a run key that
+    is the nodes' common value (common_keys; explain names these facts first, in this
+    order).  `stated`: an imported record states it from the file (formats/runkeys.py
+    takes it from the record, not from params).  `file_decides`: an import reads or derives
+    it; `import --fact` may not state it.  `builtin`: a key of every run, so a user tag may
+    not take its name (run --tag).  `owner`: the client whose setting or fact it is (shown
+    with that client: clients/ `own_keys`); `when_used`: a run option that is a key only
+    of the runs that used it (its value as given)."""
+    name: str
+    kind: str
+    source: str
+    node: Optional[Callable[[Mapping[str, Any]], str]] = None
+    common: bool = False
+    stated: bool = False
+    file_decides: bool = False
+    builtin: bool = True
+    owner: str = ""
+    when_used: bool = False
+
+
+def _study(name: str, kind: str = LABEL) -> Key:
+    return Key(name, kind, STUDY, builtin=False)
+
+
+def _word(name: str, kind: str) -> Key:
+    return Key(name, kind, WORD, builtin=False)
+
+
+# Every key mpiwrite makes or reads, once.  The node facts come in the order of the
+# record's node table (records/h5.py NODE_COLUMNS).
+TABLE: Tuple[Key, ...] = (
+    Key("run_id", IDENTITY, DERIVED, file_decides=True),
+    Key("status", IDENTITY, DERIVED, file_decides=True),
+    Key("start_time", IDENTITY, DERIVED, file_decides=True),
+    Key("host", FACT, NODE, node=lambda f: _or(f.get("host")), file_decides=True),
+    Key("kernel", FACT, NODE, node=lambda f: _or(f.get("kernel")), common=True),
+    Key("lustre", FACT, NODE, common=True, owner="lustre", node=lambda f: _or(
+        _lustre(f).get("version"), "unknown" if _lustre(f).get("present") else "none")),
+    Key("lustre_kernel", FACT, NODE, owner="lustre", node=lambda f: _or(
+        _lustre(f).get("kernel"), "unknown" if _lustre(f).get("present") else "n/a")),
+    Key("checksums", FACT, NODE, node=lambda f: _or(_lustre(f).get("checksums")), common=True,
+        owner="lustre"),
+    Key("checksum_type", FACT, NODE, node=lambda f: _or(_lustre(f).get("checksum_type")),
+        common=True, owner="lustre"),
+    Key("fstype", FACT, NODE, common=True,
+        node=lambda f: _or((f.get("fs") if isinstance(f.get("fs"), dict) else {}).get(
+            "fstype"))),
+    # the client's own words ('nfs 4.2'); facts/nodeinfo.client_of derives it for facts
+    # read before the fact existed
+    Key("client", FACT, NODE, common=True),
+    Key("engine", DURABILITY, OPTION, stated=True, file_decides=True),
+    Key("fsync", DURABILITY, OPTION, stated=True, file_decides=True),
+    Key("direct", DURABILITY, OPTION, stated=True, file_decides=True),
+    Key("layout", DURABILITY, OPTION, stated=True, file_decides=True),
+    Key("block_size", DURABILITY, OPTION, stated=True, file_decides=True),
     # where the blocks go and how MPI-IO writes them: a strided or random write, or a
     # collective one, is not the same measurement as a sequential independent stream
-    "pattern": DURABILITY, "collective": DURABILITY,
-    "mpiio_hints": SETTING, "seed": SETTING, "stonewall": SETTING, "preset": LABEL,
+    Key("pattern", DURABILITY, OPTION),
+    Key("collective", DURABILITY, OPTION),
+    Key("mpiio_hints", SETTING, OPTION),
+    Key("seed", SETTING, OPTION),
+    Key("stonewall", SETTING, OPTION, when_used=True),
+    Key("preset", LABEL, OPTION, when_used=True),
     # fio's access pattern (imported fio runs have them): a random or mixed job, or one
     # with a queue depth, is not a sequential single-stream write
-    "rw": DURABILITY, "rwmixread": DURABILITY, "iodepth": DURABILITY, "ioengine": DURABILITY,
-    "nodes": SETTING, "ranks": SETTING, "ranks_per_node": SETTING, "size": SETTING,
-    "time_limit": SETTING, "iterations": SETTING, "mpi": FACT, "host": FACT,
-    "mpiio": FACT,  # the MPI-IO implementation of an mpiio run: ROMIO (driver) or OMPIO
-    "tool": SETTING, "tool_version": FACT,
-    "kernel": FACT, "lustre": FACT, "checksums": FACT, "checksum_type": FACT, "fstype": FACT,
-    "client": FACT, "lustre_kernel": FACT,
-    # what a run measured (imported records and tags may carry them)
-    "bytes": OUTCOME, "seconds": OUTCOME, "duration": OUTCOME, "elapsed": OUTCOME,
-    "MB_per_s": OUTCOME, "rate": OUTCOME, "bandwidth": OUTCOME, "bw": OUTCOME,
-    # labels: a study's own tags (study/execute.py), ids of runs and jobs
-    "study": LABEL, "study_point": LABEL, "study_repeat": LABEL, "study_hash": LABEL,
-    "study_key": LABEL, "study_generation": LABEL, "study_order": LABEL, "study_seed": LABEL,
-    "study_seq": LABEL, "study_prev_key": LABEL,
+    Key("rw", DURABILITY, IMPORT, file_decides=True, builtin=False),
+    Key("rwmixread", DURABILITY, IMPORT, file_decides=True, builtin=False),
+    Key("iodepth", DURABILITY, IMPORT, file_decides=True, builtin=False),
+    Key("ioengine", DURABILITY, IMPORT, file_decides=True, builtin=False),
+    Key("nodes", SETTING, DERIVED, file_decides=True),
+    Key("ranks", SETTING, DERIVED, file_decides=True),
+    Key("ranks_per_node", SETTING, DERIVED, file_decides=True),
+    Key("size", SETTING, OPTION, file_decides=True),
+    Key("time_limit", SETTING, OPTION, file_decides=True),
+    Key("iterations", SETTING, OPTION, file_decides=True),
+    Key("fsync_every", SETTING, OPTION, file_decides=True),
+    Key("mpi", FACT, DERIVED),  # no tool's output names its MPI library: --fact mpi= may
+    Key("mpiio", FACT, DERIVED),  # the MPI-IO implementation of an mpiio run: ROMIO or OMPIO
+    Key("tool", SETTING, DERIVED, file_decides=True),
+    Key("tool_version", FACT, DERIVED, file_decides=True),
+    # labels: a study's own tags (study/execute.py)
+    *(_study(f"study{part}") for part in ("", "_point", "_repeat", "_hash", "_key",
+                                          "_generation", "_order", "_seed", "_seq",
+                                          "_prev_key")),
     # what settling before a study's run took and left (study/settle.py): measured
-    "settle_seconds": OUTCOME, "settle_dirty_bytes": OUTCOME,
-    "job": LABEL, "job_id": LABEL, "jobid": LABEL, "slurm_job_id": LABEL,
-    "SLURM_JOB_ID": LABEL, "rep": LABEL, "repeat": LABEL, "repetition": LABEL,
-}
+    _study("settle_seconds", OUTCOME), _study("settle_dirty_bytes", OUTCOME),
+    # words of tags and other tools' records: ids of jobs and repetitions, what was measured
+    *(_word(w, LABEL) for w in ("job", "job_id", "jobid", "slurm_job_id", "SLURM_JOB_ID",
+                                "rep", "repeat", "repetition")),
+    *(_word(w, OUTCOME) for w in ("bytes", "seconds", "duration", "elapsed", "MB_per_s",
+                                  "rate", "bandwidth", "bw")),
+)
+
+BY_NAME: Dict[str, Key] = {k.name: k for k in TABLE}
+KINDS: Dict[str, str] = {k.name: k.kind for k in TABLE}
+# the keys of every run (a tag may not take their names: run/config.py)
+BUILTIN: Tuple[str, ...] = tuple(k.name for k in TABLE if k.builtin)
+# node facts: the record's node columns, in order; the run keys that are their common value
+NODE_COLUMNS: Tuple[str, ...] = tuple(k.name for k in TABLE if k.source == NODE)
+COMMON: Tuple[str, ...] = tuple(k.name for k in TABLE if k.common)
+# what an imported record states (formats/runkeys.py), what an import decides (not --fact)
+STATED: Tuple[str, ...] = tuple(k.name for k in TABLE if k.stated)
+FILE_DECIDES: Tuple[str, ...] = tuple(k.name for k in TABLE if k.file_decides)
+# the node facts every run has as keys (an import's are unknown unless --fact states them)
+FACT_KEYS: Tuple[str, ...] = tuple(k for k in NODE_COLUMNS if not BY_NAME[k].file_decides)
+# the node facts a run's header and `show` name whatever the client: what no client owns
+SHOWN: Tuple[str, ...] = tuple(k.name for k in TABLE if k.common and not k.owner)
+# run options that are keys only of the runs that used them
+WHEN_USED: Tuple[str, ...] = tuple(k.name for k in TABLE if k.when_used)
+
+
+def owned(client: str) -> Tuple[str, ...]:
+    """The run keys a client owns, in the table's order (its `own_keys`)."""
+    return tuple(k.name for k in TABLE if k.owner == client and k.common)
+
+
+def owners() -> Tuple[str, ...]:
+    """Every client that owns keys."""
+    return tuple(dict.fromkeys(k.owner for k in TABLE if k.owner))
+
+
+def node_value(facts: Mapping[str, Any], key: str) -> Optional[str]:
+    """A node's value of a node-fact key by its entry's flattening; None for a key whose
+    value needs more than the facts (`client` of facts older than the fact); KeyError for a
+    key that is no node fact."""
+    entry = BY_NAME.get(key)
+    if entry is None or entry.source != NODE:
+        raise KeyError(key)
+    return entry.node(facts) if entry.node else None
+
 
 # The order in which durability keys are named (report's DURABILITY_KEYS).
 DURABILITY_KEYS = tuple(k for k, v in KINDS.items() if v == DURABILITY)

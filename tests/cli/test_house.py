@@ -360,15 +360,66 @@ def test_no_module_is_over_800_lines():
     assert not {n: k for n, k in long.items() if k > 800}, long
 
 
+# Modules that list words of the tables in another sense, and why.
+SPELLING_EXEMPT = {
+    "records.check": "the facts' own structure (lustre, fs and client are objects there), "
+                     "checked before any key is made from them",
+}
+
+
+def spelled_lists(path: pathlib.Path, words: set):
+    """List, tuple and set literals of a module that name two or more of `words`."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            named = [e.value for e in node.elts
+                     if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                     and e.value in words]
+            if len(named) >= 2:
+                yield node.lineno, named
+
+
+def test_the_tables_are_the_only_spelling_of_node_facts_and_metrics():
+    """No list, tuple or set outside vocab/keys.py and vocab/metrics.py names two node-fact
+    keys or two metrics: every such list is read from the table (a client may list the
+    keys it owns, in its own modules)."""
+    from mpiwrite.vocab import keys, metrics
+
+    words = set(keys.NODE_COLUMNS) | set(metrics.NAMES)
+    found = {}
+    for name, path in modules().items():
+        if name in ("vocab.keys", "vocab.metrics") or name in SPELLING_EXEMPT:
+            continue
+        for line, named in spelled_lists(path, words):
+            owner = name.startswith("clients.") and any(
+                name.split(".")[1].startswith(o) and set(named) <= set(keys.owned(o))
+                | {k.name for k in keys.TABLE if k.owner == o} for o in keys.owners())
+            if not owner:
+                found[f"{name}:{line}"] = named
+    assert not found, found
+
+
+def test_the_spelling_rule_sees_a_list(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text('SHOWN = ("kernel", "fstype")\nOK = ("kernel", "size")\n')
+    assert list(spelled_lists(bad, {"kernel", "fstype"})) == [(1, ["kernel", "fstype"])]
+
+
 def test_every_metric_name_has_its_figures():
     """--metric's names are written once (vocab/metrics.py, which the command line reads
-    without numpy); each is a rate, a CPU metric or per-node in answers/results.py."""
+    without numpy); each is a column of the iterations table or one of the sources
+    answers/results.py computes."""
     from mpiwrite.answers import results
+    from mpiwrite.formats.summary import ITER_DTYPE
     from mpiwrite.vocab import metrics as metricnames
 
+    sources = {metricnames.COLUMN, metricnames.PER_NODE, metricnames.CPU, metricnames.STONEWALL}
+    for m in metricnames.TABLE:
+        assert m.source in sources, m
+        if m.source == metricnames.COLUMN:
+            assert m.column in ITER_DTYPE.names and results.METRICS[m.name] == m.column, m
     assert set(metricnames.NAMES) == set(results.METRICS) | set(results.CPU_METRICS) | {
-        "per-node"}
-
+        m.name for m in metricnames.TABLE if m.source in (metricnames.PER_NODE,
+                                                           metricnames.STONEWALL)}
 
 def test_the_null_ledger_takes_every_call_the_steps_make():
     """Ranks other than 0 hold run/prepare.NullLedger (docs/architecture.md): each ledger

@@ -1,0 +1,50 @@
+"""The table of run keys (vocab/keys.py): every list that names keys is read from it, a node
+fact's value comes from its entry's flattening, and a tag cannot take a built-in key's name."""
+
+import pytest
+import synth
+
+from mpiwrite.clients import registry
+from mpiwrite.errors import ConfigError
+from mpiwrite.facts import nodeinfo
+from mpiwrite.formats import runkeys
+from mpiwrite.importers import base as importers
+from mpiwrite.records import h5
+from mpiwrite.run import config
+from mpiwrite.vocab import keys
+
+
+def test_the_lists_of_keys_are_the_tables():
+    names = [k.name for k in keys.TABLE]
+    assert len(names) == len(set(names)), "a key declared twice"
+    assert config.RUN_KEYS == keys.BUILTIN
+    assert h5.NODE_COLUMNS == keys.NODE_COLUMNS
+    assert nodeinfo.SUMMARY_KEYS == keys.COMMON
+    assert importers.FACT_KEYS == keys.FACT_KEYS and importers.NOT_FACTS == keys.FILE_DECIDES
+    assert runkeys.IMPORT_DECIDED == importers.DECIDED_KEYS == keys.STATED
+    assert keys.DURABILITY_KEYS == tuple(k.name for k in keys.TABLE
+                                         if k.kind == keys.DURABILITY)
+    for client in keys.owners():  # a client's own keys are the ones the table gives it
+        assert registry.get(client).own_keys == keys.owned(client)
+    # every node column flattens facts (client: facts/nodeinfo derives old records' value)
+    assert all(keys.BY_NAME[k].node for k in keys.NODE_COLUMNS if k != "client")
+
+
+def test_a_node_facts_values_come_from_the_table():
+    facts = synth.node(host="h1", lustre="2.15.5", checksums="on", kernel="6.1")
+    got = {k: nodeinfo.summary_value(facts, k) for k in keys.NODE_COLUMNS}
+    assert got == {"host": "h1", "kernel": "6.1", "lustre": "2.15.5", "lustre_kernel": "patchless",
+                   "checksums": "on", "checksum_type": "adler", "fstype": "lustre",
+                   "client": "lustre 2.15.5"}
+    bare = {"host": "h2", "fs": {"fstype": "ext4"}}
+    assert nodeinfo.summary_value(bare, "lustre") == "none"
+    assert nodeinfo.summary_value(bare, "lustre_kernel") == "n/a"
+    assert nodeinfo.summary_value(bare, "client") == "none"  # a local filesystem
+    with pytest.raises(KeyError):
+        nodeinfo.summary_value(facts, "block_size")  # a key, but no node fact
+
+
+@pytest.mark.parametrize("name", keys.BUILTIN)
+def test_a_tag_cannot_take_a_built_in_keys_name(name):
+    with pytest.raises(ConfigError, match="built-in run key"):
+        config.parse_tags([f"{name}=x"])
