@@ -380,46 +380,6 @@ def effect_p(b: float, se: float, df: int) -> float:
     return two_sided_p(b / se, df)
 
 
-def paired(a: Sequence[float], b: Sequence[float], confidence: float = 0.95,
-           power: float = 0.8) -> Comparison:
-    """b against a, pair by pair (the same repetition of a study: its block), on the log of
-    the values: the t-test of the mean log ratio, whose drift between repetitions is taken
-    out.  Every value must be positive (ValueError otherwise), a and b of one length >= 2.
-    The change is the geometric mean of the pairs' ratios, "-37% [-53, -21]"."""
-    la = np.log(np.asarray(a, dtype=float))
-    lb = np.log(np.asarray(b, dtype=float))
-    if la.size != lb.size or la.size < 2 or not (np.all(np.isfinite(la))
-                                                  and np.all(np.isfinite(lb))):
-        raise ValueError("paired: two equal lists of positive values, at least 2 pairs")
-    sa, sb = describe(a, confidence), describe(b, confidence)
-    d = lb - la
-    n = int(d.size)
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    df = n - 1
-    se = sd / math.sqrt(n)
-    if se == 0:
-        p = 0.0 if mean != 0 else 1.0
-        lo = hi = mean
-    else:
-        p = two_sided_p(mean / se, df)
-        tq = t_ppf(0.5 + confidence / 2, df)
-        lo, hi = mean - tq * se, mean + tq * se
-    real = bool(p < 1 - confidence)
-    need = more = 0
-    if not real and mean:  # pairs needed: n with z-quantiles on sd/|mean|, then t's
-        z = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
-        need = max(3, int(math.ceil((z * sd / abs(mean)) ** 2))) if sd > 0 else 3
-        while need < 10**6 and abs(mean) / (sd / math.sqrt(need)) < (
-                t_ppf(0.5 + confidence / 2, need - 1) + t_ppf(power, need - 1)):
-            need += 1
-        more = max(1, need - n)
-        need = n + more
-    pct, pct_lo, pct_hi = ((_exp(x) - 1) * 100 for x in (mean, lo, hi))
-    return Comparison(sa, sb, sb.gmean - sa.gmean, sa.gmean * pct_lo / 100,
-                      sa.gmean * pct_hi / 100, pct, pct_lo, pct_hi, p, float(df), real, need,
-                      more, "ratio")
-
-
 OUTLIER = 5.0  # residuals beyond this many robust standard deviations are outliers
 OUTLIER_DF = 20  # and the fit has at least this many residual degrees of freedom, and as
 # many as half its runs: with fewer, a robust fit lays most residuals near zero and any run

@@ -46,11 +46,6 @@ def uses_numpy(block_size: int) -> bool:
     return block_size < VECTOR_BELOW
 
 
-def bucket(seconds: float) -> int:
-    """The bucket of one latency."""
-    return bisect_right(_EDGES, seconds)
-
-
 def buckets(seconds: Sequence[float]) -> List[int]:
     return [bisect_right(_EDGES, s) for s in seconds]
 

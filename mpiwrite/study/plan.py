@@ -350,7 +350,3 @@ def _listed(points: Any, axes: Dict[str, List[Any]], bad) -> List[Dict[str, Any]
         out.append({k: next(v for v in axes[k] if str(v) == str(p[k])) for k in axes})
     return out
 
-
-def estimate_seconds(run_seconds: List[float], overhead: float) -> float:
-    """The study's duration: each run's own time plus `overhead` (settings, barriers)."""
-    return sum(run_seconds) + overhead * len(run_seconds)
