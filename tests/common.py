@@ -102,12 +102,19 @@ def records_in(folder: str) -> List[str]:
     return sorted(glob.glob(os.path.join(folder, "*.h5")))
 
 
-def only_record(folder: str):
-    from mpiwrite.records import h5 as records
+def read_record(path):
+    """A record as every command reads it: whole and checked, in a worker of the sandbox
+    (records/sandbox.py); a RecordError naming the file otherwise.  Tests read records so,
+    not through the private reader."""
+    from mpiwrite.records.sandbox import read_whole
 
+    return read_whole(str(path))
+
+
+def only_record(folder: str):
     found = records_in(folder)
     assert len(found) == 1, found
-    return records._read(found[0])
+    return read_record(found[0])
 
 
 def is_root() -> bool:

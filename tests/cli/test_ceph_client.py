@@ -12,7 +12,7 @@ import time
 import pytest
 import synth
 import sysroots
-from common import cli
+from common import cli, read_record
 
 from mpiwrite.clients import ceph
 from mpiwrite.clients import registry as fsclients
@@ -359,7 +359,7 @@ def _ceph_records(folder, side, max_dirty, op_size, wrlat_ms):
         path = folder / f"{side}{i}.h5"
         synth.make(path, [300.0 + i, 310.0 + i] if side == "a" else [40.0 + i, 42.0 + i],
                    f"run-{side}{i}", tags={"oc": side}, nodes=2, ranks_per_node=1)
-        rec = records._read(str(path))
+        rec = read_record(str(path))
         sent = 64 * 2**20
         delta = {"kind": "ceph", "objecter": {"op_w": sent // op_size, "op_send_bytes": sent},
                  "objectcacher": {"data_written": sent, "data_flushed": sent,

@@ -6,6 +6,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
+from common import read_record
 
 from mpiwrite.errors import RecordError
 from mpiwrite.records import h5 as records
@@ -20,7 +21,7 @@ LAYOUT = {"layout": "v1", "stripe_count": 2, "stripe_size": 1048576, "ost_indice
 def _with_tables(tmp_path, name="r.h5"):
     path = synth.make(tmp_path / name, [500.0], "20260101T000000Z-00clnt", nodes=2,
                       ranks_per_node=1)
-    rec = records._read(path)
+    rec = read_record(path)
     rec.client_counters = [{"iteration": 0, "node": n, "delta": DELTA} for n in (0, 1)]
     rec.layouts = [{"iteration": 0, "rank": r, "layout": LAYOUT} for r in (0, 1)]
     records.write(rec, path)
@@ -28,7 +29,7 @@ def _with_tables(tmp_path, name="r.h5"):
 
 
 def test_counters_and_layouts_round_trip(tmp_path):
-    rec = records._read(_with_tables(tmp_path))
+    rec = read_record(_with_tables(tmp_path))
     assert rec.client_counters[1] == {"iteration": 0, "node": 1, "write_bytes": 268435456,
                                       "write_rpcs": 256, "seconds": 1.5, "delta": DELTA}
     assert rec.layouts[0]["first_ost"] == 3 and rec.layouts[0]["stripe_count"] == 2
@@ -38,7 +39,7 @@ def test_counters_and_layouts_round_trip(tmp_path):
 
 
 def test_records_without_the_tables_still_read(tmp_path):
-    rec = records._read(synth.make(tmp_path / "old.h5", [500.0], "20260101T000000Z-000old"))
+    rec = read_record(synth.make(tmp_path / "old.h5", [500.0], "20260101T000000Z-000old"))
     assert rec.client_counters == [] and rec.layouts == []
 
 
@@ -79,7 +80,7 @@ def test_crafted_tables_are_refused(tmp_path, fn, why):
     path = _with_tables(tmp_path)
     _edit(path, fn)
     with pytest.raises(RecordError) as info:
-        records._read(path)
+        read_record(path)
     assert str(info.value).startswith(path + ": ") and why in str(info.value)
 
 
@@ -96,14 +97,14 @@ def test_a_client_fact_that_is_not_an_object_is_refused(tmp_path):
         h5.create_dataset("nodes", data=tbl, dtype=dt)
     _edit(path, fn)
     with pytest.raises(RecordError, match=r"nodes\[0\].client: expected a JSON object"):
-        records._read(path)
+        read_record(path)
 
 
 def _retag(path, client, drop_key=False):
     """Make a synthetic record's nodes use `client`, or look like one written before it."""
     from mpiwrite.facts.nodeinfo import common_keys
 
-    rec = records._read(path)
+    rec = read_record(path)
     for n in rec.nodes:
         n.pop("raw", None)
         if client:
@@ -126,7 +127,7 @@ def test_report_by_client_over_new_and_old_records(tmp_path):
                                           ("nfs 3", [200.0, 205.0]), (None, [500.0, 505.0])]):
         path = synth.make(study / f"r{i}.h5", values, f"20260101T00000{i}Z-00000{i}")
         _retag(path, client, drop_key=client is None)  # r2: schema 1 as first written
-    old = records._read(str(study / "r2.h5"))
+    old = read_record(str(study / "r2.h5"))
     assert "client" not in old.attrs["keys"] and old.nodes[0]["client"] == {}
     assert old.keys()["client"] == "lustre 1.6.5"  # derived from its lustre key
     out = cli(["report", str(study), "--by", "client", "--format", "json"], cwd=tmp_path)

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import synth
-from common import cli
+from common import cli, read_record
 
 from mpiwrite import stats
 from mpiwrite.answers.explain import analyse
@@ -95,9 +95,8 @@ def test_lmdd_time_limit_is_recorded_and_an_unknown_block_is_unknown(tmp_path):
     assert out.returncode == 0, out.stderr
     (rec,) = (tmp_path / "r").glob("*.h5")
     from mpiwrite.formats.runkeys import run_keys
-    from mpiwrite.records import h5 as records
 
-    run = records._read(str(rec))
+    run = read_record(str(rec))
     params, keys = run.params(), run_keys(run)
     assert params["time_limit"] == 200 and "size" not in params, params
     assert "block_size" not in params and keys["block_size"] == "unknown"

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import synth
-from common import MPIWRITE, clean_env, cli
+from common import MPIWRITE, clean_env, cli, read_record
 
 from mpiwrite.answers.results import Store, run_keys
 from mpiwrite.errors import RecordError
@@ -62,7 +62,7 @@ def report(folder, tmp_path, *extra, env=None):
 def test_run_level_record_is_the_record_for_reports(site):
     path = str(site / "a0.h5")
     rec, material, _ident = runlevel._read(path)
-    whole = records._read(path)
+    whole = read_record(path)
     assert rec.attrs == whole.attrs and run_keys(rec) == run_keys(whole)
     assert rec.iterations.tobytes() == whole.iterations.tobytes()
     n, mean, sd = runlevel.pooled([runlevel.stats_of(rec)])
@@ -456,7 +456,7 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     path = str(site / "a1.h5")
     got = _serve_one("runlevel", path)
     rec = runrows.answered(path, json.loads(json.dumps(got)))
-    assert runrows.keys_of(rec) == run_keys(records._read(path))
+    assert runrows.keys_of(rec) == run_keys(read_record(path))
     for bad in ('["config"]', '"config"', '3', 'null', '{"config": '):
         with pytest.raises(ValueError):
             runrows.keys_of(runrows.answered(path, dict(got, keys=bad)))
@@ -467,7 +467,7 @@ def test_a_workers_run_keys_are_the_records_keys_and_are_checked(site):
     d.mkdir()
     shutil.copy(site / "a1.h5", d / "a1.h5")
     bad = Store([str(d)], warn=False, level="run", cache=False)
-    assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(records._read(path))
+    assert len(bad.runs) == 1 and bad.keys(bad.runs[0]) == run_keys(read_record(path))
 
 
 def _default_env(**where):

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import synth
-from common import FIXTURES, ROOT
+from common import FIXTURES, ROOT, read_record
 
 from mpiwrite.importers import base as imported
 from mpiwrite.importers import registry as importers
@@ -37,7 +37,7 @@ def cli(capsys, *args):
 
 
 def recs(folder):
-    return [records._read(str(p)) for p in sorted(pathlib.Path(folder).glob("*.h5"))]
+    return [read_record(str(p)) for p in sorted(pathlib.Path(folder).glob("*.h5"))]
 
 
 def one(folder):
@@ -432,7 +432,7 @@ def test_a_damaged_provenance_is_refused_by_the_record_check(tmp_path):
     from mpiwrite.errors import RecordError
 
     with pytest.raises(RecordError, match="imported.sha256"):
-        records._read(str(path))
+        read_record(str(path))
 
 
 @pytest.mark.timeout(90)

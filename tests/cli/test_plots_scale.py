@@ -6,14 +6,13 @@ import time
 import numpy as np
 import pytest
 import synth
-from common import cli
+from common import cli, read_record
 
 pytest.importorskip("matplotlib")
 from PIL import Image  # noqa: E402
 
 from mpiwrite.answers import plot as plots
 from mpiwrite.answers.results import Store  # noqa: E402
-from mpiwrite.records import h5 as records
 
 
 @pytest.mark.parametrize("nodes,per_node,kind", [(64, 64, "histogram"), (8, 64, "per node")])
@@ -38,7 +37,7 @@ class records_title:
     """Draw the ranks plot in-process and hand back its title."""
 
     def __init__(self, path):
-        self.rec = records._read(str(path))
+        self.rec = read_record(str(path))
 
     def __enter__(self):
         got = {}
@@ -93,7 +92,7 @@ def test_timeline_has_an_aggregate_line(tmp_path, monkeypatch):
     from mpiwrite.formats import summary
 
     path = synth.make(tmp_path / "t.h5", [800.0], "2026t-000001", ranks_per_node=3)
-    rec = records._read(path)
+    rec = read_record(path)
     rows = rec.ranks
     fractions = (0.25, 0.5, 0.75, 1.0)
     samples = np.zeros(len(rows) * len(fractions), dtype=summary.SAMPLE_DTYPE)  # phase 0: write

@@ -13,11 +13,10 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from common import FIXTURES, needs_matplotlib
+from common import FIXTURES, needs_matplotlib, read_record
 
 from mpiwrite.errors import RecordError
 from mpiwrite.formats import summary
-from mpiwrite.records import h5 as records
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "TOP-SECRET-CONTENT"
@@ -189,7 +188,7 @@ def _craft(folder, tmp, case):
 def test_read_refuses_with_a_reason(tmp_path, case):
     bad = _craft(tmp_path / "rec", tmp_path, case)
     with pytest.raises(RecordError) as info:
-        records._read(str(bad))
+        read_record(str(bad))
     msg = str(info.value)
     assert str(bad) in msg and CASES[case][1] in msg, msg
     assert SECRET not in msg
@@ -197,7 +196,7 @@ def test_read_refuses_with_a_reason(tmp_path, case):
 
 def test_the_good_record_reads(tmp_path):
     bad = _craft(tmp_path / "rec", tmp_path, "params-brace")
-    rec = records._read(str(bad.parent / "good.h5"))
+    rec = read_record(str(bad.parent / "good.h5"))
     assert rec.status == "complete" and len(rec.nodes) == 2 and len(rec.ranks) == 4
 
 
@@ -281,7 +280,7 @@ def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_
             d[i:i + chunk] = zeros
     assert path.stat().st_size < 2**20
     with pytest.raises(RecordError, match="refused before reading"):
-        records._read(str(path))
+        read_record(str(path))
 
 
 # seeds whose bit flips of tests/fixtures/round3-record.h5 (a real 2-rank, 3-iteration record)

@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 import pytest
 import synth
-from common import cli, is_root, mounted
+from common import cli, is_root, mounted, read_record
 
 from mpiwrite.formats import summary
 from mpiwrite.records import h5 as records
@@ -31,7 +31,7 @@ def _victim(tmp_path):
 def _record(path, rows=0, run_id="20260101T000000Z-aaaaaa"):
     """A synthetic record; rows > 0 adds that many incompressible sample rows."""
     synth.make(path, [500.0], run_id)
-    rec = records._read(str(path))
+    rec = read_record(str(path))
     if rows:
         s = np.zeros(rows, dtype=summary.SAMPLE_DTYPE)
         s["t"] = np.random.default_rng(1).random(rows)
@@ -65,7 +65,7 @@ def test_symlink_at_the_first_temp_name_is_skipped(tmp_path):
     os.symlink(victim, first)
     records.write(rec, str(path))
     assert victim.read_bytes() == b"precious\n"
-    assert records._read(str(path)).run_id == rec.run_id
+    assert read_record(str(path)).run_id == rec.run_id
     assert os.path.islink(first)  # someone else's: left alone
     assert sorted(os.listdir(res)) == sorted([os.path.basename(first), path.name])
 
@@ -84,7 +84,7 @@ def test_symlink_planted_by_another_user_in_a_shared_folder(tmp_path):
                             "ln", "-s", str(victim), name], check=True, timeout=10)
         records.write(rec, path)
         assert victim.read_bytes() == b"precious\n"
-        assert records._read(path).status == "complete"
+        assert read_record(path).status == "complete"
     finally:
         shutil.rmtree(shared)
 
@@ -102,7 +102,7 @@ def test_full_disk_is_an_oserror_and_leaves_the_previous_version(tmp_path):
         assert info.value.errno == errno.ENOSPC and info.value.strerror
         assert os.listdir(mnt) == ["mpiwrite-x.h5"]  # no temporary file left
         assert pathlib.Path(path).read_bytes() == before
-        assert records._read(path).status == "complete"
+        assert read_record(path).status == "complete"
 
 
 def test_an_unbuildable_record_is_an_oserror(tmp_path):
@@ -137,4 +137,4 @@ def test_record_is_written_0644_without_temp_files(tmp_path):
         os.umask(old)
     assert oct(os.stat(path).st_mode & 0o777) == "0o644"
     assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
-    assert json.loads(json.dumps(records._read(str(path)).params()))["block_size"] == 2**20
+    assert json.loads(json.dumps(read_record(str(path)).params()))["block_size"] == 2**20

@@ -1,6 +1,7 @@
 """clients/targets.py: the storage targets a client names for a file, parsed and bounded."""
 
 import pytest
+from common import read_record
 
 from mpiwrite.clients import targets
 
@@ -48,11 +49,10 @@ def test_show_by_target_uses_every_iterations_files(tmp_path):
     from common import cli
 
     from mpiwrite.answers.targets import by_target
-    from mpiwrite.records import h5 as records
 
     path = tmp_path / "b.h5"
     where, rates = synth.bricks_run(str(path))
-    rec = records._read(str(path))
+    rec = read_record(str(path))
     rows, notes = by_target(rec)
     got = {r["target"]: r for r in rows}
     on1 = [(it, r) for it in range(3) for r in range(12) if where[it][r]]
@@ -75,11 +75,10 @@ def test_a_record_with_iteration_0s_targets_only_says_so(tmp_path):
     import synth
 
     from mpiwrite.answers.targets import by_target
-    from mpiwrite.records import h5 as records
 
     path = tmp_path / "b.h5"
     synth.bricks_run(str(path))
-    rec = records._read(str(path))
+    rec = read_record(str(path))
     rec.layouts = [lay for lay in rec.layouts if lay["iteration"] == 0]
     rows, notes = by_target(rec)
     assert sum(r["files"] for r in rows) == 12

@@ -13,14 +13,13 @@ import shutil
 
 import pytest
 import testbed
-from common import MPIWRITE, bounded, clean_env, cli, only_record, records_in
+from common import MPIWRITE, bounded, clean_env, cli, only_record, read_record, records_in
 from testbed import ceph as cephlib
 from testbed import hosts as hostlib
 
 from mpiwrite.clients import fuse as fs_fuse
 from mpiwrite.clients.common import command
 from mpiwrite.facts.sysroot import Reader
-from mpiwrite.records import h5 as records
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.timeout(300)]
 
@@ -254,7 +253,7 @@ get = "{occ} get"
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     finally:
         _set_everywhere(bed, DEFAULT_MAX_DIRTY)
-    recs = [records._read(p) for p in records_in(res)]
+    recs = [read_record(p) for p in records_in(res)]
     assert len(recs) == 4 and all(r.status == "complete" for r in recs)
     for rec in recs:
         value = rec.tags()["setting.client_oc_max_dirty"]
@@ -321,7 +320,7 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
         for i in range(HOSTS):
             for name, (default, _) in TUNED.items():
                 bed.fs.client_admin(i, "config", "set", name, default)
-    recs = [records._read(p) for p in records_in(res)]
+    recs = [read_record(p) for p in records_in(res)]
     assert len(recs) >= 8 and all(r.status == "complete" for r in recs)
     for rec in recs:
         assert sorted(c["node"] for c in rec.client_counters) == list(range(HOSTS))

@@ -17,7 +17,17 @@ import time
 
 import pytest
 import testbed
-from common import MPIWRITE, ROOT, bounded, clean_env, cli, kill_group, only_record, records_in
+from common import (
+    MPIWRITE,
+    ROOT,
+    bounded,
+    clean_env,
+    cli,
+    kill_group,
+    only_record,
+    read_record,
+    records_in,
+)
 from testbed import gluster as glusterlib
 from testbed import hosts as hostlib
 
@@ -364,16 +374,15 @@ def test_compression_ab_with_compare(bed):
         _set_and_wait(bed, "off")  # the later tests write through the usual graph
         for i in range(HOSTS):
             bed.h.limit(i, RATE)
-    from mpiwrite.records import h5 as records
 
-    complete = [p for p in records_in(res) if records._read(p).status == "complete"]
+    complete = [p for p in records_in(res) if read_record(p).status == "complete"]
     assert len(complete) == 2 * len(reps) and 3 <= len(reps) <= 5
     pairs = len(reps)
     assert verdict["a"]["n"] >= pairs and verdict["b"]["n"] >= pairs  # a sample a run, or more
     assert verdict["real"] and verdict["change_pct"] < -20, verdict
     # every node's facts say what its client ran: the option, not only the tag
     for path in records_in(res):
-        rec = records._read(path)
+        rec = read_record(path)
         graphs = [((n.get("client_info") or n.get("fs", {}).get("client") or {}), n)
                   for n in rec.nodes]
         seen = {_graph_of(n).get("compression") for n in rec.nodes}
@@ -389,7 +398,6 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
     the clients' graph switch and none records a switch in its timed window; `tune report`
     finds write-behind off slower (real, or withheld for carry-over: never recommended), and
     the volume ends with it on."""
-    from mpiwrite.records import h5 as records
 
     cli_env = {"MPIWRITE_GLUSTER_CLI": f"nsenter -t {bed.fs.server.pid} -n -m gluster"}
     target = bed.target("tune")
@@ -428,7 +436,7 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
         if bed.fs.get("performance.write-behind") != "on":
             bed.fs.set("performance.write-behind", "on")
     assert after == "on"
-    recs = sorted((records._read(p) for p in records_in(res)), key=lambda r: r.run_id)
+    recs = sorted((read_record(p) for p in records_in(res)), key=lambda r: r.run_id)
     assert len(recs) >= 4 and all(r.status == "complete" for r in recs)
     values = [r.tags()["setting.performance.write-behind"] for r in recs]
     changes = sum(1 for a, b in zip(["on"] + values, values + ["on"]) if a != b)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from common import MPIWRITE, clean_env, cli, only_record, records_in
+from common import MPIWRITE, clean_env, cli, only_record, read_record, records_in
 from common import ROOT as REPO
 
 from mpiwrite.cli import jobscript as js
@@ -424,9 +424,8 @@ def test_checksums_ab_alternates_and_compares(slurm, tmp_path):
     job = out.stdout.strip().split(";")[0]
     assert slurm.wait(job) == "COMPLETED", slurm.log()
     log = (tmp_path / f"mpiwrite-checksums-{job}.out").read_text()
-    from mpiwrite.records import h5 as records
 
-    recs = [records._read(p) for p in records_in(tmp_path / "res")]
+    recs = [read_record(p) for p in records_in(tmp_path / "res")]
     assert len(recs) == 4
     seen = [(r.tags()["checksums_set"], r.keys()["checksums"]) for r in recs]
     assert sorted(seen) == [("0", "off"), ("0", "off"), ("1", "on"), ("1", "on")]

@@ -12,10 +12,8 @@ import subprocess
 import time
 
 import pytest
-from common import MPIEXEC, MPIWRITE, ROOT, clean_env, only_record, records_in
+from common import MPIEXEC, MPIWRITE, ROOT, clean_env, only_record, read_record, records_in
 from testbed import ompi
-
-from mpiwrite.records import h5 as records
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -79,7 +77,7 @@ def data_files(folder):
 def check_study(results, job, log, plugin=None):
     """A study of 1, 2 and 3 nodes x 2 ranks: a complete record per node count naming its
     nodes (h0, h1, h2 for the largest), report --by nodes rows, the scaling plot."""
-    recs = [records._read(p) for p in records_in(results)]
+    recs = [read_record(p) for p in records_in(results)]
     assert sorted(len(r.nodes) for r in recs) == [1, 2, 3], log
     for rec in recs:
         n = len(rec.nodes)
@@ -260,7 +258,7 @@ ranks_per_node = [1, 2]
     state = slurm3.wait(job, timeout=240)
     log = (tmp_path / f"slurm-{job}.out").read_text()
     assert state == "COMPLETED", log + slurm3.log()
-    recs = [records._read(p) for p in records_in(tmp_path / "results")]
+    recs = [read_record(p) for p in records_in(tmp_path / "results")]
     assert len(recs) == 6 and all(r.status == "complete" for r in recs), log
     shapes = set()
     for rec in recs:

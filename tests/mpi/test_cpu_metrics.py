@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from common import cli, mpirun, only_record
+from common import cli, mpirun, only_record, read_record
 
 from mpiwrite.answers import results
 from mpiwrite.formats import summary
@@ -37,7 +37,7 @@ def _record(path, run_id, tags, cpu_scale=1.0, busy_scale=1.0, iterations=2):
     node busy BUSY * busy_scale * (1 + 0.02 i); figures derived as a run derives them."""
     synth.make(path, [500.0 + 5 * i for i in range(iterations)], run_id, tags=tags,
                nodes=NODES, ranks_per_node=PER_NODE)
-    rec = records._read(str(path))
+    rec = read_record(str(path))
     its = []
     for i in range(iterations):
         rows = rec.ranks[rec.ranks["iteration"] == i].copy()
@@ -74,7 +74,7 @@ def _old_record(path, run_id, tags):
 def _expected(path):
     """Per good iteration, from the ranks table read back: (busiest node's busy in percent,
     CPU seconds of the measured ranks per 10^9 of their bytes)."""
-    rec = records._read(path)
+    rec = read_record(path)
     busy, per_gb = [], []
     for it in rec.iterations["iteration"][rec.iterations["status"] == 0]:
         r = rec.ranks[rec.ranks["iteration"] == it]
@@ -176,7 +176,7 @@ def test_records_without_cpu_figures_give_no_sample_and_say_why(tmp_path):
     d = tmp_path / "rec"
     d.mkdir()
     old = _old_record(d / "old.h5", "2026o-000001", {"k": "old"})
-    rec = records._read(old)
+    rec = read_record(old)
     assert np.isnan(rec.ranks["cpu_user_seconds"]).all()
     for metric in ("client-cpu", "cpu-per-GB"):
         assert results.metric_values(rec, metric) == []

@@ -22,10 +22,9 @@ from common import (
     mounted,
     mpirun,
     needs_root,
+    read_record,
     records_in,
 )
-
-from mpiwrite.records import h5 as records
 
 QUIET = ["--progress-interval", "0"]
 HUGE = "9" * 400
@@ -136,7 +135,7 @@ def test_sysroot_with_absurd_memtotal_gives_an_unknown_fact(tmp_path, memtotal):
     out = mpirun(2, ["run", "d", "-s", "1M", "--results", "r", "--sysroot", str(root)] + QUIET,
                  cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
-    rec = records._read(records_in(tmp_path / "r")[0])
+    rec = read_record(records_in(tmp_path / "r")[0])
     assert rec.status == "complete"
 
 
@@ -166,7 +165,7 @@ def test_an_unexpected_error_anywhere_ends_the_job(tmp_path, rank, phase):
     assert no_data_left(tmp_path / "d")
     found = records_in(tmp_path / "r")
     if phase != "set-up":  # rank 0 had a ledger: the record says failed and names the rank
-        rec = records._read(found[0])
+        rec = read_record(found[0])
         assert rec.status == "failed" and f"rank {rank}" in rec.attrs["error"]
         assert any(e.get("rank") == rank and e.get("phase") == phase for e in rec.errors)
 
@@ -208,7 +207,7 @@ def test_a_failed_run_names_the_data_files_it_could_not_remove(tmp_path):
     said = lines_with(err, "could not remove")
     assert len(said) == 1 and "3 data files of this run" in said[0], err  # one line, rank 0
     assert held[0].name in said[0] and "Operation not permitted" in said[0], said
-    rec = records._read(records_in(tmp_path / "r")[0])
+    rec = read_record(records_in(tmp_path / "r")[0])
     assert rec.status == "failed"
     assert any("could not remove 3 data files" in w for w in rec.warnings()), rec.warnings()
 
@@ -254,7 +253,7 @@ def test_first_signal_ends_a_job_with_a_stopped_rank(tmp_path, sig, code):
     assert took < 3 + 5, f"took {took:.1f}s"  # the grace (3 s here) and a margin
     assert "interrupted" in err and "Traceback" not in err
     assert no_data_left(tmp_path / "d")
-    rec = records._read(records_in(tmp_path / "r")[0])
+    rec = read_record(records_in(tmp_path / "r")[0])
     assert rec.status == "interrupted"
 
 
@@ -376,7 +375,7 @@ def test_results_disk_filling_over_iterations_keeps_the_last_good_record(tmp_pat
         left = [f for f in os.listdir(full) if f != "fill"]
         assert all(not f.startswith(".") for f in left), left  # no temp files
         for f in left:  # what was recorded before the disk filled is still readable
-            rec = records._read(os.path.join(full, f))
+            rec = read_record(os.path.join(full, f))
             assert len(rec.iterations) >= 1
 
 
@@ -396,7 +395,7 @@ def test_null_engine_coordinates_sixteen_ranks_without_storage(tmp_path):
     out = mpirun(16, ["run", "d", "-s", "4G", "--engine", "null", "-i", "2", "--results", "r"]
                  + QUIET, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
-    rec = records._read(records_in(tmp_path / "r")[0])
+    rec = read_record(records_in(tmp_path / "r")[0])
     assert rec.status == "complete" and len(rec.ranks) == 32
     assert (rec.ranks["bytes"] == 4 * 2**30).all()
     assert no_data_left(tmp_path / "d")
@@ -413,7 +412,7 @@ def test_stdout_that_cannot_be_written_ends_the_run_with_one_line(tmp_path):
     assert len(said) == 1 and "No space left" in said[0] and "Traceback" not in out.stderr
     assert "standard output could not be written" in said[0]  # not a disk of the run's
     assert not (tmp_path / "d").exists()
-    assert records._read(records_in(tmp_path / "r")[0]).status == "failed"
+    assert read_record(records_in(tmp_path / "r")[0]).status == "failed"
 
 
 @pytest.mark.parametrize("dest", ["/proc/x.json", "/nonexistent-dir/x.json"])

@@ -26,14 +26,13 @@ from common import (
     needs_root,
     only_record,
     rank_pids,
+    read_record,
     records_in,
     start,
     tool,
     wait,
     wait_for_bytes,
 )
-
-from mpiwrite.records import h5 as records
 
 QUIET = ["--progress-interval", "0"]
 
@@ -67,7 +66,7 @@ def test_a_catchable_signal_to_a_rank_ends_the_run_in_order(tmp_path, sig):
     assert "Traceback" not in err and len(said) == 1, err
     assert signal.Signals(sig).name in said[0], err
     assert data_files(tmp_path / "d") == []
-    assert records._read(records_in(tmp_path / "r")[0]).status == "interrupted"
+    assert read_record(records_in(tmp_path / "r")[0]).status == "interrupted"
 
 
 def _kill_for_good(tmp_path):
@@ -120,7 +119,7 @@ def test_a_run_killed_for_good_is_abandoned_and_clean_removes_only_its_files(tmp
     left = data_files(tmp_path / "d")
     assert len(left) == 2, left  # nothing could remove them
     path = records_in(tmp_path / "r")[0]
-    rec = records._read(path)
+    rec = read_record(path)
     assert rec.status == "running"
     assert [p["host"] for p in rec.processes()] and all(p["pid"] > 0 for p in rec.processes())
     shown = cli(["show", path], cwd=tmp_path)
@@ -157,7 +156,7 @@ def test_a_closed_output_pipe_leaves_an_abandoned_record_not_a_running_one(tmp_p
                          cwd=tmp_path, capture_output=True, text=True, env=clean_env(),
                          timeout=90)
     rec_path = records_in(tmp_path / "r")[0]
-    rec = records._read(rec_path)
+    rec = read_record(rec_path)
     if out.returncode == 0:  # the run finished before its output was cut: nothing to show
         assert rec.status == "complete"
         return
@@ -202,7 +201,7 @@ def test_a_run_that_does_not_fit_its_filesystem_is_refused_before_data(tmp_path,
             assert not os.path.exists(f"{mnt}/d") and not (tmp_path / "r").exists()
         else:
             assert out.returncode == 0, out.stderr
-            assert records._read(records_in(tmp_path / "r")[0]).status == "complete"
+            assert read_record(records_in(tmp_path / "r")[0]).status == "complete"
 
 
 @needs_root
@@ -294,7 +293,7 @@ def test_a_live_run_in_another_pid_namespace_is_never_cleaned(tmp_path):
     finally:
         kill_group(proc)
     assert rc == 0, err
-    assert records._read(records_in(tmp_path / "r")[0]).status == "complete"
+    assert read_record(records_in(tmp_path / "r")[0]).status == "complete"
     assert not (tmp_path / "d").exists()  # the run made it and removed it: nothing is left
 
 
@@ -311,7 +310,7 @@ def _sigkill_group(tmp_path):
     while _ranks_in(tmp_path):
         assert time.monotonic() < end, "the ranks outlived their launcher"
         time.sleep(0.1)
-    return records._read(records_in(tmp_path / "r")[0])
+    return read_record(records_in(tmp_path / "r")[0])
 
 
 @pytest.mark.mpi
@@ -362,7 +361,7 @@ def test_a_planted_record_of_a_live_runs_id_is_a_conflict_not_a_licence(tmp_path
     proc = _live(tmp_path, 10)
     try:
         real = records_in(tmp_path / "r")[0]
-        run_id = records._read(real).run_id
+        run_id = read_record(real).run_id
         planted = tmp_path / "r" / "mpiwrite-0.h5"
         shutil.copyfile(records_in(tmp_path / "src")[0], planted)
         with h5py.File(planted, "r+") as f:
@@ -402,7 +401,7 @@ def test_a_file_size_limit_fails_the_run_naming_it_and_leaves_no_data(tmp_path):
     assert "Traceback" not in out.stderr and "BAD TERMINATION" not in out.stdout
     assert "signal" not in out.stderr  # it came with the write, not after the run ended
     assert data_files(tmp_path / "d") == []
-    assert records._read(records_in(tmp_path / "r")[0]).status == "failed"
+    assert read_record(records_in(tmp_path / "r")[0]).status == "failed"
 
 
 @pytest.mark.mpi
@@ -731,7 +730,7 @@ def test_an_append_only_results_folder_gets_no_tmp_files(tmp_path):
         assert not [f for f in left if ".tmp-" in f], (left, err)
         assert rc == 1 and "record not saved" in err and "append-only" in err, err
         (path,) = records_in(results)
-        assert records._read(path).status == "running"  # the set-up's, all it could keep
+        assert read_record(path).status == "running"  # the set-up's, all it could keep
         shown = cli(["show", path], cwd=tmp_path)
         assert "status abandoned" in shown.stdout, shown.stdout
 
@@ -793,7 +792,7 @@ def test_ranks_stuck_in_write_at_the_timeout_leave_a_timeout_record(tmp_path):
                 # the watchdogs fire at --timeout plus the grace (5 s); the ranks stay inside
                 # write() until the filesystem thaws, and the launcher waits for them
                 end = time.monotonic() + 40
-                while proc.poll() is None and time.monotonic() < end and records._read(
+                while proc.poll() is None and time.monotonic() < end and read_record(
                         records_in(tmp_path / "r")[0]).status == "running":
                     time.sleep(0.1)
             finally:
@@ -804,7 +803,7 @@ def test_ranks_stuck_in_write_at_the_timeout_leave_a_timeout_record(tmp_path):
         left = [f for f in os.listdir(target) if f.endswith(".dat")] \
             if os.path.isdir(target) else []
     assert rc != 0 and "Traceback" not in err, err
-    assert records._read(records_in(tmp_path / "r")[0]).status == "timeout", err
+    assert read_record(records_in(tmp_path / "r")[0]).status == "timeout", err
     said = [ln for ln in err.splitlines() if "timed out" in ln]
     assert said and "rank" in said[0], err
     if left:  # not removed: then named, in one line

@@ -6,7 +6,7 @@ import os
 
 import pytest
 import synth
-from common import ROOT, cli, mpirun
+from common import ROOT, cli, mpirun, read_record
 
 from mpiwrite import stats
 from mpiwrite.answers.explain import explain
@@ -304,11 +304,10 @@ def test_many_cells_sum_by_bincount_as_the_product_does(monkeypatch):
 def test_one_run_of_many_ranks_shows_the_extremes_of_each_key(tmp_path):
     """48 ranks x 3 iterations: the text shows a key's 5 lowest and 5 highest groups (the
     JSON has all 48), and a within level's 3 lowest and 3 highest means."""
-    from mpiwrite.records import h5 as records
 
     path = tmp_path / "many.h5"
     synth.bricks_run(str(path), per_host=16)
-    doc = explain_run(records._read(str(path)), Sampling())
+    doc = explain_run(read_record(str(path)), Sampling())
     jsonschema.validate(contract.finite(doc), contract.schema("explain"))
     ranks = _factor(doc, "rank")
     assert len(ranks["groups"]) == 48

@@ -18,13 +18,13 @@ from common import (
     needs_root,
     only_record,
     rank_pids,
+    read_record,
     records_in,
     start,
     wait,
     wait_for_bytes,
 )
 
-from mpiwrite.records import h5 as records
 from mpiwrite.vocab.status import Status
 
 
@@ -108,10 +108,10 @@ def test_killed_rank_ends_the_job_and_keeps_earlier_records(tmp_path):
     os.kill(pids[1], signal.SIGKILL)
     code, _out, _err = wait(proc, 60)
     assert code != 0
-    assert pathlib.Path(good).read_bytes() == before and records._read(good).status == "complete"
+    assert pathlib.Path(good).read_bytes() == before and read_record(good).status == "complete"
     for path in records_in(res):
         if path != good:
-            assert records._read(path).status != "complete"  # never mistaken for a good run
+            assert read_record(path).status != "complete"  # never mistaken for a good run
     assert not [f for f in os.listdir(res) if ".tmp" in f]
 
 
@@ -183,7 +183,7 @@ def test_results_disk_full_at_the_end_still_reports(tmp_path):
         assert doc["iterations"][0]["aggregate_MB_per_s"] > 0
         assert "record not saved" in err
         running = records_in(res)
-        assert len(running) == 1 and records._read(running[0]).status == "running"
+        assert len(running) == 1 and read_record(running[0]).status == "running"
 
 
 @pytest.mark.mpi
@@ -194,7 +194,7 @@ def test_eight_runs_finishing_at_once(tmp_path):
         assert wait(p, 120)[0] == 0
     found = records_in(tmp_path / "r")
     assert len(found) == 8
-    assert all(records._read(p).status == "complete" for p in found)
+    assert all(read_record(p).status == "complete" for p in found)
 
 
 @pytest.mark.mpi

@@ -25,6 +25,7 @@ from common import (
     is_root,
     kill_group,
     needs_matplotlib,
+    read_record,
     records_in,
     tool,
 )
@@ -148,10 +149,9 @@ def test_data_file_replaced_before_it_is_read_back_is_refused(tmp_path, shared, 
     assert ("FIFO" if planted == "fifo" else "symbolic link") in said[0], said
     assert "Traceback" not in err
     assert untouched(victim[0])
-    from mpiwrite.records import h5 as records
 
     (path,) = records_in(tmp_path / "r")
-    rec = records._read(path)
+    rec = read_record(path)
     said = json.dumps([rec.errors, rec.attrs["error"], rec.attrs["warnings"]])
     assert "12345" not in said and "API_KEY" not in said, said  # nothing of the victim's
 
@@ -347,7 +347,6 @@ def test_results_folder_swapped_between_iterations_gets_no_record(tmp_path, shar
     """nobody renames --results r (in a 0777 folder) and puts a symlink to a root-only
     folder there: the records go on into the folder opened at the start, by descriptor,
     and the run says where that folder is now."""
-    from mpiwrite.records import h5 as records
 
     results = shared / "r"
     proc = start([MPIWRITE, "run", str(tmp_path / "T"), "--results", str(results)]
@@ -356,7 +355,7 @@ def test_results_folder_swapped_between_iterations_gets_no_record(tmp_path, shar
     def one_iteration():
         found = records_in(results)
         try:
-            return found and len(records._read(found[0]).iterations) >= 1
+            return found and len(read_record(found[0]).iterations) >= 1
         except Exception:  # being replaced
             return False
 
@@ -367,7 +366,7 @@ def test_results_folder_swapped_between_iterations_gets_no_record(tmp_path, shar
     assert os.listdir(victim[1]) == []
     assert rc == 0, err
     (rec,) = records_in(shared / "r.old")
-    assert records._read(rec).status == "complete" and len(records._read(rec).iterations) == 3
+    assert read_record(rec).status == "complete" and len(read_record(rec).iterations) == 3
     warned = [ln for ln in err.splitlines() if "--results" in ln]
     assert len(warned) == 1 and str(shared / "r.old") in warned[0], err
     assert f"record {rec}" in out

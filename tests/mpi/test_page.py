@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import synth
-from common import MPIEXEC, bounded, cli, mpirun
+from common import MPIEXEC, bounded, cli, mpirun, read_record
 
 HOSTILE_TAG = '<script>alert(1)</script>"onload=alert(2) x'
 HOSTILE_HOST = '<img src=x onerror=alert(3)>"h'
@@ -317,9 +317,8 @@ def test_a_one_rank_timeline_draws_its_rank_not_an_aggregate_over_it(tmp_path):
     pytest.importorskip("matplotlib")
     from mpiwrite.answers import plot as plots
     from mpiwrite.formats import summary
-    from mpiwrite.records import h5 as records
 
-    rec = records._read(synth.make(tmp_path / "t.h5", [800.0], "t-1", ranks_per_node=1))
+    rec = read_record(synth.make(tmp_path / "t.h5", [800.0], "t-1", ranks_per_node=1))
     r = rec.ranks[0]
     samples = np.zeros(4, dtype=summary.SAMPLE_DTYPE)
     for i, f in enumerate((0.25, 0.5, 0.75, 1.0)):

@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 import synth
-from common import ROOT, cli, mpirun
+from common import ROOT, cli, mpirun, read_record
 
 from mpiwrite import stats
 
@@ -246,7 +246,7 @@ def test_every_node_fact_is_a_grouping_key_and_compare_names_what_else_differs(t
                                                                   else "new"})
         from mpiwrite.records import h5 as records
 
-        rec = records._read(str(path))
+        rec = read_record(str(path))
         rpc = 2**20 if i < 2 else 2**18  # and one counter: the client's write RPC size
         rec.client_counters = [{"iteration": 0, "node": 0, "delta": {
             "kind": "lustre", "write_bytes": 64 * 2**20, "write_rpcs": 64 * 2**20 // rpc}}]

@@ -19,10 +19,9 @@ from common import (
     cli,
     kill_group,
     mpirun,
+    read_record,
     records_in,
 )
-
-from mpiwrite.records import h5 as records
 
 pytestmark = pytest.mark.mpi
 
@@ -47,7 +46,7 @@ def study_file(tmp_path, body, name="s.toml"):
 
 
 def complete(folder):
-    recs = [records._read(p) for p in records_in(folder)]
+    recs = [read_record(p) for p in records_in(folder)]
     return [r for r in recs if r.status == "complete"]
 
 
@@ -254,7 +253,7 @@ block_size = ["64KiB", "1MiB"]
     first = {(r.tags()["study_point"], r.tags()["study_repeat"])
              for r in complete(tmp_path / "results")}
     assert 2 <= len(first) < 6
-    assert not [r for r in (records._read(p) for p in records_in(tmp_path / "results"))
+    assert not [r for r in (read_record(p) for p in records_in(tmp_path / "results"))
                 if r.status == "running"]
     again = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=150)
     assert again.returncode == 0, again.stderr
@@ -406,7 +405,7 @@ def test_resuming_a_file_with_its_axes_swapped_runs_each_point_once(tmp_path):
     out = mpirun(2, ["study", "run", a], cwd=tmp_path, timeout=150)
     assert out.returncode == 0, out.stderr
     for rec_path in records_in(tmp_path / "results"):  # two of the four points are lost
-        rec = records._read(rec_path)
+        rec = read_record(rec_path)
         if rec.params()["block_size"] == 65536:  # points 0 and 1 of a, 0 and 2 of b
             os.unlink(rec_path)
     b = study_file(tmp_path, SWAP + "\n".join(reversed(SWAP_AXES)) + "\n", "b.toml")

@@ -10,11 +10,10 @@ import os
 import numpy as np
 import pytest
 import sysroots
-from common import cli, is_root, mpirun, records_in
+from common import cli, is_root, mpirun, read_record, records_in
 
 from mpiwrite import stats
 from mpiwrite.answers import tune_report
-from mpiwrite.records import h5 as records
 from mpiwrite.study.design import design
 
 # a stand-in lctl: get_param and set_param over the sysroot's Lustre files; it refuses 9 and
@@ -146,7 +145,7 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
                 budget="1min")
     out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=360, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr
-    recs = [records._read(p) for p in records_in(tmp_path / "results")]
+    recs = [read_record(p) for p in records_in(tmp_path / "results")]
     assert recs and all(r.status == "complete" for r in recs)
     for r in recs:
         s = r.client_counters[0]["delta"]["settings"]
