@@ -7,13 +7,13 @@ the order they will run with their key values, how many, and an estimated durati
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import click
 
+from mpiwrite import structs
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.study import order, settle
@@ -90,7 +90,7 @@ def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[
                                         str(text)))
                 continue
             if table == "axes":  # `1M`, `1MiB` and 1048576 are one value to `run`
-                same = (key, dataclasses.replace(cfg, tags={}).to_json())
+                same = (key, structs.replace(cfg, tags={}).to_json())
                 if same in seen:
                     problems.append(Problem(line(table, key), f"[axes] {key}",
                                             f"{_value(value)!r} is {_value(seen[same])!r} "

@@ -12,12 +12,12 @@ ReadResult), and the end of a stream that every engine shares.  No MPI here.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import resource
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
+from mpiwrite import structs
 from mpiwrite.engines import writeloop
 from mpiwrite.engines.writeloop import clock
 from mpiwrite.vocab import defaults, pattern
@@ -40,7 +40,7 @@ ENGINES: Dict[str, str] = {
 _LOADED: Dict[str, Engine] = {}
 
 
-@dataclasses.dataclass(frozen=True)
+@structs.value(frozen=True)
 class Engine:
     """One I/O engine: its streams, its capability flags and its own option checks."""
 
@@ -91,7 +91,7 @@ def names() -> Tuple[str, ...]:
     return tuple(ENGINES)
 
 
-@dataclasses.dataclass
+@structs.value()
 class StreamResult:
     """What one rank did in one iteration (times on this rank's monotonic clock)."""
 
@@ -110,14 +110,14 @@ class StreamResult:
     error_phase: str = ""
     error_errno: int = 0
     error_text: str = ""
-    samples: List[Tuple[float, int]] = dataclasses.field(default_factory=list)
+    samples: List[Tuple[float, int]] = structs.field(list)
     cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
     cpu_system: float = float("nan")
     latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
     stonewall_bytes: int = -1  # --stonewall: the bytes written when the stonewall fell
     stonewall_seconds: float = float("nan")  # ... and when (from the write's start)
-    info: Dict[str, str] = dataclasses.field(default_factory=dict)  # hints in force (MPI-IO)
-    facts: Dict[str, str] = dataclasses.field(default_factory=dict)  # run keys the engine knows
+    info: Dict[str, str] = structs.field(dict)  # hints in force (MPI-IO)
+    facts: Dict[str, str] = structs.field(dict)  # run keys the engine knows
 
     @property
     def failed(self) -> bool:
@@ -132,7 +132,7 @@ class StreamResult:
         self.error_text = f"{text}{' (' + hint + ')' if hint else ''}"
 
 
-@dataclasses.dataclass(frozen=True)
+@structs.value(frozen=True)
 class StreamPlan:
     path: str
     create: bool  # O_CREAT|O_EXCL: this rank creates the file (never truncates anything)
@@ -163,7 +163,7 @@ class StreamPlan:
 Poll = writeloop.Poll
 
 
-@dataclasses.dataclass(frozen=True)
+@structs.value(frozen=True)
 class ReadPlan:
     """What one rank reads back in the read phase: another rank's segment."""
 
@@ -181,7 +181,7 @@ class ReadPlan:
     offsets: Optional[Sequence[int]] = None  # the blocks' offsets (StreamPlan.offsets)
 
 
-@dataclasses.dataclass
+@structs.value()
 class ReadResult(StreamResult):
     """A read stream: StreamResult's times (write_* meaning read_*) and the check's findings."""
 

@@ -9,12 +9,11 @@ when to fsync.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 from typing import Optional
 
-from mpiwrite import files
+from mpiwrite import files, structs
 from mpiwrite.engines import latency, writeloop
 from mpiwrite.engines.base import (
     DROP_CACHE,
@@ -269,7 +268,7 @@ def drop_cache(path: str, offset: int = 0, length: int = 0,
         os.close(fd)
 
 
-@dataclasses.dataclass
+@structs.value()
 class VerifyResult:
     path: str
     bytes: int = 0

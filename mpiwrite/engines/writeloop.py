@@ -14,12 +14,12 @@ the error and writes the tail, the final fsync and the close, the same for both.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import time
 from typing import Callable, Optional, Sequence, Tuple
 
+from mpiwrite import structs
 from mpiwrite.engines import latency
 from mpiwrite.vocab import pattern
 
@@ -206,7 +206,7 @@ def wear_out(plan, pace: Pace, loop, buf, fd, offs: Sequence[int], done: int,
     if not ok or target <= done:
         return done, exc
     res.stopped_by = ""
-    cont = type(pace)(dataclasses.replace(plan, time_limit=plan.wear_limit), res, fd, clock(),
+    cont = type(pace)(structs.replace(plan, time_limit=plan.wear_limit), res, fd, clock(),
                       pace.poll)
     cont.base = done
     for name in ("synced", "last_sync_sample", "fh"):

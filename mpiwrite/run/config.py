@@ -8,12 +8,12 @@ identically everywhere with exit code 2 and nothing is created.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 from typing import Dict, Optional
 
+from mpiwrite import structs
 from mpiwrite.engines import base as engines
 from mpiwrite.errors import ConfigError, why
 from mpiwrite.text import printable
@@ -35,7 +35,7 @@ RUN_KEYS = keytable.BUILTIN
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 
-@dataclasses.dataclass(frozen=True)
+@structs.value(frozen=True)
 class RunConfig:
     target: str = defaults.TARGET
     layout: str = LAYOUTS[0]
@@ -50,7 +50,7 @@ class RunConfig:
     keep: bool = False
     results: Optional[str] = defaults.RESULTS  # None: do not save a record
     json_path: Optional[str] = None
-    tags: Dict[str, str] = dataclasses.field(default_factory=dict)
+    tags: Dict[str, str] = structs.field(dict)
     sample_interval: float = defaults.SAMPLE_INTERVAL
     progress_interval: float = defaults.PROGRESS_INTERVAL
     timeout: Optional[float] = None
@@ -70,7 +70,7 @@ class RunConfig:
     pattern: str = PATTERNS[0]  # where each block goes (vocab/offsets.py)
     seed: int = 0  # --pattern random's order (recorded: the same seed, the same offsets)
     collective: Optional[bool] = None  # MPI-IO: write_at_all (True) or write_at; None: no MPI-IO
-    mpiio_hints: Dict[str, str] = dataclasses.field(default_factory=dict)  # MPI_Info, as asked
+    mpiio_hints: Dict[str, str] = structs.field(dict)  # MPI_Info, as asked
     stonewall: Optional[float] = None  # IO500's stonewall with wear-out (seconds)
     preset: str = ""  # the IO500 phase whose options this run took (cli/presets.py)
 
@@ -94,7 +94,7 @@ class RunConfig:
         return STALL_INTERVALS * self.progress_interval or None
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return json.dumps(structs.asdict(self), sort_keys=True)
 
 
 DEFAULTS = RunConfig()  # every default (vocab/defaults.py); the command line reads them here

@@ -9,7 +9,6 @@ docs/architecture.md.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import json
@@ -19,6 +18,7 @@ import time
 from array import array
 from typing import List, NamedTuple, Optional, Sequence
 
+from mpiwrite import structs
 from mpiwrite.engines import base as engines
 from mpiwrite.engines import latency
 from mpiwrite.engines.base import COLLECTIVE, DROP_CACHE, FILES, ReadPlan, StreamResult
@@ -199,9 +199,9 @@ class Run:
         # renamed or swapped for a symlink since the start, it is refused, never written
         # through (nobody may rename in TARGET's parent, or own TARGET)
         folder, refused = self._folder(plan.path)
-        plan = dataclasses.replace(plan, dir_fd=folder.fd if folder is not None else None)
+        plan = structs.replace(plan, dir_fd=folder.fd if folder is not None else None)
         if cfg.stonewall is not None:
-            plan = dataclasses.replace(plan, wear_out=self._wear_out())
+            plan = structs.replace(plan, wear_out=self._wear_out())
         shared_failed = False
         if cfg.layout == "shared":  # collective: every rank, refused or not
             plan, shared_failed = self._create_shared(plan, it, folder, refused)
@@ -277,7 +277,7 @@ class Run:
             folder, problem = self.files.folder_for(plan.path)
             if folder is not None:
                 res = self._stream(self.engine.write,
-                                   dataclasses.replace(plan, dir_fd=folder.fd), self.buf, poll)
+                                   structs.replace(plan, dir_fd=folder.fd), self.buf, poll)
         if res.created:
             self.files.add_created(plan.path, folder)
         return res
@@ -434,7 +434,7 @@ class Run:
             return plan, True
         dev, ino = (int(x) for x in ident.split(":"))
         # another node's mount has a device number of its own (FUSE, NFS): the inode alone
-        return dataclasses.replace(plan, expect_inode=(dev if team.node == 0 else -1, ino)), \
+        return structs.replace(plan, expect_inode=(dev if team.node == 0 else -1, ino)), \
             False
 
     def _create(self, plan, folder, refused: str) -> str:

@@ -12,13 +12,13 @@ Everything a rank must decide the same way (membership, stop, problems) is agree
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from mpiwrite import structs
 from mpiwrite.errors import AgreedError, ConfigError, raise_agreed
 from mpiwrite.run import guard
 from mpiwrite.run.config import RUN_KEYS, parse_tags
@@ -335,7 +335,7 @@ class Execution:
         if team is not None:
             team.start_problem = ""
             cfg = self.configs[index]
-            cfg = dataclasses.replace(cfg, tags=dict(
+            cfg = structs.replace(cfg, tags=dict(
                 cfg.tags, **tags, study_repeat=str(repeat),
                 **{resume.GENERATION_TAG: str(self.generation)}))
             try:

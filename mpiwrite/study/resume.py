@@ -16,7 +16,6 @@ named and not counted.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -26,6 +25,7 @@ import stat
 import sys
 from typing import Any, Dict, List, NamedTuple, Sequence, Set, Tuple
 
+from mpiwrite import structs
 from mpiwrite.errors import AgreedError, why
 from mpiwrite.study.plan import Study
 from mpiwrite.text import printable
@@ -49,7 +49,7 @@ def _plain(value: Any) -> Any:
 
 def point_values(st: Study, point: Dict[str, Any], cfg: Any) -> Dict[str, Any]:
     """Each axis's value as the run parameters say it: `run`'s own parse of the point."""
-    params = dataclasses.asdict(cfg)
+    params = structs.asdict(cfg)
     out: Dict[str, Any] = {}
     for axis, value in point.items():
         out[axis] = _plain(kind_of(axis).point_value(value, params, field_of(axis)))
@@ -69,7 +69,7 @@ def point_keys(st: Study, configs: Sequence[Any]) -> List[str]:
 
 def expected(st: Study, point: Dict[str, Any], cfg: Any) -> Dict[str, Any]:
     """The run parameters a record of this point has: every field the study's options set."""
-    params = dataclasses.asdict(cfg)
+    params = structs.asdict(cfg)
     keys = [k for k in list(st.fixed) + list(point) if run_option(k)]
     return {field_of(k): _plain(params[field_of(k)]) for k in keys
             if field_of(k) in params and field_of(k) != "tags"}

@@ -14,7 +14,6 @@ the node leaders never load numpy (docs/scaling.md).
 
 from __future__ import annotations
 
-import random
 from array import array
 from typing import Sequence
 
@@ -30,6 +29,8 @@ def offsets(pattern: str, rank: int, nranks: int, first: int, nblocks: int, bloc
         stride = nranks * bs
         return range(rank * bs, rank * bs + nblocks * stride, stride)
     if pattern == "random":
+        import random  # here: a sequential run's ranks never load it (start-up's file calls)
+
         order = array("q", range(nblocks))
         random.Random(f"mpiwrite {seed} {rank}").shuffle(order)
         return array("q", (first + i * bs for i in order))

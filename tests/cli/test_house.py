@@ -19,7 +19,7 @@ from common import ROOT, TESTS
 PKG = ROOT / "mpiwrite"
 FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "records", "formats", "answers",
            "vocab", "importers")
-SHARED = {"errors", "files", "text", "units", "stats", "procs"}
+SHARED = {"errors", "files", "text", "units", "stats", "procs", "structs"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
     "cli": {"study", "run", "engines", "facts", "clients", "records", "formats", "answers",
