@@ -115,8 +115,12 @@ def where_filter(where) -> dict:
     from mpiwrite.answers.results import parse_filter
 
     flt: dict = {}
-    for text in where:
-        flt.update(parse_filter(text, "--where"))
+    for text in where:  # repeatable: all must hold, so one key cannot take two values
+        for key, value in parse_filter(text, "--where").items():
+            if key in flt and flt[key] != value:
+                raise ConfigError(f"--where: {key}={flt[key]} and {key}={value} cannot both "
+                                  "hold (each --where adds a condition); give one")
+            flt[key] = value
     return flt
 
 

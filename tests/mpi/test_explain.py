@@ -154,6 +154,11 @@ def test_refusals_are_one_line_and_exit_2(history, tmp_path):
                params={"fsync": False})
     for args, needle in (
             (["explain", str(history), "--where", "lustre=9.9"], "--where"),
+            # repeated --where all hold: one key cannot take two values (only the last held)
+            (["explain", str(history), "--where", "lustre=1.6.5", "--where",
+              "lustre=1.6.4.3"], "cannot both hold"),
+            (["report", str(history), "--where", "lustre=1.6.5", "--where",
+              "lustre=1.6.4.3"], "cannot both hold"),
             (["explain", str(tmp_path / "none")], "does not exist"),
             (["explain", str(history), "--metric", "read"], "read figure")):
         out = cli(args, cwd=tmp_path)
