@@ -38,10 +38,16 @@ def _factors(client, where, params: List[str]) -> List[Tuple[Any, List[str], str
 
     wanted = [_levels(p) for p in params] if params else [
         (t.name, []) for t in client.tunables.values() if not t.remount]
+    names = [w[0] for w in wanted]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"--param {twice[0]}: given twice; give each tunable once")
     out = []
     for (t, now), (_name, levels) in zip(readable(client, where, [w[0] for w in wanted])
                                          if params else _readable_ones(client, where, wanted),
                                          wanted):
+        if now is None:  # left out: cannot be read back, so a study could not restore it
+            continue
         offered = tuning.offered(t, where)
         if levels:
             checked = []
@@ -109,7 +115,17 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     if os.path.lexists(output):
         raise ConfigError(f"-o: {output!r} exists; give a new file")
     check_output("-o", output)
-    seconds_budget = parse_time(budget)
+    try:
+        seconds_budget = parse_time(budget)
+    except ValueError as exc:
+        raise ConfigError(f"--budget: {exc}") from None
+    if seconds_budget <= 0:
+        raise ConfigError(f"--budget: {budget!r} leaves no time for a run")
+    for what, path in (("TARGET", os.path.abspath(target)), ("--sysroot", sysroot or "")):
+        if "{value}" in path:  # a study replaces {value} in its set and get commands
+            raise ConfigError(f"{what}: {printable(path)!r} holds '{{value}}', which a study "
+                              "would replace in its set and get commands; give a path "
+                              "without it")
     client, where = where_of(target, sysroot)
     factors = _factors(client, where, list(params))
     _refuse_root_ones(factors, target, params, run_opts, budget)
@@ -238,7 +254,7 @@ def _toml_value(text: str):
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
-    return int(text) if text.isdigit() else text
+    return int(text) if text.isascii() and text.isdigit() else text  # not '²' (isdigit)
 
 
 @tune.command(name="report")
@@ -255,7 +271,10 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
 
     from mpiwrite.answers import tune_report
     from mpiwrite.answers.results import metric_values
+    from mpiwrite.cli.options import confidence_from
     from mpiwrite.cli.study import open_study
+
+    confidence = confidence_from(confidence)  # in [0.5, 1) as everywhere: not 0, nan, 1
     from mpiwrite.study.design import design
 
     def two_levels(st):
@@ -288,6 +307,13 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     if len(ys) < 2:
         raise ConfigError(f"{file}: {len(ys)} complete run(s) in {results or st.results}: "
                           "run the study first (mpiexec ... mpiwrite study run FILE)")
+    for j, n in enumerate(names):  # an effect needs runs at both levels: none is invented
+        have = {x[j] for x in xs}
+        for code, level in ((-1, levels[n][0]), (1, levels[n][1])):
+            if code not in have:
+                raise ConfigError(f"{file}: no complete run with {n}={level} in "
+                                  f"{results or st.results}: {n}'s effect cannot be told "
+                                  "(run the study, or resume it: mpiwrite study run FILE)")
     found = tune_report.effects(np.array(xs), np.array(ys), names, confidence,
                                 prev=np.array(prev), blocks=carryover.blocks_of(used))
     from mpiwrite.answers.results import metric_info

@@ -21,6 +21,7 @@ from mpiwrite.units import MiB
 KiB = 1024
 
 COMMAND_TIMEOUT = 60.0
+MAX_VALUE = 256  # characters of a value read back (5,000 digits or bytes ff fe are no value)
 GLUSTER_CLI = "MPIWRITE_GLUSTER_CLI"  # how to run gluster where glusterd takes volume get/set
 
 
@@ -137,7 +138,12 @@ def _gluster_volume(where: Where) -> Tuple[Optional[Tuple[str, str]], str]:
     server, sep, volume = source.partition(":")
     if not sep or not server or not volume.strip("/"):
         return None, f"mount source {source!r} is not SERVER:/VOLUME"
-    return (server.split(",")[0], volume.strip("/")), ""
+    host, name = server.split(",")[0], volume.strip("/")
+    # names that reach another program are checked as names: never an option of it
+    for what, word in (("server", host), ("volume", name)):
+        if word.startswith("-") or not all(c.isalnum() or c in "._-:[]" for c in word):
+            return None, f"mount source {source!r}: {what} {word!r} is not a name gluster takes"
+    return (host, name), ""
 
 
 def _gluster(vol: Tuple[str, str], *words: str) -> Tuple[Optional[str], str]:
@@ -148,7 +154,11 @@ def _gluster(vol: Tuple[str, str], *words: str) -> Tuple[Optional[str], str]:
 
     given = os.environ.get(GLUSTER_CLI, "").strip()
     if given:
-        return _run(shlex.split(given) + ["--mode=script", "volume", *words])
+        try:
+            command = shlex.split(given)
+        except ValueError as exc:  # an unbalanced quote: said, not a traceback
+            return None, f"{GLUSTER_CLI}={given!r} is not a command line ({exc})"
+        return _run(command + ["--mode=script", "volume", *words])
     text, why = _run(["gluster", "--mode=script", f"--remote-host={vol[0]}", "volume", *words])
     if text is None:
         why += (f"; glusterd answers `volume {words[0]}` from its own host only (--remote-host"
@@ -209,10 +219,22 @@ def read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
     if t.name.endswith("max_cached_mb"):  # 2.4+: a block of "key: value" lines per llite
         keyed = [ln.split(":", 1)[1] for ln in lines if ln.startswith("max_cached_mb:")]
         lines = keyed or lines
-    values = sorted({normal(t, ln)[0] or ln for ln in lines})
+    found = set()
+    for ln in lines:  # each must be a value of the tunable's kind: what a study can restore
+        v, why = normal(t, ln)
+        if v is None or len(v) > MAX_VALUE or not (v.isascii() and v.isprintable()):
+            shown = repr(ln[:40]) + ("..." if len(ln) > 40 else "")
+            article = "an" if t.kind[:1] in "aeiou" else "a"
+            return None, f"read {shown}: not {article} {t.kind} value{f' ({why})' if why else ''}"
+        found.add(v)
+    values = sorted(found)
     if len(values) != 1:
         return None, (f"{len(values)} different values ({', '.join(values)[:200]})"
                       if values else "printed nothing")
+    if t.kind != "choice":  # a choice is checked against the words its file offers
+        good, why = checked(t, values[0])
+        if good is None:
+            return None, f"the value now is {why.split(': ', 1)[-1]}"
     return values[0], ""
 
 
@@ -239,16 +261,19 @@ def write(t: Tunable, value: str, where: Where) -> str:
     rel, why = _path(t, where)
     if rel is None:
         return why
-    real, why = where.reader.resolve(rel)
-    if real is None:
+    fd, why = where.reader.open_write(rel)  # a regular file, reached without a link
+    if fd is None:
         return f"/{rel}: {why}"
     try:
-        with open(real, "w") as fh:
-            fh.write(value + "\n")
+        from mpiwrite.files import write_all
+
+        write_all(fd, (value + "\n").encode())
     except OSError as exc:
         from mpiwrite.errors import why as reason
 
-        return f"{real}: {reason(exc)}"
+        return f"/{rel}: {reason(exc)}"
+    finally:
+        os.close(fd)
     return ""
 
 

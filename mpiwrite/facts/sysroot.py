@@ -11,6 +11,7 @@ Numbers that do not fit (inf, 20 digits) are unknown, not errors.
 
 from __future__ import annotations
 
+import errno
 import glob
 import math
 import os
@@ -45,10 +46,60 @@ class Reader:
 
     def resolve(self, rel: str) -> Tuple[Optional[str], str]:
         """(real path, "") of rel under the root, or (None, reason) when it leaves the root."""
-        real = os.path.realpath(self.path(rel))
+        try:
+            real = os.path.realpath(self.path(rel))
+        except (OSError, ValueError) as exc:  # a NUL, a loop the resolver gave up on
+            return None, f"cannot be resolved ({exc})"
         if self.real == "/" or real == self.real or real.startswith(self.real + os.sep):
             return real, ""
         return None, "leaves the sysroot (a symlink out of it), not read"
+
+    def open_write(self, rel: str) -> Tuple[Optional[int], str]:
+        """A descriptor open for writing (truncated) on the regular file `rel` names under
+        the root, or (None, why).  Its links are resolved first, each inside the root; the
+        resolved path is then walked folder by folder without following a link, so a link
+        swapped in after the resolve is refused, not written through; and what is not a
+        regular file (a FIFO, a socket, a device) is refused before it is opened, never
+        waited on."""
+        real, why = self.resolve(rel)
+        if real is None:
+            return None, why
+        parts = [p for p in real.split(os.sep) if p]
+        if not parts:
+            return None, "is the root, not a file"
+        folder = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open("/", folder)
+        except OSError as exc:
+            return None, f"cannot open / ({exc.strerror})"
+        try:
+            for name in parts[:-1]:
+                nfd = os.open(name, folder, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file, not written"
+            wfd = os.open(parts[-1], os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                          dir_fd=fd)
+            now = os.fstat(wfd)
+            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(
+                    now.st_mode):
+                os.close(wfd)
+                return None, "changed while it was opened, not written"
+            os.set_blocking(wfd, True)
+            if now.st_size:  # a plain file (a sysroot's); /proc/sys and sysfs take a write
+                try:
+                    os.ftruncate(wfd, 0)
+                except OSError:
+                    pass
+            return wfd, ""
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                return None, "a link appeared on its path after it was resolved, not written"
+            return None, exc.strerror or str(exc)
+        finally:
+            os.close(fd)
 
     def read(self, rel: str, keep: bool = True, limit: int = MAX_READ,
              tail: bool = False) -> Tuple[Optional[str], str]:

@@ -87,6 +87,12 @@ def test_tune_list_shows_the_lustre_catalogue_with_values_read_now(lustre, tmp_p
     (["plan", "-o", "x.toml", "--param", "osc.*.checksums=1"], "two levels"),
     (["plan", "-o", "x.toml", "--param", "osc.*.max_pages_per_rpc=256,99999"],
      "outside the safe range"),
+    *((["plan", "-o", "x.toml", "--param", "osc.*.checksums=0,1", "--budget", b], "--budget")
+      for b in ("9" * 400, "-5min", "inf", "nan", "0")),
+    (["plan", "-o", "x.toml", "--param", "osc.*.checksums=0,1", "--param",
+      "osc.*.checksums=1,0"], "given twice"),
+    (["plan", "-o", "x.toml", "--param", "osc.*.checksums=0,1", "--run", "iterations=\u00b2"],
+     "iterations"),
 ])
 def test_bad_input_is_one_line_and_exit_2(lustre, tmp_path, args, message):
     env, data, root = lustre
@@ -99,6 +105,17 @@ def test_bad_input_is_one_line_and_exit_2(lustre, tmp_path, args, message):
     assert not os.path.exists(tmp_path / "x.toml")
 
 
+def test_a_target_holding_the_value_placeholder_is_refused(lustre, tmp_path):
+    """A study replaces {value} in its set and get commands: a path holding it is refused."""
+    env, _data, _root = lustre
+    odd = tmp_path / "x{value}"
+    odd.mkdir()
+    out = cli(["tune", "plan", str(odd), "-o", "x.toml", "--param", "osc.*.checksums=0,1"],
+              cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "{value}" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.toml").exists()
+
+
 def test_a_tunable_that_cannot_be_read_back_is_refused(lustre, tmp_path):
     env, data, root = lustre
     for f in glob.glob(os.path.join(root, "proc/fs/lustre/osc/*/max_pages_per_rpc")):
@@ -107,6 +124,32 @@ def test_a_tunable_that_cannot_be_read_back_is_refused(lustre, tmp_path):
                "osc.*.max_pages_per_rpc=256,1024"], cwd=tmp_path, env=env)
     assert out.returncode == 2 and "cannot be read back" in out.stderr, out.stderr
     assert not os.path.exists(tmp_path / "x.toml")
+
+
+@pytest.mark.parametrize("junk", ["abc", "5" * 5000, "\udcff\udcfe", "inf"])
+def test_a_value_that_is_not_the_tunables_kind_is_unreadable_and_never_planned(
+        lustre, tmp_path, junk):
+    """`get` prints only a value of the tunable's kind in its safe range (exit 1 and why
+    otherwise), and `plan` neither plans it nor writes a file a study could not restore."""
+    env, data, root = lustre
+    for f in glob.glob(os.path.join(root, "proc/fs/lustre/osc/*/max_rpcs_in_flight")):
+        with open(f, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(junk + "\n")
+    got = cli(["tune", "get", "osc.*.max_rpcs_in_flight", data], cwd=tmp_path, env=env)
+    assert got.returncode == 1 and not got.stdout.strip(), got.stdout + got.stderr
+    assert "not an int value" in got.stderr or "safe range" in got.stderr, got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1
+    out = cli(["tune", "plan", data, "-o", "x.toml", "--param",
+               "osc.*.max_rpcs_in_flight=8,16"], cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "cannot be read back" in out.stderr, out.stderr
+    assert not os.path.exists(tmp_path / "x.toml")
+    # without --param it is left out, said, and the others are planned
+    out = cli(["tune", "plan", data, "-o", "y.toml", "--budget", "2h", "--run", "size=1MiB"],
+              cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "max_rpcs_in_flight left out: cannot be read back" in out.stderr
+    text = (tmp_path / "y.toml").read_text()
+    assert "max_rpcs_in_flight" not in text and "null" not in text
 
 
 def plan(lustre, tmp_path, params, budget="10min"):
@@ -166,6 +209,16 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
     assert [ln.split()[0] for ln in lines[1:3]] == [f["name"] for f in got["factors"]]
     assert any(ln.startswith("method: least squares on log(metric)") for ln in lines)
     assert sum(ln.startswith("recommended: ") for ln in lines) == 1
+    for bad in ("0", "nan", "1", "1.5"):  # a confidence as everywhere: a fraction below 1
+        out = cli(["tune", "report", path, "--confidence", bad], cwd=tmp_path, env=env)
+        assert out.returncode == 2 and "--confidence" in out.stderr, (bad, out.stderr)
+    # the runs of one level gone: no effect is invented for it (it once said -100 %)
+    for r, p in zip(recs, records_in(tmp_path / "results")):
+        if r.tags()["setting.osc.max_dirty_mb"] == "64":
+            os.remove(p)
+    out = cli(["tune", "report", path], cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "osc.max_dirty_mb=64" in out.stderr, out.stdout + out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "%" not in out.stdout
 
 
 @pytest.mark.mpi
