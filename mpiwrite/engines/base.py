@@ -65,6 +65,9 @@ class Engine:
         if not self.has(VERIFY) and (options.get("verify") or options.get("verify_shift")):
             return "--verify", (f"the {self.name} engine writes nothing, so there is nothing "
                                 "to verify")
+        if not self.has(VERIFY) and options.get("read"):  # a read of nothing is no figure
+            return "--read", (f"the {self.name} engine writes nothing, so there is nothing "
+                              "to read back")
         if not self.has(COLLECTIVE):
             if options.get("collective") is not None:
                 flag = "--collective" if options["collective"] else "--independent"

@@ -196,3 +196,8 @@ def test_null_engine_has_nothing_to_verify(tmp_path):
     out = mpirun(2, ["run", "d", "-s", "1M", "--engine", "null", "--read", "--verify"] + QUIET,
                  cwd=tmp_path, timeout=60)
     assert out.returncode == 2 and "--verify" in out.stderr
+    # nor anything to read back: a read of nothing is no figure (it recorded 381,161 MB/s)
+    out = mpirun(2, ["run", "d", "-s", "1M", "--engine", "null", "--read"] + QUIET,
+                 cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "--read" in out.stderr and "nothing" in out.stderr
+    assert not os.path.exists(tmp_path / "results")
