@@ -413,7 +413,12 @@ def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: An
     if unknown:
         raise ValueError(f"tables: {', '.join(unknown)} not among {', '.join(TABLES)}")
     level = "full" if {"ranks", "samples"} & set(tables) else "run"
-    store = Store([paths] if isinstance(paths, str) else paths, warn=not skip_bad,
+    import os
+
+    # a path (str, bytes, pathlib.Path: any path-like object), or a list of them
+    one = isinstance(paths, (str, bytes, os.PathLike))
+    paths = [os.fsdecode(os.fspath(p)) for p in ([paths] if one else paths)]
+    store = Store(paths, warn=not skip_bad,
                   level=level, cache=cache)
     if store.bad and not skip_bad:
         raise RecordError("; ".join(msg for _p, msg in store.bad))

@@ -340,6 +340,16 @@ def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path)
     assert (cache / NAME).exists()
     again = load(str(site), tables=("runs", "iterations"), cache=str(cache))
     assert again["runs"]["run_id"].tolist() == whole["runs"]["run_id"].tolist()
+    import mpiwrite
+
+    for path in (site, [site], os.fsencode(str(site))):  # any path-like object, or a list
+        got = mpiwrite.load(path, tables=("runs", "nodes"), cache=False)
+        assert got["runs"]["run_id"].tolist() == whole["runs"]["run_id"].tolist()
+    # the nodes table: the record's node columns, each node's value as the record has it
+    from mpiwrite.vocab import keys
+
+    assert list(whole["nodes"].columns) == ["run_id", "node", *keys.NODE_COLUMNS,
+                                            "mem_total_bytes"]
 
 
 # -- the cold path's parts, each against the plain way of doing it -----------------------------
