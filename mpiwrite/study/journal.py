@@ -235,7 +235,7 @@ def _read(fd: int, name: str) -> Optional[Dict[str, Any]]:
         finally:
             os.close(jfd)
         doc = json.loads(data)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # deep nesting: damaged, named, never a crash
         return None
     ok = (isinstance(doc, dict) and isinstance(doc.get("settings"), list)
           and all(isinstance(e, dict) and all(isinstance(e.get(k), str)

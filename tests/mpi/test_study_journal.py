@@ -198,7 +198,7 @@ def test_restore_is_refused_while_a_launch_of_the_study_lives(tmp_path):
         del os.environ[journal.ENV]
 
 
-@pytest.mark.parametrize("damage", ["unreadable", "quote"])
+@pytest.mark.parametrize("damage", ["unreadable", "quote", "deep"])
 def test_a_damaged_journal_is_one_line_and_kept(tmp_path, damage):
     state = tmp_path / "state"
     env = {journal.ENV: str(state), "MPIWRITE_HOSTNAME": "vm"}
@@ -211,12 +211,18 @@ def test_a_damaged_journal_is_one_line_and_kept(tmp_path, damage):
     if damage == "unreadable":
         with open(path, "w") as fh:
             fh.write("{not json")
+    if damage == "deep":  # nesting past the parser's recursion: named, never a crash
+        with open(path, "w") as fh:
+            fh.write("[" * 200000 + "]" * 200000)
     out = cli(["study", "restore", "dmg"], cwd=tmp_path, env=env)
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    assert ("cannot be read" if damage == "unreadable" else "cannot be split") in lines[0]
+    assert ("cannot be split" if damage == "quote" else "cannot be read") in lines[0]
     assert os.path.exists(path)  # kept: never taken for "nothing to put back"
+    # every other command goes on, naming the journal in its one warning line
+    other = cli(["env", str(tmp_path)], cwd=tmp_path, env=env)
+    assert other.returncode == 0 and "Traceback" not in other.stderr, other.stderr
 
 
 def test_the_studys_own_commands_do_not_call_its_live_journal_a_leftover(tmp_path,
