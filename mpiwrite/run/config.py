@@ -28,6 +28,8 @@ LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
 HEADER_BYTES = HEADER.size  # the per-block pattern header
 STALL_INTERVALS = 3  # --stall's default, in progress intervals
+RANDOM_BYTES_PER_BLOCK = 8  # --pattern random: a rank's shuffled block order, 8 bytes a block
+MAX_RANDOM_ORDER = 1 << 30  # at most 1 GiB of it a rank (2^27 blocks: 128 TiB of 1 MiB ones)
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
 
 # Keys that reports group by; a user tag may not shadow them (vocab/keys.py).
@@ -369,6 +371,14 @@ def _check_patterns(layout: str, block_size: int, size: Optional[int],
         if size % block_size:
             raise _fail("--size", f"with --pattern {pattern} must be a whole number of blocks "
                         f"of {block_size} bytes")
+        blocks = size // block_size
+        if pattern == "random" and blocks * RANDOM_BYTES_PER_BLOCK > MAX_RANDOM_ORDER:
+            # each rank holds its shuffled order of blocks in memory (vocab/offsets.py)
+            from mpiwrite.units import format_size as _fmt
+
+            raise _fail("--pattern", f"random keeps each rank's order of its {blocks:,} "
+                        f"blocks in memory: {_fmt(blocks * RANDOM_BYTES_PER_BLOCK)} a rank, "
+                        f"more than {_fmt(MAX_RANDOM_ORDER)}; give larger blocks or fewer")
     if not 0 <= kw.get("seed", 0) < 2**63:
         raise _fail("--seed", "must be between 0 and 2^63-1")
     stonewall = kw.get("stonewall")

@@ -111,6 +111,9 @@ def test_a_stream_that_cannot_open_still_takes_part_in_the_agreement(tmp_path):
     (["--layout", "shared", "-s", "1M", "--engine", "mpiio", "--fsync-every", "2", "-t", "1s"],
      "--fsync-every"),
     (["--pattern", "zigzag"], "--pattern"),
+    # 10^12 blocks: the shuffled order would need 8 TB a rank (it grew to the memory limit)
+    (["--pattern", "random", "--count", "1000000000000", "-b", "4k", "--allow-fill"],
+     "--pattern"),
 ])
 def test_bad_combinations_are_one_line_and_exit_2_before_any_data(tmp_path, args, option):
     out = cli(["run", "d", "--no-record"] + args, cwd=tmp_path)
