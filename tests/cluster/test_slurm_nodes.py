@@ -4,6 +4,7 @@ run inside h0, h1 and h2, each with its own hostname and network, all writing in
 supports: the MPICH wheel through srun's PMI-2 plugin, Debian's Open MPI through PMIx."""
 
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -100,6 +101,10 @@ def check_study(results, job, log, plugin=None):
     assert all(r["runs"] == 1 for r in rows), rows
 
     plot = results / "scaling.png"
+    if importlib.util.find_spec("matplotlib") is None:  # the quick start's light install
+        # the job still completed (above); its log says why there is no plot, in one line
+        assert not plot.exists() and "plot needs matplotlib" in log, log
+        return
     assert plot.exists() and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", log
 
 
