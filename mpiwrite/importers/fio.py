@@ -112,14 +112,44 @@ def _durability(test: Test, opts: Dict[str, str], path: str) -> None:
 
 # fio's access pattern as run keys (report's durability keys: a random or mixed job is never
 # pooled with a sequential write), with fio's defaults where the job does not say
-_MIXED = ("rw", "readwrite", "randrw", "trimwrite")
+_MIXED = ("rw", "readwrite", "randrw", "trimwrite", "randtrimwrite")
+# fio's own values of rw (fio's HOWTO: readwrite=str), each optionally ":N" (an offset step)
+_RW = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite",
+       "randrw", "trimwrite", "randtrimwrite")
+# the options whose difference makes two jobs different measurements
+_SAME_IN_GROUP = ("rw", "readwrite", "bs", "blocksize", "iodepth", "ioengine", "direct",
+                  "fsync", "fdatasync", "end_fsync", "fsync_on_close", "sync", "rwmixread",
+                  "rwmixwrite")
 
 
-def _pattern(test: Test, opts: Dict[str, str], path: str) -> Dict[str, str]:
+def _check_pattern(opts: Dict[str, str], path: str, where: str) -> None:
+    """rw, iodepth and rwmixread/rwmixwrite as fio itself takes them; refused otherwise."""
+    for name in ("rw", "readwrite"):
+        text = opts.get(name)
+        if text is not None:
+            mode, _sep, step = text.strip().partition(":")
+            if mode not in _RW or (step and not (step.isascii() and step.isdigit())):
+                raise refuse(path, f"{where}: option {name}={shown(text, 40)} is not one of "
+                             f"fio's ({', '.join(_RW)}, each optionally :N)")
+    text = opts.get("iodepth")
+    if text is not None and not (text.isascii() and text.isdigit() and 0 < int(text) < 2**31):
+        raise refuse(path, f"{where}: option iodepth={shown(text, 40)} is not a positive "
+                     "whole number")
+    for name in ("rwmixread", "rwmixwrite"):
+        text = opts.get(name)
+        if text is not None and not (text.isascii() and text.isdigit() and int(text) <= 100):
+            raise refuse(path, f"{where}: option {name}={shown(text, 40)} is not a percentage "
+                         "0 to 100")
+
+
+def _pattern(test: Test, opts: Dict[str, str], path: str, did: str = "read") -> Dict[str, str]:
+    """`did`: the direction the job's figures show, for a job that names no rw (fio's default
+    is read, but a job whose options were not printed may have written)."""
     def said(name: str, default: str) -> str:
         return printable((opts.get(name) or default).strip()[:64])
 
-    rw = said("rw", opts.get("readwrite") or "read")
+    _check_pattern(opts, path, test.label)
+    rw = said("rw", opts.get("readwrite") or did)
     mixed = rw.split(":")[0] in _MIXED
     write_share = _whole(opts, "rwmixwrite", COUNT, path, test.label)
     if not mixed:
@@ -133,8 +163,9 @@ def _pattern(test: Test, opts: Dict[str, str], path: str) -> Dict[str, str]:
     given = [k for k in ("rw", "rwmixread", "iodepth", "ioengine") if opts.get(k)]
     test.derived["keys.rw, rwmixread, iodepth, ioengine"] = (
         "from the job options " + ", ".join(given) + "; " if given else "") + (
-        "fio's defaults otherwise (rw=read, rwmixread=50 for a mixed job, n/a for others, "
-        "iodepth=1, ioengine=psync)")
+        "without rw, what the job did (write, read, or rw when both had bytes); fio's "
+        "defaults otherwise (rwmixread=50 for a mixed job, n/a for others, iodepth=1, "
+        "ioengine=psync)")
     if mixed:
         test.notes.append(f"rw={rw} rwmixread={mix}: a mixed job; its writes and reads ran "
                           "together, each column holds one direction's bytes over its runtime")
@@ -166,6 +197,13 @@ def parse(src: Source, command: str = "") -> List[Test]:
         names = sorted({str(j.get("jobname")) for j in jobs})
         label = f"group {gid} (job {', '.join(names)[:60]})"
         opts = _options(doc, jobs[0], src.path, label)
+        for other in jobs[1:]:  # one entry is one measurement: jobs that differ are refused
+            theirs = _options(doc, other, src.path, label)
+            differ = [k for k in _SAME_IN_GROUP if theirs.get(k) != opts.get(k)]
+            if differ:
+                raise refuse(src.path, f"{label}: its jobs differ in {', '.join(differ)} "
+                             "(one group is one measurement): run them in groups of their "
+                             "own (new_group) to import them")
         numjobs = _whole(opts, "numjobs", RANKS, src.path, label) or 1
         # group_reporting (given on the command line it is in no options): one entry for
         # numjobs clones; without it, an entry per clone
@@ -221,7 +259,9 @@ def parse(src: Source, command: str = "") -> List[Test]:
                      "layout": test.params["layout"], "engine": test.params["engine"],
                      "block_size": format_size(test.params["block_size"])
                      if test.params.get("block_size") else UNKNOWN,
-                     **_pattern(test, opts, src.path)}
+                     **_pattern(test, opts, src.path,
+                                "rw" if test.write and test.read else
+                                "write" if test.write else "read")}
         test.exact += ["bytes (io_bytes)", "read_bytes", "tool_version"] + \
             ([] if reporting else ["ranks (jobs)"])
         test.exact += [

@@ -583,6 +583,41 @@ def test_a_random_mixed_fio_job_is_not_pooled_with_a_sequential_write(tmp_path, 
     assert {r["keys"]["rw"] for r in json.loads(out)["rows"]} == {"randrw", "write"}
 
 
+def _fio_variant(tmp_path, name, change):
+    """The real two-job write with its jobs' options changed by `change(i, options)`."""
+    doc = json.loads((FIX / "fio-write-2jobs.json").read_text())
+    for i, job in enumerate(doc["jobs"]):
+        change(i, job["job options"])
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("option, value, said", [
+    ("rw", "sideways", "not one of fio's"), ("rw", "write:x", "not one of fio's"),
+    ("iodepth", "0", "positive whole number"), ("iodepth", "-4", "positive whole number"),
+    ("rwmixread", "140", "percentage"), ("rwmixwrite", "abc", "percentage")])
+def test_fio_options_are_checked_against_fios_own_values(tmp_path, capsys, option, value,
+                                                         said):
+    path = _fio_variant(tmp_path, "bad", lambda i, o: o.__setitem__(option, value))
+    assert said in _refused(capsys, tmp_path, path)
+
+
+@pytest.mark.timeout(60)
+def test_a_group_of_differing_fio_jobs_is_refused_and_a_job_without_rw_is_what_it_did(
+        tmp_path, capsys):
+    """Two jobs of one group with other block sizes are two measurements, not the first
+    job's; a write-only job whose options name no rw is a write (fio's default is read)."""
+    differ = _fio_variant(tmp_path, "differ",
+                          lambda i, o: o.__setitem__("bs", "64k" if i == 0 else "1m"))
+    assert "differ in bs" in _refused(capsys, tmp_path, differ)
+    bare = _fio_variant(tmp_path, "bare", lambda i, o: o.pop("rw"))
+    code, _o, err = cli(capsys, "import", bare, "--results", tmp_path / "r")
+    assert code == 0, err
+    assert one(tmp_path / "r").keys()["rw"] == "write"
+
+
 @pytest.mark.timeout(60)
 def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_path, capsys):
     """IOR prints no MPI library (its header: banner, Began, Command line, Machine; none of
