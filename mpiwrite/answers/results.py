@@ -36,6 +36,21 @@ def _say(text: str) -> None:
     sys.stderr.write(printable(f"mpiwrite: warning: {text}") + "\n")
 
 
+def json_twin(a: RunRecord, b: RunRecord):
+    """(the run's own record, the import of its `run --json`) when a and b are those two of
+    one run (same run id and start), else None: counted once, the record kept (it holds the
+    per-rank rows the JSON lacks)."""
+    def from_json(r: RunRecord) -> bool:
+        imp = r.imported()
+        return isinstance(imp, dict) and imp.get("format") == "mpiwrite-json"
+
+    for own, imp in ((a, b), (b, a)):
+        if (not own.imported() and from_json(imp)
+                and str(own.attrs.get("start_time")) == str(imp.attrs.get("start_time"))):
+            return own, imp
+    return None
+
+
 def level_for(metric: str) -> str:
     """The Store level a metric needs: `full` for per-rank figures, else `run`."""
     return "full" if metric in PER_RANK_METRICS else "run"
@@ -98,6 +113,15 @@ class Store:
         if old is not None:
             if same_bytes(old.path, path):
                 self.duplicates.append(path)
+                return
+            twin = json_twin(old, rec) if rec.run_id not in self.conflicts else None
+            if twin is not None:  # a run's record and its own run --json imported: one run
+                keep, drop = twin
+                if keep is rec:
+                    self.runs = [rec if r is old else r for r in self.runs]
+                    by_id[rec.run_id] = rec
+                    self._keys[id(rec)] = keys
+                self.duplicates.append(drop.path)
                 return
             if rec.run_id not in self.conflicts:
                 # by identity: == compares whole records (and reads a lazy one in full)

@@ -640,6 +640,28 @@ def test_ior_names_its_mpi_library_unknown_and_takes_it_as_a_stated_fact(tmp_pat
     assert "mpi" not in rec.imported()["unknown"]
 
 
+@pytest.mark.timeout(120)
+def test_a_runs_own_json_imported_elsewhere_counts_once_beside_its_record(tmp_path, capsys):
+    """`run --json` kept, then imported into another folder: reading both folders finds one
+    run (its record kept: it has the per-rank rows), not a conflict where none counts."""
+    import subprocess
+
+    from common import MPIWRITE, clean_env
+
+    out = subprocess.run([MPIWRITE, "run", str(tmp_path / "d"), "-s", "1M", "-i", "2",
+                          "--results", str(tmp_path / "own"), "--json", str(tmp_path / "r.json"),
+                          "--progress-interval", "0"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=90, env=clean_env())
+    assert out.returncode == 0, out.stderr
+    code, _o, err = cli(capsys, "import", tmp_path / "r.json", "--results", tmp_path / "imp")
+    assert code == 0, err
+    code, out, err = cli(capsys, "report", tmp_path / "own", tmp_path / "imp", "--format",
+                         "json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert row["runs"] == 1 and "conflict" not in err, err
+
+
 FIXTURES_IOR = ("fpp-write-fsync-i3.json", "shared-write-read.json", "fpp-write-i2.txt",
                 "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
                 "glusterfs-3hosts-6ranks.txt", "glusterfs-3hosts-json-broken-by-warning.json")
