@@ -326,12 +326,36 @@ def read_stream(plan: ReadPlan, buf, poll: Optional[Poll] = None, team=None) -> 
     return posix.read_stream(plan, buf, poll)
 
 
+# The reserved hints of MPI-3.1 (section 13.2.8) and ROMIO's, whose values the library parses
+# itself: a value it cannot take ends the job in MPI_Abort inside MPI_File_open (ROMIO's
+# "cb_buffer_size=-1"), before mpiwrite can say a word or clean up.  Checked here instead.
+WHOLE_HINTS = ("cb_buffer_size", "cb_nodes", "ind_rd_buffer_size", "ind_wr_buffer_size",
+               "striping_factor", "striping_unit", "cb_block_size", "romio_min_fdomain_size",
+               "num_io_nodes")
+SWITCH_HINTS = ("romio_cb_read", "romio_cb_write", "romio_ds_read", "romio_ds_write",
+                "romio_no_indep_rw", "romio_lustre_ds_in_coll", "romio_cb_fr_types",
+                "romio_cb_alltoall", "romio_cb_pfr")
+SWITCHES = ("enable", "disable", "automatic", "true", "false")
+
+
+def _check(options) -> Optional[tuple]:
+    """(option, why) for what the library would abort on, else None."""
+    if options.get("direct"):
+        return ("--direct", "the mpiio engine writes through the MPI library, which has no "
+                "O_DIRECT (a hint such as direct_write=true where the library knows one)")
+    for key, value in (options.get("mpiio_hints") or {}).items():
+        if key in WHOLE_HINTS and not (value.isascii() and value.isdigit()
+                                       and 0 < int(value) < 2**31):
+            return ("--mpiio-hint", f"{key}={value}: the MPI library takes a whole number "
+                    "from 1 to 2^31-1 here (another value ends the job inside MPI_File_open)")
+        if key in SWITCH_HINTS and value.lower() not in SWITCHES:
+            return ("--mpiio-hint", f"{key}={value}: expected one of {', '.join(SWITCHES)}")
+    return None
+
+
 ENGINE = Engine("mpiio", write_stream, read_stream,
                 frozenset({FILES, VERIFY, DROP_CACHE, SPACE_CHECK, COLLECTIVE}),
                 "MPI_File_write_at(_all) and MPI_File_sync on a file per rank (MPI_COMM_SELF) "
                 "or a shared file (the team's communicator), with MPI_Info hints",
-                check=lambda o: ("--direct", "the mpiio engine writes through the MPI "
-                                 "library, which has no O_DIRECT (a hint such as "
-                                 "direct_write=true where the library knows one)")
-                if o.get("direct") else None,
+                check=_check,
                 create_shared=posix.create_shared, verify=posix.verify_segment)

@@ -104,6 +104,10 @@ def test_a_stream_that_cannot_open_still_takes_part_in_the_agreement(tmp_path):
     (["--engine", "mpiio", "--mpiio-hint", "cb_nodes"], "--mpiio-hint"),
     (["--engine", "mpiio", "--mpiio-hint", "x=\x01"], "--mpiio-hint"),
     (["--engine", "mpiio", "--direct"], "--direct"),
+    # values ROMIO parses itself and aborts on inside MPI_File_open (no line, files left)
+    (["--engine", "mpiio", "--mpiio-hint", "cb_buffer_size=-1"], "--mpiio-hint"),
+    (["--engine", "mpiio", "--mpiio-hint", "cb_nodes=0"], "--mpiio-hint"),
+    (["--engine", "mpiio", "--mpiio-hint", "romio_cb_write=maybe"], "--mpiio-hint"),
     (["-t", "2s", "--stonewall", "3s"], "--stonewall"),           # a stonewall beyond --time
     (["--stonewall", "0"], "--stonewall"),
     (["--pattern", "random", "-t", "1s"], "--pattern"),           # random needs --size
