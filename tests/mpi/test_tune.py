@@ -132,7 +132,9 @@ def test_a_value_that_is_not_the_tunables_kind_is_unreadable_and_never_planned(
     """`get` prints only a value of the tunable's kind in its safe range (exit 1 and why
     otherwise), and `plan` neither plans it nor writes a file a study could not restore."""
     env, data, root = lustre
-    for f in glob.glob(os.path.join(root, "proc/fs/lustre/osc/*/max_rpcs_in_flight")):
+    found = glob.glob(os.path.join(root, "**/osc/*/max_rpcs_in_flight"), recursive=True)
+    assert found
+    for f in found:
         with open(f, "w", encoding="utf-8", errors="surrogateescape") as fh:
             fh.write(junk + "\n")
     got = cli(["tune", "get", "osc.*.max_rpcs_in_flight", data], cwd=tmp_path, env=env)
