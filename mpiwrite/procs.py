@@ -162,3 +162,27 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
     out = bytes(got[proc.stdout])
     err = b"" if merge_stderr else bytes(got[proc.stderr])
     return Outcome(words, code, out, err, timed_out=timed_out, overflowed=overflowed)
+
+
+_KEPT: List[subprocess.Popen] = []  # helpers started here: held, so none is reaped unseen
+
+
+def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> Optional[int]:
+    """Start a helper that must outlive this process (a node's keeper, run/keeper.py): in a
+    session of its own (a kill of the launcher's process group does not reach it), its output
+    to /dev/null, its stdin the read end of a pipe.  Returns the pipe's write end (this
+    process alone holds it, close-on-exec: when this process dies the helper reads its end),
+    or None when it could not be started."""
+    r, w = os.pipe()
+    os.set_inheritable(w, False)
+    try:
+        proc = subprocess.Popen(list(argv), stdin=r, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                close_fds=True, pass_fds=tuple(pass_fds))
+    except (OSError, ValueError):
+        os.close(w)
+        return None
+    finally:
+        os.close(r)
+    _KEPT.append(proc)
+    return w

@@ -188,10 +188,15 @@ def rank_pids(cwd, nranks: int, timeout: float = 20.0) -> dict:
     raise AssertionError(f"found ranks {sorted(found)} of {nranks} in {cwd}")
 
 
-def start(n, args, cwd):
+def start(n, args, cwd, env=None):
     return subprocess.Popen([MPIEXEC, "-n", str(n), MPIWRITE] + args, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(), stdin=subprocess.DEVNULL, start_new_session=True)
+                            env=clean_env(env), stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+# A node that crashes takes its keeper (run/keeper.py) with it: what such a run leaves is
+# what `clean` must handle.  Tests of that case launch without a keeper.
+CRASH = {"MPIWRITE_NO_KEEPER": "1"}
 
 
 def wait(proc, timeout=60):

@@ -84,6 +84,8 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     state = known.state
     lines = [f"run {rec.run_id}  status {state}  started {rec.attrs.get('start_time')}",
              f"command: {rec.attrs.get('command_line')}",
+             *([f"ended: {printable(str(rec.attrs['error']))}"]
+               if rec.attrs.get("error") and str(state) != "complete" else []),
              f"{_count(int(rec.attrs.get('ranks') or 0), 'rank')} on "
              f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
              f"{format_size(p['block_size']) if p.get('block_size') else 'unknown'}, size "

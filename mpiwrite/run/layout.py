@@ -316,6 +316,11 @@ class RankFiles:
         self._retired: List[files.Folder] = []  # replaced by a newer one; files made there
         # are still removed through them
         self.lock: Optional[Tuple[files.Folder, str, int]] = None  # this node's proof of life
+        # a node leader: its node's ranks and their pids, its host (the keeper's, below)
+        self.node_ranks: List[int] = []
+        self.node_pids: List[int] = []
+        self.host = ""
+        self._keeper: Optional[int] = None  # the write end of the keeper's pipe
 
     @property
     def target_fd(self) -> Optional[int]:
@@ -395,9 +400,12 @@ class RankFiles:
         self.subdirs[sub] = new
         return new, ""
 
-    def take_lock(self, node: int) -> str:
+    def take_lock(self, node: int, record: Optional[Tuple[files.Folder, str]] = None) -> str:
         """A node leader: its lock file in TARGET (facts/liveness.py), locked until the run
-        ends or this process dies, whatever kills it; '' or why not (then nothing is left)."""
+        ends or this process dies, whatever kills it; '' or why not (then nothing is left).
+        With the lock, the node's keeper (run/keeper.py) starts: what a launcher's end leaves
+        of this node's part it removes, and on rank 0's node (`record`: the results folder
+        and the record's name) it says so in the record."""
         name = names.lock(self.run_id, node)
         folder, problem = self.folder_for(os.path.join(self.cfg.target, name))
         if folder is None:
@@ -407,7 +415,44 @@ class RankFiles:
         fd, problem = liveness.take(folder.fd, name)
         if fd >= 0:
             self.lock = (folder, name, fd)
+            self._start_keeper(node, name, folder, record)
         return problem
+
+    def _start_keeper(self, node: int, lock: str, folder: files.Folder,
+                      record: Optional[Tuple[files.Folder, str]]) -> None:
+        import json
+        import sys
+
+        from mpiwrite import procs
+
+        if os.environ.get("MPIWRITE_NO_KEEPER"):
+            return
+        info = {"run_id": self.run_id, "node": node, "lock": lock, "target_fd": folder.fd,
+                "ranks": self.node_ranks or [self.rank], "pids": self.node_pids or
+                [os.getpid()], "first": node == 0, "host": self.host,
+                "results_fd": record[0].fd if record else None,
+                "record": os.path.basename(record[1]) if record else None}
+        fds = (folder.fd,) + ((record[0].fd,) if record else ())
+        w = procs.start_helper([sys.executable, "-m", "mpiwrite.run.keeper"], fds)
+        if w is None:
+            return
+        try:
+            os.write(w, (json.dumps(info) + "\n").encode())
+        except OSError:
+            os.close(w)
+            return
+        self._keeper = w
+
+    def _dismiss_keeper(self) -> None:
+        """The run ends in order: the keeper leaves, touching nothing."""
+        if self._keeper is not None:
+            w, self._keeper = self._keeper, None
+            try:
+                os.write(w, b"done\n")  # keeper.DONE (not imported: the leader's end)
+            except OSError:
+                pass
+            finally:
+                os.close(w)
 
     def leftovers(self, folder: files.Folder) -> str:
         """Rank 0, before its own lock: '' or one line naming runs that left files in TARGET
@@ -437,6 +482,7 @@ class RankFiles:
     def release_lock(self) -> None:
         """At the run's orderly end, with its other files: the lock file removed, then its
         lock dropped (the file never stays behind unlocked)."""
+        self._dismiss_keeper()
         if self.lock is not None:
             from mpiwrite.facts import liveness
 

@@ -174,7 +174,8 @@ def target(cfg: RunConfig, files: layout.RankFiles, run_id: str, led, spaces,
         if left:
             led.warn(left)
         # rank 0 leads node 0; its lock is held before any record says `running`
-        unlocked = files.take_lock(0)
+        unlocked = files.take_lock(0, (led.results, led.record_file)
+                                   if led.results is not None and led.record_file else None)
         if unlocked:
             led.note(f"no proof of life for this run ({unlocked}): if it is killed for good, "
                      "`mpiwrite clean` cannot prove it over and removes its files only with "

@@ -143,6 +143,9 @@ class Run:
         self.ledger = prepare.ledger(self.rank, cfg, self.argv, self.run_id, team.size, nodes,
                                      spaces, node_rows, mpi_library, self.screen,
                                      self.given_notes)
+        if team.is_leader:  # the node's keeper learns its ranks (run/keeper.py)
+            self.files.node_ranks, self.files.node_pids = team.node_ranks(), team.node_pids
+            self.files.host = team.host
         problem = prepare.target(cfg, self.files, self.run_id, self.ledger, spaces, probed) \
             if self.ledger.keeps_record else ""
         raise_agreed(team.agree(problem), team.size)

@@ -14,6 +14,7 @@ import time
 
 import pytest
 from common import (
+    CRASH,
     MPIEXEC,
     MPIWRITE,
     clean_env,
@@ -71,10 +72,9 @@ def test_a_catchable_signal_to_a_rank_ends_the_run_in_order(tmp_path, sig):
 
 def _kill_for_good(tmp_path):
     """A run killed for good mid-write (SIGKILL of every rank, then of mpiexec: the OOM
-    killer, a node crash; a closed terminal's SIGHUP to hydra mostly ends alike, its proxies
-    SIGKILL the ranks, but under load the ranks sometimes get to end in order first, which
-    made this test fail once in CI): nothing can clean up."""
-    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--results", "r"] + QUIET, tmp_path)
+    killer, a node crash, whose keeper goes with it: CRASH): nothing can clean up."""
+    proc = start(2, ["run", "d", "-s", "2G", "-b", "64k", "--results", "r"] + QUIET, tmp_path,
+                 CRASH)
     try:
         pids = rank_pids(tmp_path, 2)
         end = time.monotonic() + 30
@@ -161,13 +161,46 @@ def test_a_closed_output_pipe_leaves_an_abandoned_record_not_a_running_one(tmp_p
         assert rec.status == "complete"
         return
     assert out.returncode == 141, out.stderr  # mpiexec dies of SIGPIPE, its ranks with it
-    time.sleep(1)
+    _left_nothing(tmp_path, rec_path)
+
+
+def _left_nothing(tmp_path, rec_path, within=15.0):
+    """A launcher's end: within `within` s no data or lock file is left (the node's keeper
+    removed them, or the ranks ended in order) and the record says how the run ended."""
+    end = time.monotonic() + within
+    while (data_files(tmp_path / "d") or _locks(tmp_path / "d")) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert data_files(tmp_path / "d") == [] and _locks(tmp_path / "d") == []
+    while read_record(rec_path).status == "running" and time.monotonic() < end:
+        time.sleep(0.2)
+    rec = read_record(rec_path)
+    assert rec.status in ("interrupted", "failed"), rec.status
     shown = cli(["show", rec_path], cwd=tmp_path)
-    assert "status abandoned" in shown.stdout or "status interrupted" in shown.stdout, \
-        shown.stdout
-    if os.path.isdir(tmp_path / "d"):
-        assert cli(["clean", "d", "--results", "r", "--yes"], cwd=tmp_path).returncode == 0
-        assert data_files(tmp_path / "d") == []
+    assert f"status {rec.status}" in shown.stdout, shown.stdout
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["SIGHUP", "SIGKILL"])
+def test_a_launcher_ended_by_a_hangup_or_a_kill_leaves_nothing_and_says_so(tmp_path, how):
+    """SIGHUP (a closed terminal) to mpiexec, or SIGKILL of mpiexec and its ranks: the ranks
+    die without a word; the node's keeper removes their data and lock files and rewrites the
+    `running` record as interrupted, naming the launcher (once 3.8 GB and a lock were left,
+    and the record said running)."""
+    if how == "SIGHUP":
+        proc = _live(tmp_path, 30)
+        try:
+            os.kill(proc.pid, signal.SIGHUP)
+            wait(proc, 60)
+        finally:
+            kill_group(proc)
+    else:
+        _sigkill_group(tmp_path, env=None)
+    rec_path = records_in(tmp_path / "r")[0]
+    _left_nothing(tmp_path, rec_path)
+    rec = read_record(rec_path)
+    if rec.status == "interrupted" and "keeper" in str(rec.attrs.get("error")):
+        assert "launcher ended" in rec.attrs["error"]
 
 
 def test_clean_refuses_a_target_that_is_a_link_or_missing(tmp_path):
@@ -241,13 +274,13 @@ def test_a_time_limited_run_is_not_refused_for_space():
 
 
 # ---------------------------------------------------------------- liveness is proven, never guessed
-def _live(tmp_path, seconds=10, pre=()):
+def _live(tmp_path, seconds=10, pre=(), env=None):
     """A run of `seconds` writing into d, launched in a session of its own (under `pre`, e.g.
     unshare), returned once both ranks have written and its `running` record exists."""
     proc = subprocess.Popen(list(pre) + [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-t",
                                          str(seconds), "-b", "64k", "--results", "r"] + QUIET,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=clean_env(), stdin=subprocess.DEVNULL,
+                            text=True, env=clean_env(env), stdin=subprocess.DEVNULL,
                             start_new_session=True)
     try:
         wait_for_bytes(tmp_path / "d", 2**20)
@@ -297,10 +330,10 @@ def test_a_live_run_in_another_pid_namespace_is_never_cleaned(tmp_path):
     assert not (tmp_path / "d").exists()  # the run made it and removed it: nothing is left
 
 
-def _sigkill_group(tmp_path):
+def _sigkill_group(tmp_path, env=CRASH):
     """A live run whose whole process group (mpiexec and every rank) gets SIGKILL mid-write;
-    returns its record once every rank is gone."""
-    proc = _live(tmp_path, 30)
+    returns its record once every rank is gone.  By default as a node crash (no keeper)."""
+    proc = _live(tmp_path, 30, env=env)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
         wait(proc, 60)
