@@ -24,7 +24,7 @@ import selectors
 import signal
 import subprocess
 import time
-from typing import List, Mapping, NamedTuple, Optional, Sequence
+from typing import List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 OUTPUT_CAP = 64 * 1024  # bytes kept of each stream unless the caller asks otherwise
 HELD_GRACE = 0.5  # seconds a child may keep the pipes open after the command exited
@@ -167,12 +167,13 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
 _KEPT: List[subprocess.Popen] = []  # helpers started here: held, so none is reaped unseen
 
 
-def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> Optional[int]:
+def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = ()
+                 ) -> Optional[Tuple[int, subprocess.Popen]]:
     """Start a helper that must outlive this process (a node's keeper, run/keeper.py): in a
     session of its own (a kill of the launcher's process group does not reach it), its output
     to /dev/null, its stdin the read end of a pipe.  Returns the pipe's write end (this
-    process alone holds it, close-on-exec: when this process dies the helper reads its end),
-    or None when it could not be started."""
+    process alone holds it, close-on-exec: when this process dies the helper reads its end)
+    and the process, or None when it could not be started."""
     r, w = os.pipe()
     os.set_inheritable(w, False)
     try:
@@ -185,4 +186,4 @@ def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> Optional[
     finally:
         os.close(r)
     _KEPT.append(proc)
-    return w
+    return w, proc

@@ -156,6 +156,7 @@ def keep(info: Dict[str, Any], pipe) -> int:
 
 
 def main() -> int:
+    os.chdir("/")  # holds no folder of the run's (an unmount must not wait on it)
     pipe = sys.stdin.buffer
     line = pipe.readline(1 << 16)
     try:

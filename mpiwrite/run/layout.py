@@ -291,6 +291,7 @@ def remove_at(dir_fd: int, name: str, shown: str) -> Optional[str]:
     return None
 
 
+KEEPER_LEAVES = 2.0  # seconds an orderly end waits for the node's keeper to be gone
 REPLACED = ("no longer leads to the folder this run opened at the start (renamed, or replaced "
             "by a symbolic link?); refusing to write through it")
 
@@ -320,7 +321,7 @@ class RankFiles:
         self.node_ranks: List[int] = []
         self.node_pids: List[int] = []
         self.host = ""
-        self._keeper: Optional[int] = None  # the write end of the keeper's pipe
+        self._keeper: Optional[tuple] = None  # the write end of the keeper's pipe, its process
 
     @property
     def target_fd(self) -> Optional[int]:
@@ -433,26 +434,30 @@ class RankFiles:
                 "results_fd": record[0].fd if record else None,
                 "record": os.path.basename(record[1]) if record else None}
         fds = (folder.fd,) + ((record[0].fd,) if record else ())
-        w = procs.start_helper([sys.executable, "-m", "mpiwrite.run.keeper"], fds)
-        if w is None:
+        started = procs.start_helper([sys.executable, "-m", "mpiwrite.run.keeper"], fds)
+        if started is None:
             return
         try:
-            os.write(w, (json.dumps(info) + "\n").encode())
+            os.write(started[0], (json.dumps(info) + "\n").encode())
         except OSError:
-            os.close(w)
+            os.close(started[0])
             return
-        self._keeper = w
+        self._keeper = started
 
     def _dismiss_keeper(self) -> None:
         """The run ends in order: the keeper leaves, touching nothing."""
         if self._keeper is not None:
-            w, self._keeper = self._keeper, None
+            (w, proc), self._keeper = self._keeper, None
             try:
                 os.write(w, b"done\n")  # keeper.DONE (not imported: the leader's end)
             except OSError:
                 pass
             finally:
                 os.close(w)
+            try:  # gone before the run is: it holds TARGET open (an unmount waits on it)
+                proc.wait(timeout=KEEPER_LEAVES)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired; it leaves anyway
+                pass
 
     def leftovers(self, folder: files.Folder) -> str:
         """Rank 0, before its own lock: '' or one line naming runs that left files in TARGET
