@@ -25,6 +25,14 @@ import time
 from typing import Optional, Tuple
 
 HELD, FREE, MISSING, UNKNOWN = "held", "free", "missing", "unknown"
+# A heartbeat no mount can hide: the node's keeper (run/keeper.py) sets the lock file's times
+# every BEAT seconds while the run lives, and the file says so (HEARTBEAT in its first line).
+# A flock lives on the inode one path reached (a FUSE inode, one client of NFS without
+# locks); the file's times are seen through every path to it.  A declared heartbeat younger
+# than FRESH seconds (either way: a server's clock may be ahead) is a live run.
+HEARTBEAT = b"mpiwrite-heartbeat"
+BEAT = 1.0
+FRESH = 5.0
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN)
 
 
@@ -84,7 +92,33 @@ def check(name: str, dir_fd: Optional[int] = None) -> Tuple[str, str]:
         except OSError as exc:
             if exc.errno in _BUSY:
                 return HELD, "its lock is held"
+            beat = _heartbeat(fd)
+            if beat is not None:
+                return HELD, beat
             return UNKNOWN, f"locks do not work on its filesystem ({exc.strerror})"
-        return FREE, "its lock is free"
+        beat = _heartbeat(fd)
+        return (HELD, beat) if beat is not None else (FREE, "its lock is free")
     finally:
         os.close(fd)  # drops the shared lock, if taken
+
+
+def _heartbeat(fd: int) -> Optional[str]:
+    """Why the lock file's heartbeat says the run lives, or None (no heartbeat declared, or
+    one older than FRESH seconds)."""
+    try:
+        head = os.pread(fd, 64, 0)
+        age = time.time() - os.fstat(fd).st_mtime
+    except OSError:
+        return None
+    if not head.startswith(HEARTBEAT) or abs(age) >= FRESH:
+        return None
+    return f"its heartbeat is {max(age, 0.0):.0f} s old (the lock file's times, set every " \
+           f"{BEAT:g} s while it lives)"
+
+
+def declare_heartbeat(fd: int) -> None:
+    """The lock file (open, locked) says its times are a heartbeat (the keeper beats)."""
+    try:
+        os.pwrite(fd, HEARTBEAT + b"\n", 0)
+    except OSError:
+        pass

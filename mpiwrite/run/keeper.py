@@ -129,6 +129,32 @@ def mark_record(results_fd: int, record: str, host: str, gone: int) -> None:
     h5.write(rec, record, files.Folder(path.rsplit("/", 1)[0], results_fd))
 
 
+def _beat_until_told(pipe, target_fd: int, lock: str) -> bytes:
+    """While the leader lives: the lock file's times set every BEAT seconds (the heartbeat
+    every path to it sees: facts/liveness.py).  What the leader said at its end: DONE, or
+    b'' when it died without a word."""
+    import select
+
+    from mpiwrite.facts.liveness import BEAT
+
+    fd = pipe.fileno()
+    got = b""
+    while True:
+        ready, _w, _x = select.select([fd], [], [], BEAT)
+        if not ready:
+            try:
+                os.utime(lock, dir_fd=target_fd, follow_symlinks=False)
+            except OSError:
+                pass
+            continue
+        chunk = os.read(fd, len(DONE) - len(got))
+        if not chunk:
+            return got  # end of file: the leader is gone
+        got += chunk
+        if len(got) >= len(DONE):
+            return got
+
+
 def keep(info: Dict[str, Any], pipe) -> int:
     """Wait on the pipe; after an end that was not in order, clean this node's part."""
     pids = {}
@@ -136,7 +162,7 @@ def keep(info: Dict[str, Any], pipe) -> int:
 
     for pid in info.get("pids", []):
         pids[int(pid)] = start_ticks(int(pid))
-    said = pipe.read(len(DONE))
+    said = _beat_until_told(pipe, int(info["target_fd"]), str(info["lock"]))
     if said == DONE:
         return 0
     end = time.monotonic() + WAIT
@@ -155,10 +181,21 @@ def keep(info: Dict[str, Any], pipe) -> int:
     return 0
 
 
+def _line(fd: int) -> bytes:
+    """The first line on the pipe, read unbuffered (what follows is read by select)."""
+    got = b""
+    while not got.endswith(b"\n") and len(got) < (1 << 16):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
 def main() -> int:
     os.chdir("/")  # holds no folder of the run's (an unmount must not wait on it)
     pipe = sys.stdin.buffer
-    line = pipe.readline(1 << 16)
+    line = _line(pipe.fileno())
     try:
         info = json.loads(line)
     except (ValueError, RecursionError):

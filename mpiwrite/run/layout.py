@@ -443,6 +443,9 @@ class RankFiles:
             os.close(started[0])
             return
         self._keeper = started
+        from mpiwrite.facts import liveness
+
+        liveness.declare_heartbeat(self.lock[2])  # the keeper sets its times every second
 
     def _dismiss_keeper(self) -> None:
         """The run ends in order: the keeper leaves, touching nothing."""

@@ -190,6 +190,13 @@ def test_a_launcher_ended_by_a_hangup_or_a_kill_leaves_nothing_and_says_so(tmp_p
     if how == "SIGHUP":
         proc = _live(tmp_path, 30)
         try:
+            # while it lives, its lock file declares a heartbeat and its times advance
+            (lock,) = _locks(tmp_path / "d")
+            path = tmp_path / "d" / lock
+            first = os.stat(path).st_mtime
+            assert path.read_bytes().startswith(b"mpiwrite-heartbeat")
+            time.sleep(2.5)
+            assert os.stat(path).st_mtime > first
             os.kill(proc.pid, signal.SIGHUP)
             wait(proc, 60)
         finally:
