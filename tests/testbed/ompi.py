@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import uuid
 from typing import List, Optional
 
@@ -108,8 +109,29 @@ def finish(proc: subprocess.Popen, timeout: float) -> subprocess.CompletedProces
     finally:
         kill_group(proc)
     result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    # a node's keeper (run/keeper.py) outlives a launcher that killed the ranks, by design,
+    # for the seconds it takes to remove what they left: it must be gone by itself in time
+    end = time.monotonic() + KEEPER_SECONDS
+    while keepers(proc.tag) and time.monotonic() < end:
+        time.sleep(0.1)
     result.stray = kill_tagged(proc.tag)
     return result
+
+
+KEEPER_SECONDS = 15.0
+
+
+def keepers(tag: str) -> List[int]:
+    """The job's keepers still alive."""
+    out = []
+    for pid in tagged(tag):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"mpiwrite.run.keeper" in fh.read():
+                    out.append(pid)
+        except OSError:
+            continue
+    return out
 
 
 def launch(cmd: List[str], cwd, timeout: float, environ=None) -> subprocess.CompletedProcess:
