@@ -68,14 +68,15 @@ class Engine:
         if not self.has(VERIFY) and options.get("read"):  # a read of nothing is no figure
             return "--read", (f"the {self.name} engine writes nothing, so there is nothing "
                               "to read back")
-        if not self.has(COLLECTIVE):
-            if options.get("collective") is not None:
-                flag = "--collective" if options["collective"] else "--independent"
-                return flag, (f"the {self.name} engine writes no MPI-IO (collective or "
-                              "independent: --engine mpiio)")
-            if options.get("mpiio_hints"):
-                return "--mpiio-hint", (f"the {self.name} engine opens no MPI-IO file, so "
-                                        "hints would reach nothing (--engine mpiio)")
+        from mpiwrite.vocab.keys import engine_options
+
+        for key in engine_options(self.name):  # another engine's option: its own, not ours
+            value = options.get(key.name)
+            if value is None or value == {} or value == "":
+                continue
+            flag = key.flags[0] if value is not False else key.flags[-1]
+            return flag, (f"the {self.name} engine does not take {flag}: it is an option of "
+                          f"the {key.engine} engine (--engine {key.engine})")
         return self.check(options) if self.check else None
 
 

@@ -50,8 +50,10 @@ class Key(NamedTuple):
     takes it from the record, not from params).  `file_decides`: an import reads or derives
     it; `import --fact` may not state it.  `builtin`: a key of every run, so a user tag may
     not take its name (run --tag).  `owner`: the client whose setting or fact it is (shown
-    with that client: clients/ `own_keys`); `when_used`: a run option that is a key only
-    of the runs that used it (its value as given)."""
+    with that client: clients/ `own_keys`); `engine`: the engine whose option it is (the
+    other engines refuse it: engines/base.Engine.problem); `when_used`: a run option that
+    is a key only of the runs that used it (its value as given); `flags`: its command-line
+    spellings (for a switch, on then off)."""
     name: str
     kind: str
     source: str
@@ -62,6 +64,8 @@ class Key(NamedTuple):
     builtin: bool = True
     owner: str = ""
     when_used: bool = False
+    flags: Tuple[str, ...] = ()
+    engine: str = ""
 
 
 def _study(name: str, kind: str = LABEL) -> Key:
@@ -102,8 +106,9 @@ TABLE: Tuple[Key, ...] = (
     # where the blocks go and how MPI-IO writes them: a strided or random write, or a
     # collective one, is not the same measurement as a sequential independent stream
     Key("pattern", DURABILITY, OPTION),
-    Key("collective", DURABILITY, OPTION),
-    Key("mpiio_hints", SETTING, OPTION),
+    Key("collective", DURABILITY, OPTION, engine="mpiio",
+        flags=("--collective", "--independent")),
+    Key("mpiio_hints", SETTING, OPTION, engine="mpiio", flags=("--mpiio-hint",)),
     Key("seed", SETTING, OPTION),
     Key("stonewall", SETTING, OPTION, when_used=True),
     Key("preset", LABEL, OPTION, when_used=True),
@@ -153,6 +158,12 @@ FACT_KEYS: Tuple[str, ...] = tuple(k for k in NODE_COLUMNS if not BY_NAME[k].fil
 SHOWN: Tuple[str, ...] = tuple(k.name for k in TABLE if k.common and not k.owner)
 # run options that are keys only of the runs that used them
 WHEN_USED: Tuple[str, ...] = tuple(k.name for k in TABLE if k.when_used)
+
+
+def engine_options(engine: str) -> Tuple[Key, ...]:
+    """The options of engines other than `engine` (MPI-IO's collective and hints), which
+    `engine` refuses (engines/base.Engine.problem)."""
+    return tuple(k for k in TABLE if k.engine and k.engine != engine)
 
 
 def owned(client: str) -> Tuple[str, ...]:
