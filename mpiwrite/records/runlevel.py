@@ -247,14 +247,18 @@ def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
         if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
             raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
     _unread(ck, root, per_rank, n)
-    if whole:
-        _whole_check(ck, root, fid, links, ranks, nranks, len(its), n)
+    optional = _whole_check(ck, root, links, ranks, nranks, len(its), n) if whole else []
     counters: List[Dict[str, Any]] = []
-    if "client_counters" in links:
-        with h5py.File(fid) as f:  # rare (Lustre, NFS, ceph clients): the checked reader
-            counters = ck.optional_rows(f, "client_counters",
-                                        {"node": n, "iteration": len(its) + 1},
-                                        "counters_json", (len(its) + 1) * max(n, 1))
+    if "client_counters" in links or optional:
+        # rare tables (Lustre, NFS, ceph clients; layouts, latency): the checked reader, one
+        # File over the image (closing it closes the image: it is opened once, here)
+        with h5py.File(fid) as f:
+            for name, bounds, field, rows in optional:
+                ck.optional_rows(f, name, bounds, field, rows)
+            if "client_counters" in links:
+                counters = ck.optional_rows(f, "client_counters",
+                                            {"node": n, "iteration": len(its) + 1},
+                                            "counters_json", (len(its) + 1) * max(n, 1))
     material.update(iterations=its, nodes=facts,
                     clock=np.stack([nodes["clock_offset_seconds"],
                                     nodes["clock_uncertainty_seconds"]], axis=1),
@@ -290,11 +294,12 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
                 ck.json(f"errors[{i}]", e, dict)
 
 
-def _whole_check(ck, root, fid, links, ranks, nranks: int, nits: int, nnodes: int) -> None:
+def _whole_check(ck, root, links, ranks, nranks: int, nits: int, nnodes: int) -> list:
     """The rest of h5._read's checks, through the image already open: the samples' data (its
-    rows bounded by the rank rows stored, every value finite), each node's raw facts as JSON
-    objects, and the optional tables a report does not use.  A record that fails them is
-    refused here as `show` would refuse it, without a second read of the file."""
+    rows bounded by the rank rows stored, every value finite) and each node's raw facts as
+    JSON objects; returned, the optional tables a report does not use, for the caller's
+    checked reader.  A record that fails them is refused here as `show` would refuse it,
+    without a second read of the file."""
     import h5py
 
     table(ck, root, "samples", SAMPLE_DTYPE,
@@ -306,15 +311,11 @@ def _whole_check(ck, root, fid, links, ranks, nranks: int, nits: int, nnodes: in
         d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
         for i, raw in enumerate(texts[:nnodes]):
             ck.json(f"nodes_raw[{i}]", raw, dict)
-    optional = [(name, bounds, field, rows) for name, bounds, field, rows in (
+    return [(name, bounds, field, rows) for name, bounds, field, rows in (
         ("rank_layouts", {"rank": nranks, "iteration": nits + 1}, "layout_json",
          (nits + 1) * nranks),
         ("latency_histograms", {"node": nnodes, "iteration": nits + 1}, "latency_json",
          (nits + 1) * max(nnodes, 1))) if name in links]
-    if optional:
-        with h5py.File(fid) as f:  # rare tables: the checked reader
-            for name, bounds, field, rows in optional:
-                ck.optional_rows(f, name, bounds, field, rows)
 
 
 # -- checking material (from a file or from the index) ----------------------------------------

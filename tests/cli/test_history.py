@@ -328,6 +328,34 @@ def test_tag_file_strips_spaces_and_names_a_bad_line(tmp_path):
         config.parse_tags([], str(tags))
 
 
+def test_a_record_with_every_optional_table_is_read_cold_whole_and_checked(tmp_path):
+    """Client counters, rank layouts and latency histograms in one record (a network
+    client's run): the cold read checks the whole record from one image and counts it (a
+    checked reader that closed the image before the counters refused every such record)."""
+    import numpy as np
+
+    r = tmp_path / "r"
+    r.mkdir()
+    path = synth.make(r / "a.h5", [800.0, 810.0], "20260101T000000Z-opt",
+                      layouts=[{"iteration": 0, "rank": 0, "layout": {"stripe_count": 1}}])
+    rec = read_record(path)
+    rec.client_counters = [{"iteration": 0, "node": 0, "delta": {"write_bytes": 1,
+                                                                 "seconds": 1.0}}]
+    rec.latency = [{"iteration": 0, "node": 0, "histograms": {"write": {"10": 3}}}]
+    rec.layouts = [{"iteration": 0, "rank": 0, "layout": {"stripe_count": 1}}]
+    for key in records.ATTR_JSON:  # read back parsed: written as JSON, as the ledger does
+        if key in rec.attrs and not isinstance(rec.attrs[key], str):
+            rec.attrs[key] = json.dumps(rec.attrs[key])
+    os.remove(path)
+    records.write(rec, str(r / "b.h5"))
+    assert np.asarray(read_record(r / "b.h5").iterations).size == 2
+    out = subprocess.run([MPIWRITE, "report", str(r), "--cache", str(tmp_path / "c"),
+                          "--format", "json"], capture_output=True, text=True, timeout=60,
+                         env=clean_env())
+    assert out.returncode == 0 and "skipped" not in out.stderr, out.stderr
+    assert json.loads(out.stdout)["rows"][0]["runs"] == 1
+
+
 def test_the_python_api_reads_run_level_tables_through_the_index(site, tmp_path):
     pytest.importorskip("pandas")
     from mpiwrite.answers.results import load
