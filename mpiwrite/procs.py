@@ -167,19 +167,22 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
 _KEPT: List[subprocess.Popen] = []  # helpers started here: held, so none is reaped unseen
 
 
-def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = ()
+def start_helper(argv: Sequence[str], pass_fds: Sequence[int] = (),
+                 env: Optional[Mapping[str, str]] = None
                  ) -> Optional[Tuple[int, subprocess.Popen]]:
     """Start a helper that must outlive this process (a node's keeper, run/keeper.py): in a
     session of its own (a kill of the launcher's process group does not reach it), its output
     to /dev/null, its stdin the read end of a pipe.  Returns the pipe's write end (this
     process alone holds it, close-on-exec: when this process dies the helper reads its end)
-    and the process, or None when it could not be started."""
+    and the process, or None when it could not be started.  It runs in / (it holds no folder
+    by its path, and no module there shadows a real one)."""
     r, w = os.pipe()
     os.set_inheritable(w, False)
     try:
         proc = subprocess.Popen(list(argv), stdin=r, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True,
-                                close_fds=True, pass_fds=tuple(pass_fds))
+                                close_fds=True, pass_fds=tuple(pass_fds), cwd="/",
+                                env=None if env is None else dict(env))
     except (OSError, ValueError):
         os.close(w)
         return None

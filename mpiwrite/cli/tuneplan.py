@@ -127,6 +127,9 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
                               "would replace in its set and get commands; give a path "
                               "without it")
     client, where = where_of(target, sysroot)
+    if "{value}" in where.sysroot:  # as resolved (a link to a folder holding it)
+        raise ConfigError(f"--sysroot: {printable(where.sysroot)!r} holds '{{value}}', which "
+                          "a study would replace in its commands; give a path without it")
     factors = _factors(client, where, list(params))
     _refuse_root_ones(factors, target, params, run_opts, budget)
     fixed: Dict[str, Any] = {}

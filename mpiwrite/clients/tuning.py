@@ -138,7 +138,7 @@ def _gluster_volume(where: Where) -> Tuple[Optional[Tuple[str, str]], str]:
     server, sep, volume = source.partition(":")
     if not sep or not server or not volume.strip("/"):
         return None, f"mount source {source!r} is not SERVER:/VOLUME"
-    host, name = server.split(",")[0], volume.strip("/")
+    host, name = server.split(",")[0], volume.strip("/").split("/")[0]  # vol of vol/sub
     # names that reach another program are checked as names: never an option of it
     for what, word in (("server", host), ("volume", name)):
         if word.startswith("-") or not all(c.isalnum() or c in "._-:[]" for c in word):
@@ -231,10 +231,10 @@ def read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
     if len(values) != 1:
         return None, (f"{len(values)} different values ({', '.join(values)[:200]})"
                       if values else "printed nothing")
-    if t.kind != "choice":  # a choice is checked against the words its file offers
-        good, why = checked(t, values[0])
-        if good is None:
-            return None, f"the value now is {why.split(': ', 1)[-1]}"
+    # a choice is checked against the catalogue's choices or the words its file offers
+    good, why = checked(t, values[0], offered(t, where) if t.kind == "choice" else ())
+    if good is None:
+        return None, f"the value now is {why.split(': ', 1)[-1]}"
     return values[0], ""
 
 

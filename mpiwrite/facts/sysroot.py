@@ -82,12 +82,16 @@ class Reader:
                 return None, "not a regular file, not written"
             wfd = os.open(parts[-1], os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
                           dir_fd=fd)
-            now = os.fstat(wfd)
-            if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(
-                    now.st_mode):
+            try:
+                now = os.fstat(wfd)
+                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(
+                        now.st_mode):
+                    os.close(wfd)
+                    return None, "changed while it was opened, not written"
+                os.set_blocking(wfd, True)
+            except OSError:
                 os.close(wfd)
-                return None, "changed while it was opened, not written"
-            os.set_blocking(wfd, True)
+                raise
             if now.st_size:  # a plain file (a sysroot's); /proc/sys and sysfs take a write
                 try:
                     os.ftruncate(wfd, 0)

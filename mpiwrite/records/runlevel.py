@@ -249,10 +249,12 @@ def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
     _unread(ck, root, per_rank, n)
     optional = _whole_check(ck, root, links, ranks, nranks, len(its), n) if whole else []
     counters: List[Dict[str, Any]] = []
-    if "client_counters" in links or optional:
+    if "client_counters" in links or whole:
         # rare tables (Lustre, NFS, ceph clients; layouts, latency): the checked reader, one
         # File over the image (closing it closes the image: it is opened once, here)
         with h5py.File(fid) as f:
+            if whole:  # the node table whole, as show reads it: every column's strings
+                f["nodes"][()]
             for name, bounds, field, rows in optional:
                 ck.optional_rows(f, name, bounds, field, rows)
             if "client_counters" in links:

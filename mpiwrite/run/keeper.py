@@ -39,9 +39,17 @@ DONE = b"done\n"
 
 
 def _alive(pids: Dict[int, int]) -> List[int]:
+    """The node's ranks still running (by pid and start time: a reused pid is not one)."""
     from mpiwrite.facts.host import start_ticks
 
-    return [pid for pid, ticks in pids.items() if ticks >= 0 and start_ticks(pid) == ticks]
+    return [pid for pid, ticks in pids.items() if start_ticks(pid) == ticks]
+
+
+def _beat(target_fd: int, lock: str) -> None:
+    try:
+        os.utime(lock, dir_fd=target_fd, follow_symlinks=False)
+    except OSError:
+        pass
 
 
 def _regular(dir_fd: int, name: str) -> bool:
@@ -71,12 +79,17 @@ def _ours(name: str, run_id: str, ranks: List[int], first: bool) -> bool:
     return first and names.parse_probe(name) == run_id
 
 
-def sweep(target_fd: int, run_id: str, ranks: List[int], first: bool, lock: str) -> int:
+def sweep(target_fd: int, run_id: str, ranks: List[int], first: bool, lock: str,
+          keep: bool = False) -> int:
     """Remove this node's files of the run from TARGET (and its run subdirectories, once
-    empty), then its lock file; how many files went."""
+    empty), then its lock file; how many files went.  With `keep` (run --keep) the data
+    files stay: only the lock file goes."""
     from mpiwrite.vocab import names
 
     gone = 0
+    if keep:
+        _unlink(target_fd, lock)
+        return 0
     try:
         entries = os.listdir(target_fd)
     except OSError:
@@ -122,10 +135,10 @@ def mark_record(results_fd: int, record: str, host: str, gone: int) -> None:
             rec.attrs[key] = json.dumps(rec.attrs[key])
     rec.attrs["status"] = RunStatus.INTERRUPTED.value
     rec.attrs["end_time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    rec.attrs["error"] = (f"the launcher ended the job before the run ended in order (its "
-                          f"ranks were killed: a hang-up, a closed output, a second Ctrl-C, "
-                          f"or mpiexec killed); the keeper on {host} removed {gone} data "
-                          "file(s) of its node")
+    rec.attrs["error"] = (f"the run's processes on {host} ended without finishing in order "
+                          "(killed: the launcher ended by a hang-up, a closed output, a "
+                          "second Ctrl-C or a kill; or a signal, the OOM killer); the keeper "
+                          f"on {host} removed {gone} data file(s) of its node")
     h5.write(rec, record, files.Folder(path.rsplit("/", 1)[0], results_fd))
 
 
@@ -142,10 +155,7 @@ def _beat_until_told(pipe, target_fd: int, lock: str) -> bytes:
     while True:
         ready, _w, _x = select.select([fd], [], [], BEAT)
         if not ready:
-            try:
-                os.utime(lock, dir_fd=target_fd, follow_symlinks=False)
-            except OSError:
-                pass
+            _beat(target_fd, lock)
             continue
         chunk = os.read(fd, len(DONE) - len(got))
         if not chunk:
@@ -162,16 +172,23 @@ def keep(info: Dict[str, Any], pipe) -> int:
 
     for pid in info.get("pids", []):
         pids[int(pid)] = start_ticks(int(pid))
-    said = _beat_until_told(pipe, int(info["target_fd"]), str(info["lock"]))
+    target_fd, lock = int(info["target_fd"]), str(info["lock"])
+    said = _beat_until_told(pipe, target_fd, lock)
     if said == DONE:
         return 0
+    if any(ticks < 0 for ticks in pids.values()):
+        return 1  # a rank this keeper cannot see (another PID namespace): nothing proven
     end = time.monotonic() + WAIT
+    beat = 0.0
     while _alive(pids) and time.monotonic() < end:
+        if time.monotonic() - beat >= 1.0:  # the run lives while a rank does: still beating
+            _beat(target_fd, lock)
+            beat = time.monotonic()
         time.sleep(NAP)
     if _alive(pids):
         return 1  # a rank still runs (stuck in the kernel): leave its files to `clean`
-    gone = sweep(int(info["target_fd"]), str(info["run_id"]), [int(r) for r in info["ranks"]],
-                 bool(info.get("first")), str(info["lock"]))
+    gone = sweep(target_fd, str(info["run_id"]), [int(r) for r in info["ranks"]],
+                 bool(info.get("first")), lock, bool(info.get("keep")))
     if info.get("results_fd") is not None and info.get("record"):
         try:
             mark_record(int(info["results_fd"]), str(info["record"]), str(info.get("host")),

@@ -432,9 +432,15 @@ class RankFiles:
                 "ranks": self.node_ranks or [self.rank], "pids": self.node_pids or
                 [os.getpid()], "first": node == 0, "host": self.host,
                 "results_fd": record[0].fd if record else None,
-                "record": os.path.basename(record[1]) if record else None}
+                "record": os.path.basename(record[1]) if record else None,
+                "keep": bool(self.cfg.keep)}  # --keep: the data stays, whatever the end
         fds = (folder.fd,) + ((record[0].fd,) if record else ())
-        started = procs.start_helper([sys.executable, "-m", "mpiwrite.run.keeper"], fds)
+        import mpiwrite
+
+        env = dict(os.environ)  # this mpiwrite, wherever the leader imported it from
+        top = os.path.dirname(os.path.dirname(os.path.abspath(mpiwrite.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
+        started = procs.start_helper([sys.executable, "-m", "mpiwrite.run.keeper"], fds, env)
         if started is None:
             return
         try:

@@ -210,6 +210,26 @@ def test_a_launcher_ended_by_a_hangup_or_a_kill_leaves_nothing_and_says_so(tmp_p
         assert "launcher ended" in rec.attrs["error"]
 
 
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_a_keep_run_ended_by_its_launcher_keeps_its_data_and_drops_its_lock(tmp_path):
+    """run --keep keeps its data files whatever ends it: the keeper removes only the lock
+    file and says in the record how the run ended."""
+    proc = _live(tmp_path, 30, extra=["--keep"])
+    try:
+        os.kill(proc.pid, signal.SIGHUP)
+        wait(proc, 60)
+    finally:
+        kill_group(proc)
+    rec_path = records_in(tmp_path / "r")[0]
+    end = time.monotonic() + 15
+    while (_locks(tmp_path / "d") or read_record(rec_path).status == "running") \
+            and time.monotonic() < end:
+        time.sleep(0.2)
+    assert _locks(tmp_path / "d") == [] and len(data_files(tmp_path / "d")) == 2
+    assert read_record(rec_path).status in ("interrupted", "failed")
+
+
 def test_clean_refuses_a_target_that_is_a_link_or_missing(tmp_path):
     (tmp_path / "r").mkdir()
     (tmp_path / "real").mkdir()
@@ -281,11 +301,12 @@ def test_a_time_limited_run_is_not_refused_for_space():
 
 
 # ---------------------------------------------------------------- liveness is proven, never guessed
-def _live(tmp_path, seconds=10, pre=(), env=None):
+def _live(tmp_path, seconds=10, pre=(), env=None, extra=()):
     """A run of `seconds` writing into d, launched in a session of its own (under `pre`, e.g.
     unshare), returned once both ranks have written and its `running` record exists."""
     proc = subprocess.Popen(list(pre) + [MPIEXEC, "-n", "2", MPIWRITE, "run", "d", "-t",
-                                         str(seconds), "-b", "64k", "--results", "r"] + QUIET,
+                                         str(seconds), "-b", "64k", "--results", "r",
+                                         *extra] + QUIET,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=clean_env(env), stdin=subprocess.DEVNULL,
                             start_new_session=True)
