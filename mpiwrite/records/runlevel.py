@@ -156,12 +156,10 @@ def _read(path: str):
     return build(path, material, ident), material, ident
 
 
-def _read_material(path: str, whole: bool = False):
+def _read_material(path: str):
     """(material, identity) of the file at path, after the HDF5-level checks only (what a
     worker of records/sandbox.py does; the values are checked by `build`); material None
-    for a record too large to be read as an image.  With `whole`, every table of the record
-    is also read and checked as h5._read checks it, from the same image (the whole-record
-    check that `report` needs before it counts a run `show` would refuse)."""
+    for a record too large to be read as an image."""
     try:
         fd = files.open_regular(path)
     except OSError as exc:
@@ -181,7 +179,7 @@ def _read_material(path: str, whole: bool = False):
     finally:
         os.close(fd)
     try:
-        material = _extract(path, b"".join(chunks), whole)
+        material = _extract(path, b"".join(chunks))
     except RecordError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
@@ -197,9 +195,8 @@ def _whole_file(path: str, ident: Tuple[int, ...], rec: RunRecord) -> RunLevel:
     return lvl
 
 
-def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
-    """The run-level material of a record's bytes, after the HDF5-level checks (`whole`:
-    and every other table read and checked, as h5._read does)."""
+def _extract(path: str, data: bytes) -> Dict[str, Any]:
+    """The run-level material of a record's bytes, after the HDF5-level checks."""
     import h5py
 
     ck = recordcheck.Checker(path)
@@ -223,8 +220,7 @@ def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
     its = table(ck, root, "iterations", ITER_DTYPE, recordcheck.MAX_ITERATIONS,
                  LATER_ITER_FIELDS)
     per_rank = (len(its) + 1) * nranks
-    ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS,
-                  None if whole else USED_RANK_FIELDS)
+    ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
     ck.iteration_numbers(its, ranks)
     d, n, tid = dataset(ck, root, "nodes")
     names = members(tid)
@@ -247,20 +243,12 @@ def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
         if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
             raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
     _unread(ck, root, per_rank, n)
-    optional = _whole_check(ck, root, links, ranks, nranks, len(its), n) if whole else []
     counters: List[Dict[str, Any]] = []
-    if "client_counters" in links or whole:
-        # rare tables (Lustre, NFS, ceph clients; layouts, latency): the checked reader, one
-        # File over the image (closing it closes the image: it is opened once, here)
-        with h5py.File(fid) as f:
-            if whole:  # the node table whole, as show reads it: every column's strings
-                f["nodes"][()]
-            for name, bounds, field, rows in optional:
-                ck.optional_rows(f, name, bounds, field, rows)
-            if "client_counters" in links:
-                counters = ck.optional_rows(f, "client_counters",
-                                            {"node": n, "iteration": len(its) + 1},
-                                            "counters_json", (len(its) + 1) * max(n, 1))
+    if "client_counters" in links:
+        with h5py.File(fid) as f:  # rare (Lustre, NFS, ceph clients): the checked reader
+            counters = ck.optional_rows(f, "client_counters",
+                                        {"node": n, "iteration": len(its) + 1},
+                                        "counters_json", (len(its) + 1) * max(n, 1))
     material.update(iterations=its, nodes=facts,
                     clock=np.stack([nodes["clock_offset_seconds"],
                                     nodes["clock_uncertainty_seconds"]], axis=1),
@@ -294,30 +282,6 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
             d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
             for i, e in enumerate(texts):
                 ck.json(f"errors[{i}]", e, dict)
-
-
-def _whole_check(ck, root, links, ranks, nranks: int, nits: int, nnodes: int) -> list:
-    """The rest of h5._read's checks, through the image already open: the samples' data (its
-    rows bounded by the rank rows stored, every value finite) and each node's raw facts as
-    JSON objects; returned, the optional tables a report does not use, for the caller's
-    checked reader.  A record that fails them is refused here as `show` would refuse it,
-    without a second read of the file."""
-    import h5py
-
-    table(ck, root, "samples", SAMPLE_DTYPE,
-          len(ranks) * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION, LATER_SAMPLE_FIELDS)
-    d, n, _tid = dataset(ck, root, "nodes_raw")
-    if n:
-        dt = np.dtype(h5py.string_dtype())
-        texts = np.empty(n, dt)
-        d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
-        for i, raw in enumerate(texts[:nnodes]):
-            ck.json(f"nodes_raw[{i}]", raw, dict)
-    return [(name, bounds, field, rows) for name, bounds, field, rows in (
-        ("rank_layouts", {"rank": nranks, "iteration": nits + 1}, "layout_json",
-         (nits + 1) * nranks),
-        ("latency_histograms", {"node": nnodes, "iteration": nits + 1}, "latency_json",
-         (nits + 1) * max(nnodes, 1))) if name in links]
 
 
 # -- checking material (from a file or from the index) ----------------------------------------
