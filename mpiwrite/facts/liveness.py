@@ -26,11 +26,12 @@ from typing import Optional, Tuple
 
 HELD, FREE, MISSING, UNKNOWN = "held", "free", "missing", "unknown"
 # A heartbeat no mount can hide: the node's keeper (run/keeper.py) sets the lock file's times
-# every BEAT seconds while the run lives, and the file says so (HEARTBEAT in its first line).
+# every BEAT seconds while the run lives, and the file's mode says so (HEARTBEAT_MODE: no
+# byte is written into TARGET for it, so a client's byte counters stay the run's own).
 # A flock lives on the inode one path reached (a FUSE inode, one client of NFS without
 # locks); the file's times are seen through every path to it.  A declared heartbeat younger
 # than FRESH seconds (either way: a server's clock may be ahead) is a live run.
-HEARTBEAT = b"mpiwrite-heartbeat"
+HEARTBEAT_MODE = 0o604  # a lock file's mode no umask makes of 0o644 but 060
 BEAT = 1.0
 FRESH = 5.0
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN)
@@ -106,19 +107,20 @@ def _heartbeat(fd: int) -> Optional[str]:
     """Why the lock file's heartbeat says the run lives, or None (no heartbeat declared, or
     one older than FRESH seconds)."""
     try:
-        head = os.pread(fd, 64, 0)
-        age = time.time() - os.fstat(fd).st_mtime
+        st = os.fstat(fd)
     except OSError:
         return None
-    if not head.startswith(HEARTBEAT) or abs(age) >= FRESH:
+    age = time.time() - st.st_mtime
+    if stat.S_IMODE(st.st_mode) != HEARTBEAT_MODE or abs(age) >= FRESH:
         return None
     return f"its heartbeat is {max(age, 0.0):.0f} s old (the lock file's times, set every " \
            f"{BEAT:g} s while it lives)"
 
 
 def declare_heartbeat(fd: int) -> None:
-    """The lock file (open, locked) says its times are a heartbeat (the keeper beats)."""
+    """The lock file (open, locked) says by its mode that its times are a heartbeat (the
+    keeper beats): metadata only, no byte written into TARGET."""
     try:
-        os.pwrite(fd, HEARTBEAT + b"\n", 0)
+        os.fchmod(fd, HEARTBEAT_MODE)
     except OSError:
         pass

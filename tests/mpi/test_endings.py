@@ -9,6 +9,7 @@ the run abandoned, and `mpiwrite clean` removes exactly its files and nothing el
 import errno
 import os
 import signal
+import stat
 import subprocess
 import time
 
@@ -194,7 +195,7 @@ def test_a_launcher_ended_by_a_hangup_or_a_kill_leaves_nothing_and_says_so(tmp_p
             (lock,) = _locks(tmp_path / "d")
             path = tmp_path / "d" / lock
             first = os.stat(path).st_mtime
-            assert path.read_bytes().startswith(b"mpiwrite-heartbeat")
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o604 and path.read_bytes() == b""
             time.sleep(2.5)
             assert os.stat(path).st_mtime > first
             os.kill(proc.pid, signal.SIGHUP)

@@ -12,7 +12,8 @@ from mpiwrite.facts import liveness
 
 def _lock_file(tmp_path, heartbeat: bool, age: float):
     path = tmp_path / ".mpiwrite-x-n00000.lock"
-    path.write_bytes(liveness.HEARTBEAT + b"\n" if heartbeat else b"")
+    path.write_bytes(b"")
+    os.chmod(path, liveness.HEARTBEAT_MODE if heartbeat else 0o644)
     then = time.time() - age
     os.utime(path, (then, then))
     return path
