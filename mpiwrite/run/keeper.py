@@ -215,9 +215,9 @@ def main() -> int:
     line = _line(pipe.fileno())
     try:
         info = json.loads(line)
-    except (ValueError, RecursionError):
+        return keep(info, pipe)
+    except (ValueError, RecursionError, KeyError, TypeError):  # not what a leader sends
         return 2
-    return keep(info, pipe)
 
 
 if __name__ == "__main__":
