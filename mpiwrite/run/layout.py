@@ -495,13 +495,15 @@ class RankFiles:
 
     def release_lock(self) -> None:
         """At the run's orderly end, with its other files: the lock file removed, then its
-        lock dropped (the file never stays behind unlocked)."""
-        self._dismiss_keeper()
+        lock dropped (the file never stays behind unlocked); then the keeper dismissed.  In
+        that order: a leader killed in between leaves its keeper to finish the clean-up
+        (dismissed first, a kill there left the lock file for good)."""
         if self.lock is not None:
             from mpiwrite.facts import liveness
 
             (folder, name, fd), self.lock = self.lock, None
             liveness.release(fd, folder.fd, name)
+        self._dismiss_keeper()
 
     def add_created(self, path: str, folder: Optional[files.Folder]) -> None:
         self.created.append(path)
