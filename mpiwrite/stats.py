@@ -422,7 +422,7 @@ def outliers(resid: Sequence[float], limit: float = OUTLIER,
 
 def robust_residuals(x: np.ndarray, y: np.ndarray, rounds: int = 30) -> np.ndarray:
     """Residuals of a robust fit of y on X: iteratively reweighted least squares with Huber's
-    weights (convex: one answer whatever the start), the scale each round 1.4826 x the
+    weights (convex: one answer whatever the start), the scale at each step 1.4826 x the
     median absolute residual.  An ordinary fit spreads a few stalls over every run of their
     point; these residuals leave them standing out.  (Tukey's bisquare after it, tried too,
     found 'outliers' in a fifth of studies without any: a redescending fit of 21 parameters
