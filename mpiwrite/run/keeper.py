@@ -3,9 +3,9 @@
 Whatever ends the launcher (SIGHUP from a closed terminal, `| head -1` closing its output,
 two quick Ctrl-C, SIGKILL of `mpiexec`), the launcher kills the ranks: none of them can remove
 its data files, drop its lock file or save a final record.  So each node leader starts a
-keeper when it takes the node's lock (run/layout.RankFiles.take_lock): a small process in a
-session of its own (the launcher's kill of the job's process group does not reach it), that
-holds the read end of a pipe whose write end only the leader holds.
+keeper just before it takes the node's lock (run/layout.RankFiles.take_lock): a small
+process in a session of its own (the launcher's kill of the job's process group does not
+reach it), that holds the read end of a pipe whose write end only the leader holds.
 
 - The run ends in order: the leader writes `done` and closes the pipe (RankFiles.release_lock,
   on every orderly path: a complete run, a failure the guard caught, an interrupt, a
@@ -167,11 +167,7 @@ def _beat_until_told(pipe, target_fd: int, lock: str) -> bytes:
 
 def keep(info: Dict[str, Any], pipe) -> int:
     """Wait on the pipe; after an end that was not in order, clean this node's part."""
-    pids = {}
-    from mpiwrite.facts.host import start_ticks
-
-    for pid in info.get("pids", []):
-        pids[int(pid)] = start_ticks(int(pid))
+    pids = {int(pid): int(ticks) for pid, ticks in zip(info["pids"], info["ticks"])}
     target_fd, lock = int(info["target_fd"]), str(info["lock"])
     said = _beat_until_told(pipe, target_fd, lock)
     if said == DONE:

@@ -413,10 +413,16 @@ class RankFiles:
             return problem
         from mpiwrite.facts import liveness  # node leaders only (start-up: docs/scaling.md)
 
+        # the keeper first: a leader killed between the lock file's creation and the keeper's
+        # start (a launcher whose output closed at once, `| true`) left the lock file for good
+        self._start_keeper(node, name, folder, record)
         fd, problem = liveness.take(folder.fd, name)
-        if fd >= 0:
-            self.lock = (folder, name, fd)
-            self._start_keeper(node, name, folder, record)
+        if fd < 0:
+            self._dismiss_keeper()
+            return problem
+        self.lock = (folder, name, fd)
+        if self._keeper is not None:
+            liveness.declare_heartbeat(fd)  # the keeper sets its times every second
         return problem
 
     def _start_keeper(self, node: int, lock: str, folder: files.Folder,
@@ -428,9 +434,15 @@ class RankFiles:
 
         if os.environ.get("MPIWRITE_NO_KEEPER"):
             return
+        from mpiwrite.facts.host import start_ticks
+
+        pids = self.node_pids or [os.getpid()]
+        # each rank's start, read here while every rank is surely alive (a keeper that read
+        # them itself found ranks killed during its own start-up gone, -1, and took them for
+        # ranks it cannot see); -1 here: another PID namespace, which the keeper leaves alone
         info = {"run_id": self.run_id, "node": node, "lock": lock, "target_fd": folder.fd,
-                "ranks": self.node_ranks or [self.rank], "pids": self.node_pids or
-                [os.getpid()], "first": node == 0, "host": self.host,
+                "ranks": self.node_ranks or [self.rank], "pids": pids,
+                "ticks": [start_ticks(p) for p in pids], "first": node == 0, "host": self.host,
                 "results_fd": record[0].fd if record else None,
                 "record": os.path.basename(record[1]) if record else None,
                 "keep": bool(self.cfg.keep)}  # --keep: the data stays, whatever the end
@@ -449,9 +461,6 @@ class RankFiles:
             os.close(started[0])
             return
         self._keeper = started
-        from mpiwrite.facts import liveness
-
-        liveness.declare_heartbeat(self.lock[2])  # the keeper sets its times every second
 
     def _dismiss_keeper(self) -> None:
         """The run ends in order: the keeper leaves, touching nothing."""
