@@ -11,7 +11,11 @@ Every command that is not mpiwrite itself (node facts, `lfs`, a study's `set` an
 - not held by a child: once the command itself has exited, a child that keeps its output open
   (`sh -c 'sleep 200 & cat value'`) is given `HELD_GRACE` seconds, then the group is killed
   and the command's own answer stands;
-- never reading the terminal: stdin is /dev/null unless input is given.
+- never reading the terminal: stdin is /dev/null unless input is given;
+- never outliving its job where asked: `stop` (a callable, looked at every 0.1 s) ends the
+  group when it turns true (a signal to the rank), and `with_parent` makes the kernel kill
+  the command when this process dies (PR_SET_PDEATHSIG, set by a small exec wrapper: a
+  rank killed by MPI_Abort or SIGKILL takes its forward `set` with it; docs/failures.md).
 
 Pure standard library and imported only where a command runs: a rank's start-up loads none
 of it (docs/scaling.md).
@@ -23,8 +27,9 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
-from typing import List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 OUTPUT_CAP = 64 * 1024  # bytes kept of each stream unless the caller asks otherwise
 HELD_GRACE = 0.5  # seconds a child may keep the pipes open after the command exited
@@ -40,6 +45,7 @@ class Outcome(NamedTuple):
     overflowed: bool = False  # printed more than the cap: ended, its output cut
     missing: bool = False  # the program could not be started (not found, not executable)
     error: str = ""  # why it could not be started
+    stopped: bool = False  # ended because `stop` turned true (the caller's job is ending)
 
     @property
     def ok(self) -> bool:
@@ -56,6 +62,8 @@ class Outcome(NamedTuple):
             return f"no answer within {timeout:g} s"
         if self.overflowed:
             return f"printed more than {cap} bytes; ended"
+        if self.stopped:
+            return "ended: the job it belongs to is ending"
         if self.code is None:
             return "did not end"
         if self.code < 0:
@@ -78,12 +86,16 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CAP,
                 input: Optional[bytes] = None, merge_stderr: bool = False,
                 env: Optional[Mapping[str, str]] = None,
-                held_grace: float = HELD_GRACE) -> Outcome:
-    """Run `argv` (no shell) within `timeout` seconds and `output_cap` bytes a stream."""
+                held_grace: float = HELD_GRACE, stop: Optional[Callable[[], bool]] = None,
+                with_parent: bool = False) -> Outcome:
+    """Run `argv` (no shell) within `timeout` seconds and `output_cap` bytes a stream;
+    ended early when `stop()` turns true, and with this process when `with_parent`."""
     words = [str(w) for w in argv]
+    launch = ([sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid())] + words
+              if with_parent else words)
     try:
         proc = subprocess.Popen(
-            words, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            launch, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
             start_new_session=True, env=None if env is None else dict(env))
@@ -111,12 +123,15 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
         sel.register(stream, selectors.EVENT_READ)
     end = time.monotonic() + timeout
     exited_at: Optional[float] = None
-    timed_out = overflowed = False
+    timed_out = overflowed = stopped = False
     try:
         while sel.get_map():
             now = time.monotonic()
             if now >= end:
                 timed_out = True
+                break
+            if stop is not None and exited_at is None and stop():
+                stopped = True
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
@@ -147,7 +162,7 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
         raise
     held = bool(sel.get_map())  # pipes still open: the command or a child of it
     sel.close()
-    if timed_out or overflowed or held:
+    if timed_out or overflowed or held or stopped:
         _kill_group(proc)  # the command's session: its children go with it
     try:  # a command that closed its output and goes on is still bounded by `timeout`
         code: Optional[int] = proc.wait(timeout=max(end - time.monotonic(), 0.01))
@@ -157,11 +172,39 @@ def run_bounded(argv: Sequence[str], timeout: float, output_cap: int = OUTPUT_CA
         proc.wait()
     for stream in got:
         stream.close()
-    if timed_out:
+    if timed_out or stopped:
         code = None
     out = bytes(got[proc.stdout])
     err = b"" if merge_stderr else bytes(got[proc.stderr])
-    return Outcome(words, code, out, err, timed_out=timed_out, overflowed=overflowed)
+    if with_parent and code in (126, 127) and err.startswith(_CANNOT):
+        return Outcome(words, None, b"", b"", missing=True,
+                       error=err[len(_CANNOT):].decode("utf-8", "replace").strip())
+    return Outcome(words, code, out, err, timed_out=timed_out, overflowed=overflowed,
+                   stopped=stopped)
+
+
+_CANNOT = b"mpiwrite-exec: "
+# The exec wrapper of `with_parent`: SIGKILL when the parent dies (Linux's prctl; elsewhere
+# the command runs as it would have), nothing if the parent is already gone, then the command
+# itself in its place.  Why it could not be started goes back marked (run_bounded's `missing`).
+_WITH_PARENT = """
+import os, sys
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)
+except (AttributeError, OSError, ImportError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    os._exit(137)
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except FileNotFoundError:
+    sys.stderr.write("mpiwrite-exec: command not found")
+    os._exit(127)
+except OSError as exc:
+    sys.stderr.write("mpiwrite-exec: " + (exc.strerror or type(exc).__name__))
+    os._exit(126)
+"""
 
 
 _KEPT: List[subprocess.Popen] = []  # helpers started here: held, so none is reaped unseen

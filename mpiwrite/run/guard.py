@@ -106,7 +106,7 @@ def rank_0_is_stuck(run, exc: BaseException, waited: float) -> None:
         why = (f"interrupted by signal {exc.signum}" if isinstance(exc, Interrupted)
                else "failed")
         sys.stderr.write(printable(
-            f"mpiwrite: run {why}; rank 0 on {getattr(run, 'root_host', '?')} did not end the "
+            f"mpiwrite: run {why}; rank 0 on {run.team.root_host or '?'} did not end the "
             f"job within {waited:g}s more (stopped or hung); rank {run.team.rank} on "
             f"{run.team.host} ends it") + "\n")
         sys.stderr.flush()

@@ -72,6 +72,7 @@ class Team:
         self.signal_patience: Optional[float] = None
         self.phase = ""
         self.host = host or host_name()
+        self.root_host = ""  # rank 0's, once a broadcast of the caller's has carried it
         self._fail_sends: list = []
         self._fail_data: list = []
         self._abort_req = None

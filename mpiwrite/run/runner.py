@@ -121,10 +121,11 @@ class Run:
         # bcast_text sends rank 0's text: what the other ranks pass is not read; the run's
         # key is worked out there too (hashlib on rank 0 only: start-up, docs/scaling.md)
         run_id = layout.new_run_id() if self.rank == 0 else ""
-        text = team.bcast_text(f"{run_id} {pattern.run_key(run_id)}" if run_id else "")
-        self.run_id, key = text.split(" ")
+        text = team.bcast_text(f"{run_id} {pattern.run_key(run_id)} {team.host}"
+                               if run_id else "")
+        self.run_id, key, self.root_host = text.split(" ", 2)
         self.files.run_id, self.key = self.run_id, int(key)
-        self.root_host = team.bcast_text(team.host)
+        team.root_host = self.root_host
         # numpy where it is used (leaders: the pattern; small blocks: latency folds), now
         problem = prepare.load_numpy(team.is_leader or latency.uses_numpy(cfg.block_size))
         # others' pattern bodies come from their node's leader (_share_bodies)

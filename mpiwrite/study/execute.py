@@ -135,7 +135,9 @@ class Execution:
         self.lock_fd = -1  # rank 0: held for the whole study (study/resume.py)
         owner = (world.host, st.name, fingerprint(st), st.path) if st else None
         self.settings = Settings(st.settings if st else [], world.is_leader, owner,
-                                 first=world.rank == 0)
+                                 first=world.rank == 0,
+                                 stop=lambda: world.signals is not None
+                                 and world.signals.received)
 
     def _check(self, problem: str) -> Tuple[List[Tuple[int, int]], List[Dict[str, str]]]:
         """Before any point: the input on every rank, the allocation each point needs, the
@@ -168,6 +170,7 @@ class Execution:
         if plan.startswith("!"):
             raise AgreedError(plan[1:])
         got = json.loads(plan)
+        world.root_host = got["host"]  # named if rank 0 stops answering (guard.end_job)
         self.generation = int(got["generation"])
         if got["skipped"]:
             _say(world, f"study {st.name}: {got['skipped']} of {len(st.runs())} runs already "
@@ -191,7 +194,7 @@ class Execution:
         runs = st.runs()
         todo = [run for run in runs if run not in done.runs]
         return json.dumps({"todo": todo, "skipped": len(runs) - len(todo),
-                           "generation": done.generation})
+                           "generation": done.generation, "host": self.world.host})
 
     def execute(self, problem: str) -> int:
         world, st = self.world, self.st
@@ -223,6 +226,12 @@ class Execution:
                 break
             point = points[index]
             problem, ran = self.settings.apply(point)
+            if world.allreduce_max(world.signals.received):  # a `set` it cut is restored
+                code = Signals.exit_code_of(int(world.allreduce_max(world.signals.received)))
+                for line in world.allgather_texts(problem):
+                    if line:
+                        _say(world, f"study {st.name}: {line}; restoring")
+                break
             failed = world.agree(problem)
             notes = self._setting_notes(ran)
             if failed:

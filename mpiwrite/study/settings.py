@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.study.plan import Setting
 
@@ -39,8 +39,12 @@ class Settings:
     """The study's client settings on this node (node leaders only run commands)."""
 
     def __init__(self, settings: Sequence[Setting], leader: bool,
-                 owner: Optional[Tuple[str, str, str, str]] = None, first: bool = True):
+                 owner: Optional[Tuple[str, str, str, str]] = None, first: bool = True,
+                 stop: Optional[Callable[[], int]] = None):
         self.settings = list(settings)
+        # a point's `set` ends when this turns true (a signal to the rank) and dies with the
+        # rank: nothing changes a node after its job; a restore is never cut (it puts back)
+        self.stop = stop
         self.leader = leader
         self.first = first  # rank 0's leader: it alone sets `once` settings
         self.asked: Dict[str, str] = {}  # the point's values
@@ -147,14 +151,20 @@ class Settings:
         # no shell: `lctl set_param osc.*.checksums={value}` keeps its * for lctl
         return [w.replace("{value}", value) for w in shlex.split(template)]
 
-    def _run(self, words: List[str], lines: bool = False) -> Tuple[int, str]:
+    def _run(self, words: List[str], lines: bool = False,
+             forward: bool = False) -> Tuple[int, str]:
+        """Run a setting's command: (exit, its output or the problem).  `forward`: a point's
+        `set`, ended by `stop` and by the rank's death (exit 130 when stopped)."""
         from mpiwrite.procs import run_bounded
         from mpiwrite.study import journal
 
         env = None
         if self.owner:  # `mpiwrite tune set` as the command: its journal is live, no leftover
             env = dict(os.environ, **{journal.RUNNING: self.owner[1]})
-        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT, env=env)
+        out = run_bounded(words, SETTING_TIMEOUT, output_cap=SETTING_OUTPUT, env=env,
+                          stop=self.stop if forward else None, with_parent=forward)
+        if out.stopped:
+            return 130, out.why(SETTING_TIMEOUT)
         if out.missing:
             return 127 if out.error == "command not found" else 126, out.error
         if out.timed_out:
@@ -208,7 +218,7 @@ class Settings:
                 continue
             for words in [self.command(s.set, value)] + (
                     [self.command(s.remount)] if s.remount else []):
-                code, text = self._run(words)
+                code, text = self._run(words, forward=True)
                 done.append({"name": s.name, "value": value, "command": shlex.join(words),
                              "exit": code, "output": text})
                 if code:

@@ -7,7 +7,7 @@ import subprocess
 import time
 
 import pytest
-from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun
+from common import MPIEXEC, MPIWRITE, clean_env, cli, kill_group, mpirun, read_record, records_in
 from test_study_run import checksums_now, setting_study
 
 from mpiwrite.study import journal
@@ -287,3 +287,92 @@ def test_a_setting_held_by_a_live_study_is_refused_to_another(tmp_path):
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("MPIWRITE_SYSROOT", str(root))
             assert not os.path.exists(holds.lock_path("checksums", host))
+
+
+SLOW_SET = """#!/bin/bash
+# the stand-in lctl, slow to turn checksums off; it says when it has begun
+[ "$1" = set_param ] && [ "${2##*=}" = 0 ] && : > {began} && sleep 8
+exec {real} "$@"
+"""
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_slow_set_ends_with_its_job_and_changes_nothing_after_it(tmp_path, how):
+    """A point's `set` that takes 8 s, its job ended 1 s into it: by SIGTERM to mpiexec
+    (the ranks end the set, restore and exit 143) or by SIGKILL of the launcher and its ranks
+    (the set, in a session of its own, dies with its rank).  Once the set ran on after the
+    launch had ended and turned the setting off for good."""
+    path, root = setting_study(tmp_path, '"0"')
+    began = tmp_path / "began"
+    slow = tmp_path / "slow-lctl"
+    slow.write_text(SLOW_SET.replace("{began}", str(began)).replace("{real}",
+                                                                     str(tmp_path / "lctl")))
+    slow.chmod(0o755)
+    with open(path) as fh:
+        text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
+            'size = "1MiB"', 'time = "2s"\nengine = "null"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    proc = launch(tmp_path, path, root, tmp_path / "state")
+    try:
+        wait_for(began.exists, 60, proc)
+        time.sleep(1.0)
+        if how == "SIGTERM":
+            os.kill(proc.pid, signal.SIGTERM)  # to mpiexec, which forwards it to the ranks
+            out, err = proc.communicate(timeout=30)
+        else:
+            kill_group(proc)
+            out, err = proc.communicate(timeout=30)
+    finally:
+        kill_group(proc)
+    if how == "SIGTERM":
+        assert proc.returncode == 143, (proc.returncode, err[-1500:])
+        assert "did not end the job" not in err and "rank 0 on ?" not in err, err
+        assert "ended: the job it belongs to is ending; restoring" in out, out[-1500:]
+    time.sleep(9)  # past the set's own end, had it gone on
+    assert checksums_now(root) == {"1"}, (out[-1500:], err[-1500:])
+
+
+@pytest.mark.timeout(180)
+def test_two_quick_interrupts_of_a_study_leave_no_data_and_the_setting_accounted_for(
+        tmp_path):
+    """Ctrl-C twice, 0.1 s apart, while a point writes: hydra forces the end and SIGKILLs
+    the ranks (exit 255 and its 'demux engine error' are hydra's own).  Within 15 s the
+    node's keeper has removed the point's data and lock files and the record says how it
+    ended; the setting is either back or in the journal, which `study restore` puts back."""
+    from mpiwrite.vocab import names
+
+    path, root = setting_study(tmp_path, '"0"')
+    with open(path) as fh:
+        text = fh.read().replace('size = "1MiB"', 'time = "20s"\nblock_size = "64KiB"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    state = tmp_path / "state"
+    data = tmp_path / "data"
+    proc = launch(tmp_path, path, root, state)
+    try:
+        wait_for(lambda: data.is_dir() and any(names.looks_like_data_file(f)
+                                               for f in os.listdir(data)), 60, proc)
+        time.sleep(0.5)  # the point is writing
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        kill_group(proc)
+    assert "Traceback" not in err, err
+
+    def left():
+        return [f for f in os.listdir(data) if names.looks_like_data_file(f)
+                or names.parse_lock(f)] if data.is_dir() else []
+
+    wait_for(lambda: not left(), 15)
+    (rec,) = records_in(str(tmp_path / "results"))
+    wait_for(lambda: read_record(rec).status != "running", 15)
+    assert read_record(rec).status in ("interrupted", "failed")
+    if checksums_now(root) != {"1"}:  # killed before its restore: the journal has it
+        env = {"MPIWRITE_SYSROOT": str(root), "MPIWRITE_STATE": str(state)}
+        out = cli(["study", "restore", path], cwd=tmp_path, env=env)
+        assert out.returncode == 0, out.stderr
+    assert checksums_now(root) == {"1"}
