@@ -162,6 +162,10 @@ class StreamPlan:
     wear_limit: Optional[float] = None  # how long the wear-out may go on (None: no limit)
     collective: bool = False  # MPI-IO: MPI_File_write_at_all, not MPI_File_write_at
     hints: Tuple[Tuple[str, str], ...] = ()  # MPI-IO: hints given to MPI_File_open
+    # an engine that waits for the other ranks inside its stream (MPI-IO's agreements and
+    # collective calls) says so: (what it waits in, or '' once through; its bytes; whether
+    # its own part is done), so that a watchdog names the rank that never came, not this one
+    waiting: Optional[Callable[[str, int, bool], None]] = None
 
 
 Poll = writeloop.Poll

@@ -196,16 +196,25 @@ def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None, team=None) 
     try:
         _write(plan, buf, poll, f, res)  # after a failure too: the collective calls need it
     finally:
+        _wait(plan, "MPI_File_close (collective)", res.bytes, True)
         try:
             f.close()
         except Exception as exc:  # noqa: BLE001 - MPI.Exception
             if not res.failed:
                 res.fail("close", _as_oserror(exc))
+        _wait(plan, "", res.bytes, True)
         res.t_close_end = clock()
         cpu1 = cpu_seconds()
         res.cpu_user, res.cpu_system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
         res.samples.append((res.t_close_end, res.bytes))
     return res
+
+
+def _wait(plan: StreamPlan, what: str, nbytes: int, done: bool) -> None:
+    """Say that this rank now waits for the others in `what` ('' once through): a rank
+    stopped elsewhere is then named by the time-out, not this one (run/stuck.py)."""
+    if plan.waiting is not None:
+        plan.waiting(what, nbytes, done)
 
 
 def _write(plan: StreamPlan, buf, poll, f: _File, res: StreamResult) -> None:
@@ -244,6 +253,9 @@ def _loop(pace, plan, buf, f: _File, offs):
             f.agree(ABORT)
         return 0, None
     next_agree, since, t_agreed = 0, 0, clock()
+    if f.collective:  # every write and agreement waits for the others (said once)
+        _wait(plan, "collective writes and their agreements (MPI_File_write_at_all, "
+                    "MPI_Allreduce)", 0, False)
     try:
         for off in offs:
             if agree and done == next_agree:
@@ -297,6 +309,7 @@ def _finish(plan, buf, f: _File, res: StreamResult, done: int, tail: int, exc) -
     res.blocks = done
     every = plan.fsync_every
     want = ends_with_fsync(plan, res) and (not every or done % every != 0 or tail)
+    _wait(plan, "the closing agreement (MPI_Allreduce)", res.bytes, True)
     try:
         all_well = _agreed_end(f, exc is not None or res.stopped_by == "abort") \
             if plan.fsync else exc is None
@@ -309,6 +322,7 @@ def _finish(plan, buf, f: _File, res: StreamResult, done: int, tail: int, exc) -
         return
     res.t_write_end = clock()
     if want and all_well:
+        _wait(plan, "MPI_File_sync (collective)", res.bytes, True)
         try:
             f.fh.Sync()
         except Exception as err:  # noqa: BLE001

@@ -101,8 +101,10 @@ class Watchdog:
 
     def _fire(self) -> None:
         try:
-            sys.stderr.write(printable(f"mpiwrite: {self.describe()}") + "\n")
-            sys.stderr.flush()
+            said = self.describe()  # '' when another rank speaks for this one
+            if said:
+                sys.stderr.write(printable(f"mpiwrite: {said}") + "\n")
+                sys.stderr.flush()
             if self.then is not None:  # the clean-up and the record (run/stuck.py)
                 self.then()
         finally:

@@ -76,6 +76,7 @@ class Run:
         # what the client and the CPUs did, per phase (and a study's settings after it)
         self.watch = NodeWatch(team, cfg, settings)
         self.finished_writing = False
+        self.waiting_in = ""  # what this rank's stream waits in for the others (run/stuck.py)
         self.iteration_now = -1
         self.stop_reason: Optional[BaseException] = None
         self.progress: Optional[Progress] = None  # the timed phase's (run/stuck.py reads it)
@@ -206,6 +207,7 @@ class Run:
         plan = structs.replace(plan, dir_fd=folder.fd if folder is not None else None)
         if cfg.stonewall is not None:
             plan = structs.replace(plan, wear_out=self._wear_out())
+        plan = structs.replace(plan, waiting=self._waiting)
         shared_failed = False
         if cfg.layout == "shared":  # collective: every rank, refused or not
             plan, shared_failed = self._create_shared(plan, it, folder, refused)
@@ -329,6 +331,14 @@ class Run:
             f"MB/s; ranks had written {min(at)} to {max(at)} bytes; the wear-out took "
             f"{figures['wear_out_seconds']:.3g}s more")
 
+    def _waiting(self, what: str, nbytes: int, done: bool) -> None:
+        """The engine waits for the other ranks in `what` ('' once through); with `done`, its
+        own part is written, and the view counts this rank done (a rank that never comes is
+        then the one the time-out names)."""
+        self.waiting_in = what
+        if done and what and self.progress is not None:
+            self.progress.arrived(nbytes)
+
     def _poll(self, progress: Progress, now: float, nbytes: int) -> bool:
         """The stream's poll in a timed phase: True stops it (a signal, a peer's failure, an
         abort); else progress, once per interval."""
@@ -360,6 +370,7 @@ class Run:
         watch_s = cfg.watchdog_seconds()
         grace = max(team.grace, 0.1 * (watch_s or 0))
         self.finished_writing = False
+        self.waiting_in = ""
         watchdog = Watchdog(team, watch_s + grace if watch_s else None,
                             lambda: _stuck().message(self, path, watch_s, name),
                             lambda: _stuck().end(self, watch_s))

@@ -48,10 +48,52 @@ def bounded(fn: Callable[[], object], seconds: float) -> Optional[list]:
     return out or None
 
 
+def absent(run) -> List[list]:
+    """Rank 0, its stream waiting for the others inside the engine (run.waiting_in): the
+    ranks that never came, as [rank, seconds, state, wchan] (state '?' where it cannot be
+    read: another node that reported no stall).  The view's ranks not done (a rank waiting in
+    a closing collective counts done); of those, the ones /proc or their node's report shows
+    stopped (T) or held in the kernel (D), when any is: the others wait like this rank."""
+    board = getattr(run.progress, "board", None)
+    if board is None or not run.waiting_in:
+        return []
+    t = run.team
+    local = dict(zip(t.node_ranks(), t.node_pids)) if t.is_leader else {}
+    known = {int(s[0]): list(s) for s in board.stuck()}
+    out = []
+    for r in board.missing():
+        if r == t.rank:
+            continue
+        if r in local:
+            state, wchan = waits_on(local[r])
+            known[r] = [r, float("nan"), state, wchan]
+        out.append(known.get(r, [r, float("nan"), "?", ""]))
+    culprits = [s for s in out if str(s[2]) in ("T", "D")]
+    return culprits or out
+
+
 def message(run, path: str, watch_s: float, name: str = "write") -> str:
     """What the watchdog says: a rank still writing names itself; a rank that finished names
-    rank 0, which ends the write phase and evidently could not."""
+    rank 0, which ends the write phase and evidently could not; a rank waiting for the others
+    inside the engine (MPI-IO) names what it waits in and, on rank 0, who never came."""
     t = run.team
+    if run.waiting_in and run.rank != 0:
+        return ""  # rank 0 names who never came; this rank speaks only if rank 0 does not (end)
+    if run.waiting_in:
+        from mpiwrite.run.watch import state_text
+        from mpiwrite.text import world_ranks_of
+
+        gone = absent(run)
+        who = ""
+        if gone:
+            shown = [f"rank {s[0]} on {run.ledger.host_of(int(s[0]))}"
+                     + (f" (state {state_text(str(s[2]), str(s[3]))})" if s[2] != "?" else "")
+                     for s in gone[:4]]
+            who = (f"; never came: {'; '.join(shown)}"
+                   + (f" and {len(gone) - 4} more ({world_ranks_of([int(s[0]) for s in gone])})"
+                      if len(gone) > 4 else ""))
+        return (f"run timed out: rank {run.rank} on {t.host} waited for the other ranks in "
+                f"{run.waiting_in} past --timeout {watch_s:g}s{who}; ending the job")
     if run.finished_writing and run.rank != 0:
         return (f"run timed out: rank 0 on {run.root_host} did not end the write phase within "
                 f"--timeout {watch_s:g}s (rank {run.rank} on {t.host} finished its writes and "
@@ -82,8 +124,17 @@ def end(run, watch_s: float) -> None:
         return left
 
     done = bounded(clean, CLEANUP_SECONDS)
+    removed = done is not None and isinstance(done[0], list) and not done[0]
     if not ledger.keeps_record:  # ranks but 0 (a NullLedger)
         time.sleep(PEER_WAIT_SECONDS)  # rank 0's watchdog fires alike and records the timeout
+        if removed:
+            bounded(files.release_lock, CLEANUP_SECONDS)
+        if run.waiting_in:  # still here: rank 0 did not end the job, so this rank says why
+            sys.stderr.write(printable(
+                f"mpiwrite: run timed out: rank {rank} on {run.team.host} waited for the other "
+                f"ranks in {run.waiting_in} past --timeout {watch_s:g}s; rank 0 on "
+                f"{run.root_host} did not end the job within {PEER_WAIT_SECONDS:g}s more "
+                "(stopped or hung); ending the job") + "\n")
         return
     left = done[0] if done is not None and isinstance(done[0], list) else None
     if left is None:  # the filesystem did not answer: name every file the run may have left
@@ -97,7 +148,15 @@ def end(run, watch_s: float) -> None:
     if board is not None:
         run.progress.close()  # the view stops; one line says what it saw
     missing = (board.missing() or [0]) if board is not None else [0]
-    said = bounded(lambda: ledger.timed_out(missing, it, watch_s,
-                                            board.stuck() if board else ()), run.team.grace)
+    stuck = list(board.stuck()) if board else []
+    gone = absent(run)  # waiting in a collective: the ranks that never came, not this one
+    if gone:
+        missing = sorted(int(s[0]) for s in gone)
+        stuck = [s for s in gone if s[2] != "?"] + stuck
+    said = bounded(lambda: ledger.timed_out(missing, it, watch_s, stuck), run.team.grace)
     if said and isinstance(said[0], str) and "the filesystem client is hung" in said[0]:
         sys.stderr.write(printable(said[0]) + "\n")
+    if removed:  # its node's files are gone and the run is recorded: its lock goes too (a
+        # rank stopped, not dead, would hold the keeper's clean-up until it is killed); a
+        # file left keeps the lock file, which proves the run over to `clean` once it is
+        bounded(files.release_lock, CLEANUP_SECONDS)

@@ -6,9 +6,10 @@ import json
 import os
 import re
 import shutil
+import signal
 
 import pytest
-from common import cli, mpirun, only_record
+from common import cli, kill_group, mpirun, only_record
 
 from mpiwrite.vocab import pattern
 
@@ -175,3 +176,42 @@ def test_the_read_phase_reads_and_checks_another_ranks_blocks_where_its_pattern_
     assert rec.status == "complete"
     assert (rec.ranks["read_bytes"] == 16 * BS).all(), rec.ranks.dtype.names
     assert (rec.ranks["verify_mismatches"] == 0).all() and (rec.ranks["read_status"] == 0).all()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("n,mode,stopped", [(2, "--independent", 1), (3, "--collective", 2)])
+def test_a_stopped_rank_is_named_under_mpi_io_not_the_one_that_waits(tmp_path, n, mode,
+                                                                     stopped):
+    """SIGSTOP one rank while a shared file is written through MPI-IO: the others wait for it
+    inside MPI (the closing agreement, or every collective write), where no progress of
+    theirs is seen.  Once rank 0's watchdog named rank 0 ("still writing ... state R") and the
+    lock file was left; now the stopped rank is named, in the line and in the record, and
+    nothing of the run is left in TARGET."""
+    from common import MPIEXEC, rank_pids, start, wait, wait_for_bytes
+
+    if MPIEXEC is None:
+        pytest.skip("no mpiexec")
+    proc = start(n, ["run", "d", "--count", "200000", "-b", "64k", "-t", "4", "--timeout",
+                     "6", "--engine", "mpiio", mode, "--layout", "shared", "--allow-fill",
+                     "--results", "r"], tmp_path)
+    pids = {}
+    try:
+        pids = rank_pids(tmp_path, n)
+        wait_for_bytes(tmp_path / "d", 2**20)
+        os.kill(pids[stopped], signal.SIGSTOP)
+        rc, _out, err = wait(proc, 60)
+    finally:
+        for pid in pids.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        kill_group(proc)
+    said = [ln for ln in err.splitlines() if ln.startswith("mpiwrite:")]
+    assert rc == 1 and len(said) == 1, err
+    assert f"never came: rank {stopped} on" in said[0] and "T (stopped)" in said[0], said
+    rec = only_record(str(tmp_path / "r"))
+    assert rec.status == "timeout"
+    assert f"rank {stopped} did not finish" in rec.attrs["error"], rec.attrs["error"]
+    left = os.listdir(tmp_path / "d") if (tmp_path / "d").exists() else []
+    assert left == [], left
