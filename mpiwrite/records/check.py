@@ -31,6 +31,38 @@ _FLOATS: Dict[Any, Any] = {}  # per table type: its float fields and their byte 
 _OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
 
 
+def member_kinds(tid) -> Dict[str, str]:
+    """A compound HDF5 type's fields as numpy kind letters: "i", "u", "f", or "V" for
+    anything else (an array, text) and for a number h5py would not read as stored (a float
+    that is not IEEE: a bit-flipped exponent field makes h5py choose a 16-byte long double
+    over 8 stored bytes, and the table reads as garbage through h5py's high-level API but as
+    the right values through a memory type).  The one answer of both readers (h5._read's
+    Checker.table and h5read.table): one record, one answer.  A name that is not UTF-8 is a
+    UnicodeDecodeError (a ValueError: damaged) for both."""
+    import h5py
+
+    h5t = h5py.h5t
+    if tid.get_class() != h5t.COMPOUND:
+        return {}
+    out: Dict[str, str] = {}
+    for j in range(tid.get_nmembers()):
+        cls = tid.get_member_class(j)
+        sub = tid.get_member_type(j)
+        kind = "V"
+        if cls in (h5t.INTEGER, h5t.FLOAT):
+            try:
+                faithful = sub.dtype.itemsize == sub.get_size()
+            except (TypeError, ValueError):  # a type h5py cannot map at all
+                faithful = False
+            if faithful:
+                kind = "f" if cls == h5t.FLOAT else \
+                    "i" if sub.get_sign() == h5t.SGN_2 else "u"
+        # strictly: h5py's own reading of the type fails on a name that is not UTF-8 (a
+        # bit-flipped field name), so the fast reader must not take it as a missing field
+        out[tid.get_member_name(j).decode("utf-8")] = kind
+    return out
+
+
 class Checker:
     """Raises RecordError(f"{path}: {what}: {why}") for the record at path."""
 
@@ -155,8 +187,7 @@ class Checker:
         self.dataset(name, dset)
         if dset.dtype.names is None:
             raise self.fail(name, f"expected a table with fields, found {dset.dtype}")
-        kinds = {f: ("V" if dset.dtype[f].shape else dset.dtype[f].kind)
-                 for f in dset.dtype.names}
+        kinds = member_kinds(dset.id.get_type())  # as the fast reader sees them (h5read)
         present = self.fields(name, kinds, expected, later)
         self.rows(name, dset, max_rows, expected.itemsize)
         return self.fill(name, dset[()], present, expected)

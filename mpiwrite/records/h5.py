@@ -234,7 +234,6 @@ def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:
     everything is checked before use (check.py).  The record's `identity` is the file's
     (device, inode, size, mtime, ctime in ns); with `expect`, a file that no longer has it is
     refused before libhdf5 sees it (records/sandbox.py)."""
-    import h5py
 
     try:
         fd = files.open_regular(path)
@@ -248,8 +247,8 @@ def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:
             raise RecordError(f"{path}: changed while it was being read; run the command "
                               "again")
         try:
-            h5 = h5py.File(fh, "r")
-        except (OSError, ValueError) as exc:
+            h5 = _open(fh, st.st_size)
+        except (OSError, ValueError, OverflowError) as exc:
             raise RecordError(f"{path}: not a readable HDF5 file ({exc})") from None
         with h5:
             rec = _from_h5(h5, path)
@@ -261,6 +260,22 @@ def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:
         raise RecordError(f"{path}: damaged or incomplete record ({exc})") from None
     finally:
         fh.close()
+
+
+IMAGE_LIMIT = 64 * 1024 * 1024  # larger records are read through the file, not an image
+
+
+def _open(fh, size: int):
+    """The h5py File of an open record: from an image of its bytes in memory, as the fast
+    reader opens it (records/runlevel.py), so that a damaged superblock is one answer for
+    `show` and `report` (a file-object driver refused an end-of-file address the image
+    reads past); through the file itself above IMAGE_LIMIT."""
+    import h5py
+
+    if size > IMAGE_LIMIT:
+        return h5py.File(fh, "r")
+    data = fh.read(IMAGE_LIMIT + 1)
+    return h5py.File(h5py.h5f.open_file_image(data), "r")
 
 
 def raw_attrs(items) -> Dict[str, Any]:

@@ -154,24 +154,29 @@ def dataset(ck, root, name: str):
     return d, int(space.get_simple_extent_dims()[0]), d.get_type()
 
 
-def members(tid) -> Dict[str, str]:
-    """A compound type's fields as numpy kind letters ("V": neither integer nor float)."""
-    import h5py
+_WHOLE: Dict[bytes, np.dtype] = {}
 
-    if tid.get_class() != h5py.h5t.COMPOUND:
-        return {}
-    key = tid.encode()  # the same type in every record of a version: looked at once
+
+def whole_type(tid) -> np.dtype:
+    """The numpy dtype h5py's high-level API reads a dataset of type `tid` as (what `show`
+    reads), worked out once per distinct type."""
+    key = tid.encode()
+    if key not in _WHOLE:
+        if len(_WHOLE) > 64:
+            _WHOLE.clear()
+        _WHOLE[key] = tid.dtype
+    return _WHOLE[key]
+
+
+def members(tid) -> Dict[str, str]:
+    """A compound type's fields as numpy kind letters (recordcheck.member_kinds), worked
+    out once per distinct type: the same type in every record of a version."""
+    key = tid.encode()
     if key in _MEMBERS:
         return _MEMBERS[key]
     if len(_MEMBERS) > 64:  # bounded whatever the records hold
         _MEMBERS.clear()
-    out = _MEMBERS[key] = {}
-    for j in range(tid.get_nmembers()):
-        cls = tid.get_member_class(j)
-        sub = tid.get_member_type(j)
-        kind = ("i" if sub.get_sign() == h5py.h5t.SGN_2 else "u") if cls == h5py.h5t.INTEGER \
-            else "f" if cls == h5py.h5t.FLOAT else "V"
-        out[tid.get_member_name(j).decode("utf-8", "replace")] = kind
+    out = _MEMBERS[key] = recordcheck.member_kinds(tid)
     return out
 
 

@@ -47,12 +47,12 @@ from mpiwrite.records.h5read import (
     node_type,
     root_attrs,
     table,
+    whole_type,
 )
 from mpiwrite.records.model import RunRecord
-from mpiwrite.units import MiB
 from mpiwrite.vocab.status import RunStatus
 
-IMAGE_LIMIT = 64 * MiB  # larger records are read as they always were (h5._read)
+IMAGE_LIMIT = h5.IMAGE_LIMIT  # larger records are read through the file (h5._read)
 RSTAT_DTYPE = np.dtype([("iteration", "<i4"), ("n", "<i8"), ("mean", "<f8"), ("m2", "<f8"),
                         ("read_n", "<i8"), ("read_mean", "<f8"), ("read_m2", "<f8")])
 RATE_COLUMNS = {"MB_per_s": "", "read_MB_per_s": "read_"}
@@ -156,10 +156,12 @@ def _read(path: str):
     return build(path, material, ident), material, ident
 
 
-def _read_material(path: str):
+def _read_material(path: str, whole: bool = False):
     """(material, identity) of the file at path, after the HDF5-level checks only (what a
     worker of records/sandbox.py does; the values are checked by `build`); material None
-    for a record too large to be read as an image."""
+    for a record too large to be read as an image.  With `whole`, every table of the record
+    is also read and checked as h5._read checks it, from the same image (the whole-record
+    check that `report` needs before it counts a run `show` would refuse)."""
     try:
         fd = files.open_regular(path)
     except OSError as exc:
@@ -179,7 +181,7 @@ def _read_material(path: str):
     finally:
         os.close(fd)
     try:
-        material = _extract(path, b"".join(chunks))
+        material = _extract(path, b"".join(chunks), whole)
     except RecordError:
         raise
     except (KeyError, OSError, ValueError, TypeError, RuntimeError) as exc:
@@ -195,8 +197,9 @@ def _whole_file(path: str, ident: Tuple[int, ...], rec: RunRecord) -> RunLevel:
     return lvl
 
 
-def _extract(path: str, data: bytes) -> Dict[str, Any]:
-    """The run-level material of a record's bytes, after the HDF5-level checks."""
+def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
+    """The run-level material of a record's bytes, after the HDF5-level checks (`whole`:
+    and every other table read and checked, as h5._read does)."""
     import h5py
 
     ck = recordcheck.Checker(path)
@@ -220,7 +223,8 @@ def _extract(path: str, data: bytes) -> Dict[str, Any]:
     its = table(ck, root, "iterations", ITER_DTYPE, recordcheck.MAX_ITERATIONS,
                  LATER_ITER_FIELDS)
     per_rank = (len(its) + 1) * nranks
-    ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS, USED_RANK_FIELDS)
+    ranks = table(ck, root, "ranks", RANK_DTYPE, per_rank, LATER_RANK_FIELDS,
+                  None if whole else USED_RANK_FIELDS)
     ck.iteration_numbers(its, ranks)
     d, n, tid = dataset(ck, root, "nodes")
     names = members(tid)
@@ -232,6 +236,9 @@ def _extract(path: str, data: bytes) -> Dict[str, Any]:
     nodes = np.empty(n, ndt)
     if n:
         d.read(h5py.h5s.ALL, h5py.h5s.ALL, nodes, nmt)
+        if whole:  # the node table whole, as show reads it: h5py's own types, every string
+            full = whole_type(tid)
+            d.read(h5py.h5s.ALL, h5py.h5s.ALL, np.empty(n, full), mtype(full))
     facts = [h5._text(v) for v in nodes["facts_json"]]
     if len(ranks):
         if not n:
@@ -243,12 +250,18 @@ def _extract(path: str, data: bytes) -> Dict[str, Any]:
         if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
             raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
     _unread(ck, root, per_rank, n)
+    optional = _whole_check(ck, root, links, ranks, nranks, len(its), n) if whole else []
     counters: List[Dict[str, Any]] = []
-    if "client_counters" in links:
-        with h5py.File(fid) as f:  # rare (Lustre, NFS, ceph clients): the checked reader
-            counters = ck.optional_rows(f, "client_counters",
-                                        {"node": n, "iteration": len(its) + 1},
-                                        "counters_json", (len(its) + 1) * max(n, 1))
+    if "client_counters" in links or optional:
+        # rare tables (Lustre, NFS, ceph clients; layouts, latency): the checked reader, one
+        # File over the image (closing it closes the image: it is opened once, here)
+        with h5py.File(fid) as f:
+            for name, bounds, field, rows in optional:
+                ck.optional_rows(f, name, bounds, field, rows)
+            if "client_counters" in links:
+                counters = ck.optional_rows(f, "client_counters",
+                                            {"node": n, "iteration": len(its) + 1},
+                                            "counters_json", (len(its) + 1) * max(n, 1))
     material.update(iterations=its, nodes=facts,
                     clock=np.stack([nodes["clock_offset_seconds"],
                                     nodes["clock_uncertainty_seconds"]], axis=1),
@@ -282,6 +295,30 @@ def _unread(ck, root, per_rank: int, nnodes: int) -> None:
             d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
             for i, e in enumerate(texts):
                 ck.json(f"errors[{i}]", e, dict)
+
+
+def _whole_check(ck, root, links, ranks, nranks: int, nits: int, nnodes: int) -> list:
+    """The rest of h5._read's checks, through the image already open: the samples' data (its
+    rows bounded by the rank rows stored, every value finite) and each node's raw facts as
+    JSON objects; returned, the optional tables a report does not use, for the caller's
+    checked reader.  A record that fails them is refused here as `show` would refuse it,
+    without a second read of the file."""
+    import h5py
+
+    table(ck, root, "samples", SAMPLE_DTYPE,
+          len(ranks) * recordcheck.MAX_SAMPLES_PER_RANK_ITERATION, LATER_SAMPLE_FIELDS)
+    d, n, _tid = dataset(ck, root, "nodes_raw")
+    if n:
+        dt = np.dtype(h5py.string_dtype())
+        texts = np.empty(n, dt)
+        d.read(h5py.h5s.ALL, h5py.h5s.ALL, texts, mtype(dt))
+        for i, raw in enumerate(texts[:nnodes]):
+            ck.json(f"nodes_raw[{i}]", raw, dict)
+    return [(name, bounds, field, rows) for name, bounds, field, rows in (
+        ("rank_layouts", {"rank": nranks, "iteration": nits + 1}, "layout_json",
+         (nits + 1) * nranks),
+        ("latency_histograms", {"node": nnodes, "iteration": nits + 1}, "latency_json",
+         (nits + 1) * max(nnodes, 1))) if name in links]
 
 
 # -- checking material (from a file or from the index) ----------------------------------------

@@ -25,15 +25,14 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
         rec = h5._read(path)
         return {"ok": True, "ident": list(getattr(rec, "identity", ()) or ()),
                 "record": sandbox.pack_record(rec)}
-    material, ident = runlevel._read_material(path)
+    # the whole record read and checked, as `show` reads it, from the one image read: a record
+    # that cannot be read whole is not a good run anywhere (a bit-flipped table the run-level
+    # part does not read once made `report` count a run that `show` refused)
+    material, ident = runlevel._read_material(path, whole=True)
     if material is None:  # too large for an image: read whole here, sent whole
         rec = h5._read(path, expect=ident)
         return {"ok": True, "whole": True, "ident": list(ident),
                 "record": sandbox.pack_record(rec)}
-    # the whole record read and checked first, as `show` reads it: a record that cannot be
-    # read whole is not a good run anywhere (a bit-flipped table the run-level part does not
-    # read once made `report` count a run that `show` refused)
-    h5._read(path, expect=ident)
     rec = runlevel.build(path, material, ident)  # every value checked here
     doc = runrows.doc_of(rec)
     text = sandbox.json_text(doc)  # None: it does not read back exactly, so not kept

@@ -287,6 +287,10 @@ def test_samples_are_bounded_by_the_rank_rows_stored_not_the_declared_ranks(tmp_
 # made libhdf5 abort or segfault (read alone) or, 517, loop for good (9 of
 # 700 mutants)
 CRASHERS = (128, 189, 221, 325, 361, 418, 534, 694)
+# mutants the two readers once answered differently: a float type h5py reads as a 16-byte
+# long double (128), a field name that is not UTF-8 (100), an end-of-file address that only
+# a file-object driver refused (1096); 1,150 seeds agree after them
+TWO_ANSWERS = (100, 128, 1096)
 STALLS = 517
 
 
@@ -366,12 +370,13 @@ def test_report_and_show_give_one_answer_for_every_bit_flipped_record(tmp_path):
     d = tmp_path / "mixed"
     d.mkdir()
     synth.make(d / "g0.h5", [500.0, 501.0], "20260101T000000Z-00good", tags={"cfg": "a"})
-    for seed in CRASHERS:
+    seeds = sorted(set(CRASHERS + TWO_ANSWERS))
+    for seed in seeds:
         (d / f"m{seed}.h5").write_bytes(_mutant(seed))
     out = cli(["report", str(d), "--by", "cfg", "--skip-bad", "--no-cache"], cwd=tmp_path,
               timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    for seed in CRASHERS:
+    for seed in seeds:
         path = d / f"m{seed}.h5"
         skipped = any(f"skipped {path}" in ln for ln in out.stderr.splitlines())
         shown = cli(["show", str(path)], cwd=tmp_path, timeout=100)
