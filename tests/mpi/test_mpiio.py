@@ -191,8 +191,8 @@ def test_a_stopped_rank_is_named_under_mpi_io_not_the_one_that_waits(tmp_path, n
 
     if MPIEXEC is None:
         pytest.skip("no mpiexec")
-    proc = start(n, ["run", "d", "--count", "200000", "-b", "64k", "-t", "4", "--timeout",
-                     "6", "--engine", "mpiio", mode, "--layout", "shared", "--allow-fill",
+    proc = start(n, ["run", "d", "--count", "200000", "-b", "64k", "-t", "3", "--timeout",
+                     "4", "--engine", "mpiio", mode, "--layout", "shared", "--allow-fill",
                      "--results", "r"], tmp_path)
     pids = {}
     try:

@@ -291,7 +291,7 @@ def test_a_setting_held_by_a_live_study_is_refused_to_another(tmp_path):
 
 SLOW_SET = """#!/bin/bash
 # the stand-in lctl, slow to turn checksums off; it says when it has begun
-[ "$1" = set_param ] && [ "${2##*=}" = 0 ] && : > {began} && sleep 8
+[ "$1" = set_param ] && [ "${2##*=}" = 0 ] && : > {began} && sleep 5
 exec {real} "$@"
 """
 
@@ -299,7 +299,7 @@ exec {real} "$@"
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_a_slow_set_ends_with_its_job_and_changes_nothing_after_it(tmp_path, how):
-    """A point's `set` that takes 8 s, its job ended 1 s into it: by SIGTERM to mpiexec
+    """A point's `set` that takes 5 s, its job ended 1 s into it: by SIGTERM to mpiexec
     (the ranks end the set, restore and exit 143) or by SIGKILL of the launcher and its ranks
     (the set, in a session of its own, dies with its rank).  Once the set ran on after the
     launch had ended and turned the setting off for good."""
@@ -330,7 +330,7 @@ def test_a_slow_set_ends_with_its_job_and_changes_nothing_after_it(tmp_path, how
         assert proc.returncode == 143, (proc.returncode, err[-1500:])
         assert "did not end the job" not in err and "rank 0 on ?" not in err, err
         assert "ended: the job it belongs to is ending; restoring" in out, out[-1500:]
-    time.sleep(9)  # past the set's own end, had it gone on
+    time.sleep(5)  # past the set's own end (5 s after it began), had it gone on
     assert checksums_now(root) == {"1"}, (out[-1500:], err[-1500:])
 
 
