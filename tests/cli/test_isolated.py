@@ -3,8 +3,10 @@ served from the index only in a worker process first (records/sandbox.py).
 
 The fixtures are bit-flipped copies of an 18 KB synthetic record (tests/synth.py), found by
 fuzzing with a fixed seed: one that makes libhdf5 segfault while the run-level part is read
-(the root attributes), one that corrupts the heap while the whole record is read (glibc
-aborts, or it segfaults), and one on which libhdf5 never returns."""
+(the root attributes), one that crashes it while the whole record is read (a table's data;
+its types are sound, so no check refuses it before the read), and one on which libhdf5
+never returns.  The whole-read one was found again once the
+readers checked the tables' types first: the earlier one was refused by that check."""
 
 import os
 import shutil
