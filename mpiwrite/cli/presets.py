@@ -16,41 +16,16 @@ stonewall ends the phase long before either is reached on most systems).
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import click
 
-PRESETS: Dict[str, Dict[str, object]] = {
-    "ior-easy-write": {"layout": "fpp", "pattern": "sequential", "block_size": 2 * 2**20,
-                       "stonewall": 300.0, "fsync": True},
-    "ior-hard-write": {"layout": "shared", "pattern": "strided", "block_size": 47008,
-                       "count": 1_000_000, "stonewall": 300.0, "fsync": True},
-}
-
-# how each option is written on the command line (what the preset line prints)
-_FLAG = {"layout": "--layout", "pattern": "--pattern", "block_size": "--block-size",
-         "stonewall": "--stonewall", "count": "--count", "fsync": "--fsync"}
-
-
-def _word(name: str, value) -> str:
-    if value is True:
-        return _FLAG[name]
-    if isinstance(value, float):
-        return f"{_FLAG[name]} {value:g}s"
-    return f"{_FLAG[name]} {value}"
+from mpiwrite.run import options
 
 
 def apply(ctx: click.Context, params: dict) -> Tuple[dict, List[str]]:
     """`params` with the preset's options where the command line left them at their defaults;
-    and the options the preset set, as words."""
-    name = params.get("preset")
-    if not name:
-        return params, []
-    out, words = dict(params), []
-    for key, value in PRESETS[name].items():
-        source = ctx.get_parameter_source(key)
-        if source in (None, click.core.ParameterSource.DEFAULT) and not (
-                key == "count" and params.get("size") is not None):
-            out[key] = value
-            words.append(_word(key, value))
-    return out, words
+    and the options the preset set, as words (run/options.apply_preset)."""
+    given = {name for name in params
+             if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)}
+    return options.apply_preset(params, given)

@@ -13,156 +13,58 @@ import sys
 import click
 
 from mpiwrite.cli.options import INT
-from mpiwrite.cli.presets import PRESETS
 from mpiwrite.cli.presets import apply as apply_preset
 from mpiwrite.errors import ConfigError
-from mpiwrite.run import config
+from mpiwrite.run import config, options
 from mpiwrite.run.process import launcher_rank, launcher_size
-from mpiwrite.units import RATE_UNITS, format_size, parse_size, parse_time
-from mpiwrite.vocab.offsets import PATTERNS
 
 
-class Size(click.ParamType):
-    name = "SIZE"
+class _Kind(click.ParamType):
+    """A click type over one of the table's converters (run/options.py): the command line
+    and a study's points read a value the same way."""
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        try:
-            n = parse_size(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-        if n <= 0:
-            self.fail(f"{value!r} must be larger than 0", param, ctx)
-        return n
-
-
-class Duration(click.ParamType):
-    name = "TIME"
+    def __init__(self, name: str, convert):
+        self.name, self._convert = name, convert
 
     def convert(self, value, param, ctx):
-        if isinstance(value, (int, float)):
-            return float(value)
         try:
-            return parse_time(value)
+            return self._convert(value)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
 
-SIZE, DURATION = Size(), Duration()
-D = config.DEFAULTS  # every default is RunConfig's; the options show them as a user writes them
+SIZE, DURATION = _Kind("SIZE", options.size), _Kind("TIME", options.duration)
+_TYPES = {"size": SIZE, "duration": DURATION, "int": INT}
 
 
-def _seconds(value: float) -> str:
-    return f"{value:g}s" if value else "0"
+def _click_option(opt: options.Opt):
+    """The click option of one entry of the table."""
+    kw = {"default": opt.default, "help": opt.help}
+    if opt.kind in _TYPES:
+        kw["type"] = _TYPES[opt.kind]
+    elif opt.kind == "choice":
+        kw["type"] = click.Choice(list(options.choices_of(opt)))
+    elif opt.kind == "flag":
+        kw = {"is_flag": True, "help": opt.help}
+    elif opt.kind == "texts":
+        kw = {"multiple": True, "help": opt.help}
+    if opt.metavar:
+        kw["metavar"] = opt.metavar
+    if opt.envvar:
+        kw["envvar"] = opt.envvar
+    return click.option(*opt.flags, opt.name, **kw)
 
 
-def _stripe_options(f):
-    """The three options, for `mpiwrite run` (applied bottom-up like any click decorators)."""
-    f = click.option("--ost-index", type=INT, default=None, metavar="I",
-                     help="Lustre: first OST of each file (-1 any).")(f)
-    f = click.option("--stripe-size", default=None, metavar="S",
-                     help="Lustre: stripe size, a multiple of 64KiB (e.g. 1M, 4MiB).")(f)
-    f = click.option("--stripe-count", type=INT, default=None, metavar="N",
-                     help="Lustre: OSTs per file (-1 all).")(f)
+def _run_options(f):
+    """Every option of `run`, from the table, in its order."""
+    for opt in reversed(options.TABLE):
+        f = _click_option(opt)(f)
     return f
 
 
 @click.command(context_settings={"show_default": True})
 @click.argument("target", required=False)
-@click.option("--layout", type=click.Choice(config.LAYOUTS), default=D.layout,
-              help="fpp: a file per rank; shared: one file, a contiguous segment per rank "
-              "(N-to-1).")
-@click.option("-b", "--block-size", type=SIZE, default=format_size(D.block_size),
-              help="Bytes per write call. "
-              "Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); kB, MB, GB are "
-              "decimal (1MB = 10^6 bytes, unlike fio).")
-@click.option("-s", "--size", type=SIZE, default=None,
-              help=f"Bytes per rank [default: {format_size(D.size)} unless --time or --count "
-                   "is given].")
-@click.option("--count", type=INT, default=None, help="Blocks per rank (instead of --size).")
-@click.option("-t", "--time", "time_limit", type=DURATION, default=None,
-              help="Stop writing after this long, counting only completed writes (lmdd time=): "
-                   "60, 60s, 5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).")
-@click.option("--fsync/--no-fsync", default=D.fsync,
-              help="fsync after the last write, inside the timed interval (lmdd fsync=1).")
-@click.option("--fsync-every", type=INT, default=D.fsync_every,
-              help="Also fsync after every N blocks.")
-@click.option("--direct", is_flag=True, help="O_DIRECT with an aligned buffer.")
-@click.option("-i", "--iterations", type=INT, default=D.iterations, help="Repetitions.")
-@click.option("--delay", type=DURATION, default=_seconds(D.delay),
-              help="Pause between iterations.")
-@click.option("--keep", is_flag=True, help="Keep the data files (default: remove them).")
-@click.option("--results", default=D.results, help="Folder for the HDF5 records.")
-@click.option("--no-record", is_flag=True, help="Do not write an HDF5 record.")
-@click.option("--json", "json_path", default=None,
-              help="Write a JSON summary to PATH, or '-' for stdout (then the table goes "
-                   "to stderr).")
-@click.option("--tag", "tags", multiple=True, help="KEY=VALUE stored with the run (repeatable).")
-@click.option("--tag-file", default=None, help="File of KEY=VALUE lines (# comments; spaces "
-              "around KEY and VALUE are dropped).")
-@click.option("--sample-interval", type=DURATION, default=_seconds(D.sample_interval),
-              help="How often each rank records its bytes written so far.")
-@click.option("--progress-interval", type=DURATION, default=_seconds(D.progress_interval),
-              help="How often rank 0 prints progress (0: never).")
-@click.option("--timeout", type=DURATION, default=None,
-              help="End the run if a rank has not finished its writes after this long "
-                   "[default: 3 x --time, at least 60s, when --time is given, else none; "
-                   "0: none].")
-@click.option("--stall", type=DURATION, default=None,
-              help="Name a rank whose bytes have not grown for this long, with what it waits "
-                   "on [default: 3 progress intervals; 0: never].")
-@click.option("--live/--no-live", default=None,
-              help="A live table, one row per node, redrawn each progress interval "
-                   "[default: on a terminal; else one line per interval].")
-@click.option("--files-per-dir", type=INT, default=D.files_per_dir,
-              help="Spread file-per-rank files over subdirectories of at most N files.")
-@click.option("--verify", is_flag=True, help="Read every block back and check it (timed "
-              "separately).")
-@click.option("--verify-shift", type=INT, default=D.verify_shift,
-              help="Verify the data of the rank N positions away (defeats the client cache).")
-@click.option("--read", is_flag=True, help="After writing, every rank reads (and with --verify "
-              "checks) a file another rank wrote, timed like the writes.")
-@click.option("--read-shift", type=INT, default=None,
-              help="Read the file of the rank N positions away [default: the ranks per node, "
-                   "so no client reads what its own cache holds].")
-@click.option("--drop-cache", is_flag=True, help="Before reading, drop the written pages from "
-              "this node's page cache (posix_fadvise DONTNEED; not a server's cache).")
-@click.option("--sysroot", default=None, envvar=config.FROM_ENVIRONMENT["sysroot"],
-              help="Read /proc and /sys under this folder (tests, modelling).")
-@click.option("--engine", type=click.Choice(config.ENGINES), default=D.engine,
-              help="posix: write()/pwrite() and fsync(); mpiio: MPI_File_write_at(_all) and "
-                   "MPI_File_sync; null: no I/O at all (tests of the coordination).")
-@click.option("--pattern", type=click.Choice(PATTERNS), default=D.pattern,
-              help="Where each block goes: sequential; strided: the ranks' blocks interleaved "
-                   "in one shared file (IOR -s with -t = -b); random: the rank's own blocks in "
-                   "a seeded random order, each once (IOR -z).")
-@click.option("--seed", type=INT, default=D.seed, help="The order of --pattern random "
-              "(recorded; the same seed writes the same offsets).")
-@click.option("--collective/--independent", default=None,
-              help="MPI-IO: MPI_File_write_at_all or MPI_File_write_at [default: independent "
-                   "with --engine mpiio].")
-@click.option("--mpiio-hint", "mpiio_hints", multiple=True, metavar="KEY=VALUE",
-              help="An MPI_Info hint for MPI_File_open, e.g. romio_cb_write=enable, cb_nodes=2, "
-                   "striping_factor=4 (repeatable; the hints in force are recorded).")
-@click.option("--stonewall", type=DURATION, default=None,
-              help="IO500's stonewall with wear-out: every rank stops issuing writes after this "
-                   "long, then the ranks that wrote less go on until they have written as much "
-                   "as the most productive one (IOR -D with stoneWallingWearOut=1).")
-@click.option("--preset", type=click.Choice(sorted(PRESETS)), default=None,
-              help="IO500's write phases: the options it stands for are printed and recorded; "
-                   "each can still be given (ior-easy-write: file per rank, 2MiB, stonewall "
-                   "300s; ior-hard-write: shared strided 47008-byte blocks, stonewall 300s).")
-@_stripe_options
-@click.option("--allow-fill", is_flag=True,
-              help="Write even when the planned bytes exceed the target filesystem's free "
-                   "space (checked before any data is written).")
-@click.option("--units", type=click.Choice(list(RATE_UNITS)), default="MB",
-              help="Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); "
-                   "records and JSON stay in MB/s.")
-@click.option("--ior-summary", is_flag=True,
-              help="Also print IOR's summary line, 'Max Write: X MiB/sec (Y MB/sec)' (the best "
-                   "iteration, open time included as IOR counts it), for IOR parsers.")
+@_run_options
 @click.pass_context
 def run(ctx, **_params):
     """Run the parallel write test into TARGET (a directory; default ./mpiwrite-data)."""
@@ -197,7 +99,7 @@ def shared_params(ctx) -> dict:
     parsing their own (cli/ranks.py): an option click read from the environment, or left at
     its default, is None, for each rank to read from its own environment."""
     params = dict(ctx.params)
-    for name in config.FROM_ENVIRONMENT:
+    for name in options.FROM_ENVIRONMENT:
         if ctx.get_parameter_source(name) != click.core.ParameterSource.COMMANDLINE:
             params[name] = None
     return params

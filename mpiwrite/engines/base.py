@@ -59,9 +59,11 @@ class Engine:
     def has(self, flag: str) -> bool:
         return flag in self.flags
 
-    def problem(self, options: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    def problem(self, options: Dict[str, Any],
+                flag_of: Callable[[str, Any], str]) -> Optional[Tuple[str, str]]:
         """(option, why) when this engine cannot run with these options: the checks every
-        engine gets by its flags, then its own."""
+        engine gets by its flags, then its own.  `flag_of(name, value)`: how the option of a
+        setting is written (run/options.py: the base knows no option's spelling)."""
         if not self.has(VERIFY) and (options.get("verify") or options.get("verify_shift")):
             return "--verify", (f"the {self.name} engine writes nothing, so there is nothing "
                                 "to verify")
@@ -74,7 +76,7 @@ class Engine:
             value = options.get(key.name)
             if value is None or value == {} or value == "":
                 continue
-            flag = key.flags[0] if value is not False else key.flags[-1]
+            flag = flag_of(key.name, value)
             return flag, (f"the {self.name} engine does not take {flag}: it is an option of "
                           f"the {key.engine} engine (--engine {key.engine})")
         return self.check(options) if self.check else None

@@ -16,6 +16,7 @@ from typing import Dict, Optional
 from mpiwrite import structs
 from mpiwrite.engines import base as engines
 from mpiwrite.errors import ConfigError, why
+from mpiwrite.run import options
 from mpiwrite.text import printable
 from mpiwrite.units import MAX_BYTES, MAX_SECONDS
 from mpiwrite.vocab import defaults
@@ -102,14 +103,7 @@ class RunConfig:
 DEFAULTS = RunConfig()  # every default (vocab/defaults.py); the command line reads them here
 
 
-# The option that sets each RunConfig field, for messages about settings.
-_OPTION_OF = {"target": "TARGET", "tags": "--tag/--tag-file", "results": "--results/--no-record",
-              "json_path": "--json", "time_limit": "--time", "size": "--size/--count",
-              "fsync": "--fsync/--no-fsync"}
-
-
-def option_name(field: str) -> str:
-    return _OPTION_OF.get(field, "--" + field.replace("_", "-"))
+option_name = options.option_name  # the option that sets each RunConfig field (messages)
 
 
 def _fail(option: str, message: str) -> ConfigError:
@@ -309,7 +303,7 @@ def build(
     if kwargs.get("engine", ENGINES[0]) not in ENGINES:
         raise _fail("--engine", f"{kwargs['engine']!r} is not one of {', '.join(ENGINES)}")
     engine = engines.get(kwargs.get("engine", ENGINES[0]))
-    problem = engine.problem(kwargs)
+    problem = engine.problem(kwargs, options.flag_for)
     if problem:
         raise _fail(*problem)
     if engine.has(engines.COLLECTIVE) and kwargs.get("collective") is None:
@@ -405,27 +399,20 @@ def from_params(p: dict) -> RunConfig:
     except FileNotFoundError:  # a ConfigError: under a launcher the ranks agree on one line
         raise ConfigError("the current folder was removed; change to an existing folder") \
             from None
-    return build(
-        target=p["target"], layout=p["layout"], block_size=p["block_size"], size=p["size"],
-        count=p["count"], time_limit=p["time_limit"], fsync=p["fsync"],
-        fsync_every=p["fsync_every"], direct=p["direct"], iterations=p["iterations"],
-        delay=p["delay"], keep=p["keep"], results=None if p["no_record"] else p["results"],
-        json_path=p["json_path"], tags=parse_tags(p["tags"], p["tag_file"]),
-        sample_interval=p["sample_interval"], progress_interval=p["progress_interval"],
-        timeout=p["timeout"], stall=p.get("stall"), files_per_dir=p["files_per_dir"],
-        verify=p["verify"], verify_shift=p["verify_shift"], sysroot=p["sysroot"] or "/",
-        engine=p["engine"],
-        read=p["read"], read_shift=p["read_shift"], drop_cache=p["drop_cache"],
-        stripe_count=p["stripe_count"], stripe_size=p["stripe_size"], ost_index=p["ost_index"],
-        allow_fill=p["allow_fill"], pattern=p.get("pattern") or PATTERNS[0],
-        seed=p.get("seed") or 0, collective=p.get("collective"),
-        mpiio_hints=parse_hints(p.get("mpiio_hints")), stonewall=p.get("stonewall"),
-        preset=p.get("preset") or "")
+    # every option that sets its RunConfig field one to one, from the table; then the few
+    # that combine or stand for something else
+    fields = {o.name: p.get(o.name) for o in options.TABLE if o.field}
+    fields.update(results=None if p.get("no_record") else p.get("results"),
+                  tags=parse_tags(p.get("tags"), p.get("tag_file")),
+                  sysroot=p.get("sysroot") or "/", pattern=p.get("pattern") or PATTERNS[0],
+                  seed=p.get("seed") or 0, mpiio_hints=parse_hints(p.get("mpiio_hints")),
+                  preset=p.get("preset") or "")
+    return build(target=p.get("target"), **fields)
 
 
 # Options of `run` that may come from the environment (click's envvar): a rank that takes
 # rank 0's parsed options reads these from its own (cli/ranks.py; a node's --sysroot).
-FROM_ENVIRONMENT = {"sysroot": "MPIWRITE_SYSROOT"}
+FROM_ENVIRONMENT = options.FROM_ENVIRONMENT
 
 # Settings that may differ between nodes: each node reads its own facts.
 NODE_LOCAL = ("sysroot",)

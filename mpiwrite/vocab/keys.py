@@ -52,8 +52,9 @@ class Key(NamedTuple):
     not take its name (run --tag).  `owner`: the client whose setting or fact it is (shown
     with that client: clients/ `own_keys`); `engine`: the engine whose option it is (the
     other engines refuse it: engines/base.Engine.problem); `when_used`: a run option that
-    is a key only of the runs that used it (its value as given); `flags`: its command-line
-    spellings (for a switch, on then off)."""
+    is a key only of the runs that used it (its value as given); `part_of`: an option whose
+    value is part of another key's (no key of its own).  An option's spelling,
+    type, default and help are its entry in run/options.py."""
     name: str
     kind: str
     source: str
@@ -64,8 +65,8 @@ class Key(NamedTuple):
     builtin: bool = True
     owner: str = ""
     when_used: bool = False
-    flags: Tuple[str, ...] = ()
     engine: str = ""
+    part_of: str = ""  # an option whose value another key carries: fsync's `every N`
 
 
 def _study(name: str, kind: str = LABEL) -> Key:
@@ -106,9 +107,8 @@ TABLE: Tuple[Key, ...] = (
     # where the blocks go and how MPI-IO writes them: a strided or random write, or a
     # collective one, is not the same measurement as a sequential independent stream
     Key("pattern", DURABILITY, OPTION),
-    Key("collective", DURABILITY, OPTION, engine="mpiio",
-        flags=("--collective", "--independent")),
-    Key("mpiio_hints", SETTING, OPTION, engine="mpiio", flags=("--mpiio-hint",)),
+    Key("collective", DURABILITY, OPTION, engine="mpiio"),
+    Key("mpiio_hints", SETTING, OPTION, engine="mpiio"),
     Key("seed", SETTING, OPTION),
     Key("stonewall", SETTING, OPTION, when_used=True),
     Key("preset", LABEL, OPTION, when_used=True),
@@ -124,7 +124,7 @@ TABLE: Tuple[Key, ...] = (
     Key("size", SETTING, OPTION, file_decides=True),
     Key("time_limit", SETTING, OPTION, file_decides=True),
     Key("iterations", SETTING, OPTION, file_decides=True),
-    Key("fsync_every", SETTING, OPTION, file_decides=True),
+    Key("fsync_every", SETTING, OPTION, file_decides=True, part_of="fsync"),
     Key("mpi", FACT, DERIVED),  # no tool's output names its MPI library: --fact mpi= may
     Key("mpiio", FACT, DERIVED),  # the MPI-IO implementation of an mpiio run: ROMIO or OMPIO
     Key("tool", SETTING, DERIVED, file_decides=True),

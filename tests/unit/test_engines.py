@@ -70,9 +70,11 @@ def test_what_it_writes_reads_back_as_much(engine, tmp_path):
 def test_capabilities_come_with_what_they_need(engine):
     assert bool(engine.verify) == engine.has(base.VERIFY)
     assert bool(engine.create_shared) == engine.has(base.FILES)
+    from mpiwrite.run.options import flag_for
+
     if not engine.has(base.VERIFY):
-        assert engine.problem({"verify": True})[0] == "--verify"
-    assert engine.problem({}) is None
+        assert engine.problem({"verify": True}, flag_for)[0] == "--verify"
+    assert engine.problem({}, flag_for) is None
 
 
 def test_the_shared_file_is_made_once_and_never_through_a_planted_link(tmp_path):
