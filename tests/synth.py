@@ -224,9 +224,9 @@ def study_records(study_file, mean_of, seed: int = 1, noise: float = 0.02, gener
         return _ordered_records(study_file, mean_of, carry, seed, noise, generation)
     import os
 
-    from mpiwrite.cli.study import check
     from mpiwrite.study import execute, resume
     from mpiwrite.study.plan import load
+    from mpiwrite.study.points import check
 
     st = load(str(study_file))
     problems, configs = check(st)
@@ -253,9 +253,9 @@ def study_records(study_file, mean_of, seed: int = 1, noise: float = 0.02, gener
 def _ordered_records(study_file, mean_of, carry, seed, noise, generation):
     import os
 
-    from mpiwrite.cli.study import check
     from mpiwrite.study import execute, resume
     from mpiwrite.study.plan import load
+    from mpiwrite.study.points import check
 
     st = load(str(study_file))
     problems, configs = check(st)

@@ -9,146 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import click
 
-from mpiwrite import structs
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.study import order, settle
 from mpiwrite.study.plan import Problem, Study, StudyError, load
+from mpiwrite.study.points import OVERHEAD_SECONDS, check, estimate, value_text
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
 from mpiwrite.vocab.axes import run_option
-
-OVERHEAD_SECONDS = 2.0  # a run inside a study: settings, barriers, the record (no start-up)
-
-
-def _options() -> Dict[str, click.Option]:
-    """`run`'s options by study key: the long name with `_` for `-` (`time`, `block_size`)."""
-    from mpiwrite.cli import runcmd
-
-    out = {}
-    for p in runcmd.run.params:
-        if isinstance(p, click.Option):
-            longs = [o for o in p.opts if o.startswith("--")]
-            if longs:
-                out[longs[0][2:].replace("-", "_")] = p
-    return out
-
-
-def _argv(key: str, value: Any, opts: Dict[str, click.Option]) -> List[str]:
-    """The command-line words that give option `key` the value `value`; ValueError if the
-    value cannot be one of that option's."""
-    p = opts[key]
-    flag = p.opts[0] if p.opts[0].startswith("--") else [o for o in p.opts if o[:2] == "--"][0]
-    if p.is_flag:
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        if value:
-            return [flag]
-        return [p.secondary_opts[0]] if p.secondary_opts else []
-    if isinstance(value, bool):
-        raise ValueError("must be a value, not true or false")
-    return [f"{flag}={value}"]  # one word: a value like `--help` is never read as an option
-
-
-def check(study: Study, values_only: bool = False) -> Tuple[List[Problem], List[Any]]:
-    """Every option's value, then every point's combination, checked as `run` checks them:
-    (problems, the RunConfig of each point)."""
-    from mpiwrite.cli import runcmd
-
-    opts = _options()
-    problems: List[Problem] = []
-
-    def line(table: str, key: str) -> int:
-        return study.lines.get((table, key), study.lines.get((table, ""), 0))
-
-    def parse(words: List[str]):
-        # the target after `--`: never read as an option (`--help`, `--keep`, `-i`)
-        ctx = runcmd.run.make_context("run", words + ["--", study.target])
-        params = dict(runcmd.apply_preset(ctx, ctx.params)[0], results=study.results,
-                      json_path=None, no_record=False)
-        return runcmd.config_from(params)
-
-    seen: Dict[Tuple[str, str], Any] = {}  # (axis, its value as `run` reads it) -> value
-    for table, items in (("run", study.fixed.items()),
-                         ("axes", [(k, v) for k, vs in study.axes.items() for v in vs])):
-        for key, value in items:
-            if not run_option(key):
-                continue
-            if key not in opts:
-                problems.append(Problem(line(table, key), f"[{table}] {key}",
-                                        "not an option of `mpiwrite run`"))
-                continue
-            try:
-                cfg = parse(_argv(key, value, opts))
-            except (ValueError, click.ClickException, ConfigError) as exc:
-                text = exc.format_message() if isinstance(exc, click.ClickException) else exc
-                problems.append(Problem(line(table, key), f"[{table}] {key} = {value!r}",
-                                        str(text)))
-                continue
-            if table == "axes":  # `1M`, `1MiB` and 1048576 are one value to `run`
-                same = (key, structs.replace(cfg, tags={}).to_json())
-                if same in seen:
-                    problems.append(Problem(line(table, key), f"[axes] {key}",
-                                            f"{_value(value)!r} is {_value(seen[same])!r} "
-                                            "again, as `run` reads it (given twice)"))
-                seen.setdefault(same, value)
-    if problems or values_only:
-        return _unique(problems), []
-    configs = []
-    fixed = [w for k, v in study.fixed.items() for w in _argv(k, v, opts)]
-    for i, point in enumerate(study.points()):
-        words = fixed + [w for k, v in point.items()
-                         if run_option(k)
-                         for w in _argv(k, v, opts)]
-        try:
-            configs.append(parse(words))
-        except (click.ClickException, ConfigError) as exc:
-            text = exc.format_message() if isinstance(exc, click.ClickException) else exc
-            problems.append(Problem(line("axes", ""), f"point {i} ({_point_text(point)})",
-                                    str(text)))
-    return _unique(problems), configs
-
-
-def _unique(problems: List[Problem]) -> List[Problem]:
-    seen, out = set(), []
-    for p in problems:
-        if (p.where, p.message) not in seen:
-            seen.add((p.where, p.message))
-            out.append(p)
-    return out
-
-
-def _value(v: Any) -> str:
-    """A value as the study file writes it (true/false, not Python's True/False)."""
-    return ("true" if v else "false") if isinstance(v, bool) else str(v)
-
-
-def _point_text(point: Dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_value(v)}" for k, v in point.items())
-
-
-def run_seconds(cfg, rate_MB_per_s: float) -> Tuple[float, str]:
-    """One run's estimated duration, and what the estimate rests on."""
-    gaps = cfg.delay * (cfg.iterations - 1)
-    if cfg.time_limit:
-        return cfg.time_limit * cfg.iterations + gaps, "the time limits"
-    return (cfg.size / (rate_MB_per_s * 1e6)) * cfg.iterations + gaps, \
-        f"sizes at an assumed {rate_MB_per_s:g} MB/s per rank (--rate)"
-
-
-def estimate(st: Study, configs: List[Any], rate: float) -> Tuple[float, str]:
-    """The study's duration in seconds (every run, plus the overhead between runs), and what
-    it rests on."""
-    total, basis = 0.0, ""
-    for i, _r in st.runs():
-        seconds, basis = run_seconds(configs[i], rate)
-        total += seconds + OVERHEAD_SECONDS
-    return total, basis
-
 
 STARTUP_SECONDS = 120.0  # of the job: Python and MPI on every node, settings read
 MARGIN = 1.2  # on the estimate, for the job's --time
@@ -245,12 +117,12 @@ def plan(file, rate):
                          f"; target {st.target}, results {st.results}"))
     if st.order == "interleaved" and st.settings:
         click.echo(printable(f"mpiwrite: warning: {order.ALIASED}"), err=True)
-    widths = [max(len(k), *(len(_value(p[k])) for p in points)) for k in keys]
+    widths = [max(len(k), *(len(value_text(p[k])) for p in points)) for k in keys]
     click.echo(printable(("  run  point  rep  " + "  ".join(k.ljust(w) for k, w in
                                                            zip(keys, widths))).rstrip()))
     total, basis = estimate(st, configs, rate)
     for n, (i, r) in enumerate(runs):
-        cells = "  ".join(_value(points[i][k]).ljust(w) for k, w in zip(keys, widths))
+        cells = "  ".join(value_text(points[i][k]).ljust(w) for k, w in zip(keys, widths))
         click.echo(printable(f"  {n:>3}  {i:>5}  {r:>3}  {cells}".rstrip()))
     balance = order.balance_lines(runs, points, keys) if st.repeat > 1 else []
     for line in balance:  # what the reports need to tell a run's level from the one before

@@ -106,10 +106,10 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     """Write a screening study over the tunables of the client serving TARGET: two levels
     each, k factors in about k+1 points, repetitions fitted to the budget, in a balanced
     seeded order (each level after each level about equally often)."""
-    from mpiwrite.cli.study import check, run_seconds
     from mpiwrite.files import check_output
     from mpiwrite.study.design import design
     from mpiwrite.study.plan import StudyError, parse
+    from mpiwrite.study.points import check, run_seconds
     from mpiwrite.units import format_seconds, parse_time
 
     if os.path.lexists(output):
