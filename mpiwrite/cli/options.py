@@ -7,31 +7,24 @@ from __future__ import annotations
 import click
 
 from mpiwrite.errors import ConfigError
+from mpiwrite.run.options import ASCII_INT_MOST, ascii_int
 from mpiwrite.vocab import metrics  # the table of metrics (no numpy)
 
 
 class AsciiInt(click.ParamType):
-    """An integer written in ASCII digits (an optional '-'), at most `most` in size: Python's
-    int() also takes '١٢' (Arabic-Indic digits), '1_0' and ' 12 ', which would record 12
-    iterations or render '#SBATCH --time=١٠' from a typo or a pasted value."""
+    """An integer written in ASCII digits (run/options.ascii_int: the one rule, for `run`'s
+    options, a study's points and every other command's)."""
 
     name = "integer"
 
-    def __init__(self, most: int = 2 ** 62):
+    def __init__(self, most: int = ASCII_INT_MOST):
         self.most = most
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            text = str(value)
-            digits = text[1:] if text.startswith("-") else text
-            if not (digits.isascii() and digits.isdigit()):
-                self.fail(f"{text!r} is not a whole number in digits 0-9", param, ctx)
-            number = int(text)
-        if abs(number) > self.most:
-            self.fail(f"{number} is beyond {self.most}", param, ctx)
-        return number
+        try:
+            return ascii_int(value, self.most)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 INT = AsciiInt()
