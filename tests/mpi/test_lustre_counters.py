@@ -158,9 +158,12 @@ def test_stripe_option_decorator_with_click():
     from click.testing import CliRunner
 
     from mpiwrite.cli import runcmd
+    from mpiwrite.run import options
 
     @click.command()
-    @runcmd._stripe_options
+    @runcmd._click_option(options.BY_NAME["stripe_count"])  # run's own, from its table
+    @runcmd._click_option(options.BY_NAME["stripe_size"])
+    @runcmd._click_option(options.BY_NAME["ost_index"])
     def cmd(stripe_count, stripe_size, ost_index):
         click.echo(repr(stripeopts.check(stripe_count, stripe_size, ost_index, "lustre")))
 
