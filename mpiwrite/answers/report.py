@@ -90,12 +90,14 @@ IMPORTED_NO_FIRST_DONE = "imported: the tool reports none"
 def first_done_why(members) -> str:
     """Why a group of runs has no first-done figure, in a few words (from each record's
     first_done_note; an imported record's tool reports none)."""
-    from mpiwrite.formats.summary import first_done_short
+    from mpiwrite.formats.summary import FIRST_DONE_NO_FSYNC, first_done_short
 
     why = set()
     for r in members:
         note = r.attrs.get("first_done_note", "")
         note = note.decode() if isinstance(note, bytes) else str(note or "")
+        if note and r.params().get("fsync") is False and not r.params().get("direct"):
+            note = FIRST_DONE_NO_FSYNC  # a record written before the note said so
         why.add(first_done_short(note) if note else
                 IMPORTED_NO_FIRST_DONE if r.imported() else "no figure recorded")
     return "; ".join(sorted(why))

@@ -22,14 +22,20 @@ FIRST_DONE_ONCE = ("first-done unavailable: --fsync-every {every} blocks of {blo
                    "per {per_rank} a rank wrote, at its end: no byte of a rank still writing "
                    "was known durable when the fastest finished (a smaller --fsync-every "
                    "gives the figure)")
+FIRST_DONE_NO_FSYNC = ("first-done unavailable: --no-fsync: no byte was known to be durable "
+                       "(--fsync-every N or --direct give a first-done figure)")
 # The same reasons in a few words, for the line that shows the '-'.
 FIRST_DONE_SHORT = {FIRST_DONE_NOTE: "fsync only at the end",
-                    FIRST_DONE_COARSE: "no durable sample yet"}
+                    FIRST_DONE_COARSE: "no durable sample yet",
+                    FIRST_DONE_NO_FSYNC: "no fsync (--no-fsync)"}
 
 
-def first_done_note(direct: bool, fsync_every: int, block_size: int, rank_bytes: int) -> str:
+def first_done_note(direct: bool, fsync_every: int, block_size: int, rank_bytes: int,
+                    fsync: bool = True) -> str:
     """Why an iteration has no first-done figure, for a run with these settings (its rank
     that wrote most wrote `rank_bytes`)."""
+    if not direct and not fsync:  # --no-fsync: there is no fsync at the end either
+        return FIRST_DONE_NO_FSYNC
     if not direct and fsync_every <= 0:
         return FIRST_DONE_NOTE
     if not direct and fsync_every * block_size >= rank_bytes > 0:

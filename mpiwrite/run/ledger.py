@@ -209,7 +209,7 @@ class Ledger:
                 and "first_done_note" not in self.extra:
             self.extra["first_done_note"] = summary.first_done_note(
                 self.cfg.direct, self.cfg.fsync_every, self.cfg.block_size,
-                int(ranks["bytes"].max()) if len(ranks) else 0)
+                int(ranks["bytes"].max()) if len(ranks) else 0, self.cfg.fsync)
         self.rank_rows.append(ranks)
         self.sample_rows.append(srows)
         self.iter_rows.append(row)

@@ -185,6 +185,12 @@ def test_each_reason_for_no_first_done_says_what_gives_the_figure():
     assert summary.first_done_note(True, 0, 4 * 2**20, 4 * 2**20) == summary.FIRST_DONE_COARSE
     assert summary.first_done_short(summary.FIRST_DONE_NOTE) == "fsync only at the end"
     assert summary.first_done_short(once) == "one fsync per rank, at its end"
+    # --no-fsync: not "fsync only at the end" (there is none)
+    none = summary.first_done_note(False, 0, 2**20, 2**28, fsync=False)
+    assert none == summary.FIRST_DONE_NO_FSYNC and "only at the end" not in none
+    assert summary.first_done_short(none) == "no fsync (--no-fsync)"
+    assert summary.first_done_note(True, 0, 2**20, 2**28, fsync=False) == \
+        summary.FIRST_DONE_COARSE  # O_DIRECT writes are durable without one
 
 
 @pytest.mark.mpi
