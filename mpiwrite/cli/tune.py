@@ -53,7 +53,7 @@ def rows(client, where) -> List[Dict[str, Any]]:
         value, why = tuning.read(t, where)
         out.append({"name": t.name, "scope": t.scope, "how": t.how, "value": value,
                     "unreadable": why or None, "about": t.about,
-                    "candidates": [{"value": v, "why": w} for v, w in t.candidates],
+                    "candidates": [{"value": v, "why": w} for v, w in t.worth_trying(value)],
                     "range": ([t.low, t.high] if t.kind != "choice" else
                               list(tuning.offered(t, where))),
                     "root": t.root, "remount": t.remount})

@@ -59,7 +59,7 @@ def _factors(client, where, params: List[str]) -> List[Tuple[Any, List[str], str
             if checked[0] == checked[1]:
                 raise ConfigError(f"--param {t.name}: both levels are {checked[0]}")
         else:
-            other = [tuning.checked(t, v, offered)[0] for v, _ in t.candidates]
+            other = [tuning.checked(t, v, offered)[0] for v, _ in t.worth_trying(now)]
             other = [v for v in other if v is not None and v != now]
             if not other:
                 continue
@@ -169,7 +169,7 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
         out += ["", "[run]"]
         out += [f"{k} = {json.dumps(v)}" for k, v in fixed.items()]
         for (t, levels, now), sname in zip(factors, names):
-            why = "; ".join(f"{v}: {w}" for v, w in t.candidates)
+            why = "; ".join(f"{v}: {w}" for v, w in t.worth_trying(now)) or "levels as given"
             out += ["", f"# {t.name}: {t.about} (now {now}; {t.how}); {why}", "[[setting]]",
                     f"name = {json.dumps(sname)}", f"values = {json.dumps(levels)}",
                     f"scope = {json.dumps(t.scope)}",

@@ -34,6 +34,26 @@ class Tunable(NamedTuple):
     root: bool = True  # setting it needs root (reading it does not)
     remount: bool = False  # only a new mount takes it
     unit: str = ""  # of a size as the filesystem writes it: "" bytes, "MB" (MiB), "gluster"
+    # per candidate, "below" or "above": worth trying only on that side of the value now
+    # (a "large" 1280 KiB request is no suggestion where a device already takes 4096)
+    sides: Tuple[str, ...] = ()
+
+    def worth_trying(self, now: Optional[str]) -> Tuple[Tuple[str, str], ...]:
+        """The candidates that differ from the value now and lie on their side of it."""
+        out = []
+        for i, (value, why) in enumerate(self.candidates):
+            if now is not None and value == now:
+                continue
+            side = self.sides[i] if i < len(self.sides) else ""
+            if side and now is not None:
+                try:
+                    below = float(value) < float(now)
+                except ValueError:
+                    below = None
+                if below is not None and below != (side == "below"):
+                    continue
+            out.append((value, why))
+        return tuple(out)
 
     @property
     def how(self) -> str:
@@ -146,10 +166,11 @@ NFS = {t.name: t for t in (
 BLOCK = {t.name: t for t in (
     _t("nr_requests", "file", "int", [("64", "a short queue"), ("1024", "a deep queue")],
        "requests the block layer queues", low=4, high=4096,
-       path="sys/class/block/{disk}/queue/nr_requests"),
+       path="sys/class/block/{disk}/queue/nr_requests", sides=("below", "above")),
     _t("max_sectors_kb", "file", "int", [("128", "small requests"), ("1280", "large ones, "
        "where the device takes them (max_hw_sectors_kb)")], "largest request, in KiB",
-       low=4, high=32768, path="sys/class/block/{disk}/queue/max_sectors_kb"),
+       low=4, high=32768, path="sys/class/block/{disk}/queue/max_sectors_kb",
+       sides=("below", "above")),
     _t("scheduler", "file", "choice", [("none", "no reordering: fast devices"),
        ("mq-deadline", "writes batched, reads first")], "the I/O scheduler (those offered "
        "are in its file)", path="sys/class/block/{disk}/queue/scheduler"),
