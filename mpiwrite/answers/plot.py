@@ -99,13 +99,14 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
                        for s, m in zip(d, means)])
         # exp(mean(log x)) of one value is x but for the last bit: never a negative bar
         yerr = np.maximum(np.vstack([means - np.maximum(lo, 0), hi - means]), 0)
-        label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) if by else "runs"
+        # a line per --by group is named by it; with no --by the one line needs no name
+        label = ", ".join(f"{b}={v}" for b, v in zip(by, g)) + ": " if by else ""
         line = ax.errorbar(xs, means, yerr=yerr, marker="o", capsize=4,
-                           label=f"{label}: {'geometric ' if d[0].ratio else ''}mean, "
+                           label=f"{label}{'geometric ' if d[0].ratio else ''}mean, "
                            f"error bars {ci}")
         if len(xs) > 1 and info.higher_is_better:
             ax.plot(xs, [means[0] * v / xs[0] for v in xs], linestyle="--", linewidth=1.5,
-                     color=line[0].get_color(), alpha=0.8, label=f"{label}: ideal (linear)")
+                     color=line[0].get_color(), alpha=0.8, label=f"{label}ideal (linear)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(ticks))
     ax.set_xticklabels([str(t) for t in sorted(ticks)])

@@ -155,6 +155,13 @@ def test_scaling_plot(tmp_path):
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "MB/s" in svg.read_text() or "MB" in svg.read_text()
+    # the legend (matplotlib writes each text as a comment): no "runs:" before the one
+    # line's entries without --by; a line per --by group named by it
+    text = svg.read_text()
+    assert "<!-- geometric mean, error bars 95% CI -->" in text and "runs:" not in text
+    assert cli(["plot", "scaling", str(tmp_path), "-o", str(svg), "--by", "study"],
+               cwd=tmp_path).returncode == 0
+    assert "<!-- study=scale: geometric mean, error bars 95% CI -->" in svg.read_text()
 
 
 @pytest.mark.mpi
