@@ -450,17 +450,23 @@ def _change_cell(r: Dict[str, Any]) -> str:
 
 
 def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: str = "full",
-                cache=None):
-    """A compare side: a record path or folder, or KEY=VALUE filters over --in.
+                cache=None, where: Optional[Dict[str, str]] = None):
+    """A compare side: a record path or folder, or KEY=VALUE filters over --in; only the
+    runs `where` (compare --where: every condition holds) also matches.
 
     Returns (complete runs, number of unreadable records met, records repeating a run)."""
     import os
 
     if os.path.lexists(spec):
         store = Store([spec], option=name, level=level, cache=cache)
-        return store.select(), len(store.bad), len(store.duplicates)
+        return store.select(dict(where or {})), len(store.bad), len(store.duplicates)
     if "=" in spec and store_in is not None:
-        return store_in.select(parse_filter(spec, name)), 0, len(store_in.duplicates)
+        own = parse_filter(spec, name)
+        for key, value in (where or {}).items():
+            if key in own and own[key] != value:
+                raise ConfigError(f"{name}: {key}={own[key]} and --where {key}={value} "
+                                  "cannot both hold")
+        return store_in.select({**(where or {}), **own}), 0, len(store_in.duplicates)
     raise ConfigError(f"{name}: {printable(spec)!r} is neither a record path nor a KEY=VALUE "
                       "filter")
 

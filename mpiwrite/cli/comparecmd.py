@@ -13,6 +13,8 @@ from mpiwrite.cli.options import (
     sampling_from,
     sampling_options,
     units_option,
+    where_filter,
+    where_option,
 )
 from mpiwrite.errors import ConfigError
 
@@ -20,8 +22,9 @@ from mpiwrite.errors import ConfigError
 @click.command()
 @click.argument("a")
 @click.argument("b")
-@click.option("--in", "where", multiple=True, default=["results"], show_default=True,
+@click.option("--in", "paths_in", multiple=True, default=["results"], show_default=True,
               help="Where KEY=VALUE filters look for records (repeatable).")
+@where_option
 @sampling_options
 @click.option("--fail-if-slower", "--fail-if-worse", "fail_pct", type=float, default=None,
               metavar="PCT",
@@ -34,8 +37,8 @@ from mpiwrite.errors import ConfigError
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 @units_option
 @cache_options
-def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, skip_bad, units,
-            cache_dir, no_cache):
+def compare(a, b, paths_in, where, metric, unit, warmup, confidence, fail_pct, as_json,
+            skip_bad, units, cache_dir, no_cache):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
     Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b).
@@ -54,10 +57,12 @@ def compare(a, b, where, metric, unit, warmup, confidence, fail_pct, as_json, sk
         name, x = needs_in[0]
         if "=" not in x:
             raise ConfigError(f"{name}: {x!r} is neither a record path nor a KEY=VALUE filter")
-        refuse_missing_in(where, f"{name}: {x!r} is not a path")
-    store, code = open_store(where, skip_bad, "--in", level, cache) if needs_in else (None, 0)
-    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache)
-    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache)
+        refuse_missing_in(paths_in, f"{name}: {x!r} is not a path")
+    store, code = open_store(paths_in, skip_bad, "--in", level, cache) if needs_in \
+        else (None, 0)
+    flt = where_filter(where)  # report's, explain's and page's filter: every one holds
+    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache, flt)
+    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache, flt)
     if (bad_a or bad_b) and not skip_bad:
         code = 1
     text, doc, failed = compare_text(side_a, side_b, a, b, sampling, fail_pct,

@@ -274,6 +274,13 @@ def test_three_block_sizes_answer_per_stratum_and_agree_with_compare(tmp_path):
                      ".", "--json"], tmp_path)
         assert f["p_value_uncorrected"] == pytest.approx(cmp["p_value"], rel=1e-9)
         assert (f["p_value"] < 0.05) is cmp["real"] or f["p_value"] >= cmp["p_value"]
+        # compare --where, as report, explain and page take it: the same two sides
+        where = _json(["compare", "wb=off", "wb=on", "--in", ".", "--where",
+                       f"block_size={bs}", "--json"], tmp_path)
+        assert where["p_value"] == cmp["p_value"] and where["a"]["n"] == cmp["a"]["n"]
+    both = cli(["compare", "wb=off,block_size=4KiB", "wb=on", "--in", ".", "--where",
+                "block_size=64KiB"], cwd=tmp_path)
+    assert both.returncode == 2 and "cannot both hold" in both.stderr, both.stderr
     text = cli(["explain", "."], cwd=tmp_path).stdout
     assert "=== within block_size=4KiB: 6 runs, n=6 ===" in text
     assert "labels (name runs" in text
