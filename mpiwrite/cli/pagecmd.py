@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 
 import click
 
@@ -63,6 +64,7 @@ def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, whe
     page is `study report`'s; one record is shown in full (as `show`)."""
     from mpiwrite import files
     from mpiwrite.answers import page as pages
+    from mpiwrite.answers import plot as plots
     from mpiwrite.answers.results import Store
 
     if os.path.splitext(output)[1].lower() not in SUFFIXES:
@@ -95,6 +97,13 @@ def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, whe
         files.replace_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise RunError(f"-o: cannot write {output!r}: {why(exc)}") from None
+    try:  # the page's own test of it (loaded already when it was drawn)
+        plots._pyplot()
+    except ConfigError:  # said on the terminal before the name, not only inside the page
+        sys.stderr.write(printable(
+            "mpiwrite: the page has no plots: they need matplotlib, which this install "
+            f"lacks; `{shlex.quote(sys.executable)} -m pip install 'matplotlib>=3.5'` adds "
+            "them (then make the page again)") + "\n")
     click.echo(printable(output))
     return 1 if store.bad and not skip_bad else 0
 

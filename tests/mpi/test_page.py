@@ -144,6 +144,32 @@ def test_the_table_is_reports_and_one_run_is_shown_in_full(tmp_path):
     assert page.count("<svg ") == 1
 
 
+@pytest.mark.timeout(120)
+def test_a_page_without_plots_says_so_on_the_terminal_with_the_command_that_adds_them(
+        tmp_path):
+    """The quick start's install has no matplotlib: `page` printed only the file name and
+    the page alone said "No plots".  With matplotlib hidden (a package of that name that
+    cannot be imported, first on the path), the terminal says it before the name."""
+    folder = str(tmp_path / "r")
+    synth.original_study(folder, runs=2)
+    hide = tmp_path / "hide" / "matplotlib"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    env = {"PYTHONPATH": os.pathsep.join(p for p in (str(hide.parent),
+                                                      os.environ.get("PYTHONPATH")) if p)}
+    got = cli(["page", folder, "-o", "page.html", "--by", "build"], cwd=tmp_path, env=env,
+              timeout=100)
+    assert got.returncode == 0, got.stderr
+    (said,) = [ln for ln in got.stderr.splitlines() if "no plots" in ln]
+    assert "-m pip install 'matplotlib>=3.5'" in said, said
+    assert got.stdout.strip() == "page.html"
+    assert "No plots" in (tmp_path / "page.html").read_text(encoding="utf-8")
+    pytest.importorskip("matplotlib")
+    drawn = cli(["page", folder, "-o", "page.html", "--by", "build"], cwd=tmp_path,
+                timeout=100)
+    assert drawn.returncode == 0 and "no plots" not in drawn.stderr, drawn.stderr
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("args, says", [
     (["-o", "page.txt"], "-o: 'page.txt' must end in .html"),
