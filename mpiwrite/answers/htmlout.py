@@ -68,7 +68,9 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left;
          vertical-align: top; }
 th { background: #f0f0f0; } td.num, th.num { text-align: right; }
 tr.real td { background: #fff3d6; }
-pre { background: #f6f6f6; padding: 0.5em; overflow-x: auto; font-size: 0.85em; }
+pre { background: #f6f6f6; padding: 0.5em; font-size: 0.85em; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
+td, th { overflow-wrap: anywhere; }
 figure { margin: 0.5em 1% 1em 0; display: inline-block; vertical-align: top; width: 48%;
          min-width: 28em; } figcaption { font-size: 0.9em; color: #444; }
 figure svg { max-width: 100%; height: auto; display: block; border: 1px solid #eee; }

@@ -96,9 +96,17 @@ def render(p: Page, now: Optional[str] = None) -> str:
     return h.document(title, body + [h.section(a, t, b) for a, t, b in parts])
 
 
+def _first_in_time(row: Dict[str, Any]) -> str:
+    """When the row's first run started (ISO text sorts as time; '' when none says)."""
+    times = [str(r.attrs.get("start_time") or "") for r in row.get("_runs", ())]
+    return min([t for t in times if t] or ["~"])
+
+
 def _against_first(rows: List[Dict[str, Any]], confidence: float) -> None:
-    """Each row against the first, as `report --baseline` marks them (Welch's t-test)."""
-    base = rows[0]
+    """Each row against the base row, as `report --baseline` marks them (Welch's t-test).
+    With no --baseline the base is the configuration measured first (the one a user
+    changed something from), not the first in the table's order (once the alphabet's)."""
+    base = min(rows, key=_first_in_time)
     for r in rows:
         c = stats.compare(base["_values"], r["_values"], confidence)
         r.update(change_pct=c.pct, change_ci_lo_pct=c.pct_lo, change_ci_hi_pct=c.pct_hi,

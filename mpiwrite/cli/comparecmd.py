@@ -44,7 +44,7 @@ def compare(a, b, paths_in, where, metric, unit, warmup, confidence, fail_pct, a
     Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b).
 
     To send it: `mpiwrite page PATHS --by KEY -o FILE.html` writes each group against the
-    first, with plots, into one HTML file."""
+    one measured first, with plots, into one HTML file."""
     from mpiwrite.answers.report import compare_text, select_side
     from mpiwrite.answers.results import level_for
 

@@ -145,6 +145,25 @@ def test_the_table_is_reports_and_one_run_is_shown_in_full(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_the_base_row_is_the_configuration_measured_first_not_the_first_in_the_alphabet(
+        tmp_path):
+    """Runs with checksums off first, then on: the page compares on against off (once
+    against 'checksums=off' only because 'off' < 'on' happened to hold, and a build called
+    'new' measured before one called 'baseline' was compared against the later one)."""
+    r = tmp_path / "r"
+    r.mkdir()
+    for i, (build, rate) in enumerate([("new", 680.0), ("new", 690.0), ("baseline", 830.0),
+                                       ("baseline", 835.0)]):
+        synth.make(r / f"{i}.h5", [rate, rate + 1], f"run{i}", tags={"build": build},
+                   start_time=f"2026-12-0{1 + i}T10:00:00Z")
+    out = tmp_path / "page.html"
+    got = cli(["page", str(r), "-o", str(out), "--by", "build"], cwd=tmp_path, timeout=100)
+    assert got.returncode == 0, got.stderr
+    text = "".join(well_formed(out.read_text(encoding="utf-8")).text)
+    assert "Each row against the base row (build=new)" in text, text[:3000]
+
+
+@pytest.mark.timeout(120)
 def test_a_page_without_plots_says_so_on_the_terminal_with_the_command_that_adds_them(
         tmp_path):
     """The quick start's install has no matplotlib: `page` printed only the file name and
@@ -256,7 +275,11 @@ PROBE = """<script>
 var r = [].map.call(document.querySelectorAll('figure svg'), function (s) {
   var b = s.getBoundingClientRect();
   return [b.left + window.scrollX, b.top + window.scrollY, b.width, b.height]; });
-document.title = JSON.stringify({plots: r, height: document.documentElement.scrollHeight});
+var wide = [].filter.call(document.querySelectorAll('pre, td, th, p, figcaption'),
+  function (e) { return e.scrollWidth > e.clientWidth + 1; }).map(function (e) {
+  return e.tagName + ': ' + e.textContent.slice(0, 80); });
+document.title = JSON.stringify({plots: r, height: document.documentElement.scrollHeight,
+  width: document.documentElement.scrollWidth, view: window.innerWidth, wide: wide});
 </script>"""
 
 
@@ -283,6 +306,21 @@ def test_a_real_browser_draws_the_page_and_every_plot(study_page, tmp_path):
     found = json.loads(html.unescape(re.search(r"<title>(.*?)</title>", dom, re.S).group(1)))
     plots, height = found["plots"], min(int(found["height"]), 16000)
     assert len(plots) == page.count("<svg ") == 11
+    # at 1200 px nothing is cut or scrolls sideways: long text wraps (explain's once did not,
+    # on a records page: its explain section is the study's records' here)
+    assert found["wide"] == [] and found["width"] <= found["view"], found
+    records = tmp_path / "records.html"
+    got = cli(["page", str(study_page.parent / "results"), "-o", str(records), "--by",
+               "block_size"], cwd=tmp_path, timeout=100)
+    assert got.returncode == 0, got.stderr
+    rprobe = tmp_path / "rprobe.html"
+    rprobe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "",
+                             records.read_text(encoding="utf-8"))
+                      .replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    rdom = _browser(["--window-size=1200,2000", "--dump-dom", rprobe.as_uri()], tmp_path)
+    rfound = json.loads(html.unescape(re.search(r"<title>(.*?)</title>", rdom, re.S).group(1)))
+    assert "explain" in records.read_text(encoding="utf-8")
+    assert rfound["wide"] == [] and rfound["width"] <= rfound["view"], rfound
     shots = {}
     for name, uri in (("page", study_page.as_uri()), ("probe", probe.as_uri())):
         png = tmp_path / f"{name}.png"
