@@ -53,6 +53,7 @@ class Page(NamedTuple):
     baseline: Optional[str] = None
     study: Optional[Study] = None
     bad: Sequence[tuple] = ()  # (path, why) of records that could not be read
+    tune: str = ""  # a tune study's answer (tune report's text): the page leads with it
 
 
 def render(p: Page, now: Optional[str] = None) -> str:
@@ -80,7 +81,8 @@ def render(p: Page, now: Optional[str] = None) -> str:
 
     title = (f"mpiwrite study {p.study.name}" if p.study
              else f"mpiwrite report: {len(runs)} run(s) by {', '.join(by) or 'all'}")
-    parts = [("table", "Table", _table_html(rows, by, sampling, unit)),
+    parts = [("tune", "What to set: tune's answer", h.pre(p.tune))] if p.tune else []
+    parts += [("table", "Table", _table_html(rows, by, sampling, unit)),
              ("verdicts", "Verdicts", _verdicts_html(p, rows, by, sampling)),
              ("plots", "Plots", _plots_html(p, rows, groups, sampling)),
              ("differ", "Node facts and settings that differ",

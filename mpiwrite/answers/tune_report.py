@@ -294,3 +294,50 @@ def _carry_line(r: Dict[str, Any], levels: Sequence[str]) -> str:
 
 def _pct(v) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:+.1f}%"
+
+
+def answer(st, keys, runs, metric: str, warmup: int, confidence: float, aliases: List[str],
+           where_text: str = "", results: str = "") -> Dict[str, Any]:
+    """tune's answer over a tune study's runs (`st`: the study, `keys`: each point's key,
+    `runs`: its records): each factor's effect ranked, what to set, what to confirm next.
+    ConfigError when the runs cannot tell it (too few, a level without runs).  For
+    `tune report` and a tune study's page alike."""
+    from mpiwrite.answers import carryover
+    from mpiwrite.answers.results import metric_info, metric_values
+    from mpiwrite.errors import ConfigError
+
+    names = [s.name for s in st.settings]
+    levels = {s.name: list(s.values) for s in st.settings}
+    where = {k: i for i, k in enumerate(keys)}
+    points = st.points()
+
+    def coded(i: int):
+        return [-1 if str(points[i][f"setting.{n}"]) == levels[n][0] else 1 for n in names]
+
+    xs, ys, prev, used = [], [], [], []
+    for rec in runs.select():
+        i = where.get(str(rec.tags().get("study_key")), -1)
+        values = metric_values(rec, metric, warmup)
+        if i < 0 or not values:
+            continue
+        xs.append(coded(i))
+        ys.append(float(np.mean(values)))
+        before = where.get(str(rec.tags().get("study_prev_key")), -1)  # -1: not known
+        prev.append(coded(before) if before >= 0 else [0] * len(names))
+        used.append(rec)
+    if len(ys) < 2:
+        raise ConfigError(f"{where_text}{len(ys)} complete run(s) in {results}: run the "
+                          "study first (mpiexec ... mpiwrite study run FILE)")
+    for j, n in enumerate(names):  # an effect needs runs at both levels: none is invented
+        have = {x[j] for x in xs}
+        for code, level in ((-1, levels[n][0]), (1, levels[n][1])):
+            if code not in have:
+                raise ConfigError(f"{where_text}no complete run with {n}={level} in "
+                                  f"{results}: {n}'s effect cannot be told (run the study, "
+                                  "or resume it: mpiwrite study run FILE)")
+    found = effects(np.array(xs), np.array(ys), names, confidence, prev=np.array(prev),
+                    blocks=carryover.blocks_of(used))
+    chosen = recommend(found, levels, metric_info(metric).higher_is_better)
+    return {"found": found, "chosen": chosen,
+            "confirm": confirmation(found, levels, chosen, confidence),
+            "aliases": list(aliases), "levels": levels, "ys": ys}

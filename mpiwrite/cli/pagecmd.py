@@ -76,13 +76,14 @@ def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, whe
     if study_file is None and (results is not None or generation is not None):
         raise ConfigError("--results and --generation: only with a study file (PATHS one "
                           ".toml file)")
-    study = None
+    study, tune = None, ""
     if study_file:
         if baseline or where:
             raise ConfigError("--baseline and --where: a study's page compares each axis's "
                               "levels with its first; give records to choose a baseline")
-        store, runs, study = _study(study_file, results, generation, cache)
+        store, runs, study, (st, keys) = _study(study_file, results, generation, cache)
         by = list(study.axes)
+        tune = _tune_answer(st, keys, runs, sampling)
     else:
         store = Store(paths, level="full", cache=cache)
         runs = store
@@ -91,7 +92,7 @@ def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, whe
             runs = Where(store, flt)
         by = [k.strip() for k in by.split(",") if k.strip()]
     doc = pages.Page(store=runs, by=by, sampling=sampling, command=_command(ctx),
-                     baseline=baseline, study=study, bad=list(store.bad))
+                     baseline=baseline, study=study, bad=list(store.bad), tune=tune)
     text = pages.render(doc)
     try:
         files.replace_file(output, text.encode("utf-8"))
@@ -117,7 +118,27 @@ def _study(file: str, results, generation, cache):
     if not os.path.isfile(file):
         raise ConfigError(f"PATHS: {file!r} is not a study file")
     st, _configs, store, runs, keys = open_study(file, results, generation, cache)
-    return store, runs, Study(st.name, file, dict(st.axes), st.points(), keys)
+    return store, runs, Study(st.name, file, dict(st.axes), st.points(), keys), (st, keys)
+
+
+def _tune_answer(st, keys, runs, sampling) -> str:
+    """tune report's answer of a tune study (every setting at two levels), as text, for
+    the top of its page: '' for another study; the reason in a line when its runs cannot
+    tell it yet."""
+    from mpiwrite.answers import tune_report
+    from mpiwrite.study.design import design
+
+    if not st.settings or any(len(s.values) != 2 for s in st.settings):
+        return ""
+    try:
+        got = tune_report.answer(st, keys, runs, sampling.metric, sampling.warmup,
+                                 sampling.confidence,
+                                 design([s.name for s in st.settings]).aliases,
+                                 results=st.results)
+    except ConfigError as exc:
+        return f"tune's answer cannot be told yet: {exc}"
+    return tune_report.text(got["found"], got["aliases"], got["chosen"], got["confirm"],
+                            sampling.metric, got["levels"])
 
 
 def _command(ctx) -> str:

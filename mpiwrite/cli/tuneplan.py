@@ -270,10 +270,7 @@ def _toml_value(text: str):
 def report(file, results, metric, unit, warmup, confidence, fmt):
     """Each factor's main effect in percent with its interval and p, ranked; the factors the
     design cannot tell apart; the recommended setting and the confirmation to run next."""
-    import numpy as np
-
     from mpiwrite.answers import tune_report
-    from mpiwrite.answers.results import metric_values
     from mpiwrite.cli.options import confidence_from
     from mpiwrite.cli.study import open_study
 
@@ -286,44 +283,11 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
             raise ConfigError(f"{file}: not a tune study (every setting at two levels)")
 
     st, configs, store, runs, keys = open_study(file, results, check_study=two_levels)
-    names = [s.name for s in st.settings]
-    levels = {s.name: list(s.values) for s in st.settings}
-    where = {k: i for i, k in enumerate(keys)}
-    points = st.points()
-    from mpiwrite.answers import carryover
-
-    def coded(i: int):
-        return [-1 if str(points[i][f"setting.{n}"]) == levels[n][0] else 1 for n in names]
-
-    xs, ys, prev, used = [], [], [], []
-    for rec in runs.select():
-        i = where.get(str(rec.tags().get("study_key")), -1)
-        values = metric_values(rec, metric, warmup)
-        if i < 0 or not values:
-            continue
-        xs.append(coded(i))
-        ys.append(float(np.mean(values)))
-        before = where.get(str(rec.tags().get("study_prev_key")), -1)  # -1: not known
-        prev.append(coded(before) if before >= 0 else [0] * len(names))
-        used.append(rec)
-    left_out = store.not_complete()
-    if len(ys) < 2:
-        raise ConfigError(f"{file}: {len(ys)} complete run(s) in {results or st.results}: "
-                          "run the study first (mpiexec ... mpiwrite study run FILE)")
-    for j, n in enumerate(names):  # an effect needs runs at both levels: none is invented
-        have = {x[j] for x in xs}
-        for code, level in ((-1, levels[n][0]), (1, levels[n][1])):
-            if code not in have:
-                raise ConfigError(f"{file}: no complete run with {n}={level} in "
-                                  f"{results or st.results}: {n}'s effect cannot be told "
-                                  "(run the study, or resume it: mpiwrite study run FILE)")
-    found = tune_report.effects(np.array(xs), np.array(ys), names, confidence,
-                                prev=np.array(prev), blocks=carryover.blocks_of(used))
-    from mpiwrite.answers.results import metric_info
-
-    chosen = tune_report.recommend(found, levels, metric_info(metric).higher_is_better)
-    confirm = tune_report.confirmation(found, levels, chosen, confidence)
-    aliases = design(names).aliases
+    got = tune_report.answer(st, keys, runs, metric, warmup, confidence,
+                             design([s.name for s in st.settings]).aliases,
+                             where_text=f"{file}: ", results=results or st.results)
+    found, chosen, confirm, aliases = got["found"], got["chosen"], got["confirm"], got["aliases"]
+    levels, ys, left_out = got["levels"], got["ys"], store.not_complete()
     if fmt == "json":
         click.echo(json.dumps({"study": st.name, "metric": metric, "runs": len(ys),
                                "method": found["method"], "df": found["df"],

@@ -3,6 +3,7 @@ scope and restore through a study, bad input, kernel writeback on the real /proc
 screening design's properties."""
 
 import glob
+import html
 import itertools
 import json
 import os
@@ -211,6 +212,15 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
     assert [ln.split()[0] for ln in lines[1:3]] == [f["name"] for f in got["factors"]]
     assert any(ln.startswith("method: least squares on log(metric)") for ln in lines)
     assert sum(ln.startswith("recommended: ") for ln in lines) == 1
+    # the study's page leads with tune's answer: what to set, what to confirm next
+    page = cli(["page", path, "-o", "tune.html"], cwd=tmp_path, env=env, timeout=120)
+    assert page.returncode == 0, page.stderr
+    html_text = (tmp_path / "tune.html").read_text(encoding="utf-8")
+    first = html_text.index("<section id=")
+    assert html_text[first:].startswith('<section id="tune">'), html_text[first:first + 200]
+    recommended = [ln for ln in lines if ln.startswith("recommended: ")][0]
+    assert html.escape(recommended, quote=False) in html_text
+    assert "confirm next:" in html_text
     for bad in ("0", "nan", "1", "1.5"):  # a confidence as everywhere: a fraction below 1
         out = cli(["tune", "report", path, "--confidence", bad], cwd=tmp_path, env=env)
         assert out.returncode == 2 and "--confidence" in out.stderr, (bad, out.stderr)
