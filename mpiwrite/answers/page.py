@@ -75,6 +75,11 @@ def render(p: Page, now: Optional[str] = None) -> str:
     if not p.baseline and not p.study and len(rows) > 1:
         _against_first(rows, sampling.confidence)
         mark_confounded(rows, by, sampling, unit)
+    if p.study:  # a study's table in its levels' order, as `study report` has it: a
+        # setting's values as the file lists them (not 1 before 20 before 3)
+        from mpiwrite.answers.study_report import order_rows
+
+        rows = order_rows(rows, _study_levels(p))
     groups = _groups(runs, p.store.keys, by)
     now = now or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     from mpiwrite import __version__

@@ -7,6 +7,7 @@ import html
 import itertools
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -221,6 +222,9 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
     recommended = [ln for ln in lines if ln.startswith("recommended: ")][0]
     assert html.escape(recommended, quote=False) in html_text
     assert "confirm next:" in html_text
+    # the table in the file's order of levels (checksums 1,0; max_dirty_mb 2000,64)
+    cells = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td>", html_text)
+    assert cells[:2] == [("1", "2000"), ("1", "64")], cells[:4]
     for bad in ("0", "nan", "1", "1.5"):  # a confidence as everywhere: a fraction below 1
         out = cli(["tune", "report", path, "--confidence", bad], cwd=tmp_path, env=env)
         assert out.returncode == 2 and "--confidence" in out.stderr, (bad, out.stderr)
