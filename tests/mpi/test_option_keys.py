@@ -44,6 +44,8 @@ def _other_value(opt: options.Opt):
         return [opt.long, value]
     if opt.name in VALUES:
         return [opt.long, VALUES[opt.name]]
+    if opt.kind == "text":  # a label or a name: any text of its own
+        return [opt.long, "conformance"]
     if opt.kind == "size":  # half the default (a block smaller than the default size)
         return [opt.long, str(options.parse(opt, opt.default) // 2) if opt.default else "2M"]
     if opt.kind == "duration":
