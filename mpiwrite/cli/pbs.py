@@ -77,6 +77,7 @@ def _head(job, what: str) -> List[str]:
         f"# Rendered by `mpiwrite jobscript --scheduler {job.scheduler}`: {what};",
         f"# launched with {job.family}'s mpiexec on the job's nodes. Edit freely.",
         "set -uo pipefail",
+        "exec 2>&1  # one output file (-j oe), also where a qsub wrapper keeps them apart",
         'cd "${PBS_O_WORKDIR:-.}" || exit 1  # a PBS job starts in $HOME',
         *NODES_FUNCTION,
         "",
