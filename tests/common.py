@@ -83,6 +83,17 @@ def kill_group(proc) -> None:
         pass
 
 
+def kill_started(pids, proc) -> None:
+    """SIGKILL the ranks this test started (a stopped one never leaves by itself), by pid,
+    then the launcher's process group."""
+    for pid in pids.values():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    kill_group(proc)
+
+
 def mpirun(n: int, args: List[str], cwd: str, timeout: float = 120, env=None,
            pre: Optional[List[str]] = None) -> subprocess.CompletedProcess:
     """`mpiexec -n N mpiwrite ARGS` in cwd; output captured; fails the test on a hang."""

@@ -23,6 +23,7 @@ from common import (
     ext4_disk,
     is_root,
     kill_group,
+    kill_started,
     mounted,
     mpirun,
     needs_root,
@@ -560,7 +561,7 @@ def test_timeout_with_a_stopped_rank_leaves_no_target_it_made(tmp_path):
         os.kill(pids[1], signal.SIGSTOP)
         rc, _out, err = wait(proc, 60)
     finally:
-        _kill_started(pids, proc)
+        kill_started(pids, proc)
     assert rc != 0 and "did not finish within 3s (--timeout)" in err, err
     assert only_record(str(tmp_path / "r")).status == "timeout"
     assert not (tmp_path / "d").exists(), os.listdir(tmp_path / "d")
@@ -693,7 +694,7 @@ def test_sigterm_to_a_rank_while_rank_0_is_stopped_ends_with_a_line_and_no_data(
         os.kill(pids[1], signal.SIGTERM)
         rc, _out, err = wait(proc, 60)
     finally:
-        _kill_started(pids, proc)
+        kill_started(pids, proc)
     assert rc == 143, (rc, err)
     assert [ln for ln in err.splitlines() if ln.startswith("mpiwrite:")], err
     left = [f for f in os.listdir(tmp_path / "d") if f.endswith(".dat")] \
@@ -726,17 +727,6 @@ def test_target_moved_mid_run_with_subdirectories_leaves_nothing(tmp_path):
     assert rc == 0, err
     assert "renamed or removed" in err
     assert os.listdir(tmp_path / "moved") == [], list(os.walk(tmp_path / "moved"))
-
-
-def _kill_started(pids, proc) -> None:
-    """SIGKILL the ranks this test started (a stopped one never leaves by itself), by pid,
-    then the launcher's process group."""
-    for pid in pids.values():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    kill_group(proc)
 
 
 # Endings that need a real block filesystem of our own (an ext4 on a loop device; root only):

@@ -9,7 +9,7 @@ import shutil
 import signal
 
 import pytest
-from common import cli, kill_group, mpirun, only_record
+from common import cli, mpirun, only_record
 
 from mpiwrite.vocab import pattern
 
@@ -187,7 +187,7 @@ def test_a_stopped_rank_is_named_under_mpi_io_not_the_one_that_waits(tmp_path, n
     theirs is seen.  Once rank 0's watchdog named rank 0 ("still writing ... state R") and the
     lock file was left; now the stopped rank is named, in the line and in the record, and
     nothing of the run is left in TARGET."""
-    from common import MPIEXEC, rank_pids, start, wait, wait_for_bytes
+    from common import MPIEXEC, kill_started, rank_pids, start, wait, wait_for_bytes
 
     if MPIEXEC is None:
         pytest.skip("no mpiexec")
@@ -201,12 +201,7 @@ def test_a_stopped_rank_is_named_under_mpi_io_not_the_one_that_waits(tmp_path, n
         os.kill(pids[stopped], signal.SIGSTOP)
         rc, _out, err = wait(proc, 60)
     finally:
-        for pid in pids.values():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        kill_group(proc)
+        kill_started(pids, proc)
     said = [ln for ln in err.splitlines() if ln.startswith("mpiwrite:")]
     assert rc == 1 and len(said) == 1, err
     assert f"never came: rank {stopped} on" in said[0] and "T (stopped)" in said[0], said
