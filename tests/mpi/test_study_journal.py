@@ -21,6 +21,21 @@ exec {real} "$@"
 """
 
 
+def slow_study(tmp_path, script: str, seconds: str):
+    """The setting study of one point through a stand-in lctl wrapped by `script` (its
+    {real}: the stand-in), each point `seconds` of the null engine: (file, sysroot)."""
+    path, root = setting_study(tmp_path, '"0"')
+    slow = tmp_path / "slow-lctl"
+    slow.write_text(script.replace("{real}", str(tmp_path / "lctl")))
+    slow.chmod(0o755)
+    with open(path) as fh:
+        text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
+            'size = "1MiB"', f'time = "{seconds}"\nengine = "null"')
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path, root
+
+
 def launch(tmp_path, path, root, state):
     if MPIEXEC is None:
         pytest.skip("no mpiexec (pip install mpich)")
@@ -103,16 +118,7 @@ def test_a_slow_restore_is_not_cut_by_the_end_of_the_job(tmp_path):
     give rank 0 the grace period (5 s) and end the job mid-restore ("rank 0 did not end the
     job within 1s more"), the setting left changed.  They now wait for the restore, bounded
     by its commands' timeout: when the job has ended the setting is back, and it says so."""
-    path, root = setting_study(tmp_path, '"0"')
-    slow = tmp_path / "slow-lctl"
-    slow.write_text(SLOW_RESTORE.replace("{sleep}", "7").replace("{real}",
-                                                                   str(tmp_path / "lctl")))
-    slow.chmod(0o755)
-    with open(path) as fh:
-        text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
-            'size = "1MiB"', 'time = "20s"\nengine = "null"')
-    with open(path, "w") as fh:
-        fh.write(text)
+    path, root = slow_study(tmp_path, SLOW_RESTORE.replace("{sleep}", "7"), "20s")
     proc = launch(tmp_path, path, root, tmp_path / "state")
     try:
         wait_for(lambda: checksums_now(root) == {"0"}, 60, proc)
@@ -303,17 +309,8 @@ def test_a_slow_set_ends_with_its_job_and_changes_nothing_after_it(tmp_path, how
     (the ranks end the set, restore and exit 143) or by SIGKILL of the launcher and its ranks
     (the set, in a session of its own, dies with its rank).  Once the set ran on after the
     launch had ended and turned the setting off for good."""
-    path, root = setting_study(tmp_path, '"0"')
     began = tmp_path / "began"
-    slow = tmp_path / "slow-lctl"
-    slow.write_text(SLOW_SET.replace("{began}", str(began)).replace("{real}",
-                                                                     str(tmp_path / "lctl")))
-    slow.chmod(0o755)
-    with open(path) as fh:
-        text = fh.read().replace(str(tmp_path / "lctl"), str(slow)).replace(
-            'size = "1MiB"', 'time = "2s"\nengine = "null"')
-    with open(path, "w") as fh:
-        fh.write(text)
+    path, root = slow_study(tmp_path, SLOW_SET.replace("{began}", str(began)), "2s")
     proc = launch(tmp_path, path, root, tmp_path / "state")
     try:
         wait_for(began.exists, 60, proc)
