@@ -296,6 +296,11 @@ def _pct(v) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:+.1f}%"
 
 
+def is_tune_study(st) -> bool:
+    """A study `tune report` can answer: settings, every one at two levels."""
+    return bool(st.settings) and all(len(s.values) == 2 for s in st.settings)
+
+
 def answer(st, keys, runs, metric: str, warmup: int, confidence: float, aliases: List[str],
            where_text: str = "", results: str = "") -> Dict[str, Any]:
     """tune's answer over a tune study's runs (`st`: the study, `keys`: each point's key,

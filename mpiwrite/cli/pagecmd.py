@@ -128,7 +128,7 @@ def _tune_answer(st, keys, runs, sampling) -> str:
     from mpiwrite.answers import tune_report
     from mpiwrite.study.design import design
 
-    if not st.settings or any(len(s.values) != 2 for s in st.settings):
+    if not tune_report.is_tune_study(st):
         return ""
     try:
         got = tune_report.answer(st, keys, runs, sampling.metric, sampling.warmup,

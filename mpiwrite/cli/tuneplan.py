@@ -278,8 +278,7 @@ def report(file, results, metric, unit, warmup, confidence, fmt):
     from mpiwrite.study.design import design
 
     def two_levels(st):
-        levels = {s.name: list(s.values) for s in st.settings}
-        if not levels or any(len(v) != 2 for v in levels.values()):
+        if not tune_report.is_tune_study(st):
             raise ConfigError(f"{file}: not a tune study (every setting at two levels)")
 
     st, configs, store, runs, keys = open_study(file, results, check_study=two_levels)
