@@ -52,7 +52,7 @@ def make(path, values, run_id, tags=None, nodes=1, ranks_per_node=2, status="com
     hosts = hosts or [f"n{i + 1}" for i in range(nodes)]
     nd = [node(host=hosts[i], **keys, **({"cpu": cpus[i]} if cpus else {}))
           for i in range(nodes)] if node_facts is None else node_facts
-    from mpiwrite.facts.nodeinfo import common_keys
+    from mpiwrite.formats.nodekeys import common_keys
 
     rec = records.RunRecord(
         attrs={"run_id": run_id, "status": status,

@@ -20,8 +20,8 @@ from mpiwrite.answers.report import Sampling
 from mpiwrite.answers.results import metric_info
 from mpiwrite.answers.targets import by_target, file_targets, good_iterations
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts.nodeinfo import common_keys, fact_keys
 from mpiwrite.formats import contract
+from mpiwrite.formats.nodekeys import common_keys, fact_keys
 from mpiwrite.text import printable
 from mpiwrite.vocab import metrics as metricnames
 from mpiwrite.vocab.status import Status

@@ -462,7 +462,7 @@ def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: An
             for k, v in tags.items():  # never over a measured column (a crafted record's tags)
                 df[k if k not in df.columns else f"tag.{k}"] = v
             into.append(df)
-        from mpiwrite.facts.nodeinfo import summary_value
+        from mpiwrite.formats.nodekeys import summary_value
 
         for i, n in enumerate(rec.nodes):  # the record's node columns (vocab/keys.py)
             nodes.append({"run_id": rec.run_id, "node": i,

@@ -21,7 +21,7 @@ import shutil
 from typing import NamedTuple, Optional
 
 from mpiwrite.facts import liveness
-from mpiwrite.facts.host import boot_id, host_name, start_ticks
+from mpiwrite.host import boot_id, host_name, start_ticks
 from mpiwrite.vocab import names
 from mpiwrite.vocab.status import RunStatus
 

@@ -206,7 +206,7 @@ def restore_study(file):
     or the study's name when the file is gone: the journal holds the commands.  Refused while
     a launch of the study still runs on this node.  The next `study run` of the study does
     the same, before it reads anything."""
-    from mpiwrite.facts.host import host_name
+    from mpiwrite.host import host_name
     from mpiwrite.study import journal
     from mpiwrite.study.plan import NAME
     from mpiwrite.study.settings import Settings

@@ -24,7 +24,7 @@ def where_of(target: str, sysroot: str):
     from mpiwrite.clients import registry
     from mpiwrite.clients.tuning import Where
     from mpiwrite.facts import nodeinfo
-    from mpiwrite.facts.sysroot import Reader, check
+    from mpiwrite.sysroot import Reader, check
 
     root = check(sysroot) if sysroot else "/"
     if root == "/" and not os.path.exists(target):

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 from mpiwrite.clients.base import Client
 from mpiwrite.clients.common import settle_version
-from mpiwrite.facts.sysroot import Reader, first_line, key_values
+from mpiwrite.sysroot import Reader, first_line, key_values
 
 WRITE_KEYS = ("tuneFileCacheType", "tuneFileCacheBufSize", "tuneRemoteFSync",
               "tuneUseGlobalFileLocks", "tuneUseBufferedAppend", "tuneCoherentBuffers",

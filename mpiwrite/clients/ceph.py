@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from mpiwrite.clients.common import client_string, options, package_version, scrub
 from mpiwrite.errors import why
-from mpiwrite.facts.sysroot import Reader, first_line, to_int
+from mpiwrite.sysroot import Reader, first_line, to_int
 from mpiwrite.text import clean
 
 KEYS = ("rsize", "wsize", "rasize", "name", "fs", "mds_namespace", "recover_session", "ms_mode",

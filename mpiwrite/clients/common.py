@@ -14,7 +14,7 @@ import shutil
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from mpiwrite.clients.base import client_string  # noqa: F401  (the clients' one-line value)
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 from mpiwrite.units import MiB
 
 COMMAND_TIMEOUT = 5.0  # seconds; a hung daemon (mmdiag waits for mmfsd) must not stall a run

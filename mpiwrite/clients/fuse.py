@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mpiwrite.clients import ceph
 from mpiwrite.clients.base import Client
 from mpiwrite.clients.common import client_string, command, options, package_version, unescape
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 from mpiwrite.units import MiB
 
 MAX_PROCESSES = 4096  # /proc/<pid>/cmdline files looked at, at most

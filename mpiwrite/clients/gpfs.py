@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from mpiwrite.clients.base import Client
 from mpiwrite.clients.common import command, settle_version
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 MMFS_CFG = "var/mmfs/gen/mmfs.cfg"
 MMDIAG = "/usr/lpp/mmfs/bin/mmdiag"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from mpiwrite.facts.sysroot import Reader, first_line, key_values, to_int, to_number
+from mpiwrite.sysroot import Reader, first_line, key_values, to_int, to_number
 
 ROOTS = ("sys/fs/lustre", "sys/kernel/debug/lustre", "proc/fs/lustre")
 VERSION_FILES = ("sys/fs/lustre/version", "proc/fs/lustre/version", "sys/module/lustre/version")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mpiwrite.clients.base import Client, client_string
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 from mpiwrite.vocab import keys as keytable
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from mpiwrite.clients.lustre import _devices
-from mpiwrite.facts.sysroot import Reader, to_int, to_number
+from mpiwrite.sysroot import Reader, to_int, to_number
 
 GAUGES = ("cur_dirty_bytes", "cur_grant_bytes", "cur_lost_grant_bytes", "cur_dirty_grant_bytes")
 STAT_FIELDS = ("min", "max", "sum", "sumsq")

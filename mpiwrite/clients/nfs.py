@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 from mpiwrite.clients.base import Client, grown
 from mpiwrite.clients.common import client_string, options
 from mpiwrite.clients.common import unescape as _unescape
-from mpiwrite.facts.sysroot import Reader, to_int
+from mpiwrite.sysroot import Reader, to_int
 
 MOUNTSTATS = "proc/self/mountstats"
 MAX_BLOCK = 16 * 1024  # raw text kept per mount

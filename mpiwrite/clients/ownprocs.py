@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Sequence
 
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 MAX_PROCESSES = 8192
 

@@ -15,7 +15,7 @@ import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from mpiwrite.clients.tunables import Tunable
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 from mpiwrite.units import MiB
 
 KiB = 1024

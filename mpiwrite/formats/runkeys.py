@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from mpiwrite.facts.nodeinfo import common_value, fact_keys, summary_value
+from mpiwrite.formats.nodekeys import common_value, fact_keys, summary_value
 from mpiwrite.units import format_size
 from mpiwrite.vocab import keys as keytable
 

@@ -243,7 +243,7 @@ def iterations(test: Test) -> np.ndarray:
 def _keys(test: Test, facts: Dict[str, str], node: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     measured: Dict[str, Any] = {}
     if node is not None:
-        from mpiwrite.facts.nodeinfo import summary_value
+        from mpiwrite.formats.nodekeys import summary_value
 
         measured = {k: summary_value(node, k) for k in FACT_KEYS}
     keys: Dict[str, Any] = {k: facts.get(k, measured.get(k, test.keys.get(k, UNKNOWN)))

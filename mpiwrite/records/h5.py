@@ -71,7 +71,7 @@ def _node_table(rec: RunRecord):
     out = np.zeros(len(rec.nodes), dtype=dt)
     counts = np.bincount(rec.ranks["node"][rec.ranks["iteration"] == rec.ranks["iteration"].min()],
                          minlength=len(rec.nodes)) if len(rec.ranks) else np.zeros(len(rec.nodes))
-    from mpiwrite.facts.nodeinfo import summary_value  # the one flattening of node facts
+    from mpiwrite.formats.nodekeys import summary_value  # the one flattening of node facts
 
     for i, facts in enumerate(rec.nodes):
         slim = {k: v for k, v in facts.items() if k != "raw"}

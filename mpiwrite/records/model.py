@@ -80,7 +80,7 @@ class RunRecord:
         if isinstance(keys, dict) and "client" not in keys:
             keys = dict(keys)
             from mpiwrite.clients.registry import legacy_client
-            from mpiwrite.facts.nodeinfo import client_of
+            from mpiwrite.formats.nodekeys import client_of
 
             values = {client_of(n) for n in self.nodes} if self.nodes else \
                 {legacy_client(keys)}

@@ -55,7 +55,7 @@ def serve() -> None:
     from mpiwrite.records import h5, runlevel  # noqa: F401
 
     try:
-        from mpiwrite.facts.host import address_space
+        from mpiwrite.host import address_space
 
         held = address_space()
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)

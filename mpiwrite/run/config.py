@@ -311,7 +311,7 @@ def build(
     _check_patterns(layout, block_size, size, time_limit, kwargs)
     sysroot = kwargs.get("sysroot", "/")
     if sysroot != "/":
-        from mpiwrite.facts import sysroot as sysroots
+        from mpiwrite import sysroot as sysroots
 
         sysroots.check(sysroot)
     if kwargs.get("verify_shift", 0) < 0:

@@ -16,7 +16,7 @@ import time
 from typing import Callable, List, Optional
 
 from mpiwrite.errors import AgreedError, Interrupted, PeerFailed, error_entry, raise_agreed
-from mpiwrite.facts.host import host_name
+from mpiwrite.host import host_name
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.parallel import Team, abort_world
 from mpiwrite.run.prepare import NullLedger

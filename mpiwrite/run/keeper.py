@@ -40,7 +40,7 @@ DONE = b"done\n"
 
 def _alive(pids: Dict[int, int]) -> List[int]:
     """The node's ranks still running (by pid and start time: a reused pid is not one)."""
-    from mpiwrite.facts.host import start_ticks
+    from mpiwrite.host import start_ticks
 
     return [pid for pid, ticks in pids.items() if start_ticks(pid) == ticks]
 

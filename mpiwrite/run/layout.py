@@ -434,7 +434,7 @@ class RankFiles:
 
         if os.environ.get("MPIWRITE_NO_KEEPER"):
             return
-        from mpiwrite.facts.host import start_ticks
+        from mpiwrite.host import start_ticks
 
         pids = self.node_pids or [os.getpid()]
         # each rank's start, read here while every rank is surely alive (a keeper that read

@@ -63,7 +63,7 @@ class NodeWatch:
     def _own(self):
         """(the client's own processes' CPU seconds, its facts that must stay) now."""
         from mpiwrite.clients import ownprocs
-        from mpiwrite.facts.sysroot import Reader
+        from mpiwrite.sysroot import Reader
 
         mine, root = self._mine(), self.cfg.sysroot or "/"
         if self.own_pids is None:

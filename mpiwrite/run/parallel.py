@@ -22,7 +22,7 @@ from array import array
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import Interrupted, PeerFailed, Stalled, error_entry
-from mpiwrite.facts.host import host_name
+from mpiwrite.host import host_name
 from mpiwrite.run.process import clock
 from mpiwrite.text import printable
 

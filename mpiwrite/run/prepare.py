@@ -15,7 +15,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.errors import ConfigError, why
-from mpiwrite.facts.host import address_space
+from mpiwrite.host import address_space
 from mpiwrite.run import layout
 from mpiwrite.run.config import RunConfig
 from mpiwrite.run.process import this_process
@@ -103,13 +103,13 @@ def ledger(rank: int, cfg: RunConfig, argv: List[str], run_id: str, nranks: int,
         return NullLedger()
     import numpy as np
 
-    from mpiwrite.facts import nodeinfo
+    from mpiwrite.formats import nodekeys
     from mpiwrite.run import console
     from mpiwrite.run.ledger import Ledger  # rank 0 only
 
     console.configure(**screen)
     led = Ledger(cfg, argv, run_id, nranks, nodes, node_rows[:, 0].astype(np.int64),
-                 nodeinfo.common_keys(nodes), mpi_library, console.Console(cfg))
+                 nodekeys.common_keys(nodes), mpi_library, console.Console(cfg))
     led.processes = [dict(s["process"], host=led.hosts[i]) for i, s in enumerate(spaces)]
     for text in notes:
         led.note(text)
@@ -129,11 +129,11 @@ def probe_target(cfg: RunConfig, files: layout.RankFiles, run_id: str,
     Early, so that the rest of the set-up lies between the probe's write and the timed
     phase: on a device that throttles with a token bucket, a write just before the stream
     costs it about one throttle slice (docs/measurement.md)."""
-    from mpiwrite.facts import nodeinfo
+    from mpiwrite.formats import nodekeys
 
     existed = os.path.isdir(cfg.target)
     try:  # the fstype the ledger will name (common_keys), for the --direct message
-        files.target = layout.preflight(cfg, run_id, nodeinfo.common_keys(nodes)["fstype"])
+        files.target = layout.preflight(cfg, run_id, nodekeys.common_keys(nodes)["fstype"])
     except ConfigError as exc:
         return exc, time.monotonic()
     files.created_target = not existed

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-from mpiwrite.facts.host import boot_id, start_ticks
+from mpiwrite.host import boot_id, start_ticks
 from mpiwrite.text import printable
 
 # The signals a run answers in order (stop writing, remove its files, record `interrupted`),

@@ -27,7 +27,7 @@ import time
 from array import array
 from typing import Callable, List, Optional
 
-from mpiwrite.facts.host import waits_on
+from mpiwrite.host import waits_on
 from mpiwrite.run.process import clock
 
 TICK = 0.05  # how often a leader's thread takes its ranks' messages while its rank writes

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Callable, List, Optional
 
-from mpiwrite.facts.host import waits_on
+from mpiwrite.host import waits_on
 from mpiwrite.run import layout
 from mpiwrite.text import printable
 

@@ -44,7 +44,7 @@ def _or(value: Any, missing: str = "unknown") -> str:
 class Key(NamedTuple):
     """One run key.  `node`: for a node fact, the pure function that flattens one node's
     facts into its value (the record's node column of that name, and the run's key: the
-    nodes' common value or `mixed`; facts/nodeinfo.summary_value).  `common`: a run key that
+    nodes' common value or `mixed`; formats/nodekeys.summary_value).  `common`: a run key that
     is the nodes' common value (common_keys; explain names these facts first, in this
     order).  `stated`: an imported record states it from the file (formats/runkeys.py
     takes it from the record, not from params).  `file_decides`: an import reads or derives

@@ -16,7 +16,7 @@ from common import cli, read_record
 
 from mpiwrite.clients import ceph
 from mpiwrite.clients import registry as fsclients
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 pytestmark = pytest.mark.timeout(60)
 

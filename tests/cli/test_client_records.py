@@ -102,7 +102,7 @@ def test_a_client_fact_that_is_not_an_object_is_refused(tmp_path):
 
 def _retag(path, client, drop_key=False):
     """Make a synthetic record's nodes use `client`, or look like one written before it."""
-    from mpiwrite.facts.nodeinfo import common_keys
+    from mpiwrite.formats.nodekeys import common_keys
 
     rec = read_record(path)
     for n in rec.nodes:

@@ -8,8 +8,9 @@ import pytest
 import sysroots
 from common import cli, is_root, only_record
 
+from mpiwrite import sysroot
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts import nodeinfo, sysroot
+from mpiwrite.facts import nodeinfo
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "root:$6$SECRET-HASH:19000:0:99999:7:::"

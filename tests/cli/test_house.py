@@ -19,7 +19,7 @@ from common import ROOT, TESTS
 PKG = ROOT / "mpiwrite"
 FOLDERS = ("cli", "study", "run", "engines", "facts", "clients", "records", "formats", "answers",
            "vocab", "importers")
-SHARED = {"errors", "files", "text", "units", "stats", "procs", "structs"}
+SHARED = {"errors", "files", "text", "units", "stats", "procs", "structs", "sysroot", "host"}
 # Which folders a folder may import (besides itself and the shared modules at the top).
 ALLOWED = {
     "cli": {"study", "run", "engines", "facts", "clients", "records", "formats", "answers",
@@ -29,18 +29,18 @@ ALLOWED = {
     "engines": {"formats", "vocab"},
     "answers": {"facts", "clients", "records", "formats", "vocab"},
     # the record (model, HDF5 form, checks, sandbox, store): the shared words of formats/
-    # (names, summary's tables, status, runkeys), a node's facts, the clients (who wrote
-    # a record older than the `client` key)
-    "records": {"formats", "facts", "clients", "vocab"},
-    "formats": {"facts", "clients", "vocab"},
+    # (names, summary's tables, status, runkeys, a node's facts as keys), the clients (who
+    # wrote a record older than the `client` key)
+    "records": {"formats", "clients", "vocab"},
+    "formats": {"clients", "vocab"},
     # facts/nodeinfo asks the clients (the target's client, its mount); the clients read
-    # through facts/sysroot only (CLIENTS_READ_FACTS, below): no module cycle
+    # their files through the shared sysroot reader and import nothing of facts/
     "facts": {"clients", "vocab"},
-    "clients": {"facts", "vocab"},
+    "clients": {"vocab"},
     "vocab": set(),
     # other tools' outputs into records: the record model and the numbers' checks (formats),
-    # a node's facts (--node-facts), the shared words; only the command line imports them
-    "importers": {"records", "formats", "facts", "vocab"},
+    # the shared words; only the command line imports them
+    "importers": {"records", "formats", "vocab"},
     "top": set(),
     "api": {"answers"},  # mpiwrite/__init__.py: mpiwrite.load, imported when called
 }
@@ -121,19 +121,31 @@ def test_folders_import_only_what_their_layer_may():
     assert not wrong, "\n".join(wrong)
 
 
-# The only facts module the clients may import: the sysroot reader and its parsing helpers.
-CLIENTS_READ_FACTS = {"facts.sysroot"}
+def test_the_layers_run_one_way():
+    """The folders' rules form no cycle, so every arrow runs down: nothing a folder below
+    facts/ (clients/, formats/, records/, vocab/) imports facts/, and clients/ imports only
+    the vocabulary and the shared pieces (the sysroot reader among them)."""
+    state = {}
 
+    def visit(folder, trail):
+        assert state.get(folder) != 1, "the layers' rules cycle: " + " -> ".join(trail)
+        if state.get(folder) == 2:
+            return
+        state[folder] = 1
+        for under in ALLOWED[folder]:
+            visit(under, trail + [under])
+        state[folder] = 2
 
-def test_the_clients_import_only_the_sysroot_reader_of_the_facts():
-    """clients/ sits between facts/sysroot.py (reading files under a sysroot) and the rest of
-    facts/ (nodeinfo asks the registry for the target's client): docs/architecture.md."""
-    mods = modules()
-    wrong = sorted(f"{name} imports {target}"
-                   for name, path in mods.items() if name.startswith("clients.")
-                   for target in {resolve(i, mods) for i in imports(path)[0]}
-                   if target.startswith("facts.") and target not in CLIENTS_READ_FACTS)
-    assert not wrong, wrong
+    for folder in ALLOWED:
+        visit(folder, [folder])
+
+    def below(folder):
+        return set().union(*({u} | below(u) for u in ALLOWED[folder])) if ALLOWED[folder] \
+            else set()
+
+    assert ALLOWED["clients"] == {"vocab"}
+    for folder in ("clients", "formats", "records", "engines", "vocab"):
+        assert "facts" not in below(folder) | {folder}, folder
 
 
 def test_the_shared_modules_import_no_folder():

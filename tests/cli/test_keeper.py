@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mpiwrite.facts.host import start_ticks
+from mpiwrite.host import start_ticks
 from mpiwrite.vocab import names
 
 RUN = "20991231T235959Z-a1b2c3"

@@ -19,7 +19,7 @@ from testbed import hosts as hostlib
 
 from mpiwrite.clients import fuse as fs_fuse
 from mpiwrite.clients.common import command
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.timeout(300)]
 

@@ -25,7 +25,7 @@ from sysroots import Link
 
 from mpiwrite.answers import clientcpu
 from mpiwrite.clients import fuse, ownprocs, registry
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 pytestmark = pytest.mark.timeout(180)
 

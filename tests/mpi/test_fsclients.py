@@ -10,6 +10,7 @@ from common import cli
 from mpiwrite.clients import fuse, gpfs, nfs
 from mpiwrite.clients import registry as fsclients
 from mpiwrite.facts import nodeinfo
+from mpiwrite.formats import nodekeys
 
 
 def facts(tmp_path, files, target):
@@ -29,7 +30,7 @@ def test_nfs_versions_and_mount_settings(tmp_path, version, client, mode, nconne
     assert c["proto"] == "tcp" and c["wsize"] == (524288 if version == "4.1" else 1048576)
     assert c["bytes"]["normal_write"] == 268435456 and c["bytes"]["server_write"] == 268435456
     assert c["ops"]["WRITE"]["ops"] == 256 and c["xprt"]["proto"] == "tcp"
-    assert nodeinfo.common_keys([f])["client"] == client
+    assert nodekeys.common_keys([f])["client"] == client
     assert "/proc/self/mountstats#/mnt/nfs" in f["raw"]  # only this mount's block, raw
 
 
@@ -42,7 +43,7 @@ def test_nfs_without_mountstats_falls_back_to_mountinfo(tmp_path):
 
 
 def test_nfs_counters_change_between_snapshots(tmp_path):
-    from mpiwrite.facts.sysroot import Reader
+    from mpiwrite.sysroot import Reader
 
     root = sysroots.make(tmp_path / "root", sysroots.nfs("4.2", written=1048576))
     before = nfs.counters(Reader(root), "/mnt/nfs")
@@ -141,7 +142,7 @@ def test_real_glusterfs_binary_version_on_this_machine():
     import shutil
 
     from mpiwrite.clients.common import command
-    from mpiwrite.facts.sysroot import Reader
+    from mpiwrite.sysroot import Reader
 
     if not shutil.which("glusterfs"):
         pytest.skip("glusterfs-client is not installed (apt-get install glusterfs-client)")
@@ -158,13 +159,13 @@ def test_local_filesystems_have_no_client(tmp_path):
 def test_lustre_client_string(tmp_path):
     f = facts(tmp_path, sysroots.lustre_215(), "/mnt/bigfs/me")
     assert f["client"]["client"] == "lustre 2.15.5"
-    assert nodeinfo.common_keys([f])["client"] == "lustre 2.15.5"
+    assert nodekeys.common_keys([f])["client"] == "lustre 2.15.5"
 
 
 def test_mixed_clients_over_nodes(tmp_path):
     a = nodeinfo.collect("/mnt/nfs", sysroots.make(tmp_path / "a", sysroots.nfs("4.2")))
     b = nodeinfo.collect("/mnt/nfs", sysroots.make(tmp_path / "b", sysroots.nfs("3")))
-    assert nodeinfo.common_keys([a, b])["client"] == "mixed"
+    assert nodekeys.common_keys([a, b])["client"] == "mixed"
 
 
 @pytest.mark.parametrize("keys,client", [
@@ -179,7 +180,7 @@ def test_schema_1_records_derive_client_from_lustre(keys, client):
     old_facts = {"lustre": {"present": keys["lustre"] != "none", "version": keys["lustre"]},
                  "fs": {"fstype": keys["fstype"]}}
     if "client" not in keys:
-        assert nodeinfo.client_of(old_facts) == client
+        assert nodekeys.client_of(old_facts) == client
 
 
 @pytest.mark.parametrize("fixture,target,expect", [
@@ -272,7 +273,7 @@ def test_a_slow_command_is_ended_with_its_children_and_leaves_an_unknown(monkeyp
     import time
 
     from mpiwrite.clients import common as fscommon
-    from mpiwrite.facts.sysroot import Reader
+    from mpiwrite.sysroot import Reader
 
     monkeypatch.setattr(fscommon, "COMMAND_TIMEOUT", 0.5)
     reader = Reader("/")

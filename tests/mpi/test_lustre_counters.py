@@ -11,8 +11,8 @@ import sysroots
 from mpiwrite.clients import lustre_counters as lc
 from mpiwrite.clients import lustre_layout as ll
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts.sysroot import Reader
 from mpiwrite.run import stripeopts
+from mpiwrite.sysroot import Reader
 
 MiB = 1048576
 

@@ -11,6 +11,7 @@ from common import MPIWRITE, cli, mpirun, only_record
 
 from mpiwrite.clients import lustre
 from mpiwrite.facts import nodeinfo
+from mpiwrite.formats import nodekeys
 
 
 def facts(tmp_path, files, target="/mnt/lustre/me"):
@@ -72,13 +73,13 @@ def test_lustre_215_split_locations(tmp_path):
 def test_mixed_osc_settings(tmp_path):
     f = facts(tmp_path, sysroots.lustre_215(checksums=(1, 0)))
     assert f["lustre"]["checksums"] == "mixed"
-    assert nodeinfo.common_keys([f])["checksums"] == "mixed"
+    assert nodekeys.common_keys([f])["checksums"] == "mixed"
 
 
 def test_no_lustre(tmp_path):
     f = facts(tmp_path, sysroots.no_lustre(), target="/home/me")
     assert f["lustre"]["present"] is False
-    keys = nodeinfo.common_keys([f])
+    keys = nodekeys.common_keys([f])
     assert keys["lustre"] == "none" and keys["fstype"] == "ext4"
 
 
@@ -223,7 +224,7 @@ def test_tag_file_and_tags_are_stored(tmp_path):
 def test_mount_options_are_not_repeated(tmp_path):
     """mountinfo lists the mount's and the superblock's options: env showed rw,relatime,rw,..."""
     from mpiwrite.facts.nodeinfo import mounts
-    from mpiwrite.facts.sysroot import Reader
+    from mpiwrite.sysroot import Reader
 
     (tmp_path / "proc" / "self").mkdir(parents=True)
     (tmp_path / "proc" / "self" / "mountinfo").write_text(

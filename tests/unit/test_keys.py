@@ -6,8 +6,7 @@ import synth
 
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
-from mpiwrite.facts import nodeinfo
-from mpiwrite.formats import runkeys
+from mpiwrite.formats import nodekeys, runkeys
 from mpiwrite.importers import base as importers
 from mpiwrite.records import h5
 from mpiwrite.run import config
@@ -19,7 +18,7 @@ def test_the_lists_of_keys_are_the_tables():
     assert len(names) == len(set(names)), "a key declared twice"
     assert config.RUN_KEYS == keys.BUILTIN
     assert h5.NODE_COLUMNS == keys.NODE_COLUMNS
-    assert nodeinfo.SUMMARY_KEYS == keys.COMMON
+    assert nodekeys.SUMMARY_KEYS == keys.COMMON
     assert importers.FACT_KEYS == keys.FACT_KEYS and importers.NOT_FACTS == keys.FILE_DECIDES
     assert runkeys.IMPORT_DECIDED == importers.DECIDED_KEYS == keys.STATED
     assert keys.DURABILITY_KEYS == tuple(k.name for k in keys.TABLE
@@ -32,16 +31,16 @@ def test_the_lists_of_keys_are_the_tables():
 
 def test_a_node_facts_values_come_from_the_table():
     facts = synth.node(host="h1", lustre="2.15.5", checksums="on", kernel="6.1")
-    got = {k: nodeinfo.summary_value(facts, k) for k in keys.NODE_COLUMNS}
+    got = {k: nodekeys.summary_value(facts, k) for k in keys.NODE_COLUMNS}
     assert got == {"host": "h1", "kernel": "6.1", "lustre": "2.15.5", "lustre_kernel": "patchless",
                    "checksums": "on", "checksum_type": "adler", "fstype": "lustre",
                    "client": "lustre 2.15.5"}
     bare = {"host": "h2", "fs": {"fstype": "ext4"}}
-    assert nodeinfo.summary_value(bare, "lustre") == "none"
-    assert nodeinfo.summary_value(bare, "lustre_kernel") == "n/a"
-    assert nodeinfo.summary_value(bare, "client") == "none"  # a local filesystem
+    assert nodekeys.summary_value(bare, "lustre") == "none"
+    assert nodekeys.summary_value(bare, "lustre_kernel") == "n/a"
+    assert nodekeys.summary_value(bare, "client") == "none"  # a local filesystem
     with pytest.raises(KeyError):
-        nodeinfo.summary_value(facts, "block_size")  # a key, but no node fact
+        nodekeys.summary_value(facts, "block_size")  # a key, but no node fact
 
 
 @pytest.mark.parametrize("name", keys.BUILTIN)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from mpiwrite.clients import tuning
-from mpiwrite.facts.sysroot import Reader
+from mpiwrite.sysroot import Reader
 
 
 def _tunable(name="vm.dirty_ratio"):
