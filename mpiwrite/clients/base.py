@@ -37,6 +37,9 @@ class Client:
     volatile: Tuple[str, ...] = ()  # fact names that identify (a pid, a socket), not settings
     catalogue: Tuple[str, ...] = ()  # the parts of clients/tunables.py it offers
     own_keys: Tuple[str, ...] = ()  # the run keys that are its settings (shown with it)
+    # the kernel's wait channels (prefixes, /proc/PID/wchan) where a writer waits for this
+    # client's server or daemon (FUSE's request, Lustre's RPCs, NFS's SUNRPC layer)
+    waits: Tuple[str, ...] = ()
 
     @property
     def tunables(self) -> Dict[str, Any]:
@@ -50,6 +53,12 @@ class Client:
 
     def matches(self, fstype: str, source: Optional[str] = None) -> bool:
         return fstype in self.fstypes
+
+    def holds(self, state: str, wchan: str) -> bool:
+        """A writer in this state and wait channel is in the kernel for this client: state D,
+        or one of its wait channels (FUSE waits interruptibly, state S, until a signal comes;
+        then killably, D)."""
+        return state == "D" or bool(self.waits) and wchan.startswith(self.waits)
 
     def unknown_client(self, fstype: str) -> str:
         """The `client` value when only the mount's type is known (old records)."""

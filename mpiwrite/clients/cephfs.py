@@ -13,6 +13,7 @@ class CephKernel(Client):
     catalogue = ("WRITEBACK",)
     fstypes = ("ceph",)
     magics = {0x00C36400: "ceph"}
+    waits = ("ceph_",)  # its requests to the MDS and the OSDs (ceph_osdc_...)
 
     def collect(self, reader, fs: Dict[str, Any], kernel: str,
                 lustre: Dict[str, Any]) -> Dict[str, Any]:

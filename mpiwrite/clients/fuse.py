@@ -237,6 +237,7 @@ class Fuse(Client):
     magics = {0x65735546: "fuse"}
     subtypes: Tuple[str, ...] = ()  # the daemons it serves; empty: any
     volatile = ("pid", "argv", "log")  # the daemon's process, its command line, its log file
+    waits = ("request_wait_answer", "fuse_")
 
     def matches(self, fstype: str, source: Optional[str] = None) -> bool:
         return is_fuse(fstype) and (not self.subtypes or subtype(fstype, source) in self.subtypes)

@@ -18,6 +18,7 @@ class Lustre(Client):
     fstypes = ("lustre",)
     magics = {0x0BD00BD0: "lustre"}
     kind = "lustre"
+    waits = ("osc_", "ptlrpc", "ll_", "cl_sync_io")  # its OSCs, its RPCs, llite, sync I/O
     striping = lov_layouts = rpc_counters = True
     volatile = ("device", "version_file")  # an OSC's or llite's instance name; where read
     own_keys = keytable.owned("lustre")  # lustre, checksums, checksum_type (vocab/keys.py)

@@ -143,6 +143,7 @@ class Nfs(Client):
     fstypes = ("nfs", "nfs4")
     magics = {0x6969: "nfs"}
     kind = "nfs"
+    waits = ("nfs", "rpc_wait")  # its own waits and the SUNRPC layer's
     rpc_counters = True
 
     def unknown_client(self, fstype: str) -> str:

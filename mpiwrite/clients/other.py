@@ -31,6 +31,13 @@ class Mixed(Client):
     name = "mixed"
     lov_layouts = True
 
+    @property
+    def waits(self):  # type: ignore[override]
+        """Any registered client's: the nodes' clients differ."""
+        from mpiwrite.clients import registry
+
+        return tuple(w for c in registry.every() if c is not self for w in c.waits)
+
     def matches(self, fstype: str, source: Optional[str] = None) -> bool:
         return fstype == "mixed"
 

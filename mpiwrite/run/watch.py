@@ -14,17 +14,6 @@ from mpiwrite.run import layout, live
 from mpiwrite.text import world_ranks_of
 from mpiwrite.units import RATE_UNITS
 
-# Wait channels of a filesystem client waiting for its server or daemon: FUSE's request,
-# Lustre's OSC and RPCs, NFS's and the SUNRPC layer's, CephFS's OSD requests.
-CLIENT_WAITS = ("request_wait_answer", "fuse_", "osc_", "ptlrpc", "ll_", "cl_sync_io",
-                "nfs", "rpc_wait", "ceph_", "ceph_osdc")
-
-
-def held(state: str, wchan: str) -> bool:
-    """In the kernel for the filesystem client: state D, or a client's wait channel (FUSE
-    waits interruptibly, state S, until a signal comes; then killably, D)."""
-    return state == "D" or wchan.startswith(CLIENT_WAITS)
-
 
 def state_text(state: str, wchan: str) -> str:
     """'D (uninterruptible) in request_wait_answer': what /proc says the rank waits on."""
@@ -86,7 +75,10 @@ class Watch:
 def held_text(ledger, stuck: List[list]) -> str:
     """At a time-out, the timeout line's end for the ranks in D state (held by the
     filesystem client), or '' when none is."""
-    kept = [s for s in stuck if held(str(s[2]), str(s[3]))]
+    from mpiwrite.clients import registry
+
+    client = registry.for_run(ledger.keys.get("fstype", ""), ledger.nodes[0]["fs"])
+    kept = [s for s in stuck if client.holds(str(s[2]), str(s[3]))]
     if not kept:
         return ""
     ranks = [int(s[0]) for s in kept]

@@ -123,3 +123,18 @@ def test_a_run_on_mixed_filesystems_is_its_own_client():
     assert mixed.name == "mixed" and not mixed.striping and mixed.lov_layouts
     assert registry.for_mount("mixed") is mixed
     assert mixed.delta({"kind": None}, mixed.snapshot("/", {}))["write_bytes"] is None
+
+
+def test_each_client_names_the_wait_channels_it_holds_a_writer_in():
+    """A time-out's "the filesystem client is hung" (run/watch.held_text) asks the run's
+    client: state D anywhere, or a wait channel the client owns (a FUSE writer waits in
+    request_wait_answer in state S until a signal comes)."""
+    fuse, lustre, local = (registry.get(n) for n in ("glusterfs", "lustre", "local"))
+    assert fuse.holds("S", "request_wait_answer") and not fuse.holds("S", "ptlrpc_queue_wait")
+    assert lustre.holds("S", "ptlrpc_queue_wait") and not lustre.holds("S", "fuse_wait")
+    assert local.holds("D", "folio_wait_bit") and not local.holds("S", "request_wait_answer")
+    assert not local.holds("R", "")
+    mixed = registry.get("mixed")
+    assert mixed.holds("S", "request_wait_answer") and mixed.holds("S", "rpc_wait_bit_killable")
+    for c in registry.every():  # prefixes, never the empty string (which would hold all)
+        assert all(isinstance(w, str) and w for w in c.waits), c.name
