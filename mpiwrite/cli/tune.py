@@ -54,7 +54,7 @@ def rows(client, where) -> List[Dict[str, Any]]:
         out.append({"name": t.name, "scope": t.scope, "how": t.how, "value": value,
                     "unreadable": why or None, "about": t.about,
                     "candidates": [{"value": v, "why": w} for v, w in t.worth_trying(value)],
-                    "range": ([t.low, t.high] if t.kind != "choice" else
+                    "range": ([t.low, t.high] if t.kinds.numeric else
                               list(tuning.offered(t, where))),
                     "root": t.root, "remount": t.remount})
     return out

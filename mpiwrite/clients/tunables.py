@@ -15,15 +15,90 @@ from __future__ import annotations
 
 from typing import Dict, NamedTuple, Optional, Tuple
 
-from mpiwrite.units import MiB
+from mpiwrite.units import MiB, format_size, parse_size
 
 KiB = 1024
+
+
+def gluster_text(n: int) -> str:
+    """Bytes as gluster writes a size: 1048576 -> '1MB', 524288 -> '512KB'."""
+    if n % MiB == 0:
+        return f"{n // MiB}MB"
+    return f"{n // KiB}KB" if n % KiB == 0 else str(n)
+
+
+class Kind:
+    """How a tunable's values are read, compared and shown: `normal` gives the form a study
+    compares (raises ValueError or OverflowError for text that is not one); a numeric kind's
+    `number` is the value the catalogue's safe range bounds, `show` writes a bound."""
+
+    name = ""
+    noun = "number"  # what a value that is not one of the kind is not
+    numeric = True
+
+    def normal(self, text: str, unit: str) -> str:
+        raise NotImplementedError
+
+    def number(self, value: str, unit: str) -> float:
+        return float(value)
+
+    def show(self, x: float) -> str:
+        return f"{x:g}"
+
+
+class Int(Kind):
+    name = "int"
+
+    def normal(self, text: str, unit: str) -> str:
+        return str(int(text))
+
+
+class Number(Kind):
+    name = "number"
+
+    def normal(self, text: str, unit: str) -> str:
+        x = float(text)
+        if x != x:
+            raise ValueError("NaN")
+        return f"{x:g}"
+
+
+class Size(Kind):
+    """Bytes; a gluster size as gluster writes it (1MB, 512KB: binary units)."""
+
+    name = noun = "size"
+
+    def normal(self, text: str, unit: str) -> str:
+        n = int(self.number(text, unit))
+        return gluster_text(n) if unit == "gluster" else str(n)
+
+    def number(self, value: str, unit: str) -> float:
+        if unit == "gluster":
+            value = value.replace("MB", "MiB").replace("KB", "KiB")
+        return float(parse_size(value))
+
+    def show(self, x: float) -> str:
+        return format_size(x)
+
+
+class Choice(Kind):
+    """One of some words: the active one of a file that lists them all (`[mq-deadline] none`)."""
+
+    name = "choice"
+    numeric = False
+
+    def normal(self, text: str, unit: str) -> str:
+        active = [w[1:-1] for w in text.split() if w.startswith("[") and w.endswith("]")]
+        return active[0] if active else text
+
+
+KINDS = {k.name: k for k in (Int(), Number(), Size(), Choice())}
 
 
 class Tunable(NamedTuple):
     name: str
     access: str  # lctl | file | ceph | gluster | mount
-    kind: str  # int | number | size | choice
+    kind: str  # a name of KINDS: int | number | size | choice
     candidates: Tuple[Tuple[str, str], ...]  # (value, why it is worth trying)
     about: str  # what it decides, in one line
     scope: str = "node"  # node | once
@@ -54,6 +129,11 @@ class Tunable(NamedTuple):
                     continue
             out.append((value, why))
         return tuple(out)
+
+    @property
+    def kinds(self) -> Kind:
+        """Its kind's reading, comparing and showing of values (KINDS)."""
+        return KINDS[self.kind]
 
     @property
     def how(self) -> str:

@@ -16,9 +16,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from mpiwrite.clients.tunables import Tunable
 from mpiwrite.sysroot import Reader
-from mpiwrite.units import MiB
-
-KiB = 1024
 
 COMMAND_TIMEOUT = 60.0
 MAX_VALUE = 256  # characters of a value read back (5,000 digits or bytes ff fe are no value)
@@ -52,50 +49,27 @@ def _run(argv: List[str]) -> Tuple[Optional[str], str]:
     return out.text(), ""
 
 
-def gluster_text(n: int) -> str:
-    """Bytes as gluster writes a size: 1048576 -> '1MB', 524288 -> '512KB'."""
-    if n % MiB == 0:
-        return f"{n // MiB}MB"
-    return f"{n // KiB}KB" if n % KiB == 0 else str(n)
-
-
 def normal(t: Tunable, text: str) -> Tuple[Optional[str], str]:
     """A value as the study compares it, or (None, why it is not one of this tunable's)."""
-    from mpiwrite.units import parse_size
-
     text = str(text).strip()
-    if t.kind == "choice":
-        words = text.split()
-        active = [w[1:-1] for w in words if w.startswith("[") and w.endswith("]")]
-        return (active[0] if active else text), ""
     try:
-        if t.kind == "size":
-            n = int(parse_size(text.replace("MB", "MiB").replace("KB", "KiB"))
-                    if t.unit == "gluster" else parse_size(text))
-            return (gluster_text(n) if t.unit == "gluster" else str(n)), ""
-        if t.kind == "int":
-            return str(int(text)), ""
-        x = float(text)
-        return (f"{x:g}" if x == x else None), ("" if x == x else "not a number")
+        return t.kinds.normal(text, t.unit), ""
     except (ValueError, OverflowError) as exc:
-        return None, f"{text!r} is not a {'size' if t.kind == 'size' else 'number'} ({exc})"
+        return None, f"{text!r} is not a {t.kinds.noun} ({exc})"
 
 
 def checked(t: Tunable, value: str, offered: Tuple[str, ...] = ()) -> Tuple[Optional[str], str]:
     """A value asked of `tune` or a study: its normal form, or (None, one line why not: not its
     kind, outside the catalogue's safe range, not a choice offered here)."""
-    from mpiwrite.units import parse_size
-
     v, why = normal(t, value)
     if v is None:
         return None, f"{t.name}={value}: {why}"
-    if t.kind == "choice":
+    if not t.kinds.numeric:
         allowed = t.choices or offered
         if allowed and v not in allowed:
             return None, f"{t.name}={value}: not one of {', '.join(allowed)}"
         return v, ""
-    x = float(parse_size(v.replace("MB", "MiB").replace("KB", "KiB"))) \
-        if t.kind == "size" else float(v)
+    x = t.kinds.number(v, t.unit)
     if (t.low is not None and x < t.low) or (t.high is not None and x > t.high):
         return None, (f"{t.name}={value}: outside the safe range {_num(t, t.low)} to "
                       f"{_num(t, t.high)} of the catalogue (mpiwrite tune list)")
@@ -103,11 +77,7 @@ def checked(t: Tunable, value: str, offered: Tuple[str, ...] = ()) -> Tuple[Opti
 
 
 def _num(t: Tunable, x: Optional[float]) -> str:
-    from mpiwrite.units import format_size
-
-    if x is None:
-        return "-"
-    return format_size(x) if t.kind == "size" else f"{x:g}"
+    return "-" if x is None else t.kinds.show(x)
 
 
 def _path(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
@@ -232,7 +202,7 @@ def read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
         return None, (f"{len(values)} different values ({', '.join(values)[:200]})"
                       if values else "printed nothing")
     # a choice is checked against the catalogue's choices or the words its file offers
-    good, why = checked(t, values[0], offered(t, where) if t.kind == "choice" else ())
+    good, why = checked(t, values[0], () if t.kinds.numeric else offered(t, where))
     if good is None:
         return None, f"the value now is {why.split(': ', 1)[-1]}"
     return values[0], ""
@@ -240,7 +210,7 @@ def read(t: Tunable, where: Where) -> Tuple[Optional[str], str]:
 
 def offered(t: Tunable, where: Where) -> Tuple[str, ...]:
     """A choice's values offered here (checksum_type, scheduler: the words of its file)."""
-    if t.kind != "choice" or t.choices:
+    if t.kinds.numeric or t.choices:
         return t.choices
     text, _ = raw_read(t, where)
     words = (text or "").split("\n")[0].split()
