@@ -29,7 +29,7 @@ from mpiwrite.vocab import keys as runkinds
 from mpiwrite.vocab.keys import COMMON as SUMMARY_KEYS
 
 # What names a run, not a setting: never a factor (and not listed).
-IDENTITY_KEYS = ("run_id", "status", "start_time")
+IDENTITY_KEYS = tuple(k for k, v in runkinds.KINDS.items() if v == runkinds.IDENTITY)
 TOP = 5  # factors taken within each other's levels (every ordered pair of them)
 ALPHA = 0.05  # a factor with p below this is "clear": the others are taken given it
 MISSING_SHOWN = 12  # in the text; the JSON keeps up to MISSING_KEPT

@@ -187,9 +187,9 @@ class Store:
 
 # Keys whose filter values are read as what they mean, not as text: sizes in bytes (1MB,
 # 1MiB, 1M, 4k, 1000000), durations in seconds (200s, 5min), counts, and on/off switches.
-SIZE_KEYS = ("block_size", "size")
-DURATION_KEYS = ("time_limit",)
-COUNT_KEYS = ("nodes", "ranks", "ranks_per_node", "iterations")
+SIZE_KEYS = keytable.of_unit(keytable.SIZE)
+DURATION_KEYS = keytable.of_unit(keytable.DURATION)
+COUNT_KEYS = keytable.of_unit(keytable.COUNT)
 ON, OFF = {"on", "true", "yes", "1"}, {"off", "false", "no", "0"}
 
 

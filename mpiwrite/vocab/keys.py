@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
+from mpiwrite.units import format_size
+
 SETTING, DURABILITY, FACT, OUTCOME, LABEL, IDENTITY = (
     "setting", "durability", "fact", "outcome", "label", "identity")
 # where a key's value comes from: a run option; a node fact (flattened from each node's facts
@@ -30,6 +32,9 @@ SETTING, DURABILITY, FACT, OUTCOME, LABEL, IDENTITY = (
 # that tags and other tools' records use (never a key mpiwrite makes)
 OPTION, NODE, DERIVED, IMPORT, STUDY, WORD = (
     "option", "node", "derived", "import", "study", "word")
+# how a filter value of a key is read (answers/results.matches): bytes (1MB, 1MiB, 4k), seconds
+# (200s, 5min), a count; any other key's as text (and on/off words alike)
+SIZE, DURATION, COUNT = "size", "duration", "count"
 
 
 def _lustre(facts: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -39,6 +44,27 @@ def _lustre(facts: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _or(value: Any, missing: str = "unknown") -> str:
     return str(value or missing)
+
+
+# What a `value` gives for a run that has no such key (an MPI-IO option in a POSIX run).
+ABSENT = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
+
+
+def _on(flag: Any) -> str:
+    return "on" if flag else "off"
+
+
+def _size(p: Mapping[str, Any], imported: bool) -> str:
+    """A time-limited run's bytes are its outcome, not a size it was given (`time`); an
+    imported record without a size: unknown."""
+    if p.get("size") and not p.get("time_limit") and not p.get("stonewall"):
+        return format_size(p["size"])
+    return "time" if p.get("time_limit") or p.get("stonewall") or not imported else "unknown"
+
+
+def _hints(p: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items())) \
+        or "none"
 
 
 class Key(NamedTuple):
@@ -67,6 +93,10 @@ class Key(NamedTuple):
     when_used: bool = False
     engine: str = ""
     part_of: str = ""  # an option whose value another key carries: fsync's `every N`
+    # a run key made from the run's parameters: value(params, imported) -> the key's value,
+    # or ABSENT for a run without it (formats/runkeys.run_keys)
+    value: Optional[Callable[[Mapping[str, Any], bool], Any]] = None
+    unit: str = ""  # SIZE, DURATION or COUNT: how a filter value is read
 
 
 def _study(name: str, kind: str = LABEL) -> Key:
@@ -99,17 +129,27 @@ TABLE: Tuple[Key, ...] = (
     # the client's own words ('nfs 4.2'); facts/nodeinfo.client_of derives it for facts
     # read before the fact existed
     Key("client", FACT, NODE, common=True),
-    Key("engine", DURABILITY, OPTION, stated=True, file_decides=True),
-    Key("fsync", DURABILITY, OPTION, stated=True, file_decides=True),
-    Key("direct", DURABILITY, OPTION, stated=True, file_decides=True),
-    Key("layout", DURABILITY, OPTION, stated=True, file_decides=True),
-    Key("block_size", DURABILITY, OPTION, stated=True, file_decides=True),
+    Key("engine", DURABILITY, OPTION, stated=True, file_decides=True,
+        value=lambda p, i: p.get("engine", "posix")),
+    Key("fsync", DURABILITY, OPTION, stated=True, file_decides=True, value=lambda p, i: (
+        f"every {p['fsync_every']}" if p.get("fsync_every") else _on(p.get("fsync")))),
+    Key("direct", DURABILITY, OPTION, stated=True, file_decides=True,
+        value=lambda p, i: _on(p.get("direct"))),
+    Key("layout", DURABILITY, OPTION, stated=True, file_decides=True,
+        value=lambda p, i: p.get("layout")),
+    Key("block_size", DURABILITY, OPTION, stated=True, file_decides=True, unit=SIZE,
+        value=lambda p, i: format_size(p.get("block_size", 0))),
     # where the blocks go and how MPI-IO writes them: a strided or random write, or a
     # collective one, is not the same measurement as a sequential independent stream
-    Key("pattern", DURABILITY, OPTION),
-    Key("collective", DURABILITY, OPTION, engine="mpiio"),
-    Key("mpiio_hints", SETTING, OPTION, engine="mpiio"),
-    Key("seed", SETTING, OPTION),
+    # (records before patterns: sequential)
+    Key("pattern", DURABILITY, OPTION, value=lambda p, i: str(p.get("pattern") or "sequential")),
+    # MPI-IO's options: keys of the runs that used MPI-IO only
+    Key("collective", DURABILITY, OPTION, engine="mpiio", value=lambda p, i: ABSENT
+        if p.get("collective") is None else _on(p["collective"])),
+    Key("mpiio_hints", SETTING, OPTION, engine="mpiio", value=lambda p, i: ABSENT
+        if p.get("collective") is None else _hints(p)),
+    Key("seed", SETTING, OPTION, value=lambda p, i: p.get("seed", 0)
+        if p.get("pattern") == "random" else ABSENT),
     Key("stonewall", SETTING, OPTION, when_used=True),
     Key("preset", LABEL, OPTION, when_used=True),
     # fio's access pattern (imported fio runs have them): a random or mixed job, or one
@@ -118,12 +158,13 @@ TABLE: Tuple[Key, ...] = (
     Key("rwmixread", DURABILITY, IMPORT, file_decides=True, builtin=False),
     Key("iodepth", DURABILITY, IMPORT, file_decides=True, builtin=False),
     Key("ioengine", DURABILITY, IMPORT, file_decides=True, builtin=False),
-    Key("nodes", SETTING, DERIVED, file_decides=True),
-    Key("ranks", SETTING, DERIVED, file_decides=True),
-    Key("ranks_per_node", SETTING, DERIVED, file_decides=True),
-    Key("size", SETTING, OPTION, file_decides=True),
-    Key("time_limit", SETTING, OPTION, file_decides=True),
-    Key("iterations", SETTING, OPTION, file_decides=True),
+    Key("nodes", SETTING, DERIVED, file_decides=True, unit=COUNT),
+    Key("ranks", SETTING, DERIVED, file_decides=True, unit=COUNT),
+    Key("ranks_per_node", SETTING, DERIVED, file_decides=True, unit=COUNT),
+    Key("size", SETTING, OPTION, file_decides=True, value=_size, unit=SIZE),
+    Key("time_limit", SETTING, OPTION, file_decides=True, unit=DURATION,
+        value=lambda p, i: p.get("time_limit")),
+    Key("iterations", SETTING, OPTION, file_decides=True, unit=COUNT),
     Key("fsync_every", SETTING, OPTION, file_decides=True, part_of="fsync"),
     Key("mpi", FACT, DERIVED),  # no tool's output names its MPI library: --fact mpi= may
     Key("mpiio", FACT, DERIVED),  # the MPI-IO implementation of an mpiio run: ROMIO or OMPIO
@@ -158,6 +199,14 @@ FACT_KEYS: Tuple[str, ...] = tuple(k for k in NODE_COLUMNS if not BY_NAME[k].fil
 SHOWN: Tuple[str, ...] = tuple(k.name for k in TABLE if k.common and not k.owner)
 # run options that are keys only of the runs that used them
 WHEN_USED: Tuple[str, ...] = tuple(k.name for k in TABLE if k.when_used)
+
+def of_unit(unit: str) -> Tuple[str, ...]:
+    """The keys whose filter values are read as `unit` (SIZE, DURATION, COUNT)."""
+    return tuple(k.name for k in TABLE if k.unit == unit)
+
+
+# the run keys made from the run's parameters, in the table's order
+FROM_PARAMS: Tuple[Key, ...] = tuple(k for k in TABLE if k.value is not None)
 
 
 def engine_options(engine: str) -> Tuple[Key, ...]:

@@ -47,3 +47,26 @@ def test_a_node_facts_values_come_from_the_table():
 def test_a_tag_cannot_take_a_built_in_keys_name(name):
     with pytest.raises(ConfigError, match="built-in run key"):
         config.parse_tags([f"{name}=x"])
+
+
+def test_every_option_key_is_made_by_its_entry_and_read_by_its_unit():
+    """A run option's key is its table entry's `value` (formats/runkeys.run_keys holds no
+    key of its own): every option key but the ones named only when used, or part of
+    another's value, or counted from the record, has one; filters read sizes, durations
+    and counts by the entry's unit."""
+    made = {k.name for k in keys.FROM_PARAMS}
+    options = {k.name for k in keys.TABLE if k.source == keys.OPTION and not k.when_used
+               and not k.part_of and k.name != "iterations"}
+    assert made == options
+    p = {"engine": "mpiio", "collective": True, "mpiio_hints": {"b": 2, "a": 1},
+         "size": 2**20, "block_size": 4096, "fsync": True, "fsync_every": 8}
+    got = {k.name: k.value(p, False) for k in keys.FROM_PARAMS}
+    assert got["collective"] == "on" and got["mpiio_hints"] == "a=1,b=2"
+    assert got["fsync"] == "every 8" and got["size"] == "1MiB" and got["block_size"] == "4KiB"
+    assert got["seed"] is keys.ABSENT and got["pattern"] == "sequential"
+    assert keys.FROM_PARAMS[0].value({}, False) == "posix"
+    posix = {k.name: k.value({"time_limit": 5.0}, True) for k in keys.FROM_PARAMS}
+    assert posix["collective"] is keys.ABSENT and posix["size"] == "time"
+    assert keys.BY_NAME["size"].value({}, True) == "unknown"  # an import that names none
+    assert set(keys.of_unit(keys.SIZE)) == {"block_size", "size"}
+    assert set(keys.of_unit(keys.COUNT)) >= {"nodes", "ranks", "iterations"}
