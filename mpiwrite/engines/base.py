@@ -162,8 +162,9 @@ class StreamPlan:
     # one agreement of every rank (writeloop.wear_out); None: time_limit simply stops
     wear_out: Optional[Callable[[int, bool], int]] = None
     wear_limit: Optional[float] = None  # how long the wear-out may go on (None: no limit)
-    collective: bool = False  # MPI-IO: MPI_File_write_at_all, not MPI_File_write_at
-    hints: Tuple[Tuple[str, str], ...] = ()  # MPI-IO: hints given to MPI_File_open
+    # the engine's own options by name, as given (vocab/keys.py: the keys it owns); the
+    # base knows none of them
+    options: Dict[str, Any] = structs.field(dict)
     # an engine that waits for the other ranks inside its stream (MPI-IO's agreements and
     # collective calls) says so: (what it waits in, or '' once through; its bytes; whether
     # its own part is done), so that a watchdog names the rank that never came, not this one

@@ -155,7 +155,7 @@ def _open(plan: StreamPlan, team) -> _File:
     comm = team.comm.Dup() if plan.shared and team is not None else None
     info = MPI.Info.Create()
     try:
-        for key, value in plan.hints:
+        for key, value in sorted((plan.options.get("mpiio_hints") or {}).items()):
             info.Set(key, value)
         amode = MPI.MODE_WRONLY | (MPI.MODE_CREATE | MPI.MODE_EXCL if plan.create else 0)
         try:
@@ -167,7 +167,7 @@ def _open(plan: StreamPlan, team) -> _File:
             raise
     finally:
         info.Free()
-    return _File(MPI, comm, fh, plan.collective)
+    return _File(MPI, comm, fh, bool(plan.options.get("collective")))
 
 
 def write_stream(plan: StreamPlan, buf, poll: Optional[Poll] = None, team=None) -> StreamResult:

@@ -21,6 +21,7 @@ from mpiwrite.errors import ConfigError, why
 from mpiwrite.run.config import RunConfig
 from mpiwrite.text import printable
 from mpiwrite.units import format_size
+from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab import names, offsets
 from mpiwrite.vocab.offsets import PATTERNS
 
@@ -133,8 +134,7 @@ def plan(cfg: RunConfig, run_id: str, nranks: int, rank: int, iteration: int) ->
         else None,
         offsets=block_offsets(cfg, nranks, rank),
         shared=shared,
-        collective=bool(cfg.collective),
-        hints=tuple(sorted(cfg.mpiio_hints.items())),
+        options={k.name: getattr(cfg, k.name) for k in keytable.own_options(cfg.engine)},
         fsync=cfg.fsync,
         fsync_every=cfg.fsync_every,
         direct=cfg.direct,

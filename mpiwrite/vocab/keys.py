@@ -215,6 +215,12 @@ def engine_options(engine: str) -> Tuple[Key, ...]:
     return tuple(k for k in TABLE if k.engine and k.engine != engine)
 
 
+def own_options(engine: str) -> Tuple[Key, ...]:
+    """The options `engine` owns (MPI-IO's collective and hints): what its stream is given
+    by name (engines/base.StreamPlan.options)."""
+    return tuple(k for k in TABLE if k.engine == engine)
+
+
 def owned(client: str) -> Tuple[str, ...]:
     """The run keys a client owns, in the table's order (its `own_keys`)."""
     return tuple(k.name for k in TABLE if k.owner == client and k.common)
