@@ -75,6 +75,7 @@ figure { margin: 0.5em 1% 1em 0; display: inline-block; vertical-align: top; wid
          min-width: 28em; } figcaption { font-size: 0.9em; color: #444; }
 figure svg { max-width: 100%; height: auto; display: block; border: 1px solid #eee; }
 figure svg * { stroke-linejoin: round; stroke-linecap: butt; }
+.chart svg { width: 100%; max-width: 60em; height: auto; display: block; }
 .note { color: #555; font-size: 0.9em; }
 """
 
@@ -90,6 +91,61 @@ def document(title: str, body: Sequence[str]) -> str:
                       "'none'; style-src 'unsafe-inline'; img-src data:\" />",
                       f"<title>{esc(title)}</title>", f"<style>{STYLE}</style>", "</head>",
                       "<body>", f"<h1>{esc(title)}</h1>", *body, "</body>", "</html>", ""])
+
+
+def _nice_step(top: float) -> float:
+    """A round tick step (1, 2 or 5 times a power of ten) giving about five ticks to `top`."""
+    import math
+
+    raw = top / 5 if top > 0 else 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def dots(rows: Sequence[tuple], axis: str, label: str) -> str:
+    """A dot-and-whisker chart drawn here (no plotting library: every install has it), one
+    line per row in the order given: (label, mean, lo, hi, mark), mark one of "base",
+    "real", "noise" or ""; the whisker is the row's interval, the axis starts at zero.
+    Every text escaped; numbers only from the rows' floats."""
+    finite = [x for _l, m, lo, hi, _k in rows for x in (m, lo, hi) if x == x and x is not None]
+    top = max(finite + [0.0]) or 1.0
+    step = _nice_step(top)
+    top = step * -(-top // step)
+    left, width, line, head = 300, 700, 26, 30
+    height = head + line * len(rows) + 34
+    x = lambda v: left + (width - left - 20) * max(v, 0.0) / top  # noqa: E731
+    colour = {"base": "#111", "real": "#c05800", "noise": "#777"}
+    out = [f'<svg viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{esc(label)}" font-family="sans-serif" font-size="12">']
+    ticks, v = [], 0.0
+    while v <= top + step / 2:
+        ticks.append(v)
+        v += step
+    for t in ticks:
+        out.append(f'<line x1="{x(t):.1f}" y1="{head - 8}" x2="{x(t):.1f}" '
+                   f'y2="{height - 30}" stroke="#e4e4e4" />')
+        out.append(f'<text x="{x(t):.1f}" y="{height - 16}" text-anchor="middle" '
+                   f'fill="#444">{t:g}</text>')
+    out.append(f'<text x="{left}" y="{height - 2}" fill="#444">{esc(axis)}</text>')
+    for i, (name, mean, lo, hi, mark) in enumerate(rows):
+        y = head + line * i + line / 2
+        shown = str(name) if len(str(name)) <= 44 else str(name)[:43] + "…"
+        tail = " (base)" if mark == "base" else ""
+        weight = ' font-weight="bold"' if mark == "base" else ""
+        out.append(f'<text x="{left - 10}" y="{y + 4:.1f}" text-anchor="end"{weight}>'
+                   f'<title>{esc(name)}</title>{esc(shown + tail)}</text>')
+        if mean is None or mean != mean:
+            continue
+        c = colour.get(mark, "#1f5fa8")
+        if lo is not None and hi is not None and lo == lo and hi == hi:
+            out.append(f'<line x1="{x(lo):.1f}" y1="{y:.1f}" x2="{x(hi):.1f}" y2="{y:.1f}" '
+                       f'stroke="{c}" stroke-width="2" />')
+            for end in (lo, hi):
+                out.append(f'<line x1="{x(end):.1f}" y1="{y - 6:.1f}" x2="{x(end):.1f}" '
+                           f'y2="{y + 6:.1f}" stroke="{c}" stroke-width="2" />')
+        out.append(f'<circle cx="{x(mean):.1f}" cy="{y:.1f}" r="5" fill="{c}" />')
+    out.append("</svg>")
+    return '<div class="chart">' + "\n".join(out) + "</div>"
 
 
 class UnsafeSvg(ValueError):

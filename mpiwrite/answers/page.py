@@ -87,6 +87,9 @@ def render(p: Page, now: Optional[str] = None) -> str:
     title = (f"mpiwrite study {p.study.name}" if p.study
              else f"mpiwrite report: {len(runs)} run(s) by {', '.join(by) or 'all'}")
     parts = [("tune", "What to set: tune's answer", h.pre(p.tune))] if p.tune else []
+    if not p.study and len(rows) > 1:  # a records page leads with the comparison
+        parts.append(("chart", "The configurations side by side",
+                      _chart_html(p, rows, by, sampling)))
     parts += [("table", "Table", _table_html(rows, by, sampling, unit)),
              ("verdicts", "Verdicts", _verdicts_html(p, rows, by, sampling)),
              ("plots", "Plots", _plots_html(p, rows, groups, sampling)),
@@ -154,6 +157,34 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
     notes.append("first-done: the rate of the first rank to finish, where the record has "
                  "per-rank times (an imported record has none: blank)")
     return h.table(head, body, right=range(len(by), len(head))) + "\n" + h.items(notes)
+
+
+def _chart_html(p: Page, rows, by, sampling: Sampling) -> str:
+    """Each row's figure with its interval, the table's order, the base row named: drawn
+    without a plotting library (every install has it)."""
+    from mpiwrite.formats import contract
+
+    info = metric_info(sampling.metric, sampling.units)
+    _n, mean, _sd, lo, hi = contract.stat_keys(info.suffix)[:5]
+    pct = f"{sampling.confidence * 100:g}%"
+    data = [(_label(r["keys"], by), _float(r.get(mean)), _float(r.get(lo)), _float(r.get(hi)),
+             str(r.get("verdict") or "")) for r in rows]
+    svg = h.dots(data, f"{sampling.metric} ({info.header}): the mean, its {pct} interval",
+                 f"{sampling.metric} of each row with its interval")
+    base = next((d[0] for d in data if d[4] == "base"), None)
+    notes = [f"base: {base} ("
+             + ("the --baseline given" if p.baseline else "the configuration measured first")
+             + "); orange: a real change against it, grey: within noise"] if base else []
+    notes.append(f"dot: the row's mean; whiskers: the mean's {pct} Student t interval (as in "
+                 "the table); a row of one sample has none")
+    return svg + "\n" + h.items(notes)
+
+
+def _float(x) -> Optional[float]:
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
 
 
 def _verdicts_html(p: Page, rows, by, sampling: Sampling) -> str:

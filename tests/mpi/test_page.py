@@ -112,7 +112,7 @@ def test_a_page_of_records_is_well_formed_self_contained_and_escapes_what_record
     assert "mpiwrite page --output" in text and "--by build" in text
     pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     # the per-rank plot of a row's run, inline; the synthetic records hold no samples: said
-    assert page.count("<svg ") == 4
+    assert page.count("<svg ") == 4 + 1  # and the rows side by side (drawn without matplotlib)
     assert "holds no throughput samples" in text
     assert len(set(re.findall(r'\bid="([^"]+)"', page))) == len(re.findall(r'\bid="', page))
 
@@ -159,8 +159,14 @@ def test_the_base_row_is_the_configuration_measured_first_not_the_first_in_the_a
     out = tmp_path / "page.html"
     got = cli(["page", str(r), "-o", str(out), "--by", "build"], cwd=tmp_path, timeout=100)
     assert got.returncode == 0, got.stderr
-    text = "".join(well_formed(out.read_text(encoding="utf-8")).text)
+    page = out.read_text(encoding="utf-8")
+    text = "".join(well_formed(page).text)
     assert "Each row against the base row (build=new)" in text, text[:3000]
+    # the page leads with the rows side by side, the base named, each row's interval drawn
+    assert page.index('id="chart"') < page.index('id="table"') < page.index('id="verdicts"')
+    chart = page[page.index('id="chart"'):page.index('id="table"')]
+    assert chart.count("<circle") == 2 and chart.count("stroke-width") == 6  # 2 x 3 lines
+    assert "build=new (base)" in chart and "the configuration measured first" in chart
 
 
 @pytest.mark.timeout(120)
@@ -182,7 +188,12 @@ def test_a_page_without_plots_says_so_on_the_terminal_with_the_command_that_adds
     (said,) = [ln for ln in got.stderr.splitlines() if "no plots" in ln]
     assert "-m pip install 'matplotlib>=3.5'" in said, said
     assert got.stdout.strip() == "page.html"
-    assert "No plots" in (tmp_path / "page.html").read_text(encoding="utf-8")
+    bare = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "No plots" in bare
+    # the comparison is drawn without matplotlib: one dot a row, before the table
+    assert bare.index('id="chart"') < bare.index('id="table"')
+    table = bare[bare.index('id="table"'):bare.index('id="verdicts"')]
+    assert bare.count("<circle") == table.count("<tr>") - 1 >= 2
     pytest.importorskip("matplotlib")
     drawn = cli(["page", folder, "-o", "page.html", "--by", "build"], cwd=tmp_path,
                 timeout=100)
@@ -410,4 +421,4 @@ def test_runs_on_several_node_counts_get_a_scaling_plot(tmp_path):
     pytest.importorskip("matplotlib")  # the plots (the test-full extra)
     assert page.count("<figcaption>scaling against nodes") == 1
     assert page.count("<figcaption>per-rank rates of run") == 3  # one run per row
-    assert page.count("<svg ") == 4
+    assert page.count("<svg ") == 4 + 1  # and the rows side by side (drawn without matplotlib)
