@@ -70,6 +70,43 @@ def _keys(params: Dict[str, Any]) -> Dict[str, str]:
     return keys
 
 
+# IOR's APIs whose collective flag (-c) means collective calls (MPI_File_write_at_all)
+_MPI_APIS = ("mpiio", "hdf5", "ncmpi")
+
+
+def _access(test: Test, segments: Optional[int], random: Optional[bool],
+            collective: Optional[bool], said: str) -> None:
+    """Where IOR's blocks went and how an MPI API wrote them, as mpiwrite's keys, so that a
+    strided or collective IOR test is never pooled with sequential independent runs:
+
+    - `pattern`: random with -z (randomOffset, "ordering in a file: random"); strided for a
+      shared file of more than one segment (each segment holds every task's -b block in
+      turn: the tasks' blocks interleave); sequential otherwise; unknown where the layout
+      or the segment count is not known;
+    - `collective` (an MPI-IO run's key): -c (collective, "type: collective") for the MPI
+      APIs only (IOR's POSIX ignores it).  IOR prints no hints: `mpiio_hints` unknown."""
+    p = test.params
+    layout = p.get("layout")
+    if random:
+        p["pattern"] = "random"
+    elif layout == "fpp" or layout == "shared" and segments == 1:
+        p["pattern"] = "sequential"
+    elif layout == "shared" and segments and segments > 1:
+        p["pattern"] = "strided"
+        test.notes.append(f"{segments} segments of a shared file: each task's -b block of "
+                          "every segment interleaves with the others' (pattern strided, "
+                          "at IOR's block size, not mpiwrite's block_size = -t)")
+    else:
+        p["pattern"] = UNKNOWN
+    test.derived["params.pattern"] = (f"{said}: random offsets (-z), the file layout and "
+                                      "the segment count (-s)")
+    if str(p.get("engine") or "") in _MPI_APIS:
+        p["collective"] = UNKNOWN if collective is None else bool(collective)
+        p["mpiio_hints"] = UNKNOWN
+        test.derived["params.collective"] = f"{said} (-c)"
+        test.unknown.append("params.mpiio_hints")
+
+
 def _from_command(test: Test, flags: Dict[str, Any], have: Dict[str, Any]) -> None:
     """Fill what the output did not say from the command line's flags (named derived)."""
     p = test.params
@@ -222,6 +259,8 @@ def from_json(src: Source) -> List[Test]:
         if par.get("fsyncperwrite"):
             test.params["fsync_every"] = 1
         _from_command(test, flags, {"fsync": 1, "layout": 1, "engine": 1})
+        _access(test, segs, bool(par.get("randomOffset")) or bool(flags.get("random")),
+                bool(par.get("collective")), "IOR's Parameters")
         test.exact += ["ranks", "nodes", "bytes", "read_bytes", "params.block_size (transferSize)",
                        "params.size (blockSize x segmentCount)", "params.layout (filePerProc)",
                        "params.fsync (fsync, fsyncperwrite)", "params.iterations (repetitions)",
@@ -359,6 +398,11 @@ def from_text(src: Source) -> List[Test]:
         test.write, test.read = phases.get("write"), phases.get("read")
         test.nodes = number(kv.get("nodes") or 0, NODES, src.path, f"{label}: nodes")
         _from_command(test, flags, {k: 1 for k in ("layout", "engine") if k in test.params})
+        segs = number(kv["segments"], COUNT, src.path, f"{label}: segments") \
+            if str(kv.get("segments", "")).isdigit() else None
+        _access(test, segs, kv.get("ordering in a file") == "random" or bool(flags.get("random")),
+                kv.get("type") == "collective" or bool(flags.get("collective")),
+                "IOR's Options (ordering in a file, access, segments, type)")
         test.exact += ["ranks (#Tasks)", "nodes", "bytes", "read_bytes", "params.block_size "
                        "(xsize)", "params.size (blksiz x segcnt)", "params.layout (access)",
                        "params.iterations (repetitions)", "command_line", "tool_version"]
@@ -436,9 +480,12 @@ def from_csv(src: Source, command: str = "") -> List[Test]:
             if _size(flags.get("transfer")) not in (None, test.params["block_size"]):
                 raise refuse(src.path, f"{label}: --command says -t {flags['transfer']}, the "
                              "CSV another transfer size: not this file's command")
+            _access(test, segs, bool(flags.get("random")), bool(flags.get("collective")),
+                    "--command")
         else:
+            test.params["pattern"] = UNKNOWN
             test.unknown += ["params.fsync", "params.layout", "params.direct", "params.engine",
-                             "command_line"]
+                             "params.pattern", "command_line"]
         test.unknown += ["nodes", "start_time", "host", "tool_version"]
         test.exact += ["ranks (numTasks)", "params.block_size (xfer)", "params.iterations"]
         test.derived["aggregate_MB_per_s"] = "IOR's bw(MiB/s) x 1.048576"

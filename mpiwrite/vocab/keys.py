@@ -63,6 +63,8 @@ def _size(p: Mapping[str, Any], imported: bool) -> str:
 
 
 def _hints(p: Mapping[str, Any]) -> str:
+    if isinstance(p.get("mpiio_hints"), str):  # an import that cannot know them: unknown
+        return p["mpiio_hints"]
     return ",".join(f"{k}={v}" for k, v in sorted((p.get("mpiio_hints") or {}).items())) \
         or "none"
 
@@ -145,7 +147,8 @@ TABLE: Tuple[Key, ...] = (
     Key("pattern", DURABILITY, OPTION, value=lambda p, i: str(p.get("pattern") or "sequential")),
     # MPI-IO's options: keys of the runs that used MPI-IO only
     Key("collective", DURABILITY, OPTION, engine="mpiio", value=lambda p, i: ABSENT
-        if p.get("collective") is None else _on(p["collective"])),
+        if p.get("collective") is None else p["collective"] if isinstance(p["collective"], str)
+        else _on(p["collective"])),
     Key("mpiio_hints", SETTING, OPTION, engine="mpiio", value=lambda p, i: ABSENT
         if p.get("collective") is None else _hints(p)),
     Key("seed", SETTING, OPTION, value=lambda p, i: p.get("seed", 0)

@@ -130,6 +130,42 @@ def test_ior_csv_without_and_with_the_command(tmp_path, capsys):
     assert rec.attrs["command_line"] == command
 
 
+@pytest.mark.timeout(60)
+def test_ior_access_pattern_and_collective_calls_are_keys_never_pooled_with_sequential(
+        tmp_path, capsys):
+    """`ior -a MPIIO -c -s 128` (a shared file of 128 segments: the tasks' blocks interleave;
+    collective writes) once imported as pattern=sequential with collective unknown, so
+    `compare` stated a false "strided -> sequential" and `report` pooled it with sequential
+    runs.  Real IOR outputs: JSON and text alike give strided and collective on; -z gives
+    random; a file per process or one segment, sequential; a CSV without its command line,
+    unknown."""
+    from mpiwrite.answers.results import run_keys
+
+    want = {"mpiio-collective-s128.json": ("mpiio", "strided", "on"),
+            "mpiio-collective-s128.txt": ("mpiio", "strided", "on"),
+            "posix-random-z.txt": ("posix", "random", None),
+            "fpp-write-fsync-i3.json": ("posix", "sequential", None),
+            "shared-write-read.json": ("posix", "sequential", None),
+            "fpp-write-i2.txt": ("posix", "sequential", None),
+            "fpp-write-i2.csv": ("unknown", "unknown", None)}
+    for name, (engine, pattern, collective) in want.items():
+        out = tmp_path / name.replace(".", "-")
+        code, _o, err = cli(capsys, "import", FIX / name, "--results", out)
+        assert code == 0, (name, err)
+        keys = run_keys(one(out))
+        assert (keys["engine"], keys["pattern"], keys.get("collective")) == \
+            (engine, pattern, collective), name
+        if engine == "mpiio":  # IOR prints no hints: not "none"
+            assert keys["mpiio_hints"] == "unknown" and "params.mpiio_hints" in \
+                one(out).imported()["unknown"]
+            assert any("128 segments of a shared file" in n
+                       for n in one(out).imported()["notes"]), name
+    # never pooled: a random and a sequential shared-file POSIX test are not one row
+    code, _o, err = cli(capsys, "report", tmp_path / "posix-random-z-txt",
+                        tmp_path / "shared-write-read-json", "--by", "layout")
+    assert code == 2 and "would pool runs with pattern random and sequential" in err, err
+
+
 # -- lmdd and dd --------------------------------------------------------------------------
 @pytest.mark.timeout(60)
 def test_lmdd_lines_one_record_each_with_its_figures(tmp_path, capsys):
