@@ -15,9 +15,9 @@ import click
 
 from mpiwrite.cli.options import sampling_options
 from mpiwrite.errors import ConfigError, RunError
-from mpiwrite.study import order, settle
+from mpiwrite.study import estimate, order, settle
 from mpiwrite.study.plan import Problem, Study, StudyError, load
-from mpiwrite.study.points import OVERHEAD_SECONDS, check, estimate, value_text
+from mpiwrite.study.points import check, value_text
 from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
 from mpiwrite.vocab.axes import run_option
@@ -27,7 +27,7 @@ MARGIN = 1.2  # on the estimate, for the job's --time
 
 
 def study_job(file: str, nodes: Optional[List[int]], ntasks_per_node: Optional[int],
-              time_limit: Optional[str], rate: float = 100.0) -> Dict[str, Any]:
+              time_limit: Optional[str], rate: Optional[float] = None) -> Dict[str, Any]:
     """What `jobscript --study FILE` renders: the allocation the study needs (its largest
     node count and ranks per node, unless given larger), and --time from the estimate with
     start-up and a margin; a given --time-limit shorter than the estimate is refused."""
@@ -53,7 +53,11 @@ def study_job(file: str, nodes: Optional[List[int]], ntasks_per_node: Optional[i
     if tasks < need_ranks:
         raise ConfigError(f"--ntasks-per-node: {tasks} is fewer than the study's "
                           f"{need_ranks} ranks per node")
-    seconds, basis = estimate(st, configs, rate)
+    # the job's nodes are not this one: no probe here, the rate given or assumed
+    rate = rate or estimate.ASSUMED_RATE
+    basis = f"sizes at {rate:g} MB/s per rank"
+    spec = settle.for_study(st.settle, [s.name for s in st.settings], configs)
+    seconds = estimate.study_seconds(st, configs, rate, spec.mode != "none")
     runs = len(st.runs())
     need = seconds + STARTUP_SECONDS
     if time_limit:
@@ -90,13 +94,14 @@ def study():
 
 @study.command()
 @click.argument("file")
-@click.option("--rate", type=float, default=100.0, show_default=True,
-              help="MB/s per rank assumed for size-bound runs in the estimate.")
+@click.option("--rate", type=float, default=None,
+              help="MB/s per rank assumed for size-bound runs in the estimate [default: "
+                   "measured now by one 16 MiB fsync'd write into the target, removed after].")
 def plan(file, rate):
     """The runs of a study in the order they will run, how many, and how long they take.
 
     Every problem in the file is one line naming its key and line (exit 2)."""
-    if not MIN_RATE <= rate <= MAX_RATE:  # NaN fails too
+    if rate is not None and not MIN_RATE <= rate <= MAX_RATE:  # NaN fails too
         raise ConfigError(f"--rate: must be a rate from {MIN_RATE:g} to {MAX_RATE:g} MB/s per "
                           "rank")
     try:
@@ -120,7 +125,6 @@ def plan(file, rate):
     widths = [max(len(k), *(len(value_text(p[k])) for p in points)) for k in keys]
     click.echo(printable(("  run  point  rep  " + "  ".join(k.ljust(w) for k, w in
                                                            zip(keys, widths))).rstrip()))
-    total, basis = estimate(st, configs, rate)
     for n, (i, r) in enumerate(runs):
         cells = "  ".join(value_text(points[i][k]).ljust(w) for k, w in zip(keys, widths))
         click.echo(printable(f"  {n:>3}  {i:>5}  {r:>3}  {cells}".rstrip()))
@@ -129,9 +133,16 @@ def plan(file, rate):
         click.echo(printable(f"run before: {line}"))
     sizes = {c.size for c in configs if c.size}
     size_text = f"; {format_size(max(sizes))} per rank at most" if sizes else ""
-    click.echo(f"estimated duration: {format_seconds(total)} (from {basis}, plus "
-               f"{OVERHEAD_SECONDS:g} s a run for settings and barriers){size_text}")
     spec = settle.for_study(st.settle, [s.name for s in st.settings], configs)
+    speed = estimate.rate_for(st.target, rate) if any(c.size and not c.time_limit
+                                                      for c in configs) else None
+    total = estimate.study_seconds(st, configs, speed.mb_per_s if speed else 1.0,
+                                   spec.mode != "none")
+    click.echo(printable(f"estimated duration: {format_seconds(total)} (one launch and "
+                         f"{len(runs)} runs: " + (f"sizes at {speed.basis}; " if speed else
+                                                  "their time limits; ")
+                         + "settles and settings' changes included; docs/study.md)"
+                         + size_text))
     why = "as the file says" if st.settle else (
         "the default: buffered runs or a setting of writeback or a cache" if spec.mode != "none"
         else "the default: fsync'd runs, no setting of writeback or a cache")

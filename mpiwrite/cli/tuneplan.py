@@ -18,8 +18,6 @@ from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
 
-OVERHEAD = 2.0  # a run inside a study: settings, barriers, the record
-SETTLE_GUESS = 5.0  # seconds a point's settings take to show, for the budget
 MAX_REPEAT = 20
 
 
@@ -107,9 +105,10 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
     each, k factors in about k+1 points, repetitions fitted to the budget, in a balanced
     seeded order (each level after each level about equally often)."""
     from mpiwrite.files import check_output
+    from mpiwrite.study import estimate
     from mpiwrite.study.design import design
     from mpiwrite.study.plan import StudyError, parse
-    from mpiwrite.study.points import check, run_seconds
+    from mpiwrite.study.points import check
     from mpiwrite.units import format_seconds, parse_time
 
     if os.path.lexists(output):
@@ -195,22 +194,27 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
         problems, configs = check(st)
         if problems:
             raise ConfigError(f"--run: {problems[0].where}: {problems[0].message}")
-        return text, configs
+        return text, st, configs
 
-    text, configs = study_of(1)
-    per_round = sum(run_seconds(c, 100.0)[0] + OVERHEAD + SETTLE_GUESS for c in configs)
-    repeat = min(MAX_REPEAT, int(seconds_budget // per_round))
+    # the same estimate as `study plan` prints for the file written (study/estimate.py)
+    text, st, configs = study_of(1)
+    speed = estimate.rate_for(target, None).mb_per_s \
+        if any(c.size and not c.time_limit for c in configs) else 1.0
+    settles = spec.mode != "none"
+    per_round = estimate.study_seconds(st, configs, speed, settles) - estimate.STARTUP_SECONDS
+    repeat = min(MAX_REPEAT, int((seconds_budget - estimate.STARTUP_SECONDS) // per_round))
     if repeat < 2:
         raise ConfigError(f"--budget: {budget} fits {repeat} round(s) of the {len(d.rows)} "
                           f"points ({format_seconds(per_round)} each); a verdict needs 2: give "
                           f"at least {format_seconds(2 * per_round)}, or a shorter --run time")
-    text, _ = study_of(repeat)
+    text, st, configs = study_of(repeat)
+    total = estimate.study_seconds(st, configs, speed, settles)
     from mpiwrite import files
 
     files.write_new(output, text.encode())
     click.echo(printable(f"{output}: {d.kind}, {len(d.rows)} points x {repeat} repetitions "
                          f"= {len(d.rows) * repeat} runs, about "
-                         f"{format_seconds(per_round * repeat)}; factors: "
+                         f"{format_seconds(total)}; factors: "
                          + ", ".join(f"{t.name} {a}/{b}" for t, (a, b), _ in factors)))
     click.echo(printable(f"next: mpiexec -n N mpiwrite study run {output}; then mpiwrite tune "
                          f"report {output}"))

@@ -3,8 +3,8 @@
 Every value of the file's `[run]` table and `[axes]` goes through the option's own converter
 (run/options.py: the table `run`'s command line is made from), then every point's whole
 combination through run/config.from_params: a point is refused exactly as the same `run`
-would be, in the same words, and its RunConfig is what the study runs.  Also here: the
-plan's estimate of each run's duration.
+would be, in the same words, and its RunConfig is what the study runs.  How long they take
+is study/estimate.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.run import config, options
 from mpiwrite.study.plan import Problem, Study
 from mpiwrite.vocab.axes import run_option
-
-OVERHEAD_SECONDS = 2.0  # a run inside a study: settings, barriers, the record (no start-up)
 
 
 def value_text(v: Any) -> str:
@@ -113,22 +111,3 @@ def unique(problems: List[Problem]) -> List[Problem]:
             seen.add((p.where, p.message))
             out.append(p)
     return out
-
-
-def run_seconds(cfg, rate_MB_per_s: float) -> Tuple[float, str]:
-    """One run's estimated duration, and what the estimate rests on."""
-    gaps = cfg.delay * (cfg.iterations - 1)
-    if cfg.time_limit:
-        return cfg.time_limit * cfg.iterations + gaps, "the time limits"
-    return (cfg.size / (rate_MB_per_s * 1e6)) * cfg.iterations + gaps, \
-        f"sizes at an assumed {rate_MB_per_s:g} MB/s per rank (--rate)"
-
-
-def estimate(st: Study, configs: List[Any], rate: float) -> Tuple[float, str]:
-    """The study's duration in seconds (every run, plus the overhead between runs), and what
-    it rests on."""
-    total, basis = 0.0, ""
-    for i, _r in st.runs():
-        seconds, basis = run_seconds(configs[i], rate)
-        total += seconds + OVERHEAD_SECONDS
-    return total, basis

@@ -50,8 +50,9 @@ def test_the_plan_lists_every_point_and_repetition_in_order(tmp_path):
     assert [int(r[1]) for r in rows[:12]] == list(range(12))  # every point once, then again
     assert {int(r[2]) for r in rows[:12]} == {0} and {int(r[2]) for r in rows[24:]} == {2}
     assert rows[0][3:] == ["64KiB", "1", "1"] and rows[1][3:] == ["64KiB", "1", "0"]
-    # 36 runs of 200 s and 2 s for settings and barriers each
-    assert "estimated duration: 2h01m" in out.stdout and "time limits" in out.stdout
+    # one launch (1.2 s), 36 runs of 200 s, each with its final fsync (1 s) and its cost in
+    # the study (0.15 s), and the setting changed before each (1.5 s): 7,297 s
+    assert "estimated duration: 2h01m " in out.stdout and "time limits" in out.stdout
 
 
 def test_sequential_and_random_orders(tmp_path):
@@ -143,8 +144,32 @@ def test_a_size_bound_study_is_estimated_at_a_stated_rate(tmp_path):
     text = text.split("[x]")[0]
     out = cli(["study", "plan", write(tmp_path, text), "--rate", "1000"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "assumed 1000 MB/s per rank" in out.stdout
-    assert "estimated duration: 54.0s" in out.stdout  # 18 runs of 1 GB at 1000 MB/s, + 2 s
+    assert "sizes at 1000 MB/s per rank (--rate)" in out.stdout
+    # one launch (1.2 s), then 18 runs of 1 GB at 1000 MB/s, each 0.15 s more in the study
+    assert "estimated duration: 21.9s" in out.stdout, out.stdout
+
+
+def test_without_a_rate_one_probe_write_into_the_target_decides_and_leaves_nothing(tmp_path):
+    """`study plan` once assumed 100 MB/s per rank (estimates 8x the measured time here); it
+    now times one fsync'd 16 MiB write into the target (or the folder it will be made in),
+    removes it, and says so."""
+    target = tmp_path / "data"
+    target.mkdir()
+    (target / "theirs").write_bytes(b"x")
+    text = GOOD.replace('time = "200s"', 'size = "16MiB"').split("[[setting]]")[0] \
+        .replace("/lustre/scratch/me/mpiwrite", str(target))
+    out = cli(["study", "plan", write(tmp_path, text)], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "MB/s per rank, a 16 MiB fsync'd write into the target now" in out.stdout
+    assert sorted(os.listdir(target)) == ["theirs"]  # the probe's file is gone, theirs kept
+    os.chmod(target, 0o500)  # a target it cannot write to: the assumed rate, said so
+    try:
+        if os.access(target, os.W_OK):  # root writes anyway
+            return
+        out = cli(["study", "plan", write(tmp_path, text)], cwd=tmp_path)
+        assert "an assumed 100 MB/s per rank" in out.stdout, out.stdout
+    finally:
+        os.chmod(target, 0o700)
 
 
 BAD = """\
