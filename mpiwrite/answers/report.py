@@ -506,6 +506,10 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
     pct, d = f"{confidence * 100:g}%", info.digits
     lines = [f"{_metric_words(metric, units)}; test: Welch's t-test, {pct} confidence",
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
+    from mpiwrite.answers import method
+
+    methods = method.differences(a_runs, b_runs, run_keys)  # two tools: how each measured
+    lines += method.text(methods)
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
         ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
         geo = ""
@@ -570,7 +574,8 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
                needed_per_side=c.needed_per_side, more_per_side=c.more_per_side,
                verdict=verdict, fail_if_slower_pct=fail_if_slower, gate_failed=failed,
                duplicate_records=duplicates, differing_facts=differing,
-               confounded_with=mixed, within_confounders=inside, carryover=carry)
+               confounded_with=mixed, within_confounders=inside, carryover=carry,
+               method_differences=methods)
     return "\n".join(printable(ln) for ln in lines), contract.finite(doc), failed
 
 

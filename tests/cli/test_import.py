@@ -12,10 +12,12 @@ import pathlib
 import shutil
 import subprocess
 
+import jsonschema
 import pytest
 import synth
 from common import FIXTURES, ROOT, read_record
 
+from mpiwrite.formats import contract
 from mpiwrite.importers import base as imported
 from mpiwrite.importers import registry as importers
 from mpiwrite.records import h5 as records
@@ -191,6 +193,43 @@ def test_lmdd_with_its_command_has_exact_bytes_and_fsync(tmp_path, capsys):
     rec = one(tmp_path / "r")
     assert int(rec.iterations["bytes"][0]) == 512_000_000 and "bytes" in rec.imported()["exact"]
     assert rec.params()["fsync"] is True and rec.params()["block_size"] == 10**6
+
+
+@pytest.mark.timeout(60)
+def test_an_lmdd_line_beside_an_mpiwrite_run_lists_the_methods_before_the_verdict(
+        tmp_path, capsys):
+    """The question that started mpiwrite, asked across tools: an lmdd line against an
+    mpiwrite run of the same settings (1 MB blocks, 512 MB, fsync'd) differ first in how each
+    tool times its figure; compare says so, and how each side's method moves its figure,
+    before the figures and the verdict.  Two sides of one tool list none."""
+    first = tmp_path / "one.txt"
+    first.write_text((FIX / "lmdd-tmpfs.txt").read_text().splitlines()[0] + "\n")
+    code, _o, err = cli(capsys, "import", first, "--results", tmp_path / "r", "--command",
+                        "lmdd if=internal of=/tmp/x bs=1M count=512 fsync=1")
+    assert code == 0, err
+    for i, v in enumerate((900.0, 910.0, 905.0)):
+        synth.make(tmp_path / "r" / f"m{i}.h5", [v], f"2026-m{i}", nodes=1, ranks_per_node=1,
+                   per_rank=512_000_000, params={"block_size": 10**6})
+    code, text, err = cli(capsys, "compare", "tool=lmdd", "tool=mpiwrite", "--in",
+                          tmp_path / "r")
+    assert code == 0, err
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("differences of method"))
+    assert at < next(i for i, ln in enumerate(lines) if "verdict:" in ln)
+    assert at < next(i for i, ln in enumerate(lines) if ln.strip().startswith("A=tool=lmdd"))
+    said = "\n".join(lines[at:at + 12])
+    assert "timed interval: A one process's write loop" in said, said
+    assert "B: the ranks' common interval" in said and "tool: A lmdd -> B mpiwrite" in said
+    for same in ("fsync:", "block (transfer) size:"):  # the same on both sides: not listed
+        assert same not in said, said
+    code, doc, err = cli(capsys, "compare", "tool=lmdd", "tool=mpiwrite", "--in",
+                         tmp_path / "r", "--json")
+    doc = json.loads(doc)
+    jsonschema.validate(doc, contract.schema("compare"))
+    assert [m["what"] for m in doc["method_differences"]][:2] == ["tool", "timed interval"]
+    code, doc, err = cli(capsys, "compare", "run_id=2026-m0", "run_id=2026-m1", "--in",
+                         tmp_path / "r", "--json")
+    assert code == 0 and json.loads(doc)["method_differences"] == [], err
 
 
 @pytest.mark.timeout(60)
