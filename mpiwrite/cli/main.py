@@ -75,6 +75,7 @@ LAZY = {  # one module a command
     "report": "mpiwrite.cli.reportcmd:report",
     "compare": "mpiwrite.cli.comparecmd:compare",
     "show": "mpiwrite.cli.showcmd:show",
+    "timeline": "mpiwrite.cli.timelinecmd:timeline",
     "plot": "mpiwrite.cli.plotcmd:plot",
     "jobscript": "mpiwrite.cli.jobscriptcmd:jobscript",
     "clean": "mpiwrite.cli.clean:clean",

@@ -42,6 +42,8 @@ EXAMPLES = {
     "compare": ["mpiwrite compare checksums=on checksums=off --in results/",
                 "mpiwrite compare build=main build=$GIT_SHA --in results/ --fail-if-slower 5"],
     "show": ["mpiwrite show results/mpiwrite-20261129T220833Z-524bd3.h5"],
+    "timeline": ["mpiwrite timeline results/mpiwrite-20261129T220833Z-524bd3.h5 --by node",
+                 "mpiwrite timeline 524bd3 --in results/ --format jsonl --interval 0.5s"],
     "plot": ["mpiwrite plot scaling results/ --x nodes --by lustre -o scaling.png",
              "mpiwrite plot ranks results/mpiwrite-RUN.h5 -o ranks.png"],
     "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],

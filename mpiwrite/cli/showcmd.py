@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
-from mpiwrite.cli.lookup import open_store, refuse_missing_in
+from mpiwrite.cli.lookup import one_run
 from mpiwrite.cli.options import (
     INT,
 )
-from mpiwrite.errors import ConfigError, RunError
+from mpiwrite.errors import RunError
 
 
 @click.command()
@@ -34,24 +32,7 @@ def show(run, where, iteration, by, skip_bad):
     from mpiwrite.answers.results import run_keys
     from mpiwrite.answers.show import show_text
 
-    code = 0
-    if os.path.isdir(run):
-        store, code = open_store([run], skip_bad, "RUN")
-        if store.conflicts:
-            raise ConfigError(f"RUN: {store.conflict_text(next(iter(store.conflicts)))}")
-        if len(store.runs) != 1:
-            raise ConfigError(f"RUN: {run!r} is a folder with {len(store.runs)} readable "
-                              "records, not one; give one record file, or a run id with --in "
-                              "FOLDER")
-        rec = store.runs[0]
-    elif os.path.lexists(run):
-        from mpiwrite.records.store import FolderStore
-
-        rec = FolderStore().whole(run)  # RecordError: named, exit 1 (libhdf5 in a child only)
-    else:
-        refuse_missing_in(where, f"RUN: {run!r} is not a file")
-        store, code = open_store(where, skip_bad, "--in")
-        rec = store.find_run(run)
+    rec, code = one_run(run, where, skip_bad)
     try:
         keys = run_keys(rec)
         text = show_text(rec, keys, iteration)

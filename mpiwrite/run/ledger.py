@@ -346,6 +346,7 @@ class Ledger:
             "mpi_family": mpiinfo.family(self.mpi_library), "launcher": mpiinfo.launcher(),
             "host": self.hosts[0], "mpiwrite_version": __version__,
             "bytes_to_ram": self.extra.get("bytes_to_ram", float("nan")),
+            "origin_unix": float(self.extra.get("origin_unix", float("nan"))),
             "stripe": json.dumps(self.extra.get("stripe")),
             "stonewall": json.dumps(self.extra.get("stonewall")),
             "read_shift": int(self.extra.get("read_shift", -1)),

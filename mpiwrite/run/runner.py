@@ -169,6 +169,9 @@ class Run:
         prepare.settle(probed_at)  # rank 0: the probe's write is not charged to the stream
         team.barrier()
         self.origin = clock()
+        # rank 0's wall clock at the common timeline's zero: the record's times as dates
+        # (`mpiwrite timeline`); the other ranks' NullLedger drops it
+        self.ledger.extra["origin_unix"] = time.time()
 
     def _share_bodies(self) -> None:
         """The pattern from each node's leader (only leaders load numpy, docs/scaling.md);
