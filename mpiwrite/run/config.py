@@ -53,6 +53,7 @@ class RunConfig:
     keep: bool = False
     results: Optional[str] = defaults.RESULTS  # None: do not save a record
     json_path: Optional[str] = None
+    live_jsonl: Optional[str] = None  # --live-jsonl: a new file, or - (standard output)
     tags: Dict[str, str] = structs.field(dict)
     sample_interval: float = defaults.SAMPLE_INTERVAL
     progress_interval: float = defaults.PROGRESS_INTERVAL
@@ -320,7 +321,15 @@ def build(
         kwargs["verify"] = True
     if kwargs.get("results") is not None and not str(kwargs["results"]).strip():
         raise _fail("--results", "is empty; expected a directory")
-    for field in ("results", "json_path"):  # the record and summary keep them as text
+    if kwargs.get("live_jsonl") is not None:
+        if kwargs["live_jsonl"] == "-" and kwargs.get("json_path") == "-":
+            raise _fail("--live-jsonl", "- and --json - would share standard output; send "
+                        "one of them to a file")
+        if not str(kwargs["live_jsonl"]).strip():
+            raise _fail("--live-jsonl", "is empty; expected a file or -")
+        if not kwargs.get("progress_interval", 1.0):
+            raise _fail("--live-jsonl", "needs progress: --progress-interval 0 sends none")
+    for field in ("results", "json_path", "live_jsonl"):  # kept as text
         if kwargs.get(field) is not None and not _is_utf8(str(kwargs[field])):
             raise _fail(option_name(field).split("/")[0], "the name is not UTF-8")
     return RunConfig(target=target, layout=layout, block_size=block_size, size=size,

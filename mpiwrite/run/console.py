@@ -81,7 +81,7 @@ def ior_line(best_MB_per_s: float) -> str:
 class Console:
     def __init__(self, cfg: RunConfig, out: Optional[TextIO] = None):
         self.cfg = cfg
-        self.out = out or (sys.stderr if cfg.json_path == "-" else sys.stdout)
+        self.out = out or (sys.stderr if "-" in (cfg.json_path, cfg.live_jsonl) else sys.stdout)
         self.tty = self.out.isatty() or terminal_behind(self.out)
         self.live_view = self.tty if OUTPUT["live"] is None else bool(OUTPUT["live"])
         self._drawn = 0  # lines of the live view on the terminal now

@@ -82,6 +82,7 @@ class Ledger:
         from mpiwrite.formats.contract import check_json_destination
 
         self.json_folder = check_json_destination(self.cfg.json_path)
+        self._open_live_stream()
         if self.cfg.results is None:
             return
         from mpiwrite.records.h5 import open_results, record_path
@@ -92,6 +93,39 @@ class Ledger:
             raise ConfigError(f"--results: cannot write records in {self.cfg.results!r}: "
                               f"{exc.strerror or exc}") from None
         self.record_file = os.path.abspath(record_path(self.cfg.results, self.run_id))
+
+    def _open_live_stream(self) -> None:
+        """--live-jsonl PATH: a new file (O_EXCL, never through a planted link), made before
+        any data; `-` is standard output (the console then writes to standard error)."""
+        self.live_fd: Optional[int] = None
+        path = self.cfg.live_jsonl
+        if not path or path == "-":
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            self.live_fd = os.open(path, flags, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"--live-jsonl: cannot create {path!r}: "
+                              f"{files.about(path, exc)}") from None
+
+    def live_json(self, obj: Dict[str, Any]) -> None:
+        """One line of --live-jsonl: written whole and at once (a reader never sees half a
+        line); a stream that cannot be written is said once and given up, the run goes on."""
+        if not self.cfg.live_jsonl or getattr(self, "live_broken", False):
+            return
+        line = (json.dumps(obj, allow_nan=False) + "\n").encode()
+        try:
+            if getattr(self, "live_fd", None) is not None:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(self.live_fd, view):]
+            else:
+                sys.stdout.write(line.decode())
+                sys.stdout.flush()
+        except (OSError, ValueError) as exc:
+            self.live_broken = True
+            self.warn(f"--live-jsonl {self.cfg.live_jsonl}: stopped streaming: "
+                      f"{getattr(exc, 'strerror', None) or exc}")
 
     def _results_moved(self) -> None:
         """The results folder's path no longer leads to the folder opened at the start

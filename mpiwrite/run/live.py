@@ -129,6 +129,35 @@ class Board:
         return out
 
 
+def _num(x: float, scale: float = 1.0, digits: int = 3):
+    """A JSON number, or null for NaN and infinity (JSON has neither)."""
+    return round(x / scale, digits) if x == x and abs(x) != float("inf") else None
+
+
+def record(board: Board, now: float, iteration: int, phase: str, origin: float) -> Dict:
+    """One interval of the progress as a JSON object (--live-jsonl): `t` on the record's
+    common timeline (`mpiwrite timeline` puts its intervals there too), `time` the date."""
+    import time as _time
+
+    rows = board.rows(now)
+    elapsed = max(now - board.t0, 1e-9)
+    have_now = any(r.now == r.now for r in rows)
+    rate_now = sum(r.now for r in rows if r.now == r.now) if have_now else float("nan")
+    nbytes = board.nbytes()
+    return {"time": _time.strftime("%Y-%m-%dT%H:%M:%SZ", _time.gmtime()),
+            "iteration": iteration, "phase": phase, "t": _num(now - origin),
+            "elapsed": _num(elapsed), "bytes": int(nbytes),
+            "MB_per_s_mean": _num(nbytes / elapsed, 1e6), "MB_per_s_now": _num(rate_now, 1e6),
+            "ranks": board.nranks, "ranks_done": board.done(),
+            "stalled": sum(r.stalled for r in rows),
+            "fraction": _num(board.fraction(nbytes, board.nranks, elapsed), 1.0, 4),
+            "eta_seconds": _num(eta(board, elapsed, rate_now if have_now else nbytes / elapsed)),
+            "nodes": [{"host": r.host, "ranks": r.ranks, "bytes": int(r.nbytes),
+                       "MB_per_s_now": _num(r.now, 1e6), "MB_per_s_mean": _num(r.mean, 1e6),
+                       "done": r.done, "stalled": r.stalled,
+                       "silent_seconds": _num(r.silent)} for r in rows]}
+
+
 def eta(board: Board, elapsed: float, rate: float) -> float:
     """Seconds left: --time's rest, or the planned bytes left at the current rate."""
     if board.time_limit:

@@ -144,6 +144,11 @@ TABLE: Tuple[Opt, ...] = (
     Opt("live", ("--live/--no-live",), "switch", None,
         "A live table, one row per node, redrawn each progress interval [default: on a "
         "terminal; else one line per interval].", field=False),
+    Opt("live_jsonl", ("--live-jsonl",), "text", None,
+        "Also stream the progress as one JSON object a progress interval, for dashboards, "
+        "to this new file or - (standard output; the console's lines go to standard "
+        "error): the time, bytes, rates, ranks done and stalled, and each node's.",
+        metavar="PATH"),
     Opt("files_per_dir", ("--files-per-dir",), "int", D.FILES_PER_DIR,
         "Spread file-per-rank files over subdirectories of at most N files."),
     Opt("verify", ("--verify",), "flag", False,

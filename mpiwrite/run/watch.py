@@ -39,6 +39,8 @@ class Watch:
                                           silent_after=3 * self.ledger.cfg.progress_interval))
         else:
             self.console.live([live.line(board, now, units, RATE_UNITS[units])])
+        if self.ledger.cfg.live_jsonl:
+            self.ledger.live_json(live.record(board, now, self.it, self.name, self.origin))
 
     def path(self, rank: int) -> str:
         led = self.ledger

@@ -19,6 +19,7 @@ from common import (
     clean_env,
     cli,
     kill_group,
+    mpirun,
     needs_root,
     only_record,
     records_in,
@@ -225,3 +226,41 @@ def test_a_writer_held_by_a_stopped_fuse_daemon_is_named_in_d_state(tmp_path):
     timeouts = [e for e in rec.errors if e["phase"] == "timeout"]
     assert {e["rank"] for e in timeouts} == {0, 1}, timeouts
     assert "request_wait_answer" in rec.attrs["error"]
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_the_progress_streams_as_json_lines_to_a_file_or_standard_output(tmp_path):
+    """--live-jsonl: one JSON object a progress interval, each line valid alone, for a
+    dashboard (elbencho's --livecsv): to a new file, or to standard output with the console's
+    lines on standard error; the times on the record's common timeline."""
+    import json
+
+    out = mpirun(2, ["run", str(tmp_path / "d"), "-t", "1.5", "-b", "64k", "--fsync-every",
+                     "16", "--progress-interval", "0.2", "--live-jsonl",
+                     str(tmp_path / "live.jsonl"), "--results", str(tmp_path / "r")],
+                 cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    lines = (tmp_path / "live.jsonl").read_text().splitlines()
+    docs = [json.loads(ln) for ln in lines]  # every line whole and valid
+    assert len(docs) >= 4, lines
+    ts = [d["t"] for d in docs]
+    assert ts == sorted(ts) and all(d["phase"] == "write" and d["ranks"] == 2 for d in docs)
+    assert [d["bytes"] for d in docs] == sorted(d["bytes"] for d in docs) and docs[-1]["bytes"]
+    assert all(len(d["nodes"]) == 1 and d["nodes"][0]["ranks"] == 2 for d in docs)
+    assert any(d["MB_per_s_now"] for d in docs) and "record" in out.stdout  # the console
+    # to standard output: only JSON there, the console on standard error
+    out = mpirun(2, ["run", str(tmp_path / "d"), "-t", "1", "-b", "64k", "--progress-interval",
+                     "0.2", "--live-jsonl", "-", "--results", str(tmp_path / "r")],
+                 cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(ln)["iteration"] for ln in out.stdout.splitlines()] \
+        and "record" in out.stderr
+    # refused before any data: an existing file, and both streams on standard output
+    for args, says in ((["--live-jsonl", str(tmp_path / "live.jsonl")], "cannot create"),
+                       (["--live-jsonl", "-", "--json", "-"], "would share standard output"),
+                       (["--live-jsonl", "x", "--progress-interval", "0"], "needs progress")):
+        got = mpirun(2, ["run", str(tmp_path / "e"), "-s", "1M", "--no-record"] + args,
+                     cwd=str(tmp_path))
+        assert got.returncode == 2 and says in got.stderr, got.stderr
+        assert not (tmp_path / "e").exists() or not os.listdir(tmp_path / "e")
