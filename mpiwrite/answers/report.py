@@ -508,7 +508,7 @@ def compare_text(a_runs, b_runs, a_name: str, b_name: str, sampling: Sampling = 
              f"samples: {unit_text(unit, sampling.unit, sampling.warmup)}"]
     from mpiwrite.answers import method
 
-    methods = method.differences(a_runs, b_runs, run_keys)  # two tools: how each measured
+    methods = method.differences(a_runs, b_runs, run_keys, metric)  # two tools: their ways
     lines += method.text(methods)
     for name, s, runs in ((a_name, c.a, a_runs), (b_name, c.b, b_runs)):
         ci = f"{pct} CI {interval(s.lo, s.hi, d)}" if s.n > 1 else "no interval (n=1)"
