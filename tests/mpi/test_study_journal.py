@@ -84,6 +84,11 @@ def test_a_killed_study_leaves_a_journal_that_restore_puts_back(tmp_path):
     other = cli(["study", "plan", path], cwd=tmp_path, env=env)
     warned = [ln for ln in other.stderr.splitlines() if "did not put them back" in ln]
     assert len(warned) == 1 and "mpiwrite study restore" in warned[0], other.stderr
+    # once a command, however many ranks: a run on two ranks says it once (rank 0)
+    two = mpirun(2, ["run", str(tmp_path / "w"), "-s", "1M", "--no-record",
+                     "--progress-interval", "0"], cwd=tmp_path, env=env)
+    assert two.returncode == 0 and (two.stdout + two.stderr).count(
+        "did not put them back") == 1, two.stdout + two.stderr
     out = cli(["study", "restore", path], cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert "checksums=1" in out.stdout and "put back" in out.stdout, out.stdout
