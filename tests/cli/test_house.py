@@ -95,6 +95,36 @@ def resolve(name: str, mods) -> str:
     return name
 
 
+def cycle_in(graph) -> "list | None":
+    """A cycle of `graph` (node -> the nodes it points to) as the path that closes it, or
+    None: a depth-first walk that meets a node still on its path."""
+    state = {}
+
+    def visit(node, trail):
+        if state.get(node) == 1:
+            return trail + [node]
+        if state.get(node) == 2:
+            return None
+        state[node] = 1
+        for nxt in graph[node]:
+            found = visit(nxt, trail + [node])
+            if found:
+                return found
+        state[node] = 2
+        return None
+
+    for node in graph:
+        found = visit(node, [])
+        if found:
+            return found
+    return None
+
+
+def test_the_cycle_rule_sees_a_cycle():
+    assert cycle_in({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": ["b"], "b": [], "c": ["a", "b"]}) is None
+
+
 def test_the_folders_are_the_layers():
     top = {p.name for p in PKG.iterdir() if not p.name.startswith((".", "__pycache__"))}
     assert set(FOLDERS) <= top
@@ -125,19 +155,8 @@ def test_the_layers_run_one_way():
     """The folders' rules form no cycle, so every arrow runs down: nothing a folder below
     facts/ (clients/, formats/, records/, vocab/) imports facts/, and clients/ imports only
     the vocabulary and the shared pieces (the sysroot reader among them)."""
-    state = {}
-
-    def visit(folder, trail):
-        assert state.get(folder) != 1, "the layers' rules cycle: " + " -> ".join(trail)
-        if state.get(folder) == 2:
-            return
-        state[folder] = 1
-        for under in ALLOWED[folder]:
-            visit(under, trail + [under])
-        state[folder] = 2
-
-    for folder in ALLOWED:
-        visit(folder, [folder])
+    cycle = cycle_in(ALLOWED)
+    assert cycle is None, "the layers' rules cycle: " + " -> ".join(cycle or [])
 
     def below(folder):
         return set().union(*({u} | below(u) for u in ALLOWED[folder])) if ALLOWED[folder] \
@@ -164,20 +183,8 @@ def test_the_import_graph_has_no_cycle():
     mods = modules()
     graph = {m: sorted({resolve(i, mods) for i in imports(p)[0]} - {"", m})
              for m, p in mods.items()}
-    state = {}
-
-    def visit(m, trail):
-        if state.get(m) == 1:
-            raise AssertionError("import cycle: " + " -> ".join(trail + [m]))
-        if state.get(m) == 2:
-            return
-        state[m] = 1
-        for dep in graph[m]:
-            visit(dep, trail + [m])
-        state[m] = 2
-
-    for m in graph:
-        visit(m, [])
+    cycle = cycle_in(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 # The modules that may start a process: the bounded runner, and the record sandbox's
