@@ -12,6 +12,12 @@ from mpiwrite.cli.lookup import open_store
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
+             "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
+}
+
 
 @click.command()
 @click.argument("target")

@@ -18,6 +18,12 @@ from mpiwrite.cli.options import (
 )
 from mpiwrite.errors import ConfigError
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "compare": ["mpiwrite compare checksums=on checksums=off --in results/",
+               "mpiwrite compare build=main build=$GIT_SHA --in results/ --fail-if-slower 5"],
+}
+
 
 @click.command()
 @click.argument("a")

@@ -6,6 +6,11 @@ import click
 
 from mpiwrite.errors import ConfigError
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "env": ["mpiwrite env /lustre/scratch/$USER"],
+}
+
 
 @click.command()
 @click.argument("path", required=False, default=".")

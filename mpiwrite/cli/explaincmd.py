@@ -14,6 +14,13 @@ from mpiwrite.cli.reportcmd import no_rows_text, note_runs_without
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "explain": ["mpiwrite explain results/",
+               "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
+               "--format json"],
+}
+
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)

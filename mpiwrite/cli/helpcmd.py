@@ -12,6 +12,11 @@ from typing import Optional, Tuple
 
 import click
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "help": ["mpiwrite help", "mpiwrite help study run", "mpiwrite help report | less"],
+}
+
 MAN_TIMEOUT = 60.0  # seconds for man to format one page (it takes well under one)
 
 
@@ -39,13 +44,13 @@ def _format_with_man(text: str, width: Optional[int], keep: bool) -> Optional[st
 
 def _plain(words: Tuple[str, ...]) -> str:
     """Without man: click's own help of the command, as `mpiwrite WORDS --help` prints it."""
-    from mpiwrite.cli.manpage import EXAMPLES, find_page
+    from mpiwrite.cli.manpage import examples, find_page
 
     pg = find_page(words)
     text = pg.cmd.get_help(pg.ctx)
-    examples = EXAMPLES.get(" ".join(words) or "mpiwrite", [])
-    if examples:
-        text += "\n\nExamples:\n" + "\n".join("  " + ex for ex in examples)
+    shown = examples().get(" ".join(words) or "mpiwrite", [])
+    if shown:
+        text += "\n\nExamples:\n" + "\n".join("  " + ex for ex in shown)
     return text + "\n"
 
 

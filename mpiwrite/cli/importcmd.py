@@ -14,6 +14,13 @@ from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.importers import registry
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "import": ["mpiwrite import ior-*.json --results results/ --tag site=a --fact checksums=on",
+              "mpiwrite import lmdd.txt --results results/ --command 'lmdd of=/lustre/f "
+              "bs=1M count=512 fsync=1' --fact lustre=1.6.5"],
+}
+
 
 @click.command("import")
 @click.argument("files", nargs=-1, required=True)

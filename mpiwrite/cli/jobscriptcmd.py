@@ -14,6 +14,13 @@ from mpiwrite.cli.options import (
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "jobscript": ["mpiwrite jobscript --nodes 1,2,4,8 --ntasks-per-node 16 -- "
+                 "/lustre/scratch/$USER/mpiwrite -t 200",
+                 "mpiwrite jobscript --study examples/checksums.toml --submit"],
+}
+
 
 @click.command(context_settings={"show_default": True})
 @click.option("--nodes", default="1", help="Node count, or a list like 1,2,4,8 for a "

@@ -18,6 +18,12 @@ from mpiwrite import __version__
 from mpiwrite.errors import ConfigError, MpiwriteError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "mpiwrite": ["mpiexec -n 16 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3",
+                "mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3"],
+}
+
 
 def _show_traceback() -> None:
     """--debug's traceback; traceback is imported only then (every rank would load it)."""

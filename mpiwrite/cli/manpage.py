@@ -13,7 +13,7 @@ import re
 import sys
 import textwrap
 import time
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import click
 
@@ -29,64 +29,18 @@ def _roff(text: str) -> str:
     return "\n".join(lines)
 
 
-# What each command's page shows under EXAMPLES (the group's page: the commands in use).
-EXAMPLES = {
-    "mpiwrite": ["mpiexec -n 16 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3",
-                 "mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3"],
-    "run": ["mpiexec -n 4 mpiwrite run",
-            "mpiexec -n 64 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3 "
-            "--tag build=1.6.5",
-            "srun --mpi=pmix mpiwrite run $SCRATCH/mpiwrite -s 4GiB --fsync-every 64 --json -"],
-    "report": ["mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3",
-               "mpiwrite report results/ --by nodes --metric first-done --format csv"],
-    "compare": ["mpiwrite compare checksums=on checksums=off --in results/",
-                "mpiwrite compare build=main build=$GIT_SHA --in results/ --fail-if-slower 5"],
-    "show": ["mpiwrite show results/mpiwrite-20261129T220833Z-524bd3.h5"],
-    "timeline": ["mpiwrite timeline results/mpiwrite-20261129T220833Z-524bd3.h5 --by node",
-                 "mpiwrite timeline 524bd3 --in results/ --format jsonl --interval 0.5s"],
-    "plot": ["mpiwrite plot scaling results/ --x nodes --by lustre -o scaling.png",
-             "mpiwrite plot ranks results/mpiwrite-RUN.h5 -o ranks.png"],
-    "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],
-    "env": ["mpiwrite env /lustre/scratch/$USER"],
-    "jobscript": ["mpiwrite jobscript --nodes 1,2,4,8 --ntasks-per-node 16 -- "
-                  "/lustre/scratch/$USER/mpiwrite -t 200",
-                  "mpiwrite jobscript --study examples/checksums.toml --submit"],
-    "clean": ["mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/",
-              "mpiwrite clean /lustre/scratch/$USER/mpiwrite --results results/ --yes"],
-    "study": ["mpiwrite study plan examples/checksums.toml",
-              "mpiexec -n 8 mpiwrite study run examples/blocks.toml",
-              "mpiwrite study report examples/blocks.toml"],
-    "study plan": ["mpiwrite study plan examples/checksums.toml",
-                   "mpiwrite study plan examples/blocks.toml --rate 400"],
-    "study run": ["mpiexec -n 8 mpiwrite study run examples/blocks.toml",
-                  "srun -N 4 --ntasks-per-node 16 mpiwrite study run examples/checksums.toml"],
-    "study restore": ["srun -N 4 --ntasks-per-node=1 mpiwrite study restore "
-                      "examples/checksums.toml"],
-    "study report": ["mpiwrite study report examples/blocks.toml",
-                     "mpiwrite study report examples/blocks.toml --metric first-done "
-                     "--format json"],
-    "tune list": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
-                  "mpiwrite tune list /mnt/nfs --format json"],
-    "tune get": ["mpiwrite tune get 'osc.*.max_rpcs_in_flight' /lustre/scratch/$USER/mpiwrite"],
-    "tune set": ["mpiwrite tune set 'osc.*.max_rpcs_in_flight' 16 /lustre/scratch/$USER/mpiwrite"],
-    "tune plan": ["mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml "
-                  "--budget 30min"],
-    "tune report": ["mpiwrite tune report tune.toml",
-                    "mpiwrite tune report tune.toml --format json"],
-    "help": ["mpiwrite help", "mpiwrite help study run", "mpiwrite help report | less"],
-    "tune": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
-             "mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml --budget 30min",
-             "mpiwrite tune report tune.toml --format json"],
-    "explain": ["mpiwrite explain results/",
-                "mpiwrite explain results/ --where fstype=lustre --metric cpu-per-GB "
-                "--format json"],
-    "page": ["mpiwrite page results/ --by lustre,checksums -o checksums.html",
-             "mpiwrite page examples/blocks.toml -o blocks.html",
-             "mpiwrite page results/mpiwrite-20261129T220833Z-524bd3.h5 -o run.html"],
-    "import": ["mpiwrite import ior-*.json --results results/ --tag site=a --fact checksums=on",
-               "mpiwrite import lmdd.txt --results results/ --command 'lmdd of=/lustre/f "
-               "bs=1M count=512 fsync=1' --fact lustre=1.6.5"],
-}
+def examples() -> Dict[str, List[str]]:
+    """What each command's page shows under EXAMPLES, from the command's own module (its
+    EXAMPLES: page name -> commands) and the group's (cli/main.py): read when a page is made."""
+    import importlib
+
+    from mpiwrite.cli.main import EXAMPLES as TOP
+    from mpiwrite.cli.main import LAZY
+
+    out = dict(TOP)
+    for spec in LAZY.values():
+        out.update(getattr(importlib.import_module(spec.split(":")[0]), "EXAMPLES", {}))
+    return out
 
 EXIT_STATUS = {
     "run": [("0", "the run completed"), ("1", "the run failed (a rank, host, path and error "
@@ -233,9 +187,10 @@ def page(pg: Page, version: str, pages: Sequence[Page] = ()) -> str:
                     _roff(cmd.get_command(ctx, sub).get_short_help_str(200)),
                     f"See {_ref(pg.path + (sub,))}."]
     key = " ".join(pg.path) or "mpiwrite"
-    if EXAMPLES.get(key):
+    shown = examples().get(key)
+    if shown:
         out.append(".SH EXAMPLES")
-        for ex in EXAMPLES[key]:
+        for ex in shown:
             out += [".PP", ".nf", _roff(shell_lines(ex)), ".fi"]
     out.append(".SH EXIT STATUS")
     for code, what in EXIT_STATUS.get(key, DEFAULT_EXIT):

@@ -27,6 +27,13 @@ from mpiwrite.cli.options import (
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "page": ["mpiwrite page results/ --by lustre,checksums -o checksums.html",
+            "mpiwrite page examples/blocks.toml -o blocks.html",
+            "mpiwrite page results/mpiwrite-20261129T220833Z-524bd3.h5 -o run.html"],
+}
+
 SUFFIXES = (".html", ".htm")
 
 

@@ -16,6 +16,12 @@ from mpiwrite.cli.options import (
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "plot": ["mpiwrite plot scaling results/ --x nodes --by lustre -o scaling.png",
+            "mpiwrite plot ranks results/mpiwrite-RUN.h5 -o ranks.png"],
+}
+
 
 @click.command()
 @click.argument("kind", type=click.Choice(["scaling", "ranks", "timeline"]))

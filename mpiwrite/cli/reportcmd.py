@@ -22,6 +22,12 @@ from mpiwrite.cli.options import (
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "report": ["mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3",
+              "mpiwrite report results/ --by nodes --metric first-done --format csv"],
+}
+
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)

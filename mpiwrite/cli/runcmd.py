@@ -18,6 +18,14 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.run import config, options
 from mpiwrite.run.process import launcher_rank, launcher_size
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "run": ["mpiexec -n 4 mpiwrite run",
+           "mpiexec -n 64 mpiwrite run /lustre/scratch/$USER/mpiwrite -t 200 -i 3 "
+           "--tag build=1.6.5",
+           "srun --mpi=pmix mpiwrite run $SCRATCH/mpiwrite -s 4GiB --fsync-every 64 --json -"],
+}
+
 
 class _Kind(click.ParamType):
     """A click type over one of the table's converters (run/options.py): the command line

@@ -10,6 +10,11 @@ from mpiwrite.cli.options import (
 )
 from mpiwrite.errors import RunError
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "show": ["mpiwrite show results/mpiwrite-20261129T220833Z-524bd3.h5"],
+}
+
 
 @click.command()
 @click.argument("run")

@@ -22,6 +22,22 @@ from mpiwrite.text import printable
 from mpiwrite.units import format_seconds, format_size
 from mpiwrite.vocab.axes import run_option
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "study": ["mpiwrite study plan examples/checksums.toml",
+             "mpiexec -n 8 mpiwrite study run examples/blocks.toml",
+             "mpiwrite study report examples/blocks.toml"],
+    "study plan": ["mpiwrite study plan examples/checksums.toml",
+                  "mpiwrite study plan examples/blocks.toml --rate 400"],
+    "study run": ["mpiexec -n 8 mpiwrite study run examples/blocks.toml",
+                 "srun -N 4 --ntasks-per-node 16 mpiwrite study run examples/checksums.toml"],
+    "study restore": ["srun -N 4 --ntasks-per-node=1 mpiwrite study restore "
+                     "examples/checksums.toml"],
+    "study report": ["mpiwrite study report examples/blocks.toml",
+                    "mpiwrite study report examples/blocks.toml --metric first-done "
+                    "--format json"],
+}
+
 STARTUP_SECONDS = 120.0  # of the job: Python and MPI on every node, settings read
 MARGIN = 1.2  # on the estimate, for the job's --time
 

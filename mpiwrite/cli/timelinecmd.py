@@ -14,6 +14,12 @@ from mpiwrite.cli.options import INT
 from mpiwrite.errors import ConfigError, RunError, why
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "timeline": ["mpiwrite timeline results/mpiwrite-20261129T220833Z-524bd3.h5 --by node",
+                "mpiwrite timeline 524bd3 --in results/ --format jsonl --interval 0.5s"],
+}
+
 
 @click.command()
 @click.argument("run")

@@ -18,6 +18,21 @@ from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "tune list": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
+                 "mpiwrite tune list /mnt/nfs --format json"],
+    "tune get": ["mpiwrite tune get 'osc.*.max_rpcs_in_flight' /lustre/scratch/$USER/mpiwrite"],
+    "tune set": ["mpiwrite tune set 'osc.*.max_rpcs_in_flight' 16 /lustre/scratch/$USER/mpiwrite"],
+    "tune plan": ["mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml "
+                 "--budget 30min"],
+    "tune report": ["mpiwrite tune report tune.toml",
+                   "mpiwrite tune report tune.toml --format json"],
+    "tune": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
+            "mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml --budget 30min",
+            "mpiwrite tune report tune.toml --format json"],
+}
+
 MAX_REPEAT = 20
 
 

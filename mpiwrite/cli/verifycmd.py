@@ -11,6 +11,11 @@ import click
 from mpiwrite.errors import ConfigError, RecordError, RunError
 from mpiwrite.text import printable
 
+# What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
+EXAMPLES = {
+    "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],
+}
+
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)

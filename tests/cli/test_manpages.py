@@ -191,3 +191,18 @@ def test_help_on_an_unknown_command_is_one_line_and_exit_2(tmp_path, words, said
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and said in out.stderr, out.stderr
+
+
+def test_each_commands_examples_live_in_its_own_module():
+    """A command's EXAMPLES are in its module, next to its options (a new command brings
+    its own); the pages and `mpiwrite help` gather them (manpage.examples)."""
+    import importlib
+
+    from mpiwrite.cli import main, manpage
+
+    assert set(main.EXAMPLES) == {"mpiwrite"}
+    for name, spec in main.LAZY.items():
+        own = getattr(importlib.import_module(spec.split(":")[0]), "EXAMPLES", {})
+        assert name in own, f"{spec}: no EXAMPLES for {name!r}"
+        assert all(page.split()[0] == name for page in own), (name, list(own))
+    assert not hasattr(manpage, "EXAMPLES") and manpage.examples()["timeline"]
