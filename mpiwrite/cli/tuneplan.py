@@ -222,9 +222,10 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
                  - estimate.STARTUP_SECONDS) * estimate.BUDGET_MARGIN
     repeat = min(MAX_REPEAT, int((seconds_budget - estimate.STARTUP_SECONDS) // per_round))
     if repeat < 2:
+        least = 2 * per_round + estimate.STARTUP_SECONDS + 0.05  # two rounds and the launch
         raise ConfigError(f"--budget: {budget} fits {repeat} round(s) of the {len(d.rows)} "
                           f"points ({format_seconds(per_round)} each); a verdict needs 2: give "
-                          f"at least {format_seconds(2 * per_round)}, or a shorter --run time")
+                          f"at least {math.ceil(least)}s, or a shorter --run time")
     text, st, configs = study_of(repeat)
     total = estimate.study_seconds(st, configs, speed, settles)
     from mpiwrite import files

@@ -449,3 +449,18 @@ def test_a_stalled_run_is_left_out_as_an_outlier_and_said_so():
     assert found["outliers"] == [5, 40] and "2 run(s) left out as outliers" in found["method"]
     a = next(f for f in found["factors"] if f["name"] == "a")
     assert a["verdict"] == "real" and 5 < a["effect_percent"] < 16
+
+
+def test_the_budget_a_refusal_asks_for_is_taken_and_buys_two_rounds(lustre, tmp_path):
+    """`--budget: 5s fits 0 round(s) ...; give at least ...` once suggested `2m29s`, which
+    --budget does not read; the suggestion is now seconds, and given back it plans two
+    rounds (the launch counted too)."""
+    env, data, _root = lustre
+    args = ["tune", "plan", data, "-o", "t.toml", "--param", "osc.*.checksums=1,0",
+            "--results", str(tmp_path / "results"), "--run", "size=1MiB", "--budget"]
+    out = cli(args + ["5s"], cwd=tmp_path, env=env)
+    assert out.returncode == 2, out.stderr
+    least = re.search(r"give at least (\d+)s, or", out.stderr)
+    assert least, out.stderr
+    out = cli(args + [least.group(1) + "s"], cwd=tmp_path, env=env)
+    assert out.returncode == 0 and " x 2 repetitions " in out.stdout, out.stdout + out.stderr
