@@ -189,7 +189,7 @@ def test_a_tune_study_runs_settles_records_and_restores(lustre, tmp_path):
     record holding per node the values asked, seen before and after; everything back."""
     env, _data, root = lustre
     path = plan(lustre, tmp_path, ["osc.*.checksums=1,0", "osc.*.max_dirty_mb=2000,64"],
-                budget="1min")
+                budget="35s")  # two rounds: what the test needs of a whole study
     out = mpirun(2, ["study", "run", path], cwd=tmp_path, timeout=360, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr
     recs = [read_record(p) for p in records_in(tmp_path / "results")]
