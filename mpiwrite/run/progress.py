@@ -234,6 +234,8 @@ class Progress:
             return finished and team.progress_sent()
 
         self._wait(over)
+        if board is not None and board.all_done():  # the phase's last word (--live-jsonl)
+            self.view.live_end(board, clock())
         self.close()
 
     def _wait(self, over: Callable[[], bool]) -> None:

@@ -42,6 +42,12 @@ class Watch:
         if self.ledger.cfg.live_jsonl:
             self.ledger.live_json(live.record(board, now, self.it, self.name, self.origin))
 
+    def live_end(self, board: live.Board, now: float) -> None:
+        """Every rank of the phase is done: --live-jsonl's last line of it (a phase shorter
+        than one progress interval has this one only)."""
+        if self.ledger.cfg.live_jsonl:
+            self.ledger.live_json(live.record(board, now, self.it, self.name, self.origin))
+
     def path(self, rank: int) -> str:
         led = self.ledger
         return layout.data_path(led.cfg, led.run_id, led.nranks, rank, self.it)

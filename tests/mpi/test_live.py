@@ -249,6 +249,14 @@ def test_the_progress_streams_as_json_lines_to_a_file_or_standard_output(tmp_pat
     assert [d["bytes"] for d in docs] == sorted(d["bytes"] for d in docs) and docs[-1]["bytes"]
     assert all(len(d["nodes"]) == 1 and d["nodes"][0]["ranks"] == 2 for d in docs)
     assert any(d["MB_per_s_now"] for d in docs) and "record" in out.stdout  # the console
+    assert docs[-1]["ranks_done"] == 2 and docs[-1]["fraction"] == 1.0  # the phase's end
+    # a phase shorter than one interval still says its end, once
+    out = mpirun(2, ["run", str(tmp_path / "d"), "-s", "1M", "--progress-interval", "5",
+                     "--live-jsonl", str(tmp_path / "short.jsonl"), "--no-record"],
+                 cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    (only,) = [json.loads(ln) for ln in (tmp_path / "short.jsonl").read_text().splitlines()]
+    assert only["ranks_done"] == 2 and only["bytes"] == 2 * 2**20, only
     # to standard output: only JSON there, the console on standard error
     out = mpirun(2, ["run", str(tmp_path / "d"), "-t", "1", "-b", "64k", "--progress-interval",
                      "0.2", "--live-jsonl", "-", "--results", str(tmp_path / "r")],
