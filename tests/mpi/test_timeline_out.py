@@ -34,7 +34,10 @@ def _csv(text):
 def test_each_ranks_intervals_add_up_to_its_bytes_in_time_order_with_dates(run):
     d, path, before, after = run
     rec = only_record(str(d / "res"))
-    got = cli(["timeline", path, "--interval", "0.05s"], cwd=str(d))
+    # a sixth of the shortest iteration: several intervals a rank however fast the disk is
+    span = float(np.min(rec.iterations["t_last_done"] - rec.iterations["t_first_start"]))
+    step = max(0.001, span / 6)
+    got = cli(["timeline", path, "--interval", f"{step:.6f}s"], cwd=str(d))
     assert got.returncode == 0, got.stderr
     rows = _csv(got.stdout)
     assert list(rows[0]) == ["iteration", "rank", "node", "host", "t_start", "t_end",
@@ -51,7 +54,7 @@ def test_each_ranks_intervals_add_up_to_its_bytes_in_time_order_with_dates(run):
                 assert float(a["t_end"]) == pytest.approx(float(b["t_start"]), abs=1e-6)
             width = float(mine[0]["t_end"]) - float(mine[0]["t_start"])
             assert float(mine[0]["MB_per_s"]) == pytest.approx(
-                int(mine[0]["bytes"]) / width / 1e6, rel=1e-3, abs=1e-3)
+                int(mine[0]["bytes"]) / width / 1e6, rel=5e-3, abs=1e-3)  # times to 1 us
     # the dates: rank 0's wall clock at the zero of the timeline, plus t
     zero = float(rec.attrs["origin_unix"])
     assert before - 1 <= zero <= after + 1
