@@ -109,9 +109,9 @@ def point_seconds(cfg, mb_per_s: float, settles: bool, changes: int) -> float:
 def study_seconds(st, configs: List[Any], mb_per_s: float, settles: bool) -> float:
     """The whole study, as it will run: one launch, then every run in the study's order,
     a setting's change counted where the point before had another value."""
-    total, before = STARTUP_SECONDS, None
+    total, before, points = STARTUP_SECONDS, None, st.points()
     for i, _r in st.runs():
-        point = st.points()[i]
+        point = points[i]
         changes = sum(1 for s in st.settings if before is None
                       or before.get(f"setting.{s.name}") != point.get(f"setting.{s.name}"))
         total += point_seconds(configs[i], mb_per_s, settles, changes)
