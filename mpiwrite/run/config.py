@@ -25,7 +25,7 @@ from mpiwrite.vocab.offsets import PATTERNS
 from mpiwrite.vocab.pattern import HEADER
 
 ENGINES = engines.names()  # posix; null writes nothing (coordination tests)
-LAYOUTS = ("fpp", "shared")  # a file per rank; one file, a segment per rank
+LAYOUTS = options.BY_NAME["layout"].choices  # fpp: a file per rank; shared: one file
 MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
 HEADER_BYTES = HEADER.size  # the per-block pattern header
 STALL_INTERVALS = 3  # --stall's default, in progress intervals
@@ -38,44 +38,21 @@ RUN_KEYS = keytable.BUILTIN
 _TAG_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 
 
+# RunConfig's fields that are options, one for each `field` entry of the options' table
+# (vocab/keys.OPTIONS), with its default there: a new option is a field without a line here
+_OptionFields = type("_OptionFields", (), {
+    "__annotations__": {o.name: "Any" for o in options.FIELDS},
+    **{o.name: options.field_default(o) for o in options.FIELDS}})
+
+
 @structs.value(frozen=True)
-class RunConfig:
+class RunConfig(_OptionFields):
+    """Every option's field (layout, block_size, size, time_limit, fsync, ... as the table
+    has them), then what more than one option makes."""
     target: str = defaults.TARGET
-    layout: str = LAYOUTS[0]
-    block_size: int = defaults.BLOCK
-    size: Optional[int] = defaults.SIZE  # bytes per rank; None = until the time limit
-    time_limit: Optional[float] = None
-    fsync: bool = defaults.FSYNC
-    fsync_every: int = defaults.FSYNC_EVERY
-    direct: bool = defaults.DIRECT
-    iterations: int = defaults.ITERATIONS
-    delay: float = defaults.DELAY
-    keep: bool = False
-    results: Optional[str] = defaults.RESULTS  # None: do not save a record
-    json_path: Optional[str] = None
-    live_jsonl: Optional[str] = None  # --live-jsonl: a new file, or - (standard output)
-    tags: Dict[str, str] = structs.field(dict)
-    sample_interval: float = defaults.SAMPLE_INTERVAL
-    progress_interval: float = defaults.PROGRESS_INTERVAL
-    timeout: Optional[float] = None
-    stall: Optional[float] = None  # None: STALL_INTERVALS progress intervals; 0: never
-    files_per_dir: int = defaults.FILES_PER_DIR
-    verify: bool = False
-    verify_shift: int = 0
-    sysroot: str = "/"
-    engine: str = ENGINES[0]
-    read: bool = False  # a read phase after the write phase (another rank's file)
-    read_shift: Optional[int] = None  # None: the ranks per node (the next node's file)
-    drop_cache: bool = False  # POSIX_FADV_DONTNEED on the own files before reading
-    stripe_count: Optional[int] = None  # Lustre layout of the run directory (stripeopts.py)
-    stripe_size: Optional[str] = None
-    ost_index: Optional[int] = None
-    allow_fill: bool = False  # write even when the planned bytes exceed the free space
-    pattern: str = PATTERNS[0]  # where each block goes (vocab/offsets.py)
-    seed: int = 0  # --pattern random's order (recorded: the same seed, the same offsets)
-    collective: Optional[bool] = None  # MPI-IO: write_at_all (True) or write_at; None: no MPI-IO
-    mpiio_hints: Dict[str, str] = structs.field(dict)  # MPI_Info, as asked
-    stonewall: Optional[float] = None  # IO500's stonewall with wear-out (seconds)
+    results: Optional[str] = defaults.RESULTS  # --results, or None with --no-record
+    tags: Dict[str, str] = structs.field(dict)  # --tag and --tag-file
+    mpiio_hints: Dict[str, str] = structs.field(dict)  # --mpiio-hint: MPI_Info, as asked
     preset: str = ""  # the IO500 phase whose options this run took (cli/presets.py)
 
     @property
@@ -410,8 +387,8 @@ def from_params(p: dict) -> RunConfig:
             from None
     # every option that sets its RunConfig field one to one, from the table; then the few
     # that combine or stand for something else
-    fields = {o.name: p.get(o.name) for o in options.TABLE if o.field}
-    fields.update(results=None if p.get("no_record") else p.get("results"),
+    fields = {o.name: p.get(o.name) for o in options.FIELDS}
+    fields.update(count=p.get("count"), results=None if p.get("no_record") else p.get("results"),
                   tags=parse_tags(p.get("tags"), p.get("tag_file")),
                   sysroot=p.get("sysroot") or "/", pattern=p.get("pattern") or PATTERNS[0],
                   seed=p.get("seed") or 0, mpiio_hints=parse_hints(p.get("mpiio_hints")),

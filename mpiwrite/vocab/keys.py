@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, Mapping, NamedTuple, Optional, Tuple
 
-from mpiwrite.units import format_size
+from mpiwrite.units import RATE_UNITS, format_size
+from mpiwrite.vocab import defaults
+from mpiwrite.vocab.offsets import PATTERNS
 
 SETTING, DURABILITY, FACT, OUTCOME, LABEL, IDENTITY = (
     "setting", "durability", "fact", "outcome", "label", "identity")
@@ -81,8 +83,9 @@ class Key(NamedTuple):
     with that client: clients/ `own_keys`); `engine`: the engine whose option it is (the
     other engines refuse it: engines/base.Engine.problem); `when_used`: a run option that
     is a key only of the runs that used it (its value as given); `part_of`: an option whose
-    value is part of another key's (no key of its own).  An option's spelling,
-    type, default and help are its entry in run/options.py."""
+    value is part of another key's (no key of its own).  A key that is a run option is
+    declared in that option's entry (OPTIONS, `runkey`), with its spelling, type, default
+    and help."""
     name: str
     kind: str
     source: str
@@ -99,6 +102,206 @@ class Key(NamedTuple):
     # or ABSENT for a run without it (formats/runkeys.run_keys)
     value: Optional[Callable[[Mapping[str, Any], bool], Any]] = None
     unit: str = ""  # SIZE, DURATION or COUNT: how a filter value is read
+
+
+def _opt(kind: str, **attributes) -> Key:
+    """The run key an option is (named by its option: OPTIONS)."""
+    return Key("", kind, OPTION, **attributes)
+
+
+# --- The run's options ------------------------------------------------------------------
+# Each entry is an option's whole spec: its parameter name (the RunConfig field it sets,
+# where `field`), its flags, its kind, its default as a user writes it, its help, and the run
+# key it is (`runkey`; the key table below takes it from here).  From this table
+# cli/runcmd.py makes the click options; run/options.py parses a value as the command line
+# would (a study's points, the ranks that take rank 0's options); run/config.py makes
+# RunConfig's fields and maps the parsed options onto them; `option_name` names the option of
+# a setting in messages.  An engine's option names its engine (`engine=` in its key): the
+# other engines refuse it, and the engine's stream gets it by name (engines/base.py).
+
+class Opt(NamedTuple):
+    name: str  # the parameter's name
+    flags: Tuple[str, ...]  # as click takes them: ("-b", "--block-size"), ("--fsync/--no-fsync",)
+    kind: str  # size, duration, int, choice, flag (--x), switch (--x/--no-x), text, texts
+    default: Any = None  # as a user writes it (click shows it so), or None
+    help: str = ""
+    choices: Tuple[str, ...] = ()
+    metavar: str = ""
+    envvar: str = ""
+    field: bool = True  # a RunConfig field of its name, set one to one (run/config.py)
+    # the run key this option is, when it is one (the key's name is the option's; Key)
+    runkey: Optional[Key] = None
+    # the RunConfig field's value when the option is not given and has no default (--size:
+    # the default size unless --time; --sysroot: /)
+    unset: Any = None
+
+    @property
+    def long(self) -> str:
+        """--block-size, --fsync (the first long flag, without a /--no- part)."""
+        return [f for f in self.flags if f.startswith("--")][0].split("/")[0]
+
+    @property
+    def secondary(self) -> str:
+        """--no-fsync for --fsync/--no-fsync, else ''."""
+        first = [f for f in self.flags if f.startswith("--")][0]
+        return first.split("/", 1)[1] if "/" in first else ""
+
+    @property
+    def key(self) -> str:
+        """The study file's key for it: the long name with `_` for `-` (time, block_size)."""
+        return self.long[2:].replace("-", "_")
+
+    @property
+    def shown(self) -> str:
+        """The option as click names it in an error: '-b' / '--block-size'."""
+        words = [w for f in self.flags for w in f.split("/")][:2] if self.kind != "switch" \
+            else [self.long]
+        return " / ".join(f"'{w}'" for w in words)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s" if value else "0"
+
+
+D = defaults
+# the engines and presets are named where they live (engines/, cli/presets.py); their
+# choices are filled in by `choices_of` when asked, so that this table imports neither
+OPTIONS: Tuple[Opt, ...] = (
+    Opt("layout", ("--layout",), "choice", "fpp",
+        "fpp: a file per rank; shared: one file, a contiguous segment per rank (N-to-1).",
+        choices=("fpp", "shared"),
+        runkey=_opt(DURABILITY, stated=True, file_decides=True,
+                    value=lambda p, i: p.get("layout"))),
+    Opt("block_size", ("-b", "--block-size"), "size", format_size(D.BLOCK),
+        "Bytes per write call. Sizes: k, M, G and KiB, MiB, GiB are binary (1M = 2^20 bytes); "
+        "kB, MB, GB are decimal (1MB = 10^6 bytes, unlike fio).",
+        runkey=_opt(DURABILITY, stated=True, file_decides=True, unit=SIZE,
+                    value=lambda p, i: format_size(p.get("block_size", 0)))),
+    Opt("size", ("-s", "--size"), "size", None,
+        f"Bytes per rank [default: {format_size(D.SIZE)} unless --time or --count is given].",
+        runkey=_opt(SETTING, file_decides=True, value=_size, unit=SIZE), unset=D.SIZE),
+    Opt("count", ("--count",), "int", None, "Blocks per rank (instead of --size).",
+        field=False),  # run/config.build makes --size of it
+    Opt("time_limit", ("-t", "--time"), "duration", None,
+        "Stop writing after this long, counting only completed writes (lmdd time=): 60, 60s, "
+        "5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).",
+        runkey=_opt(SETTING, file_decides=True, unit=DURATION,
+                    value=lambda p, i: p.get("time_limit"))),
+    Opt("fsync", ("--fsync/--no-fsync",), "switch", D.FSYNC,
+        "fsync after the last write, inside the timed interval (lmdd fsync=1).",
+        runkey=_opt(DURABILITY, stated=True, file_decides=True, value=lambda p, i: (
+            f"every {p['fsync_every']}" if p.get("fsync_every") else _on(p.get("fsync"))))),
+    Opt("fsync_every", ("--fsync-every",), "int", D.FSYNC_EVERY,
+        "Also fsync after every N blocks.",
+        runkey=_opt(SETTING, file_decides=True, part_of="fsync")),
+    Opt("direct", ("--direct",), "flag", False, "O_DIRECT with an aligned buffer.",
+        runkey=_opt(DURABILITY, stated=True, file_decides=True,
+                    value=lambda p, i: _on(p.get("direct")))),
+    Opt("iterations", ("-i", "--iterations"), "int", D.ITERATIONS, "Repetitions.",
+        runkey=_opt(SETTING, file_decides=True, unit=COUNT)),
+    Opt("delay", ("--delay",), "duration", _seconds(D.DELAY), "Pause between iterations."),
+    Opt("keep", ("--keep",), "flag", False, "Keep the data files (default: remove them)."),
+    Opt("results", ("--results",), "text", D.RESULTS, "Folder for the HDF5 records.",
+        field=False),
+    Opt("no_record", ("--no-record",), "flag", False, "Do not write an HDF5 record.",
+        field=False),
+    Opt("json_path", ("--json",), "text", None,
+        "Write a JSON summary to PATH, or '-' for stdout (then the table goes to stderr)."),
+    Opt("tags", ("--tag",), "texts", None, "KEY=VALUE stored with the run (repeatable).",
+        field=False),
+    Opt("tag_file", ("--tag-file",), "text", None,
+        "File of KEY=VALUE lines (# comments; spaces around KEY and VALUE are dropped).",
+        field=False),
+    Opt("sample_interval", ("--sample-interval",), "duration", _seconds(D.SAMPLE_INTERVAL),
+        "How often each rank records its bytes written so far."),
+    Opt("progress_interval", ("--progress-interval",), "duration",
+        _seconds(D.PROGRESS_INTERVAL), "How often rank 0 prints progress (0: never)."),
+    Opt("timeout", ("--timeout",), "duration", None,
+        "End the run if a rank has not finished its writes after this long [default: 3 x "
+        "--time, at least 60s, when --time is given, else none; 0: none]."),
+    Opt("stall", ("--stall",), "duration", None,
+        "Name a rank whose bytes have not grown for this long, with what it waits on "
+        "[default: 3 progress intervals; 0: never]."),
+    Opt("live", ("--live/--no-live",), "switch", None,
+        "A live table, one row per node, redrawn each progress interval [default: on a "
+        "terminal; else one line per interval].", field=False),
+    Opt("live_jsonl", ("--live-jsonl",), "text", None,
+        "Also stream the progress as one JSON object a progress interval, for dashboards, "
+        "to this new file or - (standard output; the console's lines go to standard "
+        "error): the time, bytes, rates, ranks done and stalled, and each node's.",
+        metavar="PATH"),
+    Opt("files_per_dir", ("--files-per-dir",), "int", D.FILES_PER_DIR,
+        "Spread file-per-rank files over subdirectories of at most N files."),
+    Opt("verify", ("--verify",), "flag", False,
+        "Read every block back and check it (timed separately)."),
+    Opt("verify_shift", ("--verify-shift",), "int", 0,
+        "Verify the data of the rank N positions away (defeats the client cache)."),
+    Opt("read", ("--read",), "flag", False,
+        "After writing, every rank reads (and with --verify checks) a file another rank "
+        "wrote, timed like the writes."),
+    Opt("read_shift", ("--read-shift",), "int", None,
+        "Read the file of the rank N positions away [default: the ranks per node, so no "
+        "client reads what its own cache holds]."),
+    Opt("drop_cache", ("--drop-cache",), "flag", False,
+        "Before reading, drop the written pages from this node's page cache "
+        "(posix_fadvise DONTNEED; not a server's cache)."),
+    Opt("sysroot", ("--sysroot",), "text", None,
+        "Read /proc and /sys under this folder (tests, modelling).",
+        envvar="MPIWRITE_SYSROOT",
+        unset="/"),
+    Opt("engine", ("--engine",), "choice", "posix",
+        "posix: write()/pwrite() and fsync(); mpiio: MPI_File_write_at(_all) and "
+        "MPI_File_sync; null: no I/O at all (tests of the coordination).", choices=("*engines",),
+        runkey=_opt(DURABILITY, stated=True, file_decides=True,
+                    value=lambda p, i: p.get("engine", "posix"))),
+    Opt("pattern", ("--pattern",), "choice", PATTERNS[0],
+        "Where each block goes: sequential; strided: the ranks' blocks interleaved in one "
+        "shared file (IOR -s with -t = -b); random: the rank's own blocks in a seeded random "
+        "order, each once (IOR -z).", choices=tuple(PATTERNS),
+        runkey=_opt(DURABILITY, value=lambda p, i: str(p.get("pattern") or "sequential"))),
+    Opt("seed", ("--seed",), "int", 0,
+        "The order of --pattern random (recorded; the same seed writes the same offsets).",
+        runkey=_opt(SETTING, value=lambda p, i: p.get("seed", 0)
+                    if p.get("pattern") == "random" else ABSENT)),
+    Opt("collective", ("--collective/--independent",), "switch", None,
+        "MPI-IO: MPI_File_write_at_all or MPI_File_write_at [default: independent with "
+        "--engine mpiio].",
+        runkey=_opt(DURABILITY, engine="mpiio", value=lambda p, i: ABSENT
+            if p.get("collective") is None else p["collective"]
+            if isinstance(p["collective"], str) else _on(p["collective"]))),
+    Opt("mpiio_hints", ("--mpiio-hint",), "texts", None,
+        "An MPI_Info hint for MPI_File_open, e.g. romio_cb_write=enable, cb_nodes=2, "
+        "striping_factor=4 (repeatable; the hints in force are recorded).",
+        metavar="KEY=VALUE", field=False,
+        runkey=_opt(SETTING, engine="mpiio", value=lambda p, i: ABSENT
+            if p.get("collective") is None else _hints(p))),
+    Opt("stonewall", ("--stonewall",), "duration", None,
+        "IO500's stonewall with wear-out: every rank stops issuing writes after this long, "
+        "then the ranks that wrote less go on until they have written as much as the most "
+        "productive one (IOR -D with stoneWallingWearOut=1).",
+        runkey=_opt(SETTING, when_used=True)),
+    Opt("preset", ("--preset",), "choice", None,
+        "IO500's write phases: the options it stands for are printed and recorded; each can "
+        "still be given (ior-easy-write: file per rank, 2MiB, stonewall 300s; ior-hard-write: "
+        "shared strided 47008-byte blocks, stonewall 300s).", choices=("*presets",),
+        field=False,
+        runkey=_opt(LABEL, when_used=True)),
+    Opt("stripe_count", ("--stripe-count",), "int", None, "Lustre: OSTs per file (-1 all).",
+        metavar="N"),
+    Opt("stripe_size", ("--stripe-size",), "text", None,
+        "Lustre: stripe size, a multiple of 64KiB (e.g. 1M, 4MiB).", metavar="S"),
+    Opt("ost_index", ("--ost-index",), "int", None, "Lustre: first OST of each file (-1 any).",
+        metavar="I"),
+    Opt("allow_fill", ("--allow-fill",), "flag", False,
+        "Write even when the planned bytes exceed the target filesystem's free space "
+        "(checked before any data is written)."),
+    Opt("units", ("--units",), "choice", "MB",
+        "Rates on screen in MB/s (10^6 B/s, lmdd's) or MiB/s (2^20 B/s, IOR's); records and "
+        "JSON stay in MB/s.", choices=tuple(RATE_UNITS), field=False),
+    Opt("ior_summary", ("--ior-summary",), "flag", False,
+        "Also print IOR's summary line, 'Max Write: X MiB/sec (Y MB/sec)' (the best "
+        "iteration, open time included as IOR counts it), for IOR parsers.", field=False),
+)
 
 
 def _study(name: str, kind: str = LABEL) -> Key:
@@ -131,30 +334,8 @@ TABLE: Tuple[Key, ...] = (
     # the client's own words ('nfs 4.2'); facts/nodeinfo.client_of derives it for facts
     # read before the fact existed
     Key("client", FACT, NODE, common=True),
-    Key("engine", DURABILITY, OPTION, stated=True, file_decides=True,
-        value=lambda p, i: p.get("engine", "posix")),
-    Key("fsync", DURABILITY, OPTION, stated=True, file_decides=True, value=lambda p, i: (
-        f"every {p['fsync_every']}" if p.get("fsync_every") else _on(p.get("fsync")))),
-    Key("direct", DURABILITY, OPTION, stated=True, file_decides=True,
-        value=lambda p, i: _on(p.get("direct"))),
-    Key("layout", DURABILITY, OPTION, stated=True, file_decides=True,
-        value=lambda p, i: p.get("layout")),
-    Key("block_size", DURABILITY, OPTION, stated=True, file_decides=True, unit=SIZE,
-        value=lambda p, i: format_size(p.get("block_size", 0))),
-    # where the blocks go and how MPI-IO writes them: a strided or random write, or a
-    # collective one, is not the same measurement as a sequential independent stream
-    # (records before patterns: sequential)
-    Key("pattern", DURABILITY, OPTION, value=lambda p, i: str(p.get("pattern") or "sequential")),
-    # MPI-IO's options: keys of the runs that used MPI-IO only
-    Key("collective", DURABILITY, OPTION, engine="mpiio", value=lambda p, i: ABSENT
-        if p.get("collective") is None else p["collective"] if isinstance(p["collective"], str)
-        else _on(p["collective"])),
-    Key("mpiio_hints", SETTING, OPTION, engine="mpiio", value=lambda p, i: ABSENT
-        if p.get("collective") is None else _hints(p)),
-    Key("seed", SETTING, OPTION, value=lambda p, i: p.get("seed", 0)
-        if p.get("pattern") == "random" else ABSENT),
-    Key("stonewall", SETTING, OPTION, when_used=True),
-    Key("preset", LABEL, OPTION, when_used=True),
+    # the run options that are keys, in the options' order (OPTIONS: `runkey`)
+    *(o.runkey._replace(name=o.name) for o in OPTIONS if o.runkey is not None),
     # fio's access pattern (imported fio runs have them): a random or mixed job, or one
     # with a queue depth, is not a sequential single-stream write
     Key("rw", DURABILITY, IMPORT, file_decides=True, builtin=False),
@@ -164,11 +345,6 @@ TABLE: Tuple[Key, ...] = (
     Key("nodes", SETTING, DERIVED, file_decides=True, unit=COUNT),
     Key("ranks", SETTING, DERIVED, file_decides=True, unit=COUNT),
     Key("ranks_per_node", SETTING, DERIVED, file_decides=True, unit=COUNT),
-    Key("size", SETTING, OPTION, file_decides=True, value=_size, unit=SIZE),
-    Key("time_limit", SETTING, OPTION, file_decides=True, unit=DURATION,
-        value=lambda p, i: p.get("time_limit")),
-    Key("iterations", SETTING, OPTION, file_decides=True, unit=COUNT),
-    Key("fsync_every", SETTING, OPTION, file_decides=True, part_of="fsync"),
     Key("mpi", FACT, DERIVED),  # no tool's output names its MPI library: --fact mpi= may
     Key("mpiio", FACT, DERIVED),  # the MPI-IO implementation of an mpiio run: ROMIO or OMPIO
     Key("tool", SETTING, DERIVED, file_decides=True),

@@ -77,6 +77,17 @@ def test_every_option_that_sets_a_field_has_it_with_the_same_default():
         assert fields[opt.name] == want, (opt.name, fields[opt.name], want)
 
 
+def test_runconfig_spells_no_option_of_the_table():
+    """An option that is a field is made a RunConfig field by its entry alone: the class
+    body names only what more than one option makes."""
+    from mpiwrite import structs
+    from mpiwrite.run import config
+
+    written = set(config.RunConfig.__dict__.get("__annotations__", {}))
+    assert not written & {o.name for o in options.TABLE if o.field}
+    assert {o.name for o in options.FIELDS} <= set(structs.fields(config.RunConfig))
+
+
 def test_every_option_key_has_an_option_of_the_table():
     assert OPTION_KEYS and all(options.find(k) for k in OPTION_KEYS), [
         k for k in OPTION_KEYS if not options.find(k)]

@@ -64,7 +64,7 @@ def test_every_option_key_is_made_by_its_entry_and_read_by_its_unit():
     assert got["collective"] == "on" and got["mpiio_hints"] == "a=1,b=2"
     assert got["fsync"] == "every 8" and got["size"] == "1MiB" and got["block_size"] == "4KiB"
     assert got["seed"] is keys.ABSENT and got["pattern"] == "sequential"
-    assert keys.FROM_PARAMS[0].value({}, False) == "posix"
+    assert keys.BY_NAME["engine"].value({}, False) == "posix"
     posix = {k.name: k.value({"time_limit": 5.0}, True) for k in keys.FROM_PARAMS}
     assert posix["collective"] is keys.ABSENT and posix["size"] == "time"
     assert keys.BY_NAME["size"].value({}, True) == "unknown"  # an import that names none
