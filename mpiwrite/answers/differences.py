@@ -11,9 +11,11 @@ from typing import Dict, List
 import numpy as np
 
 from mpiwrite.clients import registry
-from mpiwrite.vocab.keys import IDENTITY, LABEL, kind, outcome_keys, relevance
+from mpiwrite.vocab.keys import IDENTITY, LABEL, TABLE, kind, outcome_keys, relevance
 
-NOT_DIFFERENCES = ("run_id", "status", "start_time", "host", "iterations", "size", "time_limit")
+# a run's own name and state, its hosts, and how much it measured (the key table's)
+NOT_DIFFERENCES = tuple(k.name for k in TABLE if k.kind == IDENTITY) + ("host",) + tuple(
+    k.name for k in TABLE if k.amount)
 DIFFERENCES_SHOWN = 12
 
 

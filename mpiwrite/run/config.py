@@ -26,7 +26,7 @@ from mpiwrite.vocab.pattern import HEADER
 
 ENGINES = engines.names()  # posix; null writes nothing (coordination tests)
 LAYOUTS = options.BY_NAME["layout"].choices  # fpp: a file per rank; shared: one file
-MAX_COUNT = 10**9  # iterations, fsync-every, files-per-dir, verify-shift
+MAX_COUNT = keytable.MAX_COUNT  # the counts' largest (the table's `most`), --read-shift's
 HEADER_BYTES = HEADER.size  # the per-block pattern header
 STALL_INTERVALS = 3  # --stall's default, in progress intervals
 RANDOM_BYTES_PER_BLOCK = 8  # --pattern random: a rank's shuffled block order, 8 bytes a block
@@ -259,14 +259,13 @@ def build(
         raise _fail("--files-per-dir", "must be at least 1")
     if kwargs.get("stall") is not None and not kwargs["stall"] >= 0:
         raise _fail("--stall", "must not be negative (0: never name a stalled rank)")
-    for name in ("time_limit", "delay", "timeout", "sample_interval", "progress_interval",
-                 "stall", "stonewall"):
+    for name in (o.name for o in options.FIELDS if o.kind == "duration"):
         value = time_limit if name == "time_limit" else kwargs.get(name)
         if value is not None and not value <= MAX_SECONDS:  # also refuses NaN
             raise _fail(option_name(name), f"must be at most {MAX_SECONDS / 86400:.0f} days")
-    for name in ("iterations", "fsync_every", "files_per_dir", "verify_shift"):
-        if kwargs.get(name, 0) > MAX_COUNT:
-            raise _fail(option_name(name), f"must be at most {MAX_COUNT}")
+    for opt in (o for o in options.FIELDS if o.most is not None):
+        if kwargs.get(opt.name, 0) > opt.most:
+            raise _fail(option_name(opt.name), f"must be at most {opt.most}")
     if size is not None and size > MAX_BYTES:
         raise _fail("--size", f"must be at most {MAX_BYTES} bytes")
     read_shift = kwargs.get("read_shift")

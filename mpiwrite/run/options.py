@@ -128,9 +128,9 @@ def defaults_of() -> Dict[str, Any]:
 # The option that sets each RunConfig field, for messages about settings: the table's long
 # flags, and the few fields that more than one option sets.
 _MESSAGE_NAMES: Dict[str, str] = {
+    **{o.name: o.long for o in TABLE},
     "target": "TARGET", "tags": "--tag/--tag-file", "results": "--results/--no-record",
-    "size": "--size/--count", "fsync": "--fsync/--no-fsync",
-    **{o.name: o.long for o in TABLE if o.name not in ("tags", "results", "size", "fsync")}}
+    "size": "--size/--count", "fsync": "--fsync/--no-fsync"}
 
 
 def option_name(field: str) -> str:

@@ -102,6 +102,12 @@ class Key(NamedTuple):
     # or ABSENT for a run without it (formats/runkeys.run_keys)
     value: Optional[Callable[[Mapping[str, Any], bool], Any]] = None
     unit: str = ""  # SIZE, DURATION or COUNT: how a filter value is read
+    # how much was measured (bytes, time, repetitions): not a difference between the
+    # systems or settings of two groups of runs (answers/differences.py)
+    amount: bool = False
+
+
+MAX_COUNT = 10**9  # the largest count an option takes (iterations, fsync every N blocks)
 
 
 def _opt(kind: str, **attributes) -> Key:
@@ -134,6 +140,7 @@ class Opt(NamedTuple):
     # the RunConfig field's value when the option is not given and has no default (--size:
     # the default size unless --time; --sysroot: /)
     unset: Any = None
+    most: Optional[int] = None  # a count's largest value (run/config.build refuses more)
 
     @property
     def long(self) -> str:
@@ -179,13 +186,14 @@ OPTIONS: Tuple[Opt, ...] = (
                     value=lambda p, i: format_size(p.get("block_size", 0)))),
     Opt("size", ("-s", "--size"), "size", None,
         f"Bytes per rank [default: {format_size(D.SIZE)} unless --time or --count is given].",
-        runkey=_opt(SETTING, file_decides=True, value=_size, unit=SIZE), unset=D.SIZE),
+        runkey=_opt(SETTING, file_decides=True, value=_size, unit=SIZE, amount=True),
+        unset=D.SIZE),
     Opt("count", ("--count",), "int", None, "Blocks per rank (instead of --size).",
         field=False),  # run/config.build makes --size of it
     Opt("time_limit", ("-t", "--time"), "duration", None,
         "Stop writing after this long, counting only completed writes (lmdd time=): 60, 60s, "
         "5min, 1h. A bare 'm' is refused (IOR's -t 1m is a transfer size).",
-        runkey=_opt(SETTING, file_decides=True, unit=DURATION,
+        runkey=_opt(SETTING, file_decides=True, unit=DURATION, amount=True,
                     value=lambda p, i: p.get("time_limit"))),
     Opt("fsync", ("--fsync/--no-fsync",), "switch", D.FSYNC,
         "fsync after the last write, inside the timed interval (lmdd fsync=1).",
@@ -193,12 +201,13 @@ OPTIONS: Tuple[Opt, ...] = (
             f"every {p['fsync_every']}" if p.get("fsync_every") else _on(p.get("fsync"))))),
     Opt("fsync_every", ("--fsync-every",), "int", D.FSYNC_EVERY,
         "Also fsync after every N blocks.",
-        runkey=_opt(SETTING, file_decides=True, part_of="fsync")),
+        runkey=_opt(SETTING, file_decides=True, part_of="fsync"), most=MAX_COUNT),
     Opt("direct", ("--direct",), "flag", False, "O_DIRECT with an aligned buffer.",
         runkey=_opt(DURABILITY, stated=True, file_decides=True,
                     value=lambda p, i: _on(p.get("direct")))),
     Opt("iterations", ("-i", "--iterations"), "int", D.ITERATIONS, "Repetitions.",
-        runkey=_opt(SETTING, file_decides=True, unit=COUNT)),
+        runkey=_opt(SETTING, file_decides=True, unit=COUNT, amount=True),
+        most=MAX_COUNT),
     Opt("delay", ("--delay",), "duration", _seconds(D.DELAY), "Pause between iterations."),
     Opt("keep", ("--keep",), "flag", False, "Keep the data files (default: remove them)."),
     Opt("results", ("--results",), "text", D.RESULTS, "Folder for the HDF5 records.",
@@ -231,11 +240,12 @@ OPTIONS: Tuple[Opt, ...] = (
         "error): the time, bytes, rates, ranks done and stalled, and each node's.",
         metavar="PATH"),
     Opt("files_per_dir", ("--files-per-dir",), "int", D.FILES_PER_DIR,
-        "Spread file-per-rank files over subdirectories of at most N files."),
+        "Spread file-per-rank files over subdirectories of at most N files.", most=MAX_COUNT),
     Opt("verify", ("--verify",), "flag", False,
         "Read every block back and check it (timed separately)."),
     Opt("verify_shift", ("--verify-shift",), "int", 0,
-        "Verify the data of the rank N positions away (defeats the client cache)."),
+        "Verify the data of the rank N positions away (defeats the client cache).",
+        most=MAX_COUNT),
     Opt("read", ("--read",), "flag", False,
         "After writing, every rank reads (and with --verify checks) a file another rank "
         "wrote, timed like the writes."),
