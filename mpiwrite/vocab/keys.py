@@ -289,7 +289,7 @@ OPTIONS: Tuple[Opt, ...] = (
         "IO500's stonewall with wear-out: every rank stops issuing writes after this long, "
         "then the ranks that wrote less go on until they have written as much as the most "
         "productive one (IOR -D with stoneWallingWearOut=1).",
-        runkey=_opt(SETTING, when_used=True)),
+        runkey=_opt(SETTING, when_used=True, unit=DURATION)),
     Opt("preset", ("--preset",), "choice", None,
         "IO500's write phases: the options it stands for are printed and recorded; each can "
         "still be given (ior-easy-write: file per rank, 2MiB, stonewall 300s; ior-hard-write: "
