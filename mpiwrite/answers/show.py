@@ -77,6 +77,24 @@ def _options(text) -> str:
     return f" ({unique_options(text)})" if text else ""
 
 
+def validity_line(rec) -> str:
+    """Whether the figures can be taken (derived from the record again), IO500's verdict of
+    a preset's run, the hashes, and a word when the record's own verdict differs."""
+    from mpiwrite.formats import validity
+
+    now, held = validity.assess(rec), validity.stored(rec)
+    text = "validity: " + validity.describe(now)
+    if "io500" in now:
+        text += "; IO500: " + validity.describe(now["io500"])
+    if rec.attrs.get("config_hash"):
+        text += f"; config {rec.attrs['config_hash'][:15]}, result " \
+                f"{str(rec.attrs.get('result_hash'))[:15]}"
+    if held and (held["valid"], held["reasons"]) != (now["valid"], now["reasons"]):
+        text += f" (the record says {validity.describe(held)}: `mpiwrite verify` names what " \
+                "changed)"
+    return printable(text)
+
+
 def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) -> str:
     p = rec.params()
     hosts = [printable(n.get("host")) for n in rec.nodes]
@@ -99,6 +117,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
     lines.append(f"served by the {served.name} client; keys: " + ", ".join(
         f"{k}={printable(store_keys.get(k))}" for k in
         keytable.SHOWN + served.own_keys if k in store_keys))
+    lines.append(validity_line(rec))
     if state == ABANDONED:
         proof = "" if known.proven else " (not proven: `clean` needs --force)"
         lines.append(f"abandoned: the record says running, but its processes are gone (killed "

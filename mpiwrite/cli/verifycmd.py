@@ -13,7 +13,8 @@ from mpiwrite.text import printable
 
 # What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
 EXAMPLES = {
-    "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/"],
+    "verify": ["mpiwrite run d -s 1G --keep && mpiwrite verify d/",
+               "mpiwrite verify results/mpiwrite-20261206T101500Z-4f2a.h5"],
 }
 
 
@@ -23,12 +24,20 @@ EXAMPLES = {
               show_default=True, help="The runs' records (files or folders): block size, "
               "bytes per rank and file lengths come from there (repeatable).")
 def verify(paths, record_paths):
-    """Check data files kept with --keep (files or folders): every block's header and body.
+    """Check data files kept with --keep (files or folders): every block's header and body;
+    or records (.h5 files): their hashes and validity derived again from their contents.
 
     Run id, iteration and rank come from each file's name; block size and lengths from the
-    run's record when one is found (else inferred, and the length is not checked)."""
+    run's record when one is found (else inferred, and the length is not checked).  A record
+    whose figures, settings or verdict were changed after mpiwrite wrote it is named."""
     from mpiwrite.answers.verify import data_files, parse_name, verify_file
 
+    records = [p for p in paths if p.endswith(".h5") and not os.path.isdir(p)]
+    if records:
+        if len(records) != len(paths):
+            raise ConfigError("PATHS: give records (.h5) or data files and folders, not both")
+        _verify_records(records)
+        return
     bad = 0
     found = list(data_files(paths))
     if not found:
@@ -54,6 +63,34 @@ def verify(paths, record_paths):
             click.echo(f"{shown}: ok ({rep.blocks} blocks of {rep.block_size} bytes){note}")
     if bad:
         raise RunError(f"verify: {bad} problem(s) in {len(found)} file(s)")
+
+
+def _verify_records(paths) -> None:
+    """Each record read whole (in a worker) and derived again: one line each."""
+    from mpiwrite.formats import validity
+    from mpiwrite.records.store import FolderStore
+
+    bad = 0
+    for path in paths:
+        shown = printable(path)
+        try:
+            rec = FolderStore().whole(path)
+        except RecordError as exc:
+            bad += 1
+            click.echo(f"{shown}: error: {printable(str(exc))}")
+            continue
+        problems = validity.rederive(rec)
+        for line in problems:
+            click.echo(f"{shown}: {printable(line)}")
+        if problems:
+            bad += 1
+            continue
+        held = validity.stored(rec)
+        click.echo(printable(f"{path}: ok: as mpiwrite wrote it; config "
+                             f"{rec.attrs['config_hash']}, result {rec.attrs['result_hash']}; "
+                             f"{validity.describe(held)}"))
+    if bad:
+        raise RunError(f"verify: {bad} of {len(paths)} record(s) not as mpiwrite wrote them")
 
 
 class _RecordFinder:

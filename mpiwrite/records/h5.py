@@ -133,12 +133,18 @@ def temp_names(path: str) -> List[str]:
 
 def image(rec: RunRecord) -> bytes:
     """The whole record as the bytes of an HDF5 file, built in memory."""
+    import dataclasses
+
     import h5py
+
+    from mpiwrite.formats import validity
 
     with h5py.File(f"mpiwrite-{id(rec)}.h5", "w", driver="core", backing_store=False,
                    libver="earliest") as h5:
         attrs = dict(rec.attrs)
         attrs.update(format=FORMAT, schema_version=SCHEMA_VERSION, mpiwrite_version=__version__)
+        # the verdict and the hashes `mpiwrite verify` re-derives (formats/validity.py)
+        attrs.update(validity.stamp(dataclasses.replace(rec, attrs=attrs)))
         for k, v in attrs.items():
             h5.attrs[k] = v if not isinstance(v, (dict, list)) else json.dumps(v)
         _dataset(h5, "ranks", rec.ranks.astype(RANK_DTYPE, copy=False))
@@ -222,9 +228,9 @@ def _text(v) -> Any:
 
 
 ATTR_JSON = {"params": dict, "tags": dict, "keys": dict, "warnings": list, "stripe": object,
-             "environment": object, "processes": list, "imported": dict}
+             "environment": object, "processes": list, "imported": dict, "validity": dict}
 ATTR_TEXT = ("run_id", "status", "start_time", "end_time", "command_line", "host", "error",
-             "mpi_library", "mpiwrite_version")
+             "mpi_library", "mpiwrite_version", "config_hash", "result_hash")
 
 
 def _read(path: str, expect: Optional[tuple] = None) -> RunRecord:

@@ -1,0 +1,201 @@
+"""Whether a run's figures can be taken as a measurement, and the two hashes a third party
+re-derives (`mpiwrite verify RECORD`): docs/record-schema.md, "Validity and hashes".
+
+- `assess(rec)`: a verdict with its reasons, as IO500 marks a phase invalid (a run that did
+  not complete or was left unsettled, an error counted, a rank that wrote nothing, a stonewall
+  shorter than asked, a phase shorter than its stonewall).  An IO500 preset's run is also
+  judged by IO500's own rule (a 300 s stonewall), apart: a shorter one is a valid mpiwrite
+  measurement that IO500 would not take.
+- `config_hash(rec)`: the run keys that decide a figure (settings, durability, node facts
+  and tags; not the run's name, hosts, labels or outcomes), as canonical JSON.  Two runs of
+  the same settings on nodes with the same facts have the same config hash.
+- `result_hash(rec)`: the figures: the ranks', iterations' and samples' tables as stored.
+
+Both are `v1:` and a SHA-256; records/h5.image writes them with the verdict, and a record
+whose figures or settings were changed after mpiwrite wrote it no longer matches them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Dict, List
+
+import numpy as np
+
+from mpiwrite.formats.runkeys import run_keys
+from mpiwrite.formats.summary import ITER_DTYPE, RANK_DTYPE, SAMPLE_DTYPE
+from mpiwrite.vocab import keys as keytable
+from mpiwrite.vocab.presets import PRESETS
+from mpiwrite.vocab.status import RunStatus, Status
+
+VERSION = "v1"
+IO500_STONEWALL = 300.0  # seconds: IO500's rule for its ior-easy and ior-hard phases
+NAMED = 3  # ranks named in one reason, then "and N more"
+# a rank that stopped this much before the stonewall ran out of data, not into the stonewall
+STONEWALL_SLACK = 0.01
+DECIDES = (keytable.SETTING, keytable.DURABILITY, keytable.FACT)
+NO_DATA_ENGINES = ("null",)  # engines that write nothing by design (coordination tests)
+
+
+def _ranks(numbers: List[int]) -> str:
+    shown = ", ".join(str(r) for r in numbers[:NAMED])
+    return shown + (f" and {len(numbers) - NAMED} more" if len(numbers) > NAMED else "")
+
+
+def _stonewall_reasons(rec, asked: float) -> List[str]:
+    out = []
+    for fig in rec._json("stonewall", None) or []:
+        if not isinstance(fig, dict):
+            continue
+        it = fig.get("iteration", "?")
+        when = [w for w in fig.get("seconds_at_stonewall") or [] if isinstance(w, (int, float))
+                and w == w]
+        early = [r for r, w in enumerate(fig.get("seconds_at_stonewall") or [])
+                 if isinstance(w, (int, float)) and w == w and w < asked * (1 - STONEWALL_SLACK)]
+        if early:
+            out.append(f"stonewall shorter than asked: rank(s) {_ranks(early)} had written all "
+                       f"their data at {min(when):.3g}s of the {asked:g}s stonewall in "
+                       f"iteration {it} (give more --size or --count)")
+        ended = [e for e in fig.get("write_seconds") or [] if isinstance(e, (int, float))
+                 and e == e]
+        if ended and max(ended) < asked * (1 - STONEWALL_SLACK):
+            out.append(f"phase shorter than the stonewall: iteration {it}'s writes took "
+                       f"{max(ended):.3g}s of the {asked:g}s stonewall")
+    return out
+
+
+def assess(rec) -> Dict[str, Any]:
+    """{"valid": bool, "reasons": [...]} and, for an IO500 preset's run, "io500": {"valid",
+    "reasons"}.  Pure: from the record's attributes and tables only."""
+    reasons: List[str] = []
+    status = str(rec.status)
+    if status == RunStatus.UNSETTLED:
+        reasons.append("unsettled: a setting was not in force on every node, or a client "
+                       "fact changed during a timed phase")
+    elif status != RunStatus.COMPLETE:
+        reasons.append(f"the run did not complete ({status})")
+    params = rec.params()
+    imported = bool(rec.imported())
+    if rec.errors:
+        reasons.append(f"{len(rec.errors)} error(s) counted")
+    ranks = rec.ranks
+    if not imported and len(ranks):
+        failed = ranks[(ranks["status"] != int(Status.OK)) | (ranks["errno"] != 0)]
+        if len(failed) and not rec.errors:
+            reasons.append(f"{len(failed)} rank row(s) failed or counted an error")
+        if str(params.get("engine", "posix")) not in NO_DATA_ENGINES:
+            ok = ranks[ranks["status"] == int(Status.OK)]
+            for it in sorted(set(int(i) for i in ok["iteration"])):
+                none = sorted(int(r) for r in ok["rank"][(ok["iteration"] == it)
+                                                          & (ok["bytes"] <= 0)])
+                if none:
+                    reasons.append(f"rank(s) {_ranks(none)} wrote nothing in iteration {it}")
+    asked = params.get("stonewall")
+    if isinstance(asked, (int, float)) and asked > 0 and not imported:
+        reasons.extend(_stonewall_reasons(rec, float(asked)))
+    out: Dict[str, Any] = {"valid": not reasons, "reasons": reasons}
+    preset = params.get("preset")
+    if preset in PRESETS:
+        io500 = [] if not reasons else ["not valid as an mpiwrite run"]
+        if not (isinstance(asked, (int, float)) and asked >= IO500_STONEWALL):
+            io500.append(f"IO500 asks a {IO500_STONEWALL:g}s stonewall of {preset}; this "
+                         f"run's was {asked:g}s" if isinstance(asked, (int, float))
+                         else f"IO500 asks a {IO500_STONEWALL:g}s stonewall of {preset}")
+        out["io500"] = {"valid": not io500, "reasons": io500}
+    return out
+
+
+def _digest(data: bytes) -> str:
+    return f"{VERSION}:{hashlib.sha256(data).hexdigest()}"
+
+
+def decided_keys(rec) -> Dict[str, str]:
+    """The run keys a config hash covers: what decides a figure, as text."""
+    return {k: str(v) for k, v in sorted(run_keys(rec).items())
+            if keytable.kind(k) in DECIDES and not keytable.volatile(k) and k != "host"}
+
+
+def config_hash(rec) -> str:
+    text = json.dumps(decided_keys(rec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
+    return _digest(text.encode("ascii"))
+
+
+def result_hash(rec) -> str:
+    h = hashlib.sha256()
+    for name, table, dtype in (("ranks", rec.ranks, RANK_DTYPE),
+                               ("iterations", rec.iterations, ITER_DTYPE),
+                               ("samples", rec.samples, SAMPLE_DTYPE)):
+        data = np.ascontiguousarray(np.asarray(table).astype(dtype, copy=False)).tobytes()
+        h.update(f"{name}:{len(data)}:".encode("ascii"))
+        h.update(data)
+    return f"{VERSION}:{h.hexdigest()}"
+
+
+def stamp(rec) -> Dict[str, Any]:
+    """The attributes records/h5.image writes: the verdict and both hashes."""
+    return {"validity": assess(rec), "config_hash": config_hash(rec),
+            "result_hash": result_hash(rec)}
+
+
+def stored(rec) -> Dict[str, Any]:
+    """The verdict the record holds, checked (an attribute is untrusted): {} for a record
+    without one (written before validity, or not by mpiwrite) or one of the wrong shape."""
+    got = rec._json("validity", None)
+    if not isinstance(got, dict) or not isinstance(got.get("valid"), bool) \
+            or not isinstance(got.get("reasons"), list) \
+            or not all(isinstance(r, str) for r in got["reasons"]):
+        return {}
+    out: Dict[str, Any] = {"valid": got["valid"], "reasons": [r[:1000] for r in
+                                                              got["reasons"][:50]]}
+    io500 = got.get("io500")
+    if isinstance(io500, dict) and isinstance(io500.get("valid"), bool) \
+            and isinstance(io500.get("reasons"), list):
+        out["io500"] = {"valid": io500["valid"],
+                        "reasons": [str(r)[:1000] for r in io500["reasons"][:50]]}
+    return out
+
+
+def is_valid(rec) -> bool:
+    """What report and compare count by: the verdict the record holds (records without
+    one: valid unless their status says otherwise, which select() asks on its own)."""
+    return stored(rec).get("valid", True)
+
+
+def _short(h: str) -> str:
+    return h[:19] + "..." if len(h) > 22 else h
+
+
+def rederive(rec) -> List[str]:
+    """What does not match in a record read whole: its hashes and verdict derived again from
+    its contents against what it holds ([]: it is as mpiwrite wrote it)."""
+    held_config = rec.attrs.get("config_hash")
+    held_result = rec.attrs.get("result_hash")
+    if not held_config and not held_result:
+        return ["no hashes: written by mpiwrite "
+                f"{rec.attrs.get('mpiwrite_version') or '(unknown version)'} before records "
+                "carried them, or not by mpiwrite; it cannot be verified"]
+    out = []
+    got = result_hash(rec)
+    if held_result != got:
+        out.append(f"result hash differs: the figures (the ranks', iterations' or samples' "
+                   f"tables) were changed after mpiwrite wrote them (recorded "
+                   f"{_short(str(held_result))}, derived {_short(got)})")
+    got = config_hash(rec)
+    if held_config != got:
+        out.append(f"config hash differs: the settings, node facts or tags were changed "
+                   f"after mpiwrite wrote them (recorded {_short(str(held_config))}, derived "
+                   f"{_short(got)})")
+    held, now = stored(rec), assess(rec)
+    if held.get("valid") != now["valid"] or held.get("reasons") != now["reasons"]:
+        out.append("validity differs: the record says "
+                   + describe(held) + "; its contents give " + describe(now))
+    return out
+
+
+def describe(verdict: Dict[str, Any]) -> str:
+    """'valid', 'not valid: reason; reason', or 'no verdict'."""
+    if "valid" not in verdict:
+        return "no verdict"
+    return "valid" if verdict["valid"] else "not valid: " + "; ".join(verdict["reasons"])
