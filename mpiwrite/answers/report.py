@@ -13,6 +13,7 @@ import numpy as np
 from mpiwrite import stats
 from mpiwrite.answers.differences import DIFFERENCES_SHOWN, differing_facts
 from mpiwrite.answers.results import (
+    INVALID,
     Store,
     metric_info,
     metric_values,
@@ -29,7 +30,7 @@ from mpiwrite.text import csv_cell, markdown_cell, printable
 from mpiwrite.units import format_number as _num
 from mpiwrite.units import plural as _count
 from mpiwrite.vocab import keys
-from mpiwrite.vocab.status import Status
+from mpiwrite.vocab.status import RunStatus, Status
 
 
 class Sampling(NamedTuple):
@@ -112,7 +113,10 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
     groups: Dict[tuple, list] = {}
     nowhere = [key for key in by if runs and not any(key in store.keys(r) for r in runs)]
     if nowhere:
-        raise ConfigError(f"--by: no run has the key(s) {', '.join(nowhere)}")
+        invalid = store.not_complete().get(INVALID, 0)
+        raise ConfigError(f"--by: no run has the key(s) {', '.join(nowhere)}" + (
+            f" ({invalid} run(s) not valid were left out: --include-invalid counts them)"
+            if invalid else ""))
     for r in runs:  # a run without a key is grouped under '-' (lacking_keys says how many)
         k = store.keys(r)
         groups.setdefault(tuple(str(k.get(key, "-")) for key in by), []).append(r)
@@ -449,16 +453,33 @@ def _change_cell(r: Dict[str, Any]) -> str:
     return f"{pct:+.1f} {span}{'' if r['verdict'] == 'real' else ' ~'}"
 
 
+def _say_invalid(store: Store, flt: Dict[str, str], name: str) -> None:
+    """One line on stderr for the complete runs of a side left out as not valid."""
+    import sys
+
+    left = [r for r in store.select(flt, complete_only=False)
+            if r.status == RunStatus.COMPLETE and not store.counted(r)]
+    if left:
+        sys.stderr.write(f"mpiwrite: {name}: {len(left)} run(s) not valid were left out "
+                         f"(e.g. {printable(left[0].run_id)}: `mpiwrite show` says why; "
+                         "--include-invalid counts them)\n")
+
+
 def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: str = "full",
-                cache=None, where: Optional[Dict[str, str]] = None):
+                cache=None, where: Optional[Dict[str, str]] = None,
+                include_invalid: bool = False):
     """A compare side: a record path or folder, or KEY=VALUE filters over --in; only the
-    runs `where` (compare --where: every condition holds) also matches.
+    runs `where` (compare --where: every condition holds) also matches.  A complete run
+    whose record says it is not valid is left out unless `include_invalid` (and named on
+    stderr): an invalid run is never pooled with valid ones unasked.
 
     Returns (complete runs, number of unreadable records met, records repeating a run)."""
     import os
 
     if os.path.lexists(spec):
         store = Store([spec], option=name, level=level, cache=cache)
+        store.include_invalid = include_invalid
+        _say_invalid(store, dict(where or {}), name)
         return store.select(dict(where or {})), len(store.bad), len(store.duplicates)
     if "=" in spec and store_in is not None:
         own = parse_filter(spec, name)
@@ -466,6 +487,8 @@ def select_side(spec: str, store_in: Optional[Store], name: str = "A", level: st
             if key in own and own[key] != value:
                 raise ConfigError(f"{name}: {key}={own[key]} and --where {key}={value} "
                                   "cannot both hold")
+        store_in.include_invalid = include_invalid
+        _say_invalid(store_in, {**(where or {}), **own}, name)
         return store_in.select({**(where or {}), **own}), 0, len(store_in.duplicates)
     raise ConfigError(f"{name}: {printable(spec)!r} is neither a record path nor a KEY=VALUE "
                       "filter")

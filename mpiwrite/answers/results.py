@@ -56,6 +56,9 @@ def level_for(metric: str) -> str:
     return "full" if metric in PER_RANK_METRICS else "run"
 
 
+INVALID = "not valid"  # a complete run its record says is not valid (`mpiwrite show` says why)
+
+
 class Store:
     """The readable records under some paths; the unreadable ones are listed in `bad`.
 
@@ -149,10 +152,21 @@ class Store:
     def keys(self, rec: RunRecord) -> Dict[str, Any]:
         return self._keys[id(rec)]
 
+    # whether select() counts the complete runs whose record says they are not valid (a rank
+    # that wrote nothing, a stonewall shorter than asked: formats/validity.py); asked with
+    # --include-invalid, else they are left out and named like the runs that did not complete
+    include_invalid = False
+
+    def counted(self, r: RunRecord) -> bool:
+        """A complete run, and a valid one unless invalid ones were asked for."""
+        from mpiwrite.formats.validity import is_valid
+
+        return r.status == RunStatus.COMPLETE and (self.include_invalid or is_valid(r))
+
     def select(self, flt: Optional[Dict[str, str]] = None, complete_only: bool = True):
         out = []
         for r in self.runs:
-            if complete_only and r.status != RunStatus.COMPLETE:
+            if complete_only and not self.counted(r):
                 continue
             k = self.keys(r)
             if flt and not all(matches(r, k, key, val) for key, val in flt.items()):
@@ -162,13 +176,13 @@ class Store:
 
     def not_complete(self) -> Dict[str, int]:
         """How many runs did not complete, by state (`abandoned` for a `running` record whose
-        run is gone: answers/state.py)."""
+        run is gone: answers/state.py), and how many complete ones are not valid (`invalid`)."""
         from mpiwrite.answers.state import run_state
 
         out: Dict[str, int] = {}
         for r in self.runs:
-            if r.status != RunStatus.COMPLETE:
-                state = run_state(r)
+            if not self.counted(r):
+                state = run_state(r) if r.status != RunStatus.COMPLETE else INVALID
                 out[state] = out.get(state, 0) + 1
         return out
 

@@ -10,6 +10,7 @@ from mpiwrite.cli.lookup import open_store, refuse_missing_in
 from mpiwrite.cli.options import (
     cache_choice,
     cache_options,
+    invalid_option,
     sampling_from,
     sampling_options,
     units_option,
@@ -41,10 +42,11 @@ EXAMPLES = {
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+@invalid_option
 @units_option
 @cache_options
 def compare(a, b, paths_in, where, metric, unit, warmup, confidence, fail_pct, as_json,
-            skip_bad, units, cache_dir, no_cache):
+            skip_bad, include_invalid, units, cache_dir, no_cache):
     """Is B different from A?  Each is a record, a folder, or KEY=VALUE[,...] over --in.
 
     Values holding ',' or '=' are quoted: KEY="a,b" (or KEY=a\\,b).
@@ -67,8 +69,8 @@ def compare(a, b, paths_in, where, metric, unit, warmup, confidence, fail_pct, a
     store, code = open_store(paths_in, skip_bad, "--in", level, cache) if needs_in \
         else (None, 0)
     flt = where_filter(where)  # report's, explain's and page's filter: every one holds
-    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache, flt)
-    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache, flt)
+    side_a, bad_a, dup_a = select_side(a, store, "A", level, cache, flt, include_invalid)
+    side_b, bad_b, dup_b = select_side(b, store, "B", level, cache, flt, include_invalid)
     if (bad_a or bad_b) and not skip_bad:
         code = 1
     text, doc, failed = compare_text(side_a, side_b, a, b, sampling, fail_pct,

@@ -4,15 +4,19 @@ between the ranks of one run (PATHS one record file)."""
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
 from mpiwrite.cli.lookup import open_store
-from mpiwrite.cli.options import sampling_from, sampling_options, where_filter, where_option
-from mpiwrite.cli.reportcmd import no_rows_text, note_runs_without
+from mpiwrite.cli.options import (
+    invalid_option,
+    sampling_from,
+    sampling_options,
+    where_filter,
+    where_option,
+)
+from mpiwrite.cli.reportcmd import no_rows_text, note_runs_without, say_left_out
 from mpiwrite.errors import ConfigError, RunError
-from mpiwrite.text import printable
 
 # What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
 EXAMPLES = {
@@ -30,7 +34,8 @@ EXAMPLES = {
               default="table", show_default=True,
               help="json follows the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
-def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
+@invalid_option
+def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad, include_invalid):
     """Which node facts, run parameters and tags explain the metric's variation over the
     complete runs under PATHS: each key's share of the variance with a permutation p, keys
     that change together named as confounded, effects within each other's levels
@@ -46,6 +51,7 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     if len(paths) == 1 and os.path.isfile(paths[0]):
         return _one_run(paths[0], where, sampling, fmt)
     store, code = open_store(paths, skip_bad)
+    store.include_invalid = include_invalid
     flt = where_filter(where)
     runs = store.select(flt)
     if not runs:
@@ -59,11 +65,7 @@ def explain(paths, where, metric, unit, warmup, confidence, fmt, skip_bad):
     doc["where"] = flt
     click.echo(format_explain(doc, fmt))
     note_runs_without(store, metric, warmup)
-    skipped = store.not_complete()
-    if skipped:
-        said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
-        sys.stderr.write(printable(f"mpiwrite: {sum(skipped.values())} run(s) that did not "
-                                   f"complete were left out ({said})") + "\n")
+    say_left_out(store)
     return code
 
 

@@ -103,6 +103,15 @@ def where_option(f):
                              "all must hold).")(f)
 
 
+def invalid_option(f):
+    """`--include-invalid`: count the complete runs whose records say they are not valid."""
+    return click.option("--include-invalid", is_flag=True,
+                        help="Also count complete runs whose record says they are not valid "
+                             "(a rank that wrote nothing, an error, a stonewall shorter than "
+                             "asked: `mpiwrite show RUN` says why) [default: left out and "
+                             "counted on stderr].")(f)
+
+
 def where_filter(where) -> dict:
     """The --where texts as one filter."""
     from mpiwrite.answers.results import parse_filter

@@ -13,6 +13,7 @@ from mpiwrite.cli.options import (
     Where,
     cache_choice,
     cache_options,
+    invalid_option,
     sampling_from,
     sampling_options,
     units_option,
@@ -40,10 +41,11 @@ EXAMPLES = {
               help="json and csv follow the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 @where_option
+@invalid_option
 @units_option
 @cache_options
-def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where, units,
-           cache_dir, no_cache):
+def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where,
+           include_invalid, units, cache_dir, no_cache):
     """One row per configuration over the records under PATHS (files, folders, globs).
 
     To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
@@ -54,6 +56,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
     sampling = sampling_from(metric, unit, warmup, confidence, units)
     store, code = open_store(paths, skip_bad, level=level_for(metric),
                          cache=cache_choice(cache_dir, no_cache))
+    store.include_invalid = include_invalid
     flt = where_filter(where)
     if flt:
         if store.select() and not store.select(flt):
@@ -71,17 +74,28 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
         sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
                                    f"'-'") + "\n")
     note_runs_without(store, metric, warmup)
-    skipped = store.not_complete()
-    if skipped:
-        said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
-        sys.stderr.write(f"mpiwrite: {sum(skipped.values())} run(s) that did not complete were "
-                         f"left out ({said})\n")
-        from mpiwrite.answers.state import ABANDONED
-
-        if ABANDONED in skipped:
-            sys.stderr.write("mpiwrite: an abandoned run was killed for good; `mpiwrite clean "
-                             "TARGET --results DIR` removes the data files it left\n")
+    say_left_out(store)
     return code
+
+
+def say_left_out(store) -> None:
+    """On stderr: the runs not counted, by state (report, explain)."""
+    from mpiwrite.answers.results import INVALID
+    from mpiwrite.answers.state import ABANDONED
+
+    skipped = store.not_complete()
+    if not skipped:
+        return
+    said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
+    sys.stderr.write(printable(f"mpiwrite: {sum(skipped.values())} run(s) that did not "
+                               f"complete{' or are not valid' if INVALID in skipped else ''} "
+                               f"were left out ({said})") + "\n")
+    if INVALID in skipped:
+        sys.stderr.write("mpiwrite: `mpiwrite show RUN` says why a run is not valid; "
+                         "--include-invalid counts them\n")
+    if ABANDONED in skipped:
+        sys.stderr.write("mpiwrite: an abandoned run was killed for good; `mpiwrite clean "
+                         "TARGET --results DIR` removes the data files it left\n")
 
 
 def no_rows_text(store, metric: str, warmup: int) -> str:

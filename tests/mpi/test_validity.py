@@ -1,0 +1,136 @@
+"""Every record carries a validity verdict and two hashes that `mpiwrite verify RECORD` derives
+again (formats/validity.py): real runs on 2 ranks, records edited afterwards with h5py as a
+hand or another tool would, and the commands a user types."""
+
+import json
+import shutil
+
+import h5py
+import pytest
+from common import cli, mpirun, read_record, records_in
+
+pytestmark = pytest.mark.timeout(300)
+
+BASE = ["-s", "4M", "-b", "1M", "--progress-interval", "0", "--results", "r"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three runs in one folder: two alike (valid), one whose ranks ran out of data long before
+    their stonewall (not valid), and an IO500 preset's run with a short stonewall."""
+    where = tmp_path_factory.mktemp("validity")
+    made = {}
+    for name, extra in (("a", []), ("b", []),
+                        ("short", ["--stonewall", "5", "-t", "20", "--count", "4"]),
+                        ("preset", ["--preset", "ior-easy-write", "--stonewall", "0.3",
+                                    "-t", "5", "-s", "512M"])):
+        got = mpirun(2, ["run", "d"] + BASE + ["--tag", f"which={name}"] + extra, cwd=where)
+        assert got.returncode == 0, got.stderr
+    for path in records_in(where / "r"):
+        made[read_record(path).tags()["which"]] = path
+    return where, made
+
+
+def test_a_run_is_valid_and_verify_derives_both_hashes_again(runs):
+    where, made = runs
+    rec = read_record(made["a"])
+    assert rec.attrs["validity"] == {"valid": True, "reasons": []}
+    for name in ("config_hash", "result_hash"):
+        assert str(rec.attrs[name]).startswith("v1:") and len(rec.attrs[name]) == 3 + 64
+    got = cli(["verify", made["a"]], cwd=where)
+    assert got.returncode == 0, got.stderr
+    assert "ok: as mpiwrite wrote it" in got.stdout and rec.attrs["result_hash"] in got.stdout
+
+
+def test_the_same_settings_have_the_same_config_hash_and_their_own_result_hash(runs):
+    _where, made = runs
+    a, b = read_record(made["a"]), read_record(made["b"])
+    # the tags differ (which=a, which=b): tags are settings a user declares, so the config
+    # hash covers them; the same run with the same tag has the same hash
+    from mpiwrite.formats.validity import config_hash, decided_keys
+
+    assert decided_keys(a).keys() == decided_keys(b).keys()
+    assert {k: v for k, v in decided_keys(a).items() if "which" not in k} == \
+        {k: v for k, v in decided_keys(b).items() if "which" not in k}
+    assert a.attrs["config_hash"] != b.attrs["config_hash"]
+    assert a.attrs["result_hash"] != b.attrs["result_hash"]
+    assert config_hash(a) == a.attrs["config_hash"]
+
+
+@pytest.mark.parametrize("edit, named", [
+    ("figures", "result hash differs"),
+    ("tag", "config hash differs"),
+    ("verdict", "validity differs"),
+])
+def test_a_record_edited_with_h5py_is_named_by_verify(runs, tmp_path, edit, named):
+    where, made = runs
+    copy = tmp_path / "edited.h5"
+    shutil.copy(made["a"], copy)
+    with h5py.File(copy, "r+") as f:
+        if edit == "figures":  # a rate doubled, as a hand would
+            it = f["iterations"][...]
+            it["aggregate_MB_per_s"] *= 2
+            f["iterations"][...] = it
+        elif edit == "tag":
+            f.attrs["tags"] = json.dumps({"which": "other"})
+        else:
+            f.attrs["validity"] = json.dumps({"valid": False, "reasons": ["planted"]})
+    got = cli(["verify", str(copy)], cwd=where)
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert named in got.stdout and "ok:" not in got.stdout
+    others = {"figures", "tag", "verdict"} - {edit}
+    assert not any(n in got.stdout for e, n in (("figures", "result hash differs"),
+                                                ("tag", "config hash differs"),
+                                                ("verdict", "validity differs"))
+                   if e in others)
+    # the original is untouched and still verifies
+    assert cli(["verify", made["a"]], cwd=where).returncode == 0
+
+
+def test_a_record_without_hashes_cannot_be_verified(runs, tmp_path):
+    where, made = runs
+    copy = tmp_path / "old.h5"
+    shutil.copy(made["a"], copy)
+    with h5py.File(copy, "r+") as f:
+        del f.attrs["config_hash"], f.attrs["result_hash"]
+    got = cli(["verify", str(copy)], cwd=where)
+    assert got.returncode == 1 and "cannot be verified" in got.stdout
+
+
+def test_a_stonewall_the_ranks_never_reached_is_not_valid_and_reports_leave_it_out(runs):
+    where, made = runs
+    verdict = read_record(made["short"]).attrs["validity"]
+    assert verdict["valid"] is False
+    assert any(r.startswith("stonewall shorter than asked") for r in verdict["reasons"])
+    assert any(r.startswith("phase shorter than the stonewall") for r in verdict["reasons"])
+    show = cli(["show", made["short"]], cwd=where)
+    assert show.returncode == 0 and "validity: not valid: stonewall shorter" in show.stdout
+    assert "validity: valid;" in cli(["show", made["a"]], cwd=where).stdout
+
+    rep = cli(["report", "r", "--by", "which", "--format", "json"], cwd=where)
+    assert rep.returncode == 0, rep.stderr
+    shown = {row["keys"]["which"] for row in json.loads(rep.stdout)["rows"]}
+    assert "short" not in shown and {"a", "b"} <= shown
+    assert "1 not valid" in rep.stderr and "--include-invalid" in rep.stderr
+    rep = cli(["report", "r", "--by", "which", "--format", "json", "--include-invalid"],
+              cwd=where)
+    assert "short" in {row["keys"]["which"] for row in json.loads(rep.stdout)["rows"]}
+
+    # compare never pools it with valid runs unasked: B holds a valid and the invalid run
+    cmp = cli(["compare", "which=a", "which=short,stonewall=5", "--in", "r"], cwd=where)
+    assert cmp.returncode == 2 and "B: 1 run(s) not valid were left out" in cmp.stderr
+    cmp = cli(["compare", "which=a", "which=short", "--in", "r", "--include-invalid"],
+              cwd=where)
+    assert cmp.returncode == 0, cmp.stderr
+
+
+def test_an_io500_preset_is_valid_for_io500_only_with_its_300_s_stonewall(runs):
+    where, made = runs
+    verdict = read_record(made["preset"]).attrs["validity"]
+    assert verdict["io500"]["valid"] is False
+    assert "300s stonewall of ior-easy-write; this run's was 0.3s" in \
+        verdict["io500"]["reasons"][-1]
+    show = cli(["show", made["preset"]], cwd=where)
+    assert "IO500: not valid" in show.stdout
+    for name in ("a", "short"):  # no preset, no IO500 verdict
+        assert "io500" not in read_record(made[name]).attrs["validity"]
