@@ -112,6 +112,25 @@ def invalid_option(f):
                              "counted on stderr].")(f)
 
 
+MIN_RATE, MAX_RATE = 1e-3, 1e7  # MB/s per rank assumed in an estimate (--rate)
+
+
+def rate_option(f):
+    """`--rate MB/s`: the rate per rank a plan's estimate takes for size-bound runs (study
+    plan, tune plan)."""
+    return click.option("--rate", type=float, default=None,
+                        help="MB/s per rank assumed for size-bound runs in the estimate "
+                             "[default: measured now by one 16 MiB fsync'd write into the "
+                             "target, removed after].")(f)
+
+
+def rate_from(rate):
+    if rate is not None and not MIN_RATE <= rate <= MAX_RATE:  # NaN fails too
+        raise ConfigError(f"--rate: must be a rate from {MIN_RATE:g} to {MAX_RATE:g} MB/s per "
+                          "rank")
+    return rate
+
+
 def where_filter(where) -> dict:
     """The --where texts as one filter."""
     from mpiwrite.answers.results import parse_filter

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Optional
 
 import click
 
-from mpiwrite.cli.options import sampling_options
+from mpiwrite.cli.options import rate_from, rate_option, sampling_options
 from mpiwrite.errors import ConfigError, RunError
 from mpiwrite.study import estimate, order, settle
 from mpiwrite.study.plan import Problem, Study, StudyError, load
@@ -92,7 +92,6 @@ def study_job(file: str, nodes: Optional[List[int]], ntasks_per_node: Optional[i
                          f"from {basis}")}
 
 
-MIN_RATE, MAX_RATE = 1e-3, 1e7  # MB/s per rank assumed in an estimate (--rate)
 
 
 def fail(path: str, problems: List[Problem]) -> None:
@@ -110,16 +109,12 @@ def study():
 
 @study.command()
 @click.argument("file")
-@click.option("--rate", type=float, default=None,
-              help="MB/s per rank assumed for size-bound runs in the estimate [default: "
-                   "measured now by one 16 MiB fsync'd write into the target, removed after].")
+@rate_option
 def plan(file, rate):
     """The runs of a study in the order they will run, how many, and how long they take.
 
     Every problem in the file is one line naming its key and line (exit 2)."""
-    if rate is not None and not MIN_RATE <= rate <= MAX_RATE:  # NaN fails too
-        raise ConfigError(f"--rate: must be a rate from {MIN_RATE:g} to {MAX_RATE:g} MB/s per "
-                          "rank")
+    rate_from(rate)
     try:
         st = load(file)
     except StudyError as exc:  # the file's shape is wrong: its option values are said too

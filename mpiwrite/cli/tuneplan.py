@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Tuple
 
 import click
 
-from mpiwrite.cli.options import sampling_options
+from mpiwrite.cli.options import rate_from, rate_option, sampling_options
 from mpiwrite.cli.tune import _SYSROOT, readable, tunable_of, tune, where_of
 from mpiwrite.errors import ConfigError
 from mpiwrite.text import printable
@@ -114,8 +114,9 @@ def setting_name(tunable: str) -> str:
               "(time=20s, block_size=1MiB, fsync=true; repeatable).")
 @click.option("--name", default="tune", show_default=True, help="The study's name.")
 @click.option("--results", default="results", show_default=True)
+@rate_option
 @_SYSROOT
-def plan(target, output, params, budget, run_opts, name, results, sysroot):
+def plan(target, output, params, budget, run_opts, name, results, rate, sysroot):
     """Write a screening study over the tunables of the client serving TARGET: two levels
     each, k factors in about k+1 points, repetitions fitted to the budget, in a balanced
     seeded order (each level after each level about equally often)."""
@@ -213,7 +214,7 @@ def plan(target, output, params, budget, run_opts, name, results, sysroot):
 
     # the same estimate as `study plan` prints for the file written (study/estimate.py)
     text, st, configs = study_of(1)
-    speed = estimate.rate_for(target, None).mb_per_s \
+    speed = estimate.rate_for(target, rate_from(rate)).mb_per_s \
         if any(c.size and not c.time_limit for c in configs) else 1.0
     settles = spec.mode != "none"
     # a round as this machine runs it, with the margin a study's launches, settles and
