@@ -9,7 +9,7 @@ import h5py
 import pytest
 from common import cli, mpirun, read_record, records_in
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.mpi]
 
 BASE = ["-s", "4M", "-b", "1M", "--progress-interval", "0", "--results", "r"]
 
@@ -23,7 +23,7 @@ def runs(tmp_path_factory):
     for name, extra in (("a", []), ("b", []),
                         ("short", ["--stonewall", "5", "-t", "20", "--count", "4"]),
                         ("preset", ["--preset", "ior-easy-write", "--stonewall", "0.3",
-                                    "-t", "5", "-s", "512M"])):
+                                    "-t", "5", "-s", "16G"])):
         got = mpirun(2, ["run", "d"] + BASE + ["--tag", f"which={name}"] + extra, cwd=where)
         assert got.returncode == 0, got.stderr
     for path in records_in(where / "r"):
