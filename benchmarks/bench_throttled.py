@@ -56,7 +56,9 @@ def run(cmd, **kw):
 
 
 @contextlib.contextmanager
-def throttled_disk(folder):
+def throttled_disk(folder, rate: int = RATE, image_mib: int = 1100):
+    """An ext4 on a loop device whose image sits on tmpfs, its writes throttled to `rate`
+    B/s: (its mount point, the command prefix that runs a command inside the throttle)."""
     blkio = "/sys/fs/cgroup/blkio"
     if not os.path.exists(f"{blkio}/blkio.throttle.write_bps_device"):
         sys.exit("needs the cgroup-v1 blkio controller (and root)")
@@ -64,18 +66,18 @@ def throttled_disk(folder):
     group = os.path.join(blkio, f"mpiwrite-bench-{os.getpid()}")
     os.makedirs(img)
     os.makedirs(mnt)
-    run(["mount", "-t", "tmpfs", "-o", "size=1200m", "tmpfs", img])
+    run(["mount", "-t", "tmpfs", "-o", f"size={image_mib + 100}m", "tmpfs", img])
     loop = None
     try:
         image = os.path.join(img, "disk.img")
-        run(["truncate", "-s", "1100m", image])
+        run(["truncate", "-s", f"{image_mib}m", image])
         loop = run(["losetup", "--find", "--show", image]).stdout.strip()
         run(["mkfs.ext4", "-q", "-F", loop])
         run(["mount", loop, mnt])
         major, minor = (int(x, 16) for x in run(["stat", "-c", "%t %T", loop]).stdout.split())
         os.mkdir(group)
         with open(os.path.join(group, "blkio.throttle.write_bps_device"), "w") as fh:
-            fh.write(f"{major}:{minor} {RATE}\n")
+            fh.write(f"{major}:{minor} {rate}\n")
         yield mnt, ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "inside"]
     finally:
         subprocess.run(["umount", mnt], capture_output=True)

@@ -137,6 +137,8 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         # iteration's count, mean and squared deviations (runlevel: no per-rank table read)
         _n, rank_mean, rank_sd = pooled([_good(stats_of(r), r.iterations, warm)
                                          for r in members], read=reading)
+        if getattr(store, "window", None):  # the ranks' rates are whole iterations'
+            rank_mean = rank_sd = math.nan
         first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm,
                                                              units) if v == v]
         last = sample_values(members, "read" if reading else "aggregate", unit, warm, units)

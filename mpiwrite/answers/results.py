@@ -156,6 +156,9 @@ class Store:
     # that wrote nothing, a stonewall shorter than asked: formats/validity.py); asked with
     # --include-invalid, else they are left out and named like the runs that did not complete
     include_invalid = False
+    # report --window START:END: seconds from each iteration's first write start; the
+    # aggregate is then taken from the samples over that window (window_values)
+    window: Optional[Tuple[float, float]] = None
 
     def counted(self, r: RunRecord) -> bool:
         """A complete run, and a valid one unless invalid ones were asked for."""
@@ -171,6 +174,7 @@ class Store:
             k = self.keys(r)
             if flt and not all(matches(r, k, key, val) for key, val in flt.items()):
                 continue
+            r.__dict__["_window"] = self.window  # what metric_values takes of it
             out.append(r)
         return out
 
@@ -346,10 +350,56 @@ def metric_values(rec: RunRecord, metric: str, warmup: int = 0) -> List[float]:
     figure existed gives none (never a 0).  Kept on the record: a report asks several
     times per run."""
     memo = rec.__dict__.setdefault("_metric_values", {})
-    key = (metric, warmup, len(rec.iterations))
+    window = rec.__dict__.get("_window")
+    key = (metric, warmup, len(rec.iterations), window)
     if key not in memo:
-        memo[key] = _metric_values(rec, metric, warmup)
+        # a window is the aggregate's over it; no other figure is the window's (none shown)
+        memo[key] = (window_values(rec, window, warmup) if metric == "aggregate" else []) \
+            if window else _metric_values(rec, metric, warmup)
     return list(memo[key])
+
+
+def window_values(rec: RunRecord, window: Tuple[float, float], warmup: int) -> List[float]:
+    """Per good iteration, the aggregate MB/s over START..END seconds from its first write
+    start, from every rank's samples (formats/summary.bytes_at); none for an iteration whose
+    writes ended before END (the window is not in it) or a run without samples."""
+    from mpiwrite.formats.summary import PHASE_WRITE, bytes_at
+
+    start, end = window
+    its = rec.iterations[(rec.iterations["status"] == OK)
+                         & (rec.iterations["iteration"] >= warmup)]
+    samples = rec.samples
+    out = []
+    for it in its["iteration"]:
+        ranks = rec.ranks[rec.ranks["iteration"] == it]
+        good = ranks[np.isfinite(ranks["t_write_start"]) & np.isfinite(ranks["t_close_end"])]
+        mine = samples[(samples["iteration"] == it) & (samples["phase"] == PHASE_WRITE)] \
+            if len(samples) else samples
+        if not len(good) or not len(mine):
+            continue
+        t0 = float(good["t_write_start"].min())
+        if t0 + end > float(good["t_close_end"].max()):
+            continue
+        got = bytes_at(t0 + end, mine, good) - bytes_at(t0 + start, mine, good)
+        out.append(got / (end - start) / 1e6)
+    return out
+
+
+def parse_window(text: str) -> Tuple[float, float]:
+    """--window START:END (durations: 10:40, 30s:2min) as seconds; ConfigError if not."""
+    from mpiwrite.units import parse_time
+
+    parts = str(text).split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        start, end = parse_time(parts[0]), parse_time(parts[1])
+    except ValueError:
+        raise ConfigError(f"--window: {text!r} is not START:END (seconds from each "
+                          "iteration's first write, e.g. 10:40 or 30s:2min)") from None
+    if not 0 <= start < end:
+        raise ConfigError(f"--window: {text!r}: START must be at least 0 and before END")
+    return start, end
 
 
 def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:

@@ -11,6 +11,7 @@ from mpiwrite.answers import clientcpu
 from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats import steady
 from mpiwrite.formats.summary import node_totals
 from mpiwrite.text import printable
 from mpiwrite.units import format_number as _num
@@ -77,6 +78,22 @@ def _options(text) -> str:
     return f" ({unique_options(text)})" if text else ""
 
 
+def steady_of(rec, iteration: int) -> List[Dict[str, Any]]:
+    """The record's --steady finding of an iteration, checked (an attribute is untrusted)."""
+    out = []
+    for found in rec._json("steady", None) or []:
+        if not isinstance(found, dict) or found.get("iteration") != iteration:
+            continue
+        nums = [found.get(k) for k in ("at_seconds", "figure_pct", "rate_MB_per_s")]
+        if not isinstance(found.get("steady"), bool) or not isinstance(
+                found.get("criterion"), str) or not isinstance(found.get("windows"), int) \
+                or not all(v is None or (isinstance(v, (int, float)) and not isinstance(
+                    v, bool)) for v in nums) or (found["steady"] and None in nums):
+            continue
+        out.append(found)
+    return out
+
+
 def validity_line(rec) -> str:
     """Whether the figures can be taken (derived from the record again), IO500's verdict of
     a preset's run, the hashes, and a word when the record's own verdict differs."""
@@ -108,7 +125,9 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
              f"{_count(int(rec.attrs.get('nodes') or 0), 'node')}; block "
              f"{format_size(p['block_size']) if p.get('block_size') else 'unknown'}, size "
              f"{format_size(p['size']) if p.get('size') else '-'}, time "
-             f"{p.get('time_limit') or '-'}, fsync {store_keys.get('fsync')}, direct "
+             f"{p.get('time_limit') or '-'}"
+             f"{', ramp ' + format(p['ramp'], 'g') + 's' if p.get('ramp') else ''}"
+             f", fsync {store_keys.get('fsync')}, direct "
              f"{store_keys.get('direct')}, layout {store_keys.get('layout')}, target "
              f"{p.get('target') or '-'}",
              ]
@@ -146,6 +165,15 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
+        for found in steady_of(rec, int(it["iteration"])):
+            lines.append("  " + printable(steady.text(found)))
+        if p.get("ramp") and it["ramp_bytes"] > 0:
+            lines.append(f"  the rates count after each rank's {p['ramp']:g}s ramp (--ramp): "
+                         f"{format_size(int(it['ramp_bytes']))} written in it left out; the "
+                         f"whole run {_num(it['whole_MB_per_s'])} MB/s")
+        elif p.get("ramp"):
+            lines.append(f"  no rank ended its {p['ramp']:g}s ramp: the rates are the whole "
+                         "run's (give more --size)")
         note = rec.attrs.get("first_done_note") or ""
         if note and not np.isfinite(it["first_done_MB_per_s"]):
             why = note.replace("first-done unavailable: ", "", 1)

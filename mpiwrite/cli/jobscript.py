@@ -193,7 +193,7 @@ def run_time(cfg, runs: int, rate_MB_per_s: float = 100.0):
     """(seconds the job's runs take, with start-up and a margin; what that rests on): each
     run's time limit times its iterations and the delays between them (or its size at an
     assumed rate per rank), one launch's start-up a run, the job's start."""
-    each = cfg.time_limit if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6)
+    each = cfg.timed_seconds() if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6)
     one = each * cfg.iterations + cfg.delay * (cfg.iterations - 1)
     need = (JOB_START_SECONDS + runs * (one + LAUNCH_SECONDS)) * TIME_MARGIN
     what = "time limits" if cfg.time_limit else f"sizes at {rate_MB_per_s:g} MB/s a rank"
@@ -207,7 +207,7 @@ def time_warning(time_limit: Optional[str], cfg, runs: int, rate_MB_per_s: float
     their sizes at an assumed rate per rank): '' when it fits or cannot be told."""
     if not time_limit or cfg is None:
         return ""
-    each = (cfg.time_limit if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6))
+    each = (cfg.timed_seconds() if cfg.time_limit else (cfg.size or 0) / (rate_MB_per_s * 1e6))
     need = (each * cfg.iterations + cfg.delay * (cfg.iterations - 1)) * runs
     given = slurm_seconds(time_limit)
     if given >= need:

@@ -41,22 +41,30 @@ EXAMPLES = {
               help="json and csv follow the output contract (docs/output.md).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
 @where_option
+@click.option("--window", "window", default=None, metavar="START:END",
+              help="The aggregate over this part of each iteration only (seconds from its "
+                   "first write, e.g. 10:40), from the recorded samples: bytes write() "
+                   "accepted, durable ones with --direct or --fsync-every.")
 @invalid_option
 @units_option
 @cache_options
 def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where,
-           include_invalid, units, cache_dir, no_cache):
+           window, include_invalid, units, cache_dir, no_cache):
     """One row per configuration over the records under PATHS (files, folders, globs).
 
     To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
     into one HTML file."""
     from mpiwrite.answers.report import format_rows, lacking_keys, report_rows
-    from mpiwrite.answers.results import level_for
+    from mpiwrite.answers.results import level_for, parse_window
 
     sampling = sampling_from(metric, unit, warmup, confidence, units)
-    store, code = open_store(paths, skip_bad, level=level_for(metric),
+    span = parse_window(window) if window is not None else None
+    if span and metric != "aggregate":
+        raise ConfigError("--window: takes the aggregate from the samples; give it with "
+                          "--metric aggregate")
+    store, code = open_store(paths, skip_bad, level="full" if span else level_for(metric),
                          cache=cache_choice(cache_dir, no_cache))
-    store.include_invalid = include_invalid
+    store.include_invalid, store.window = include_invalid, span
     flt = where_filter(where)
     if flt:
         if store.select() and not store.select(flt):
@@ -73,9 +81,29 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
     for key, n in lacking_keys(store, keys).items():
         sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
                                    f"'-'") + "\n")
+    if span:
+        sys.stderr.write(f"mpiwrite: the aggregate of {span[0]:g}s to {span[1]:g}s of each "
+                         "iteration from its first write, from the samples (an iteration "
+                         f"that ended before {span[1]:g}s has none)\n")
     note_runs_without(store, metric, warmup)
+    note_never_steady(store)
     say_left_out(store)
     return code
+
+
+def note_never_steady(store) -> None:
+    """On stderr: the counted runs with an iteration that never became steady by its
+    --steady criterion (beside the figures they are part of; `show` says more)."""
+    from mpiwrite.answers.show import steady_of
+
+    never = [r for r in store.select()
+             if any(not f["steady"] for i in r.iterations["iteration"]
+                    for f in steady_of(r, int(i)))]
+    if never:
+        sys.stderr.write(printable(f"mpiwrite: {len(never)} run(s) counted had an iteration "
+                                   f"that never became steady by its --steady criterion "
+                                   f"(e.g. {never[0].run_id}: `mpiwrite show` says more)")
+                         + "\n")
 
 
 def say_left_out(store) -> None:
@@ -104,6 +132,11 @@ def no_rows_text(store, metric: str, warmup: int) -> str:
     from mpiwrite.answers.report import no_figure_text, within_warmup
 
     complete = len(store.select())
+    span = getattr(store, "window", None)
+    if complete and span:
+        return (f"--window: {complete} complete run(s), but no iteration wrote until "
+                f"{span[1]:g}s, or none has samples: no aggregate over {span[0]:g}s to "
+                f"{span[1]:g}s")
     if complete:
         return no_figure_text("PATHS", complete, metric, warmup,
                               within_warmup(store.select(), metric, warmup))

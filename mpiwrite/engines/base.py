@@ -120,6 +120,8 @@ class StreamResult:
     cpu_user: float = float("nan")  # CPU seconds of this process from write start to close
     cpu_system: float = float("nan")
     latency: Optional[object] = None  # latency.Log: write() and fsync() histograms
+    ramp_bytes: int = 0  # --ramp: the bytes written (and, with fsync, synced) at its end
+    t_ramp: float = float("nan")  # ... and when it ended (NaN: no ramp, or never reached)
     stonewall_bytes: int = -1  # --stonewall: the bytes written when the stonewall fell
     stonewall_seconds: float = float("nan")  # ... and when (from the write's start)
     info: Dict[str, str] = structs.field(dict)  # hints in force (MPI-IO)

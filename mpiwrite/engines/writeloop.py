@@ -64,6 +64,14 @@ class Pace:
         self.last_sync_sample = float("-inf")
         self.base = 0  # blocks written before this loop began (a wear-out's continuation)
         self.t0 = t0
+        # --ramp (the posix engine's option): when it ends; a time limit counts after it
+        ramp = (plan.options or {}).get("ramp")
+        self.ramp_at = t0 + ramp if ramp else float("inf")
+        self.ramp_sync = bool(ramp) and (plan.fsync or bool(self.every)) and not plan.direct
+        self.limit = plan.time_limit
+        if ramp and plan.time_limit:  # the time limit counts from the ramp's end (end_ramp)
+            self.deadline = float("inf")
+            self.next_event = t0 + POLL_SECONDS
 
     def fsync(self, done: int, k: int) -> int:
         """The fsync after every N blocks (k: the block's reading index); the next one's
@@ -88,11 +96,27 @@ class Pace:
         """The fsync itself (an MPI-IO stream's is MPI_File_sync)."""
         os.fsync(self.fd)
 
+    def end_ramp(self, done: int) -> float:
+        """The ramp ends: with fsync, an fsync first, so that every byte counted after it was
+        written after it; the bytes and the time are the result's.  Returns the clock."""
+        self.ramp_at = float("inf")
+        if self.ramp_sync:
+            self.sync()
+            self.res.fsyncs += 1
+            self.synced = done
+        self.res.t_ramp = clock()
+        self.res.ramp_bytes = done * self.bs
+        if self.limit:  # --time counts after the ramp, its fsync included
+            self.deadline = self.res.t_ramp + self.limit
+        return self.res.t_ramp
+
     def due(self, now: float, done: int) -> float:
         """The clock passed the next event: stop at the time limit, take a sample, poll the
         other ranks.  Returns the next event's time; a stop is in res.stopped_by."""
         res = self.res
         done += self.base
+        if now >= self.ramp_at:
+            now = self.end_ramp(done)
         if now >= self.deadline:
             res.stopped_by = "time"
             return self.deadline

@@ -74,7 +74,10 @@ RANK_DTYPE = np.dtype([
     # per-call latencies of this rank's write() and fsync() calls (latency.py)
     ("write_latency_p50_seconds", "<f8"), ("write_latency_p99_seconds", "<f8"),
     ("write_latency_max_seconds", "<f8"), ("fsync_latency_max_seconds", "<f8"),
+    # --ramp: the bytes written by its end and when it ended (NaN: no ramp)
+    ("ramp_bytes", "<i8"), ("t_ramp", "<f8"),
 ])
+RAMP_RANK_FIELDS = ("ramp_bytes", "t_ramp")
 LATENCY_RANK_FIELDS = ("write_latency_p50_seconds", "write_latency_p99_seconds",
                        "write_latency_max_seconds", "fsync_latency_max_seconds")
 READ_RANK_FIELDS = ("read_source_rank", "read_status", "read_errno", "read_bytes",
@@ -82,7 +85,8 @@ READ_RANK_FIELDS = ("read_source_rank", "read_status", "read_errno", "read_bytes
                     "read_MB_per_s")
 # Fields added after schema 1 was first written: records without them read as NaN (or 0).
 LATER_RANK_FIELDS = ("cpu_user_seconds", "cpu_system_seconds", "node_cpu_busy",
-                     "node_cpu_iowait") + READ_RANK_FIELDS + LATENCY_RANK_FIELDS
+                     "node_cpu_iowait") + READ_RANK_FIELDS + LATENCY_RANK_FIELDS \
+    + RAMP_RANK_FIELDS
 
 ITER_DTYPE = np.dtype([
     ("iteration", "<i4"), ("status", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
@@ -102,6 +106,9 @@ ITER_DTYPE = np.dtype([
     ("write_latency_p99_seconds", "<f8"), ("write_latency_p999_seconds", "<f8"),
     ("write_latency_max_seconds", "<f8"), ("fsync_latency_p50_seconds", "<f8"),
     ("fsync_latency_p99_seconds", "<f8"), ("fsync_latency_max_seconds", "<f8"),
+    # --ramp: the bytes all ranks wrote in it, and the rate of the whole run with it (the
+    # figures above count after it; without a ramp, the same as aggregate_MB_per_s)
+    ("ramp_bytes", "<i8"), ("whole_MB_per_s", "<f8"),
 ])
 LATENCY_ITER_FIELDS = ("write_latency_p50_seconds", "write_latency_p90_seconds",
                        "write_latency_p99_seconds", "write_latency_p999_seconds",
@@ -112,7 +119,7 @@ READ_ITER_FIELDS = ("read_bytes", "read_aggregate_MB_per_s", "read_first_done_MB
                     "read_tail_seconds", "read_rank_min_MB_per_s", "read_rank_mean_MB_per_s",
                     "read_rank_max_MB_per_s", "read_open_max_seconds")
 LATER_ITER_FIELDS = ("aggregate_with_open_MB_per_s", "node_cpu_busy_max") + READ_ITER_FIELDS \
-    + LATENCY_ITER_FIELDS
+    + LATENCY_ITER_FIELDS + ("ramp_bytes", "whole_MB_per_s")
 
 SAMPLE_DTYPE = np.dtype([("iteration", "<i4"), ("rank", "<i4"), ("t", "<f8"), ("bytes", "<i8"),
                          ("phase", "<i4")])  # PHASE_WRITE or PHASE_READ
@@ -139,6 +146,7 @@ def read_summary(ranks: np.ndarray, samples: Optional[np.ndarray], row: np.void)
     for k in ("iteration", "rank", "node"):
         as_write[k] = ranks[k]
     as_write["bytes"] = ranks["read_bytes"]
+    as_write["t_ramp"] = np.nan  # a read has no ramp
     as_write["t_open_start"] = ranks["t_read_open_start"]
     as_write["t_write_start"] = ranks["t_read_start"]
     for k in ("t_write_end", "t_fsync_end", "t_close_end"):
@@ -151,14 +159,33 @@ def read_summary(ranks: np.ndarray, samples: Optional[np.ndarray], row: np.void)
         row[name] = r["bytes" if name == "read_bytes" else name[len("read_"):]]
 
 
+def ramped(ranks: np.ndarray) -> np.ndarray:
+    """Which rows' rates count after a --ramp (the rank reached its ramp's end)."""
+    if "t_ramp" not in (ranks.dtype.names or ()):
+        return np.zeros(len(ranks), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(ranks["t_ramp"]) & (ranks["t_ramp"] > ranks["t_write_start"])
+
+
+def counted(ranks: np.ndarray):
+    """(bytes, start) the rates count per row: after the ramp where there was one."""
+    ramp = ramped(ranks)
+    if not ramp.any():
+        return ranks["bytes"], ranks["t_write_start"]
+    return (ranks["bytes"] - np.where(ramp, ranks["ramp_bytes"], 0),
+            np.where(ramp, ranks["t_ramp"], ranks["t_write_start"]))
+
+
 def fill_rates(ranks: np.ndarray) -> None:
-    """Derive per-rank durations and MB/s in place from the timeline columns."""
+    """Derive per-rank durations and MB/s in place from the timeline columns (the elapsed
+    time is the whole write's; the rate counts after a --ramp where there was one)."""
     ranks["open_seconds"] = ranks["t_write_start"] - ranks["t_open_start"]
     ranks["write_seconds"] = ranks["t_write_end"] - ranks["t_write_start"]
     ranks["fsync_seconds"] = ranks["t_fsync_end"] - ranks["t_write_end"]
     ranks["close_seconds"] = ranks["t_close_end"] - ranks["t_fsync_end"]
     ranks["elapsed_seconds"] = ranks["t_close_end"] - ranks["t_write_start"]
-    ranks["MB_per_s"] = _mbps(ranks["bytes"], ranks["elapsed_seconds"])
+    nbytes, start = counted(ranks)
+    ranks["MB_per_s"] = _mbps(nbytes, ranks["t_close_end"] - start)
 
 
 def bytes_at(t: float, samples: Optional[np.ndarray], ranks: np.ndarray,
@@ -241,7 +268,13 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     t0 = good["t_write_start"].min()
     first, last = good["t_close_end"].min(), good["t_close_end"].max()
     out["t_first_start"], out["t_first_done"], out["t_last_done"] = t0, first, last
-    out["aggregate_MB_per_s"] = _mbps(float(ranks["bytes"].sum()), last - t0)
+    out["whole_MB_per_s"] = _mbps(float(ranks["bytes"].sum()), last - t0)
+    nbytes, start = counted(ranks)
+    ramp_bytes = int(ranks["bytes"].sum() - nbytes.sum())
+    out["ramp_bytes"] = ramp_bytes
+    if ramp_bytes or ramped(ranks).any():  # the rates count after the ramp (--ramp)
+        t0 = float(counted(good)[1].min())
+    out["aggregate_MB_per_s"] = _mbps(float(nbytes.sum()), last - t0)
     # IOR's bandwidth: bytes / (last close end - first open start)
     opened = good["t_open_start"][np.isfinite(good["t_open_start"])]
     if opened.size:
@@ -252,7 +285,7 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     live = np.any(~np.isfinite(ranks["t_close_end"]) | (ranks["t_close_end"] > first))
     if not live or first_done == "interpolate" or (
             first_done == "durable" and _sampled_before(first, samples, ranks)):
-        known = bytes_at(first, samples, ranks, step=first_done == "durable")
+        known = bytes_at(first, samples, ranks, step=first_done == "durable") - ramp_bytes
         out["first_done_MB_per_s"] = _mbps(known, first - t0)
     out["tail_seconds"] = last - first
     rates = good["MB_per_s"]
@@ -276,7 +309,8 @@ NODE_DTYPE = np.dtype([("node", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
 
 
 def node_totals(ranks: np.ndarray) -> np.ndarray:
-    """Per node: ranks, bytes and MB/s over the node's own first start to last done.
+    """Per node: ranks, bytes and MB/s over the node's own first start to last done (after a
+    --ramp where there was one: its bytes and time left out).
 
     Vectorised (bincount and ufunc.at), so 100,000 ranks on 6,000 nodes cost milliseconds.
     A node with a rank that never finished has no rate.
@@ -286,8 +320,9 @@ def node_totals(ranks: np.ndarray) -> np.ndarray:
     out = np.zeros(k, dtype=NODE_DTYPE)
     out["node"] = nodes
     out["ranks"] = np.bincount(inv, minlength=k)
-    out["bytes"] = np.bincount(inv, weights=ranks["bytes"], minlength=k)
-    starts, ends = ranks["t_write_start"], ranks["t_close_end"]
+    nbytes, starts = counted(ranks)
+    out["bytes"] = np.bincount(inv, weights=nbytes, minlength=k)
+    ends = ranks["t_close_end"]
     bad = np.bincount(inv, weights=~(np.isfinite(starts) & np.isfinite(ends)), minlength=k)
     first = np.full(k, np.inf)
     last = np.full(k, -np.inf)
@@ -321,6 +356,8 @@ def run_stats(ranks: np.ndarray, iterations: np.ndarray, hosts) -> Dict[str, obj
         "first_done": over_iterations(use["first_done_MB_per_s"]),
         "rank_mean": over_iterations(use["rank_mean_MB_per_s"]),
     }
+    if len(use) and (use["ramp_bytes"] > 0).any():  # --ramp: the whole run's too
+        stats["whole"] = over_iterations(use["whole_MB_per_s"])
     its = set(int(i) for i in use["iteration"])
     sel = ranks[np.isin(ranks["iteration"], list(its))] if len(ranks) else ranks
     rates = sel["MB_per_s"][np.isfinite(sel["MB_per_s"])] if len(sel) else np.zeros(0)

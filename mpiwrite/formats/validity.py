@@ -23,6 +23,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from mpiwrite.formats import summary
 from mpiwrite.formats.runkeys import run_keys
 from mpiwrite.formats.summary import ITER_DTYPE, RANK_DTYPE, SAMPLE_DTYPE
 from mpiwrite.vocab import keys as keytable
@@ -91,6 +92,15 @@ def assess(rec) -> Dict[str, Any]:
                                                           & (ok["bytes"] <= 0)])
                 if none:
                     reasons.append(f"rank(s) {_ranks(none)} wrote nothing in iteration {it}")
+    ramp = params.get("ramp")
+    if isinstance(ramp, (int, float)) and ramp > 0 and not imported and len(ranks):
+        ok = ranks[ranks["status"] == int(Status.OK)]
+        short = ok[~summary.ramped(ok)]
+        for it in sorted(set(int(i) for i in short["iteration"])):
+            names = sorted(int(r) for r in short["rank"][short["iteration"] == it])
+            reasons.append(f"rank(s) {_ranks(names)} ended before the {ramp:g}s ramp in "
+                           f"iteration {it}: their rates are the whole run's (give more "
+                           "--size or --time)")
     asked = params.get("stonewall")
     if isinstance(asked, (int, float)) and asked > 0 and not imported:
         reasons.extend(_stonewall_reasons(rec, float(asked)))

@@ -65,8 +65,13 @@ class RunConfig(_OptionFields):
         if self.timeout is not None:
             return self.timeout if self.timeout > 0 else None
         if self.time_limit is not None or self.stonewall is not None:
-            return max(60.0, 3 * (self.time_limit or self.stonewall))
+            return max(60.0, 3 * ((self.time_limit or self.stonewall) + (self.ramp or 0)))
         return None
+
+    def timed_seconds(self) -> Optional[float]:
+        """How long one iteration writes when a time limit ends it: the limit and a --ramp
+        before it (None: its size ends it)."""
+        return self.time_limit + (self.ramp or 0) if self.time_limit else None
 
     def stall_seconds(self) -> Optional[float]:
         """How long a rank's bytes may not grow before it is named stalled (None: never)."""
@@ -252,6 +257,19 @@ def build(
         raise _fail("--progress-interval", "must not be negative (0 turns progress off)")
     if kwargs.get("timeout") is not None and kwargs["timeout"] < 0:
         raise _fail("--timeout", "must not be negative (0 turns the watchdog off)")
+    if kwargs.get("steady") is not None:
+        from mpiwrite.formats import steady
+
+        try:
+            steady.parse(kwargs["steady"])
+        except ValueError as exc:
+            raise _fail("--steady", str(exc)) from None
+    ramp = kwargs.get("ramp")
+    if ramp is not None and not ramp > 0:
+        raise _fail("--ramp", "must be a positive duration")
+    if ramp is not None and stonewall is not None:
+        raise _fail("--ramp", "cannot be given with --stonewall (IO500's stonewall counts "
+                              "from the first write)")
     timeout = kwargs.get("timeout")
     if timeout and time_limit and timeout <= time_limit:
         raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")

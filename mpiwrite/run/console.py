@@ -206,6 +206,9 @@ class Console:
         u = f"{OUTPUT['units']}/s"
         self.line(f"  aggregate (last done)  mean {_f(agg['mean'], 0)} {u}  min "
                   f"{_f(agg['min'], 0)}  max {_f(agg['max'], 0)}  stddev {_f(agg['std'], 0)}")
+        if "whole" in stats:
+            self.line(f"  (counted after each rank's ramp; the whole run, ramp included: mean "
+                      f"{_f(stats['whole']['mean'], 0)} {u})")
         if np.isfinite(first["mean"]) or not first_done_note:
             self.line(f"  aggregate (first done) mean {_f(first['mean'], 0)} {u}")
         else:

@@ -250,6 +250,8 @@ class Ledger:
         self.node_clock = offsets
         self.page_cache_guard(ranks)
         self.console.iteration(row, code.label, self.extra.get("first_done_note", ""))
+        if self.cfg.steady:
+            self._steady(it, ranks, srows)
         if np.isfinite(row["read_aggregate_MB_per_s"]):
             self.console.line(
                 f"  read: aggregate {row['read_aggregate_MB_per_s']:.1f} MB/s, first-done "
@@ -352,6 +354,18 @@ class Ledger:
             self.warnings.append(text)
             self.console.warn(text)
 
+    def _steady(self, it: int, ranks, srows) -> None:
+        """--steady: whether and when the iteration's aggregate rate became steady, kept for
+        the record and said under the iteration's line (formats/steady.py)."""
+        from mpiwrite.formats import steady
+
+        writes = srows[srows["phase"] == summary.PHASE_WRITE] if len(srows) else srows
+        found = steady.detect(steady.parse(self.cfg.steady), ranks, writes,
+                              self.cfg.sample_interval)
+        found["iteration"] = it
+        self.extra.setdefault("steady", []).append(found)
+        self.console.line("  " + steady.text(found))
+
     # ------------------------------------------------------------------ the record
     def shared(self, status: RunStatus, error: str = "",
                end_time: Optional[str] = None) -> Dict[str, Any]:
@@ -383,6 +397,7 @@ class Ledger:
             "origin_unix": float(self.extra.get("origin_unix", float("nan"))),
             "stripe": json.dumps(self.extra.get("stripe")),
             "stonewall": json.dumps(self.extra.get("stonewall")),
+            "steady": json.dumps(self.extra.get("steady")),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "processes": json.dumps(self.processes),

@@ -31,7 +31,7 @@ ROW_FIELDS = ("bytes", "blocks", "fsyncs", "t_open_start", "t_write_start", "t_w
               "verify_bytes", "verify_seconds", "verify_mismatches", "cpu_user_seconds",
               "cpu_system_seconds", "node_cpu_busy", "node_cpu_iowait", "read_source_rank",
               "read_status", "read_errno", "read_bytes", "t_read_open_start", "t_read_start",
-              "t_read_close_end") + LATENCY_RANK_FIELDS
+              "t_read_close_end", "ramp_bytes", "t_ramp") + LATENCY_RANK_FIELDS
 
 
 def rank_status(res, signalled: bool) -> Status:
@@ -80,6 +80,7 @@ def pack_row(res, verify=None, signalled: bool = False, node_cpu=(NAN, NAN),
         "read_source_rank": read_source, "read_status": Status.OK, "read_errno": 0,
         "read_bytes": 0, "t_read_open_start": NAN, "t_read_start": NAN,
         "t_read_close_end": NAN,
+        "ramp_bytes": getattr(res, "ramp_bytes", 0), "t_ramp": getattr(res, "t_ramp", NAN),
     }
     lat = getattr(res, "latency", None)
     for k in LATENCY_RANK_FIELDS:

@@ -95,7 +95,7 @@ def run_seconds(cfg, mb_per_s: float) -> float:
     gaps = cfg.delay * (cfg.iterations - 1)
     if cfg.time_limit:
         tail = TAIL_SECONDS if cfg.fsync and not cfg.direct else 0.0
-        return (cfg.time_limit + tail) * cfg.iterations + gaps
+        return (cfg.timed_seconds() + tail) * cfg.iterations + gaps
     return cfg.size / (mb_per_s * 1e6) * cfg.iterations + gaps
 
 

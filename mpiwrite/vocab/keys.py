@@ -227,7 +227,7 @@ OPTIONS: Tuple[Opt, ...] = (
         _seconds(D.PROGRESS_INTERVAL), "How often rank 0 prints progress (0: never)."),
     Opt("timeout", ("--timeout",), "duration", None,
         "End the run if a rank has not finished its writes after this long [default: 3 x "
-        "--time, at least 60s, when --time is given, else none; 0: none]."),
+        "(--time + --ramp), at least 60s, when --time is given, else none; 0: none]."),
     Opt("stall", ("--stall",), "duration", None,
         "Name a rank whose bytes have not grown for this long, with what it waits on "
         "[default: 3 progress intervals; 0: never]."),
@@ -285,6 +285,18 @@ OPTIONS: Tuple[Opt, ...] = (
         metavar="KEY=VALUE", field=False,
         runkey=_opt(SETTING, engine="mpiio", value=lambda p, i: ABSENT
             if p.get("collective") is None else _hints(p))),
+    Opt("ramp", ("--ramp",), "duration", None,
+        "Write this long before the rates count (fio's ramp_time): each rank's bytes and time "
+        "up to its ramp's end are left out of the rates, and with --time the run writes "
+        "--time more after it; with fsync, an fsync ends the ramp, so what counts after it "
+        "is what was written after it (the record keeps the whole run's rate too).",
+        runkey=_opt(SETTING, engine="posix", when_used=True, unit=DURATION)),
+    Opt("steady", ("--steady",), "text", None,
+        "Say whether and when each iteration's aggregate rate became steady, by fio's "
+        "criteria: bw_slope:PCT[:DUR] (the slope of the rates over a DUR window, in percent "
+        "of their mean a second) or bw:PCT[:DUR] (every rate of the window within PCT of "
+        "their mean); DUR 10s if not given. Recorded per iteration and shown beside its "
+        "figure; the rates are the samples' (--sample-interval).", metavar="CRITERION"),
     Opt("stonewall", ("--stonewall",), "duration", None,
         "IO500's stonewall with wear-out: every rank stops issuing writes after this long, "
         "then the ranks that wrote less go on until they have written as much as the most "
