@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.answers import clientcpu
+from mpiwrite.answers import clientcpu, waits
 from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
@@ -219,6 +219,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             lines.append(f"iteration {it}: imbalance slowest/fastest "
                          f"{rates.min() / rates.max():.3f}, coefficient of variation "
                          f"{cv:.1f}%, straggler tail {format_seconds(tail)}")
+        lines += [printable(x) for x in waits.lines(rec, it)]
         lines.append(f"per node, iteration {it}:")
         for n in node_totals(rows):
             busy = rows["node_cpu_busy"][rows["node"] == n["node"]]

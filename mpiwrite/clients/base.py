@@ -40,6 +40,9 @@ class Client:
     # the kernel's wait channels (prefixes, /proc/PID/wchan) where a writer waits for this
     # client's server or daemon (FUSE's request, Lustre's RPCs, NFS's SUNRPC layer)
     waits: Tuple[str, ...] = ()
+    # what waiting in them is (answers/waits.py): the server, over the network, or the
+    # client's own daemon's answer to a FUSE request ("fuse")
+    waits_are: str = "network"
 
     @property
     def tunables(self) -> Dict[str, Any]:

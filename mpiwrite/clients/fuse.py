@@ -238,6 +238,7 @@ class Fuse(Client):
     subtypes: Tuple[str, ...] = ()  # the daemons it serves; empty: any
     volatile = ("pid", "argv", "log")  # the daemon's process, its command line, its log file
     waits = ("request_wait_answer", "fuse_")
+    waits_are = "fuse"  # the daemon's answer to a request (its own network behind it)
 
     def matches(self, fstype: str, source: Optional[str] = None) -> bool:
         return is_fuse(fstype) and (not self.subtypes or subtype(fstype, source) in self.subtypes)

@@ -354,6 +354,18 @@ class Ledger:
             self.warnings.append(text)
             self.console.warn(text)
 
+    def add_waits(self, it: int, texts) -> None:
+        """Each rank's wait-channel counts of the iteration's write stream (run/waits.py), in
+        rank order; a rank that sampled nothing (no /proc wchan, a refused folder) is null."""
+        ranks = []
+        for text in texts:
+            try:
+                got = json.loads(text) if text else None
+            except ValueError:
+                got = None
+            ranks.append(got if isinstance(got, dict) and got.get("n") else None)
+        self.extra.setdefault("waits", []).append({"iteration": it, "ranks": ranks})
+
     def _steady(self, it: int, ranks, srows) -> None:
         """--steady: whether and when the iteration's aggregate rate became steady, kept for
         the record and said under the iteration's line (formats/steady.py)."""
@@ -398,6 +410,7 @@ class Ledger:
             "stripe": json.dumps(self.extra.get("stripe")),
             "stonewall": json.dumps(self.extra.get("stonewall")),
             "steady": json.dumps(self.extra.get("steady")),
+            "waits": json.dumps(self.extra.get("waits")),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "processes": json.dumps(self.processes),

@@ -216,6 +216,9 @@ class NullLedger:
     def note(self, text: str) -> None:
         pass
 
+    def add_waits(self, it: int, texts) -> None:
+        pass
+
     def add_errors(self, entries, offsets=None, origin: float = 0.0) -> None:
         pass
 

@@ -23,7 +23,7 @@ from mpiwrite.engines import base as engines
 from mpiwrite.engines import latency
 from mpiwrite.engines.base import COLLECTIVE, DROP_CACHE, FILES, ReadPlan, StreamResult
 from mpiwrite.errors import Interrupted, PeerFailed, error_entry, raise_agreed, why
-from mpiwrite.run import layout, prepare, rows
+from mpiwrite.run import layout, prepare, rows, waits
 from mpiwrite.run.config import RunConfig, differing_options
 from mpiwrite.run.observe import NodeWatch
 from mpiwrite.run.parallel import Team
@@ -194,7 +194,8 @@ class Run:
         --layout shared, rank 0's create (bcast); the write phase (barrier, progress to rank
         0, the agreed outcome); with --read, the read phase (allgather of sizes, then the
         same); with --verify, its allgather and barrier, then one allreduce of mismatches;
-        after a failure, the error entries (gather); the rank rows (gather), the samples
+        after a failure, the error entries (gather); the rank rows (gather), each rank's
+        wait channels (gather, run/waits.py), the samples
         (gatherv), with --read the read samples (gatherv); the node watch (counters from the
         leaders, iteration 0 the layouts, the latency histograms); the clean-up barrier;
         rank 0's answer (bcast)."""
@@ -246,6 +247,11 @@ class Run:
         row = rows.pack_row(res, verify, bool(self.signals.received), node_cpu, read,
                             read_source)
         gathered = team.gather_rows(row)
+        sampler = getattr(self, "sampler", None)
+        waited = team.gather_texts(sampler.text() if sampler is not None else "")
+        self.sampler = None
+        if waited is not None:
+            self.ledger.add_waits(it, waited)
         samples = team.gatherv(array("d", [x for pair in res.samples for x in pair]))
         read_samples = team.gatherv(array("d", [x for pair in read.samples for x in pair]
                                           if read is not None else [])) if cfg.read else None
@@ -279,7 +285,13 @@ class Run:
             return res
         if shared_failed:
             return StreamResult(path=plan.path, stopped_by="abort")
-        res = self._stream(self.engine.write, plan, self.buf, poll)
+        self.sampler = waits.Sampler()  # where the stream's time goes (run/waits.py)
+        self.sampler.start()
+        try:
+            res = self._stream(self.engine.write, plan, self.buf, poll)
+        finally:
+            self.sampler.stop()
+            self.sampler.close()
         if (res.error_phase == "open" and res.error_errno == errno.ENOENT and plan.create
                 and folder is not None):
             # a concurrent run sharing TARGET removed it (empty) just now: make it again

@@ -22,9 +22,11 @@ def _run(cmd, **kw):
 
 
 @contextlib.contextmanager
-def throttled_disk(folder):
+def throttled_disk(folder, rate: int = RATE, dirty_bytes: int = 0):
     """An ext4 on a loop device whose image sits on tmpfs, its writes throttled by a cgroup-v1
-    blkio rule; yields (mount point, a command prefix that runs inside the cgroup)."""
+    blkio rule; yields (mount point, a command prefix that runs inside the cgroup).  With
+    `dirty_bytes`, the device's own dirty-page limit (its bdi's max_bytes, strict): a
+    buffered writer is throttled by the kernel after that much, whatever the node's limits."""
     blkio = "/sys/fs/cgroup/blkio"
     if not os.path.isdir(blkio) or not os.path.exists(f"{blkio}/blkio.throttle.write_bps_device"):
         pytest.skip("no cgroup-v1 blkio controller")
@@ -34,6 +36,7 @@ def throttled_disk(folder):
     os.makedirs(mnt)
     _run(["mount", "-t", "tmpfs", "-o", "size=600m", "tmpfs", tmp])
     loop = None
+    restore: list = []
     try:
         image = os.path.join(tmp, "disk.img")
         _run(["truncate", "-s", "512m", image])
@@ -43,11 +46,24 @@ def throttled_disk(folder):
         major, minor = (int(x, 16) for x in _run(["stat", "-c", "%t %T", loop]).stdout.split())
         os.mkdir(group)
         with open(os.path.join(group, "blkio.throttle.write_bps_device"), "w") as fh:
-            fh.write(f"{major}:{minor} {RATE}\n")
+            fh.write(f"{major}:{minor} {rate}\n")
+        if dirty_bytes:
+            bdi = f"/sys/class/bdi/{major}:{minor}"
+            if not os.path.exists(f"{bdi}/max_bytes"):
+                pytest.skip("no per-device dirty limit (bdi max_bytes: Linux 6.2 and later)")
+            for name in ("max_ratio", "strict_limit"):  # put back after (the device stays)
+                with open(f"{bdi}/{name}") as fh:
+                    restore.append((f"{bdi}/{name}", fh.read().strip()))
+            for name, value in (("max_bytes", dirty_bytes), ("strict_limit", 1)):
+                with open(f"{bdi}/{name}", "w") as fh:
+                    fh.write(f"{value}\n")
         prefix = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "inside"]
         yield mnt, prefix
     finally:
         subprocess.run(["umount", mnt], capture_output=True)
+        for path, value in restore:
+            with contextlib.suppress(OSError), open(path, "w") as fh:
+                fh.write(value + "\n")
         if loop:
             subprocess.run(["losetup", "-d", loop], capture_output=True)
         for _ in range(50):  # the loop device lets go of the image asynchronously

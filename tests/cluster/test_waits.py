@@ -1,0 +1,65 @@
+"""Where the write streams' time went (run/waits.py, answers/waits.py), on storage whose limit
+is known: a loop disk throttled by blkio with a small dirty-page limit of its own (a buffered
+writer is held by the kernel's dirty throttling), the same disk under O_DIRECT (the writer
+waits for the device), and tmpfs (the writer only runs)."""
+
+import os
+
+import pytest
+from common import MPIEXEC, MPIWRITE, bounded, clean_env, cli, needs_root, only_record
+from test_timeline import throttled_disk
+
+from mpiwrite.answers import waits
+from mpiwrite.vocab import waits as kinds
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(300)]
+QUIET = ["--progress-interval", "0"]
+
+
+def _run(prefix, args, cwd, n=1):
+    out = bounded(prefix + [MPIEXEC, "-n", str(n), MPIWRITE, "run"] + args + QUIET, 180,
+                  cwd=cwd, env=clean_env())
+    assert out.returncode == 0, out.stderr
+    return only_record(os.path.join(cwd, "r"))
+
+
+def _largest(rec):
+    shares = [s for s in waits.per_rank(rec, 0) if s is not None]
+    assert shares, rec._json("waits", None)
+    mean = {c: sum(s[c] for s in shares) / len(shares) for c in kinds.CLASSES}
+    assert abs(sum(mean.values()) - 1) < 1e-9
+    return max(mean, key=mean.get), mean
+
+
+@needs_root
+def test_a_buffered_writer_held_by_dirty_throttling_and_a_direct_one_by_the_device(tmp_path):
+    with throttled_disk(str(tmp_path / "disk"), rate=50 << 20, dirty_bytes=4 << 20) as (
+            mnt, inside):
+        (tmp_path / "buffered").mkdir()
+        rec = _run(inside, [os.path.join(mnt, "b"), "-s", "64M", "--results", "r"],
+                   str(tmp_path / "buffered"), n=2)
+        largest, mean = _largest(rec)
+        assert largest == kinds.DIRTY and mean[kinds.DIRTY] > 0.5, mean
+        assert "balance_dirty_pages" in waits.channels(rec, 0, kinds.DIRTY)
+        show = cli(["show", rec.path], cwd=tmp_path).stdout
+        assert "where the write streams' time went" in show and "dirty throttling" in show
+
+        (tmp_path / "direct").mkdir()
+        rec = _run(inside, [os.path.join(mnt, "d"), "-s", "32M", "--direct", "--results", "r"],
+                   str(tmp_path / "direct"))
+        largest, mean = _largest(rec)
+        assert largest == kinds.WRITEBACK and mean[kinds.DIRTY] == 0, (mean, rec._json(
+            "waits", None))
+
+
+def test_a_writer_into_memory_only_runs(tmp_path):
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize < 1 << 30:
+        pytest.skip("no tmpfs at /dev/shm with 1 GiB free")
+    target = os.path.join(shm, f"mpiwrite-waits-{os.getpid()}")
+    try:
+        rec = _run([], [target, "-s", "512M", "--results", "r"], str(tmp_path))
+    finally:
+        bounded(["rm", "-rf", target], 60)
+    largest, mean = _largest(rec)
+    assert largest == kinds.RUNNING and mean[kinds.RUNNING] > 0.8, mean
