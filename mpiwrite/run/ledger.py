@@ -354,6 +354,17 @@ class Ledger:
             self.warnings.append(text)
             self.console.warn(text)
 
+    def add_netcheck(self, got) -> None:
+        """--netcheck's rates per node (run/parallel.Team.netcheck), kept for the record and
+        said in one line: each node's ceiling is the fastest it received over the pairings."""
+        self.extra["netcheck"] = got
+        parts = []
+        for host, node in zip(self.hosts, got["nodes"]):
+            best = max([v for v in node["in"].values() if v == v], default=float("nan"))
+            parts.append(f"{host} {best:.1f}")
+        self.console.line(f"  network check ({got['seconds']:g}s, MPI between the node "
+                          f"leaders): " + ", ".join(parts) + " MB/s")
+
     def add_waits(self, it: int, texts) -> None:
         """Each rank's wait-channel counts of the iteration's write stream (run/waits.py), in
         rank order; a rank that sampled nothing (no /proc wchan, a refused folder) is null."""
@@ -411,6 +422,7 @@ class Ledger:
             "stonewall": json.dumps(self.extra.get("stonewall")),
             "steady": json.dumps(self.extra.get("steady")),
             "waits": json.dumps(self.extra.get("waits")),
+            "netcheck": json.dumps(self.extra.get("netcheck")),
             "read_shift": int(self.extra.get("read_shift", -1)),
             "stripe_request": json.dumps(self.extra.get("stripe_request")),
             "processes": json.dumps(self.processes),

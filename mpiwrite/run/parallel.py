@@ -34,6 +34,10 @@ TAG_PROGRESS = 102  # progress and "done": rank -> its leader -> 0 (progress.py)
 TAG_CLOCK = 103
 TAG_FAIL = 104  # on the failure channel: a JSON report {rank, host, phase, message, ...}
 TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
+TAG_NET = 106  # --netcheck: the node leaders' exchanges
+NET_MESSAGE = 8 << 20  # bytes a message of the network check, at most
+NET_FIRST = 1 << 20  # its first messages (grown 4x while a message takes under 50 ms)
+NET_SECONDS = 0.5  # how long each pairing of the node leaders exchanges
 FINAL_RECORD_SECONDS = 60.0  # after a signal, the wait for rank 0's final record
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 
@@ -330,6 +334,61 @@ class Team:
         return [json.loads(t) for t in self.allgather_texts(mine) if t]
 
     # ---------------------------------------------------------------- clocks
+    def netcheck(self, message: int = NET_MESSAGE,
+                 seconds: float = NET_SECONDS) -> Optional[Dict[str, object]]:
+        """The network's ceiling per node, measured by MPI between the node leaders before the
+        first iteration (--netcheck; docs/measurement.md, "The network's ceiling"): each
+        pairing (leader i sends to i + s and receives from i - s, for s = 1, -1 and the
+        job's half) exchanges messages for `seconds`, every leader told by one agreement when
+        to stop and how large the next messages are.  What counts is when each message has
+        arrived (a send completes once the data is in the socket's buffer, not on the wire):
+        a node whose own link is fast receives fast from a peer whose link is fast.  On rank
+        0: {"message_bytes", "seconds", "shifts", "nodes": [{"in": {s: MB/s}}, ...]} in node
+        order; None elsewhere and with one node."""
+        if self.leaders == self.MPI.COMM_NULL or self.nnodes < 2:
+            return None
+        MPI, comm = self.MPI, self.leaders
+        size, me = comm.Get_size(), comm.Get_rank()
+        send, recv = bytearray(message), bytearray(message)
+        shifts = sorted({1, size - 1, size // 2})
+        mine: Dict[str, Dict[str, float]] = {"in": {}}
+        started = clock()
+        sview, rview = memoryview(send), memoryview(recv)
+        for s in shifts:
+            dest, src = (me + s) % size, (me - s) % size
+            ins: List[float] = []
+            t_shift = clock()
+            nbytes = min(NET_FIRST, message)  # grown alike on every leader (the agreement)
+            while True:
+                t0 = clock()
+                reqs = [comm.Isend([sview[:nbytes], MPI.BYTE], dest=dest, tag=TAG_NET),
+                        comm.Irecv([rview[:nbytes], MPI.BYTE], source=src, tag=TAG_NET)]
+                done = [0.0, 0.0]
+                while not all(done):  # spun, not napped: a nap would be counted as transfer
+                    for k, req in enumerate(reqs):
+                        if not done[k] and req.Test():
+                            done[k] = clock()
+                    self.check()
+                ins.append(done[1] - t0)
+                # one agreement: whether the time is up, and the slowest message of all
+                said = array("q", [1 if clock() - t_shift >= seconds else 0,
+                                   int((max(done) - t0) * 1e6)])
+                agreed = array("q", [0, 0])
+                self.wait(comm.Iallreduce([said, MPI.INT64_T], [agreed, MPI.INT64_T],
+                                          op=MPI.MAX))
+                if agreed[0]:
+                    break
+                if agreed[1] < 50000 and nbytes < message:  # too short to time well
+                    nbytes, ins = min(nbytes * 4, message), []
+            # the median message's time: one slow message (a retransmit) does not decide
+            mid = sorted(ins)[len(ins) // 2]
+            mine["in"][str(s)] = nbytes / mid / 1e6 if mid > 0 else float("nan")
+        texts = self.gather_texts(json.dumps(mine), comm)
+        if texts is None:
+            return None
+        return {"message_bytes": nbytes, "seconds": round(clock() - started, 3),
+                "shifts": shifts, "nodes": [json.loads(t) for t in texts]}
+
     def clock_offsets(self) -> Optional[np.ndarray]:
         """Each node's monotonic-clock offset to rank 0's (run/clocks.py): on rank 0; None
         elsewhere (ranks that lead no node take no part, and load nothing for it)."""

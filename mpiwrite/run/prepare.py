@@ -219,6 +219,9 @@ class NullLedger:
     def add_waits(self, it: int, texts) -> None:
         pass
 
+    def add_netcheck(self, got) -> None:
+        pass
+
     def add_errors(self, entries, offsets=None, origin: float = 0.0) -> None:
         pass
 

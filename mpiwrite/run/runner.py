@@ -504,6 +504,11 @@ class Run:
     # ------------------------------------------------------------------ the whole run
     def execute(self) -> int:
         self.setup()
+        if self.cfg.netcheck is not False and self.team.nnodes > 1:
+            self.phase = "network check"  # the node leaders only; the others go on
+            got = self.team.netcheck()
+            if got is not None:
+                self.ledger.add_netcheck(got)
         final = RunStatus.COMPLETE
         for it in range(self.cfg.iterations):
             if self.team.allreduce_max(self.signals.received):

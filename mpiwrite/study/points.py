@@ -55,6 +55,8 @@ def config_of(study: Study, pairs: Iterable[Tuple[str, Any]]):
     params, _words = options.apply_preset(params, given)
     params.update(target=study.target, results=study.results, json_path=None,
                   no_record=False)
+    if "netcheck" not in given:  # a second a point is the study's time, not its question
+        params["netcheck"] = False
     return config.from_params(params)
 
 

@@ -239,6 +239,11 @@ OPTIONS: Tuple[Opt, ...] = (
         "to this new file or - (standard output; the console's lines go to standard "
         "error): the time, bytes, rates, ranks done and stalled, and each node's.",
         metavar="PATH"),
+    Opt("netcheck", ("--netcheck/--no-netcheck",), "switch", None,
+        "Before the first iteration, measure each node's network ceiling: the node leaders "
+        "exchange 8 MiB MPI messages for about 1 s, and each node's rates out and in are "
+        "recorded and shown beside its write rate [default: on with more than one node, "
+        "off in a study's points unless its [run] asks]."),
     Opt("files_per_dir", ("--files-per-dir",), "int", D.FILES_PER_DIR,
         "Spread file-per-rank files over subdirectories of at most N files.", most=MAX_COUNT),
     Opt("verify", ("--verify",), "flag", False,
