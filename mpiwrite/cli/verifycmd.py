@@ -40,8 +40,13 @@ def verify(paths, record_paths):
         return
     bad = 0
     found = list(data_files(paths))
-    if not found:
-        raise ConfigError("PATHS: no mpiwrite data files found")
+    if not found:  # a results folder: its records
+        held = sorted(os.path.join(p, n) for p in paths if os.path.isdir(p)
+                      for n in os.listdir(p) if n.endswith(".h5"))
+        if held:
+            _verify_records(held)
+            return
+        raise ConfigError("PATHS: no mpiwrite data files or records found")
     recs = _RecordFinder(record_paths)
     for path in found:
         name = parse_name(path)
@@ -70,6 +75,9 @@ def _verify_records(paths) -> None:
     from mpiwrite.formats import validity
     from mpiwrite.records.store import FolderStore
 
+    for path in paths:
+        if not os.path.lexists(path):
+            raise ConfigError(f"PATHS: {printable(path)} does not exist")
     bad = 0
     for path in paths:
         shown = printable(path)
@@ -90,7 +98,8 @@ def _verify_records(paths) -> None:
                              f"{rec.attrs['config_hash']}, result {rec.attrs['result_hash']}; "
                              f"{validity.describe(held)}"))
     if bad:
-        raise RunError(f"verify: {bad} of {len(paths)} record(s) not as mpiwrite wrote them")
+        raise RunError(f"verify: {bad} of {len(paths)} record(s) unreadable or not as mpiwrite "
+                       "wrote them")
 
 
 class _RecordFinder:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -30,9 +30,10 @@ from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.presets import PRESETS
 from mpiwrite.vocab.status import RunStatus, Status
 
-VERSION = "v1"
+VERSION = "v2"  # of the hashes: v2 covers the whole record, by the names in `hash_covers`
 IO500_STONEWALL = 300.0  # seconds: IO500's rule for its ior-easy and ior-hard phases
 NAMED = 3  # ranks named in one reason, then "and N more"
+MAX_REASONS = 20  # reasons a verdict holds, the last "and N more reasons" beyond
 # a rank that stopped this much before the stonewall ran out of data, not into the stonewall
 STONEWALL_SLACK = 0.01
 DECIDES = (keytable.SETTING, keytable.DURABILITY, keytable.FACT)
@@ -95,15 +96,25 @@ def assess(rec) -> Dict[str, Any]:
     ramp = params.get("ramp")
     if isinstance(ramp, (int, float)) and ramp > 0 and not imported and len(ranks):
         ok = ranks[ranks["status"] == int(Status.OK)]
-        short = ok[~summary.ramped(ok)]
+        ramp_done = summary.ramped(ok)
+        short = ok[~ramp_done]
         for it in sorted(set(int(i) for i in short["iteration"])):
             names = sorted(int(r) for r in short["rank"][short["iteration"] == it])
             reasons.append(f"rank(s) {_ranks(names)} ended before the {ramp:g}s ramp in "
                            f"iteration {it}: their rates are the whole run's (give more "
                            "--size or --time)")
+        after = ok[ramp_done & (ok["bytes"] - ok["ramp_bytes"] <= 0)]
+        for it in sorted(set(int(i) for i in after["iteration"])):
+            names = sorted(int(r) for r in after["rank"][after["iteration"] == it])
+            reasons.append(f"rank(s) {_ranks(names)} wrote nothing after the {ramp:g}s ramp "
+                           f"in iteration {it} (its end came with the last write: give more "
+                           "--size or --time)")
     asked = params.get("stonewall")
     if isinstance(asked, (int, float)) and asked > 0 and not imported:
         reasons.extend(_stonewall_reasons(rec, float(asked)))
+    if len(reasons) > MAX_REASONS:  # the record keeps them all the same way (stored)
+        reasons = reasons[:MAX_REASONS - 1] + [f"and {len(reasons) - MAX_REASONS + 1} more "
+                                               "reasons"]
     out: Dict[str, Any] = {"valid": not reasons, "reasons": reasons}
     preset = params.get("preset")
     if preset in PRESETS:
@@ -120,33 +131,109 @@ def _digest(data: bytes) -> str:
     return f"{VERSION}:{hashlib.sha256(data).hexdigest()}"
 
 
-def decided_keys(rec) -> Dict[str, str]:
-    """The run keys a config hash covers: what decides a figure, as text."""
-    return {k: str(v) for k, v in sorted(run_keys(rec).items())
+def _plain(value: Any) -> Any:
+    """A value as canonical JSON takes it (numpy scalars and arrays unboxed, bytes decoded)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    return value
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=True).encode("ascii")
+
+
+def decided_keys(rec, names: Optional[List[str]] = None) -> Dict[str, str]:
+    """The run keys a config hash covers: what decides a figure, as text; with `names`,
+    those (a record says which it hashed: a key added later is no change)."""
+    keys = run_keys(rec)
+    if names is not None:
+        return {k: str(keys.get(k, "(absent)")) for k in sorted(names)}
+    return {k: str(v) for k, v in sorted(keys.items())
             if keytable.kind(k) in DECIDES and not keytable.volatile(k) and k != "host"}
 
 
-def config_hash(rec) -> str:
-    text = json.dumps(decided_keys(rec), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=True)
-    return _digest(text.encode("ascii"))
+def config_hash(rec, names: Optional[List[str]] = None) -> str:
+    return _digest(_canonical(decided_keys(rec, names)))
 
 
-def result_hash(rec) -> str:
+# What the v1 hashes of records written before the ramp's fields covered (formats/summary)
+_V1_LATER = {"ranks": ("ramp_bytes", "t_ramp"), "iterations": ("ramp_bytes", "whole_MB_per_s")}
+TABLES = (("ranks", RANK_DTYPE), ("iterations", ITER_DTYPE), ("samples", SAMPLE_DTYPE))
+# the record's lists of objects, as the reader gives them
+LISTS = ("nodes", "errors", "client_counters", "layouts", "latency")
+# attributes no hash covers: the stamp itself
+STAMP = ("validity", "config_hash", "result_hash", "hash_covers")
+
+
+def covers(rec) -> Dict[str, Any]:
+    """What the hashes of a record written now cover: every attribute but the stamp, every
+    field of its tables, its lists, its node clocks; the config hash's key names."""
+    return {"version": VERSION,
+            "attrs": sorted(k for k in rec.attrs if k not in STAMP),
+            **{name: list(dtype.names) for name, dtype in TABLES},
+            "lists": list(LISTS), "config_keys": sorted(decided_keys(rec))}
+
+
+def result_hash(rec, cover: Dict[str, Any]) -> str:
+    """The record's contents (what `cover` names) as one SHA-256."""
     h = hashlib.sha256()
-    for name, table, dtype in (("ranks", rec.ranks, RANK_DTYPE),
-                               ("iterations", rec.iterations, ITER_DTYPE),
-                               ("samples", rec.samples, SAMPLE_DTYPE)):
-        data = np.ascontiguousarray(np.asarray(table).astype(dtype, copy=False)).tobytes()
-        h.update(f"{name}:{len(data)}:".encode("ascii"))
-        h.update(data)
+    for name in cover["attrs"]:
+        h.update(b"attr:" + name.encode("utf-8", "surrogateescape") + b"=")
+        h.update(_canonical(rec.attrs.get(name)) if name in rec.attrs else b"(absent)")
+    for name, _dtype in TABLES:
+        table = np.asarray(getattr(rec, name))
+        for field in cover[name]:
+            h.update(f"{name}.{field}:".encode("ascii", "replace"))
+            if field in (table.dtype.names or ()):
+                col = np.ascontiguousarray(table[field])
+                h.update(col.astype(col.dtype.newbyteorder("<"), copy=False).tobytes())
+            else:
+                h.update(b"(absent)")
+    for name in cover["lists"]:
+        h.update(f"list:{name}=".encode("ascii", "replace") + _canonical(getattr(rec, name, None)))
+    clocks = getattr(rec, "node_clock", None)
+    h.update(b"node_clock=" + (np.ascontiguousarray(clocks, dtype="<f8").tobytes()
+                               if clocks is not None else b"(none)"))
     return f"{VERSION}:{h.hexdigest()}"
 
 
+def _v1_result_hashes(rec) -> List[str]:
+    """The result hash as records written before `hash_covers` have it: the three tables in
+    their layout of then (before the ramp's fields, or with them: both were written)."""
+    return [_v1_result_hash(rec, _V1_LATER), _v1_result_hash(rec, {})]
+
+
+def _v1_result_hash(rec, leave_out: Dict[str, tuple]) -> str:
+    h = hashlib.sha256()
+    for name, dtype in TABLES:
+        later = leave_out.get(name, ())
+        then = np.dtype([(f, dtype[f]) for f in dtype.names if f not in later])
+        table = np.asarray(getattr(rec, name))
+        data = np.zeros(len(table), dtype=then)
+        for f in then.names:
+            data[f] = table[f]
+        data = data.tobytes()
+        h.update(f"{name}:{len(data)}:".encode("ascii"))
+        h.update(data)
+    return f"v1:{h.hexdigest()}"
+
+
 def stamp(rec) -> Dict[str, Any]:
-    """The attributes records/h5.image writes: the verdict and both hashes."""
-    return {"validity": assess(rec), "config_hash": config_hash(rec),
-            "result_hash": result_hash(rec)}
+    """The attributes records/h5.image writes, derived from the record as a reader sees it:
+    the verdict, what the hashes cover, and both hashes."""
+    cover = covers(rec)
+    return {"validity": assess(rec), "hash_covers": cover,
+            "config_hash": config_hash(rec, cover["config_keys"]),
+            "result_hash": result_hash(rec, cover)}
 
 
 def stored(rec) -> Dict[str, Any]:
@@ -177,6 +264,22 @@ def _short(h: str) -> str:
     return h[:19] + "..." if len(h) > 22 else h
 
 
+def _cover_of(rec) -> Optional[Dict[str, Any]]:
+    """The record's `hash_covers`, checked (an attribute is untrusted): None if absent or of
+    the wrong shape."""
+    got = rec._json("hash_covers", None)
+    if not isinstance(got, dict) or got.get("version") != VERSION:
+        return None
+    out: Dict[str, Any] = {"version": VERSION}
+    for name in ("attrs", "lists", "config_keys") + tuple(t for t, _d in TABLES):
+        names = got.get(name)
+        if not isinstance(names, list) or len(names) > 4096 or not all(
+                isinstance(n, str) and len(n) <= 256 for n in names):
+            return None
+        out[name] = names
+    return out
+
+
 def rederive(rec) -> List[str]:
     """What does not match in a record read whole: its hashes and verdict derived again from
     its contents against what it holds ([]: it is as mpiwrite wrote it)."""
@@ -187,25 +290,46 @@ def rederive(rec) -> List[str]:
                 f"{rec.attrs.get('mpiwrite_version') or '(unknown version)'} before records "
                 "carried them, or not by mpiwrite; it cannot be verified"]
     out = []
-    got = result_hash(rec)
-    if held_result != got:
-        out.append(f"result hash differs: the figures (the ranks', iterations' or samples' "
-                   f"tables) were changed after mpiwrite wrote them (recorded "
-                   f"{_short(str(held_result))}, derived {_short(got)})")
-    got = config_hash(rec)
-    if held_config != got:
+    if str(held_result).startswith("v1:"):  # the first records with hashes (2026-12-06)
+        both = _v1_result_hashes(rec)
+        got_result = held_result if held_result in both else both[0]
+        got_config = _v1_config_hash(rec)
+        what = "the ranks', iterations' or samples' tables"
+    else:
+        cover = _cover_of(rec)
+        if cover is None:
+            return [f"the record's hash_covers is missing or damaged, so its hashes cannot be "
+                    f"derived again: changed after mpiwrite wrote it (hashes "
+                    f"{_short(str(held_result))})"]
+        got_result = result_hash(rec, cover)
+        got_config = config_hash(rec, cover["config_keys"])
+        what = "its figures, settings, facts, tags or notes"
+    if held_result != got_result:
+        out.append(f"result hash differs: {what} were changed after mpiwrite wrote it "
+                   f"(recorded {_short(str(held_result))}, derived {_short(got_result)})")
+    if held_config != got_config:
         out.append(f"config hash differs: the settings, node facts or tags were changed "
                    f"after mpiwrite wrote them (recorded {_short(str(held_config))}, derived "
-                   f"{_short(got)})")
+                   f"{_short(got_config)})")
     held, now = stored(rec), assess(rec)
-    if held.get("valid") != now["valid"] or held.get("reasons") != now["reasons"]:
+    if (held.get("valid"), held.get("reasons"), held.get("io500")) != (
+            now["valid"], now["reasons"], now.get("io500")):
         out.append("validity differs: the record says "
                    + describe(held) + "; its contents give " + describe(now))
     return out
+
+
+def _v1_config_hash(rec) -> str:
+    text = json.dumps(decided_keys(rec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
+    return f"v1:{hashlib.sha256(text.encode('ascii')).hexdigest()}"
 
 
 def describe(verdict: Dict[str, Any]) -> str:
     """'valid', 'not valid: reason; reason', or 'no verdict'."""
     if "valid" not in verdict:
         return "no verdict"
-    return "valid" if verdict["valid"] else "not valid: " + "; ".join(verdict["reasons"])
+    text = "valid" if verdict["valid"] else "not valid: " + "; ".join(verdict["reasons"])
+    if isinstance(verdict.get("io500"), dict) and "valid" in verdict["io500"]:
+        text += "; IO500: " + describe(verdict["io500"])
+    return text

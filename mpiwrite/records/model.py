@@ -42,7 +42,12 @@ class RunRecord:
         value = self.attrs.get(name)
         if value is None:
             return default
-        return json.loads(value) if isinstance(value, (str, bytes)) else value
+        if not isinstance(value, (str, bytes)):
+            return value
+        try:  # an attribute read() does not check (a figure's): malformed is absent
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return default
 
     def params(self) -> Dict[str, Any]:
         return self._json("params", {})

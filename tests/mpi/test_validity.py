@@ -36,7 +36,7 @@ def test_a_run_is_valid_and_verify_derives_both_hashes_again(runs):
     rec = read_record(made["a"])
     assert rec.attrs["validity"] == {"valid": True, "reasons": []}
     for name in ("config_hash", "result_hash"):
-        assert str(rec.attrs[name]).startswith("v1:") and len(rec.attrs[name]) == 3 + 64
+        assert str(rec.attrs[name]).startswith("v2:") and len(rec.attrs[name]) == 3 + 64
     got = cli(["verify", made["a"]], cwd=where)
     assert got.returncode == 0, got.stderr
     assert "ok: as mpiwrite wrote it" in got.stdout and rec.attrs["result_hash"] in got.stdout
@@ -61,6 +61,11 @@ def test_the_same_settings_have_the_same_config_hash_and_their_own_result_hash(r
     ("figures", "result hash differs"),
     ("tag", "config hash differs"),
     ("verdict", "validity differs"),
+    ("params", "result hash differs"),  # an option that is no key (--read)
+    ("label", "result hash differs"),  # a tag that is a label (job=)
+    ("waits", "result hash differs"),  # a figure kept as an attribute
+    ("io500", "validity differs"),  # IO500's verdict forged
+    ("covers", "hash_covers is missing or damaged"),
 ])
 def test_a_record_edited_with_h5py_is_named_by_verify(runs, tmp_path, edit, named):
     where, made = runs
@@ -73,16 +78,28 @@ def test_a_record_edited_with_h5py_is_named_by_verify(runs, tmp_path, edit, name
             f["iterations"][...] = it
         elif edit == "tag":
             f.attrs["tags"] = json.dumps({"which": "other"})
+        elif edit == "params":
+            f.attrs["params"] = json.dumps({**json.loads(f.attrs["params"]), "read": True})
+        elif edit == "label":
+            f.attrs["tags"] = json.dumps({**json.loads(f.attrs["tags"]), "job": "8"})
+        elif edit == "waits":
+            waits = json.loads(f.attrs["waits"])
+            waits[0]["ranks"][0] = {"n": 1, "interval": 0.1, "seconds": 0.1,
+                                     "counts": {"R": 1}}
+            f.attrs["waits"] = json.dumps(waits)
+        elif edit == "io500":
+            f.attrs["validity"] = json.dumps({"valid": True, "reasons": [],
+                                              "io500": {"valid": True, "reasons": []}})
+        elif edit == "covers":
+            del f.attrs["hash_covers"]
         else:
             f.attrs["validity"] = json.dumps({"valid": False, "reasons": ["planted"]})
     got = cli(["verify", str(copy)], cwd=where)
     assert got.returncode == 1, got.stdout + got.stderr
     assert named in got.stdout and "ok:" not in got.stdout
-    others = {"figures", "tag", "verdict"} - {edit}
-    assert not any(n in got.stdout for e, n in (("figures", "result hash differs"),
-                                                ("tag", "config hash differs"),
-                                                ("verdict", "validity differs"))
-                   if e in others)
+    if edit in ("figures", "verdict", "io500"):  # only what was changed is named
+        assert not any(n in got.stdout for n in ("result hash differs", "config hash differs",
+                                                 "validity differs") if n != named)
     # the original is untouched and still verifies
     assert cli(["verify", made["a"]], cwd=where).returncode == 0
 
@@ -134,3 +151,50 @@ def test_an_io500_preset_is_valid_for_io500_only_with_its_300_s_stonewall(runs):
     assert "IO500: not valid" in show.stdout
     for name in ("a", "short"):  # no preset, no IO500 verdict
         assert "io500" not in read_record(made[name]).attrs["validity"]
+
+
+def test_a_results_folder_verifies_each_record_and_a_missing_one_is_bad_input(runs):
+    where, made = runs
+    got = cli(["verify", "r"], cwd=where)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert got.stdout.count(": ok: as mpiwrite wrote it") == len(made)
+    assert "IO500: not valid" in got.stdout  # the preset's verdict in its ok line
+    got = cli(["verify", "nothing-here.h5"], cwd=where)
+    assert got.returncode == 2 and "does not exist" in got.stderr
+
+
+def test_hostile_figures_in_a_record_are_left_out_not_a_crash(runs, tmp_path):
+    """Attributes that hold figures (steady, waits, stonewall, netcheck) are untrusted: nested
+    past any limit, numbers of 400 digits, the wrong types.  show and report go on without
+    them; verify names the record as changed."""
+    where, made = runs
+    (tmp_path / "h").mkdir()
+    copy = tmp_path / "h" / "hostile.h5"
+    shutil.copy(made["short"], copy)
+    huge = int("9" * 400)
+    with h5py.File(copy, "r+") as f:
+        f.attrs["steady"] = "[" * 100000
+        f.attrs["waits"] = json.dumps([{"iteration": 0, "ranks": [
+            {"n": huge, "counts": {"R": huge}}, {"n": 1, "counts": {"R": 1000}}]}])
+        f.attrs["stonewall"] = json.dumps([{"iteration": 0, "stonewall_MB_per_s": huge}])
+        f.attrs["netcheck"] = json.dumps({"seconds": huge, "nodes": [{"in": {"1": huge}}]})
+    for args in (["show", str(copy)], ["report", str(tmp_path / "h"), "--include-invalid"],
+                 ["report", str(tmp_path / "h"), "--include-invalid", "--metric",
+                  "stonewall"]):
+        got = cli(args, cwd=where)
+        assert "Traceback" not in got.stderr and got.returncode in (0, 2), (args, got.stderr)
+    show = cli(["show", str(copy)], cwd=where).stdout
+    assert "where the write streams' time went" not in show and "9999999999" not in show
+    assert cli(["verify", str(copy)], cwd=where).returncode == 1
+
+
+def test_a_verdict_of_many_reasons_keeps_twenty_and_verifies(tmp_path):
+    """Every one of 22 iterations ends before its ramp: 22 reasons, kept as 19 and 'and 3
+    more reasons' alike in the record and when derived again."""
+    got = mpirun(2, ["run", "d", "-s", "256k", "-b", "64k", "-i", "22", "--ramp", "30",
+                     "--progress-interval", "0", "--results", "r"], cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    path = records_in(tmp_path / "r")[0]
+    reasons = read_record(path).attrs["validity"]["reasons"]
+    assert len(reasons) == 20 and reasons[-1] == "and 3 more reasons", reasons
+    assert cli(["verify", path], cwd=tmp_path).returncode == 0
