@@ -8,6 +8,7 @@ Rates are printed in MB/s = 10**6 bytes per second, as lmdd and the original stu
 
 from __future__ import annotations
 
+import math
 import re
 
 _BINARY = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
@@ -112,3 +113,16 @@ def format_number(x, digits: int = 1) -> str:
 def plural(n: int, word: str) -> str:
     """1 node, 2 nodes; 1 more repetition, 2 more repetitions."""
     return f"{n} {word}{'s' * (n != 1)}"
+
+
+def finite(value, most: float = 1e18):
+    """A number read from a record (untrusted JSON) as a float: None unless it is an int or
+    float (not a bool), finite, and at most `most` in size (a 400-digit integer would
+    overflow where it is shown or summed)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) and abs(x) <= most else None

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional
 
+from mpiwrite.units import finite
+
 
 def _rates(node: Any) -> Optional[Dict[str, Dict[str, float]]]:
     if not isinstance(node, dict):
@@ -14,11 +16,10 @@ def _rates(node: Any) -> Optional[Dict[str, Dict[str, float]]]:
     out = {}
     for way in ("in",):
         got = node.get(way)
-        if not isinstance(got, dict) or not all(
-                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-                for k, v in got.items()):
+        if not isinstance(got, dict) or len(got) > 8 or not all(
+                isinstance(k, str) and finite(v) is not None for k, v in got.items()):
             return None
-        out[way] = {k[:8]: float(v) for k, v in list(got.items())[:8]}
+        out[way] = {k[:8]: finite(v) for k, v in got.items()}
     return out
 
 
@@ -40,6 +41,7 @@ def ceilings(rec) -> List[Optional[float]]:
 def lines(rec) -> List[str]:
     got = rec._json("netcheck", None)
     tops = ceilings(rec)
+    seconds = finite(got.get("seconds")) if isinstance(got, dict) else None
     if not tops:
         return []
     hosts = [str(n.get("host")) for n in rec.nodes]
@@ -50,8 +52,8 @@ def lines(rec) -> List[str]:
               if isinstance(p, dict)] if i < len(rec.nodes) else []
         nominal = f" (InfiniBand {', '.join(str(r) for r in ib if r)})" if any(ib) else ""
         parts.append(f"{host} {top:.1f}{nominal}" if top is not None else f"{host} -")
-    seconds = got.get("seconds") if isinstance(got.get("seconds"), (int, float)) else "?"
-    out = [f"network ceiling per node (MPI between the node leaders, {seconds}s): "
+    out = [f"network ceiling per node (MPI between the node leaders, "
+           f"{'?' if seconds is None else format(seconds, 'g')}s): "
            + ", ".join(parts) + " MB/s"]
     if len(tops) == 2:
         out.append("  two nodes: each measured against the other only, so a slow link shows "

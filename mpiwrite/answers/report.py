@@ -137,7 +137,8 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         # iteration's count, mean and squared deviations (runlevel: no per-rank table read)
         _n, rank_mean, rank_sd = pooled([_good(stats_of(r), r.iterations, warm)
                                          for r in members], read=reading)
-        if getattr(store, "window", None):  # the ranks' rates are whole iterations'
+        windowed = bool(getattr(store, "window", None))
+        if windowed:  # the ranks' rates are whole iterations'
             rank_mean = rank_sd = math.nan
         first = [] if reading else [v for v in sample_values(members, "first-done", unit, warm,
                                                              units) if v == v]
@@ -147,12 +148,15 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
         row.update({rate_key("rank_mean", units): rank_mean * scale,
                     rate_key("rank_std", units): rank_sd * scale,
                     rate_key("first_done", units): float(np.mean(first)) if first else math.nan,
-                    rate_key("last_done", units): float(np.mean(last)) if last else math.nan},
+                    rate_key("last_done", units): float(np.mean(last))
+                    if last and not windowed else math.nan},
                    _values=values,
                    # each sample's run, for the answers that pair runs (a study's repetitions)
                    _runs=[r for r in members
                           for _ in sample_values([r], sampling.metric, unit, warm, units)])
-        if not first and not reading:
+        if windowed:  # what the figures are: say it in every format
+            row["_window"] = list(store.window)
+        elif not first and not reading:
             row["_first_done_why"] = first_done_why(members)
         if sampling.metric == "cpu-per-GB":  # the share outside the ranks, for the note
             from mpiwrite.answers import clientcpu
@@ -328,6 +332,9 @@ def report_doc(rows, by: Sequence[str], sampling: Sampling, unit: str,
                warmup=sampling.warmup, confidence=sampling.confidence, by=list(by),
                duplicate_records=duplicates,
                rows=[{k: v for k, v in r.items() if not k.startswith("_")} for r in rows])
+    window = next((r["_window"] for r in rows if r.get("_window")), None)
+    if window:  # report --window: the aggregate over this part of each iteration only
+        doc["window_seconds"] = window
     return contract.finite(doc)
 
 
@@ -370,6 +377,11 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
                         else "difference of means (Welch)") + "; ~ = within noise")
     if duplicates:
         notes.append(_duplicate_note(duplicates))
+    window = next((r["_window"] for r in rows if r.get("_window")), None)
+    if window:
+        notes.append(f"window: the aggregate of {window[0]:g}s to {window[1]:g}s of each "
+                     "iteration from its first write, from the samples; the per-rank and "
+                     "first-done columns are whole iterations' figures and are left out")
     why = sorted({r["_first_done_why"] for r in rows if r.get("_first_done_why")})
     if why:
         said = "; ".join(why)

@@ -21,6 +21,7 @@ from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined 
 from mpiwrite.records.model import RunRecord
 from mpiwrite.records.store import FolderStore, Read
 from mpiwrite.text import printable
+from mpiwrite.units import finite
 from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab import metrics as metricnames
 from mpiwrite.vocab.status import RunStatus, Status
@@ -362,7 +363,9 @@ def metric_values(rec: RunRecord, metric: str, warmup: int = 0) -> List[float]:
 def window_values(rec: RunRecord, window: Tuple[float, float], warmup: int) -> List[float]:
     """Per good iteration, the aggregate MB/s over START..END seconds from its first write
     start, from every rank's samples (formats/summary.bytes_at); none for an iteration whose
-    writes ended before END (the window is not in it) or a run without samples."""
+    first rank's last write came before END (after it no sample is taken: the final fsync
+    would be interpolated across), for a window shorter than the run's --sample-interval
+    (it would be an interpolation, not a measurement), or a run without samples."""
     from mpiwrite.formats.summary import PHASE_WRITE, bytes_at
 
     start, end = window
@@ -375,10 +378,11 @@ def window_values(rec: RunRecord, window: Tuple[float, float], warmup: int) -> L
         good = ranks[np.isfinite(ranks["t_write_start"]) & np.isfinite(ranks["t_close_end"])]
         mine = samples[(samples["iteration"] == it) & (samples["phase"] == PHASE_WRITE)] \
             if len(samples) else samples
-        if not len(good) or not len(mine):
+        every = finite(rec.params().get("sample_interval")) or 0.0
+        if not len(good) or not len(mine) or end - start < every:
             continue
         t0 = float(good["t_write_start"].min())
-        if t0 + end > float(good["t_close_end"].max()):
+        if t0 + end > float(np.nanmin(good["t_write_end"])):
             continue
         got = bytes_at(t0 + end, mine, good) - bytes_at(t0 + start, mine, good)
         out.append(got / (end - start) / 1e6)
@@ -435,7 +439,7 @@ def _stonewall_values(rec: RunRecord, its: np.ndarray) -> List[float]:
     text = rec.attrs.get("stonewall")
     try:
         figures = text if isinstance(text, list) else json.loads(text or "null")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return []
     if not isinstance(figures, list):
         return []
@@ -443,9 +447,9 @@ def _stonewall_values(rec: RunRecord, its: np.ndarray) -> List[float]:
     out = []
     for f in figures:
         if isinstance(f, dict) and f.get("iteration") in good:
-            v = f.get("stonewall_MB_per_s")
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
-                out.append(float(v))
+            v = finite(f.get("stonewall_MB_per_s"))
+            if v is not None:
+                out.append(v)
     return out
 
 

@@ -14,8 +14,8 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.formats import steady
 from mpiwrite.formats.summary import node_totals
 from mpiwrite.text import printable
+from mpiwrite.units import finite, format_seconds, format_size
 from mpiwrite.units import format_number as _num
-from mpiwrite.units import format_seconds, format_size
 from mpiwrite.units import plural as _count
 from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.status import Status
@@ -81,16 +81,21 @@ def _options(text) -> str:
 def steady_of(rec, iteration: int) -> List[Dict[str, Any]]:
     """The record's --steady finding of an iteration, checked (an attribute is untrusted)."""
     out = []
-    for found in rec._json("steady", None) or []:
+    got = rec._json("steady", None)
+    for found in got if isinstance(got, list) else []:
         if not isinstance(found, dict) or found.get("iteration") != iteration:
             continue
-        nums = [found.get(k) for k in ("at_seconds", "figure_pct", "rate_MB_per_s")]
+        names = ("at_seconds", "figure_pct", "rate_MB_per_s")
+        nums = {k: finite(found.get(k)) for k in names}
+        windows = found.get("windows")
         if not isinstance(found.get("steady"), bool) or not isinstance(
-                found.get("criterion"), str) or not isinstance(found.get("windows"), int) \
-                or not all(v is None or (isinstance(v, (int, float)) and not isinstance(
-                    v, bool)) for v in nums) or (found["steady"] and None in nums):
+                found.get("criterion"), str) or type(windows) is not int \
+                or not 0 <= windows <= 10**9 \
+                or any(nums[k] is None and found.get(k) is not None for k in names) \
+                or ((found["steady"] or windows) and nums["figure_pct"] is None) \
+                or (found["steady"] and None in nums.values()):
             continue
-        out.append(found)
+        out.append({**found, **nums, "criterion": found["criterion"][:64]})
     return out
 
 
@@ -101,12 +106,11 @@ def validity_line(rec) -> str:
 
     now, held = validity.assess(rec), validity.stored(rec)
     text = "validity: " + validity.describe(now)
-    if "io500" in now:
-        text += "; IO500: " + validity.describe(now["io500"])
     if rec.attrs.get("config_hash"):
         text += f"; config {rec.attrs['config_hash'][:15]}, result " \
                 f"{str(rec.attrs.get('result_hash'))[:15]}"
-    if held and (held["valid"], held["reasons"]) != (now["valid"], now["reasons"]):
+    if held and (held["valid"], held["reasons"], held.get("io500")) != (
+            now["valid"], now["reasons"], now.get("io500")):
         text += f" (the record says {validity.describe(held)}: `mpiwrite verify` names what " \
                 "changed)"
     return printable(text)
@@ -214,7 +218,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
         if not len(rows):
             raise ConfigError(f"--iteration: the run has no iteration {it}")
         rates = rows["MB_per_s"][np.isfinite(rows["MB_per_s"])]
-        if rates.size:
+        if rates.size and rates.max() > 0:
             cv = rates.std(ddof=1) / rates.mean() * 100 if rates.size > 1 else 0.0
             tail = float(np.nanmax(rows["t_close_end"]) - np.nanmin(rows["t_close_end"]))
             lines.append(f"iteration {it}: imbalance slowest/fastest "

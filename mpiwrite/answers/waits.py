@@ -40,21 +40,27 @@ def class_of(channel: str, clients: Optional[Dict[str, tuple]] = None) -> str:
     return kinds.OTHER
 
 
+MOST = 10**9  # samples a rank may have had (about three years at 10 a second)
+
+
 def _entry(got: Any) -> Optional[Dict[str, Any]]:
-    """A rank's counts, checked: {"n": int > 0, "counts": {str: int}}."""
-    if not isinstance(got, dict) or type(got.get("n")) is not int or got["n"] <= 0:
+    """A rank's counts, checked: {"n": 0 < int <= MOST, "counts": {str: int}} whose counts
+    add up to n (what the sampler writes: run/waits.Sampler.text); None otherwise."""
+    if not isinstance(got, dict) or type(got.get("n")) is not int or not 0 < got["n"] <= MOST:
         return None
     counts = got.get("counts")
-    if not isinstance(counts, dict) or not all(
-            isinstance(k, str) and type(v) is int and v >= 0 for k, v in counts.items()):
+    if not isinstance(counts, dict) or not counts or len(counts) > 32 or not all(
+            isinstance(k, str) and 0 < len(k) <= 128 and type(v) is int and 0 <= v <= MOST
+            for k, v in counts.items()) or sum(counts.values()) != got["n"]:
         return None
-    return {"n": got["n"], "counts": {k[:64]: v for k, v in list(counts.items())[:32]}}
+    return {"n": got["n"], "counts": dict(counts)}
 
 
 def per_rank(rec, iteration: int) -> List[Optional[Dict[str, float]]]:
     """Per rank of the iteration, the share of its samples in each class (None: none)."""
     clients = _client_prefixes()
-    for item in rec._json("waits", None) or []:
+    got = rec._json("waits", None)
+    for item in got if isinstance(got, list) else []:
         if not isinstance(item, dict) or item.get("iteration") != iteration \
                 or not isinstance(item.get("ranks"), list):
             continue
@@ -76,7 +82,8 @@ def channels(rec, iteration: int, cls: str, top: int = 3) -> List[str]:
     """The most sampled channels of one class over the iteration's ranks."""
     clients = _client_prefixes()
     total: Dict[str, int] = {}
-    for item in rec._json("waits", None) or []:
+    got = rec._json("waits", None)
+    for item in got if isinstance(got, list) else []:
         if isinstance(item, dict) and item.get("iteration") == iteration:
             for got in item.get("ranks") or []:
                 entry = _entry(got)
@@ -87,7 +94,8 @@ def channels(rec, iteration: int, cls: str, top: int = 3) -> List[str]:
 
 
 def _n_of(rec, iteration: int) -> List[int]:
-    for item in rec._json("waits", None) or []:
+    got = rec._json("waits", None)
+    for item in got if isinstance(got, list) else []:
         if isinstance(item, dict) and item.get("iteration") == iteration:
             return [e["n"] for e in map(_entry, item.get("ranks") or []) if e is not None]
     return []
@@ -118,5 +126,6 @@ def lines(rec, iteration: int) -> List[str]:
         out.append(f"  rank(s) {shown} spent most of it elsewhere than in {main}: "
                    + "; ".join(f"rank {r}: " + ", ".join(
                        f"{c} {shares[r][c] * 100:.0f}%" for c in kinds.CLASSES
-                       if shares[r][c] >= 0.05) for r in odd[:3]))
+                       if shares[r][c] >= 0.05 or c == max(shares[r], key=shares[r].get))
+                       for r in odd[:3]))
     return out

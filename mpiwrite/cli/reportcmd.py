@@ -81,7 +81,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
     for key, n in lacking_keys(store, keys).items():
         sys.stderr.write(printable(f"mpiwrite: {n} run(s) without {key!r}: grouped under "
                                    f"'-'") + "\n")
-    if span:
+    if span and fmt == "csv":  # the table says it under itself, JSON in window_seconds
         sys.stderr.write(f"mpiwrite: the aggregate of {span[0]:g}s to {span[1]:g}s of each "
                          "iteration from its first write, from the samples (an iteration "
                          f"that ended before {span[1]:g}s has none)\n")
@@ -142,8 +142,14 @@ def no_rows_text(store, metric: str, warmup: int) -> str:
                               within_warmup(store.select(), metric, warmup))
     others = store.not_complete()
     said = ", ".join(f"{n} {state}" for state, n in sorted(others.items()))
+    from mpiwrite.answers.results import INVALID
+
+    if others and set(others) == {INVALID}:
+        return (f"PATHS: no valid complete runs found ({others[INVALID]} not valid: `mpiwrite "
+                "show RUN` says why; --include-invalid counts them)")
     return "PATHS: no complete runs found" + (
-        f" ({sum(others.values())} run(s) that did not complete: {said})" if others else "")
+        f" ({sum(others.values())} run(s) that did not complete or are not valid: {said})"
+        if others else "")
 
 
 def note_runs_without(store, metric: str, warmup: int) -> None:

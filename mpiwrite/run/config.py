@@ -32,6 +32,7 @@ STALL_INTERVALS = 3  # --stall's default, in progress intervals
 RANDOM_BYTES_PER_BLOCK = 8  # --pattern random: a rank's shuffled block order, 8 bytes a block
 MAX_RANDOM_ORDER = 1 << 30  # at most 1 GiB of it a rank (2^27 blocks: 128 TiB of 1 MiB ones)
 DIRECT_ALIGN = 512  # smallest logical block size; the preflight probe checks the real one
+RAMP_LEAST = 0.1  # --ramp's least: the write loop's look-up (engines/writeloop.POLL_SECONDS)
 
 # Keys that reports group by; a user tag may not shadow them (vocab/keys.py).
 RUN_KEYS = keytable.BUILTIN
@@ -261,15 +262,24 @@ def build(
         from mpiwrite.formats import steady
 
         try:
-            steady.parse(kwargs["steady"])
+            spec = steady.parse(kwargs["steady"])
         except ValueError as exc:
             raise _fail("--steady", str(exc)) from None
+        every = kwargs.get("sample_interval", defaults.SAMPLE_INTERVAL)
+        if not spec.dur >= 2 * every:
+            raise _fail("--steady", f"its window ({spec.dur:g}s) must hold at least two "
+                                    f"samples: at least {2 * every:g}s with --sample-interval "
+                                    f"{every:g}s")
     ramp = kwargs.get("ramp")
-    if ramp is not None and not ramp > 0:
-        raise _fail("--ramp", "must be a positive duration")
+    if ramp is not None and not ramp >= RAMP_LEAST:
+        raise _fail("--ramp", f"must be at least {RAMP_LEAST:g}s (the write loop looks up "
+                              f"from writing every {RAMP_LEAST:g}s: a shorter ramp cannot end "
+                              "on time)")
     if ramp is not None and stonewall is not None:
+        preset = kwargs.get("preset")
         raise _fail("--ramp", "cannot be given with --stonewall (IO500's stonewall counts "
-                              "from the first write)")
+                              "from the first write)" + (
+                                  f"; --preset {preset} sets --stonewall" if preset else ""))
     timeout = kwargs.get("timeout")
     if timeout and time_limit and timeout <= time_limit:
         raise _fail("--timeout", f"must be longer than --time ({time_limit:g}s)")

@@ -64,7 +64,10 @@ def test_a_run_that_ends_before_its_ramp_is_not_valid(tmp_path):
 
 
 @pytest.mark.parametrize("extra, said", [
-    (["--ramp", "0"], "--ramp: must be a positive duration"),
+    (["--ramp", "0"], "--ramp: must be at least 0.1s"),
+    (["--ramp", "0.05"], "--ramp: must be at least 0.1s"),
+    (["--ramp", "1", "--preset", "ior-easy-write"], "--preset ior-easy-write sets --stonewall"),
+    (["--steady", "bw:5%:1s"], "--steady: its window (1s) must hold at least two samples"),
     (["--ramp", "1", "--stonewall", "1", "-t", "2"], "--ramp: cannot be given with --stonewall"),
     (["--ramp", "1", "--engine", "mpiio"], "it is an option of the posix engine"),
     (["--ramp", "1", "--engine", "null"], "it is an option of the posix engine"),
@@ -73,7 +76,9 @@ def test_a_ramp_the_run_cannot_honour_is_refused_before_anything_is_written(tmp_
                                                                             said):
     got = cli(["run", "d", "--results", "r", *extra], cwd=tmp_path)
     assert got.returncode == 2 and said in got.stderr, got.stderr
-    assert len(got.stderr.strip().splitlines()) == 1
+    # one error line (a preset first says what it stands for, on a line of its own)
+    assert [ln for ln in got.stderr.splitlines() if "error" in ln] == \
+        got.stderr.strip().splitlines()[-1:]
     assert not (tmp_path / "d").exists() and not (tmp_path / "r").exists()
 
 
@@ -118,7 +123,12 @@ def test_report_window_takes_the_aggregate_over_that_part_of_each_iteration(tmp_
     assert row["mean_MB_per_s"] != pytest.approx(rec.iterations[0]["aggregate_MB_per_s"],
                                                   rel=1e-6)
     assert row["rank_mean_MB_per_s"] is None  # the ranks' rates are no window's
-    assert "the aggregate of 0.5s to 1.5s of each iteration" in rep.stderr
+    assert row["last_done_MB_per_s"] is None and row["first_done_MB_per_s"] is None
+    assert json.loads(rep.stdout)["window_seconds"] == [0.5, 1.5]
+    table = cli(["report", "r", "--window", "0.5:1.5"], cwd=tmp_path).stdout
+    assert "window: the aggregate of 0.5s to 1.5s of each iteration" in table
+    # a window shorter than the run's sample interval is an interpolation: no figure
+    assert cli(["report", "r", "--window", "0.5:0.55"], cwd=tmp_path).returncode == 2
     # a window past the iteration's end: no figure, said
     rep = cli(["report", "r", "--window", "10:20"], cwd=tmp_path)
     assert rep.returncode == 2

@@ -60,3 +60,19 @@ def test_an_iteration_shorter_than_one_window_says_so():
 def test_a_criterion_that_is_not_fios_is_refused(bad):
     with pytest.raises(ValueError):
         steady.parse(bad)
+
+
+def test_a_rank_whose_ramp_ended_with_its_last_write_makes_the_run_not_valid():
+    from mpiwrite.formats import validity
+    from mpiwrite.records.model import RunRecord
+
+    ranks = np.zeros(2, RANK_DTYPE)
+    ranks["rank"] = [0, 1]
+    ranks["bytes"] = ranks["ramp_bytes"] = [128 << 20, 128 << 20]
+    ranks["ramp_bytes"][1] = 64 << 20
+    ranks["t_write_start"], ranks["t_ramp"], ranks["t_close_end"] = 0.0, 0.5, 1.0
+    rec = RunRecord(attrs={"status": "complete", "params": {"ramp": 0.1}}, ranks=ranks)
+    got = validity.assess(rec)
+    assert not got["valid"] and got["reasons"] == [
+        "rank(s) 0 wrote nothing after the 0.1s ramp in iteration 0 (its end came with the "
+        "last write: give more --size or --time)"]
