@@ -37,7 +37,7 @@ TAG_BODY = 105  # a pattern body, node leader -> a rank of its node
 TAG_NET = 106  # --netcheck: the node leaders' exchanges
 NET_MESSAGE = 8 << 20  # bytes a message of the network check, at most
 NET_FIRST = 1 << 20  # its first messages (grown 4x while a message takes under 50 ms)
-NET_SECONDS = 0.5  # how long each pairing of the node leaders exchanges
+NET_SECONDS = 0.3  # how long each pairing of the node leaders exchanges
 FINAL_RECORD_SECONDS = 60.0  # after a signal, the wait for rank 0's final record
 ABORT_DRAIN_SECONDS = 0.25  # before MPI_Abort: let the launcher forward what we printed
 

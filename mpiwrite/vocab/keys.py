@@ -241,8 +241,9 @@ OPTIONS: Tuple[Opt, ...] = (
         metavar="PATH"),
     Opt("netcheck", ("--netcheck/--no-netcheck",), "switch", None,
         "Before the first iteration, measure each node's network ceiling: the node leaders "
-        "exchange 8 MiB MPI messages for about 1 s, and each node's rates out and in are "
-        "recorded and shown beside its write rate [default: on with more than one node, "
+        "exchange MPI messages for 0.3 s in each of at most three pairings, and each node's "
+        "fastest receive is recorded and shown beside its write rate [default: on with more "
+        "than one node, "
         "off in a study's points unless its [run] asks]."),
     Opt("files_per_dir", ("--files-per-dir",), "int", D.FILES_PER_DIR,
         "Spread file-per-rank files over subdirectories of at most N files.", most=MAX_COUNT),

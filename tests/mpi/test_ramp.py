@@ -83,7 +83,7 @@ def test_a_ramp_the_run_cannot_honour_is_refused_before_anything_is_written(tmp_
 
 
 def test_steady_is_found_per_iteration_recorded_and_shown_beside_its_figure(tmp_path):
-    got, path = _run(tmp_path, "-t", "2", "-i", "2", "--steady", "bw:100%:0.5s",
+    got, path = _run(tmp_path, "-t", "1", "-i", "2", "--steady", "bw:100%:0.5s",
                      "--sample-interval", "0.1")
     assert got.returncode == 0, got.stderr
     found = read_record(path)._json("steady", None)
@@ -93,7 +93,7 @@ def test_steady_is_found_per_iteration_recorded_and_shown_beside_its_figure(tmp_
     assert got.stdout.count("steady from") == 2
     assert cli(["show", path], cwd=tmp_path).stdout.count("  steady from") == 2
     # a criterion no run meets: never steady, said beside the figure in show and report
-    got, path = _run(tmp_path, "-t", "1", "--steady", "bw_slope:0.0001%:0.5s",
+    got, path = _run(tmp_path, "-t", "0.8", "--steady", "bw_slope:0.0001%:0.5s",
                      "--sample-interval", "0.1")
     assert got.returncode == 0 and "never steady" in got.stdout
     assert "never steady" in cli(["show", path], cwd=tmp_path).stdout
