@@ -56,49 +56,41 @@ def _entry(got: Any) -> Optional[Dict[str, Any]]:
     return {"n": got["n"], "counts": dict(counts)}
 
 
+def entries(rec, iteration: int) -> List[Optional[Dict[str, Any]]]:
+    """The iteration's counts per rank, checked (_entry; None for a rank without), from the
+    record's `waits`; [] where it has none for that iteration."""
+    got = rec._json("waits", None)
+    for item in got if isinstance(got, list) else []:
+        if isinstance(item, dict) and item.get("iteration") == iteration \
+                and isinstance(item.get("ranks"), list):
+            return [_entry(e) for e in item["ranks"][:1 << 20]]
+    return []
+
+
 def per_rank(rec, iteration: int) -> List[Optional[Dict[str, float]]]:
     """Per rank of the iteration, the share of its samples in each class (None: none)."""
     clients = _client_prefixes()
-    got = rec._json("waits", None)
-    for item in got if isinstance(got, list) else []:
-        if not isinstance(item, dict) or item.get("iteration") != iteration \
-                or not isinstance(item.get("ranks"), list):
+    out: List[Optional[Dict[str, float]]] = []
+    for entry in entries(rec, iteration):
+        if entry is None:
+            out.append(None)
             continue
-        out: List[Optional[Dict[str, float]]] = []
-        for got in item["ranks"][:1 << 20]:
-            entry = _entry(got)
-            if entry is None:
-                out.append(None)
-                continue
-            shares = {c: 0.0 for c in kinds.CLASSES}
-            for channel, n in entry["counts"].items():
-                shares[class_of(channel, clients)] += n / entry["n"]
-            out.append(shares)
-        return out
-    return []
+        shares = {c: 0.0 for c in kinds.CLASSES}
+        for channel, n in entry["counts"].items():
+            shares[class_of(channel, clients)] += n / entry["n"]
+        out.append(shares)
+    return out
 
 
 def channels(rec, iteration: int, cls: str, top: int = 3) -> List[str]:
     """The most sampled channels of one class over the iteration's ranks."""
     clients = _client_prefixes()
     total: Dict[str, int] = {}
-    got = rec._json("waits", None)
-    for item in got if isinstance(got, list) else []:
-        if isinstance(item, dict) and item.get("iteration") == iteration:
-            for got in item.get("ranks") or []:
-                entry = _entry(got)
-                for channel, n in (entry or {}).get("counts", {}).items():
-                    if class_of(channel, clients) == cls and channel != "R":
-                        total[channel] = total.get(channel, 0) + n
+    for entry in entries(rec, iteration):
+        for channel, n in (entry or {}).get("counts", {}).items():
+            if class_of(channel, clients) == cls and channel != "R":
+                total[channel] = total.get(channel, 0) + n
     return [k for k, _v in sorted(total.items(), key=lambda kv: -kv[1])[:top]]
-
-
-def _n_of(rec, iteration: int) -> List[int]:
-    got = rec._json("waits", None)
-    for item in got if isinstance(got, list) else []:
-        if isinstance(item, dict) and item.get("iteration") == iteration:
-            return [e["n"] for e in map(_entry, item.get("ranks") or []) if e is not None]
-    return []
 
 
 def lines(rec, iteration: int) -> List[str]:
@@ -115,7 +107,7 @@ def lines(rec, iteration: int) -> List[str]:
             continue
         named = channels(rec, iteration, c) if c not in (kinds.RUNNING,) else []
         parts.append(f"{c} {mean[c] * 100:.0f}%" + (f" ({', '.join(named)})" if named else ""))
-    n = sum(_n_of(rec, iteration))
+    n = sum(e["n"] for e in entries(rec, iteration) if e is not None)
     out = [f"iteration {iteration}: where the write streams' time went ({n} samples of "
            f"{len(known)} rank(s)' writers): " + ", ".join(parts)]
     main = max(kinds.CLASSES, key=lambda c: mean[c])
