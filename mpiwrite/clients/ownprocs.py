@@ -50,6 +50,27 @@ def seconds(reader: Reader, pids: Sequence[int]) -> Dict[str, float]:
     return out
 
 
+def waited(reader: Reader, pids: Sequence[int]) -> Dict[str, float]:
+    """{'PID name': seconds its threads waited for a CPU while runnable} of each process still
+    there: the second field of each thread's /proc/PID/task/TID/schedstat (run_delay, ns).  A
+    process held by a cgroup's CPU quota, or crowded off busy cores, waits there; the limit
+    verdict (answers/limits.py) reads it beside the CPU seconds."""
+    out: Dict[str, float] = {}
+    for pid in pids:
+        text, _ = reader.read(f"proc/{int(pid)}/stat", keep=False)
+        if not text or ")" not in text:
+            continue
+        name = text[text.find("(") + 1:text.rfind(")")]
+        total = 0
+        for rel in reader.glob(f"proc/{int(pid)}/task/[0-9]*")[:MAX_PROCESSES]:
+            got, _ = reader.read(f"{rel}/schedstat", keep=False)
+            fields = (got or "").split()
+            if len(fields) == 3 and fields[1].isdigit():
+                total += int(fields[1])
+        out[f"{pid} {name}"] = total / 1e9
+    return out
+
+
 def spent(before: Dict[str, float], after: Dict[str, float]) -> Dict[str, float]:
     """CPU seconds each process spent between two readings (those in both)."""
     return {k: round(after[k] - before[k], 3) for k in after

@@ -68,7 +68,8 @@ class NodeWatch:
         mine, root = self._mine(), self.cfg.sysroot or "/"
         if self.own_pids is None:
             self.own_pids = mine.own_processes(root, self.node_fs, self.node_client)
-        return (ownprocs.seconds(Reader(root), self.own_pids),
+        reader = Reader(root)
+        return ((ownprocs.seconds(reader, self.own_pids), ownprocs.waited(reader, self.own_pids)),
                 mine.in_force(root, self.node_fs, self.node_client))
 
     def after(self, before):
@@ -86,9 +87,11 @@ class NodeWatch:
                                                  self.node_client))
         own_after, facts_after = self._own()
         if self.own_pids:
-            spent = ownprocs.spent(own, own_after)
+            spent = ownprocs.spent(own[0], own_after[0])
             delta["client_cpu"] = {"seconds": round(sum(spent.values()), 3),
-                                   "processes": spent}
+                                   "processes": spent,
+                                   # seconds they waited for a CPU (a quota, busy cores)
+                                   "waited": ownprocs.spent(own[1], own_after[1])}
         if facts:
             delta["in_force"] = {"before": facts, "after": facts_after}
         probe = self.settings() if self.settings is not None else None
