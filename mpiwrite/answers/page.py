@@ -16,6 +16,7 @@ import numpy as np
 
 from mpiwrite import stats
 from mpiwrite.answers import htmlout as h
+from mpiwrite.answers import limits
 from mpiwrite.answers.differences import NOT_DIFFERENCES
 from mpiwrite.answers.report import (
     Sampling,
@@ -68,7 +69,7 @@ def render(p: Page, now: Optional[str] = None) -> str:
                           + (f" of study {p.study.name!r}" if p.study else ""))
     by = list(p.by)
     sampling = p.sampling
-    rows, unit = report_rows(p.store, by, sampling, p.baseline)
+    rows, unit = report_rows(p.store, by, sampling, p.baseline, limits=True)
     if not rows:
         raise ConfigError(f"PATHS: {len(runs)} complete run(s), but none has the "
                           f"{sampling.metric} figure")
@@ -142,9 +143,9 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
     pct = f"{sampling.confidence * 100:g}%"
     head = [*by, *columns(sampling.metric, sampling.units)] + (["change % ±95%"]
                                                                 if has_change else [])
-    head = [x.replace("95%", pct) for x in head]
+    head = [x.replace("95%", pct) for x in head] + ["limit"]
     body = [[str(r["keys"][k]) for k in by] + _figure_cells(r, sampling.metric, sampling.units)
-            + ([_change_cell(r)] if has_change else []) for r in rows]
+            + ([_change_cell(r)] if has_change else []) + [limits.cell(r)] for r in rows]
     notes = [f"metric: {sampling.metric} ({metric_info(sampling.metric, sampling.units).unit}"
              f"); samples: {unit_text(unit, sampling.unit, sampling.warmup)}; mean ±: the "
              f"half-width of the mean's {pct} Student t interval"]
@@ -156,6 +157,7 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
                      + "; ~ = within noise")
     notes.append("first-done: the rate of the first rank to finish, where the record has "
                  "per-rank times (an imported record has none: blank)")
+    notes.append(limits.NOTE)
     return h.table(head, body, right=range(len(by), len(head))) + "\n" + h.items(notes)
 
 

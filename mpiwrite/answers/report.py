@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 import numpy as np
 
 from mpiwrite import stats
+from mpiwrite.answers import limits as limit_verdicts
 from mpiwrite.answers.differences import DIFFERENCES_SHOWN, differing_facts
 from mpiwrite.answers.results import (
     INVALID,
@@ -105,7 +106,7 @@ def first_done_why(members) -> str:
 
 
 def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING,
-                baseline: Optional[str] = None):
+                baseline: Optional[str] = None, limits: bool = False):
     """(rows, unit used): one row per group of complete runs, with the contract's names."""
     runs = store.select()
     unit = resolve_unit(runs, sampling.unit, sampling.warmup)
@@ -162,6 +163,8 @@ def report_rows(store: Store, by: Sequence[str], sampling: Sampling = DEFAULT_SA
             from mpiwrite.answers import clientcpu
 
             row["_own"] = clientcpu.own_share(members, warm, unit)
+        if limits:  # report --limits: each run's verdict (answers/limits.py)
+            row["limits"] = limit_verdicts.row_verdicts(members)
         rows.append(row)
     if baseline:
         flt = parse_filter(baseline, "--baseline")
@@ -345,25 +348,29 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
     if fmt == "json":
         return contract.dumps(report_doc(rows, by, sampling, unit, duplicates))
     has_change = any("change_pct" in r for r in rows)
+    has_limits = any("limits" in r for r in rows)
     if fmt == "csv":
         out = io.StringIO()
         w = csv.writer(out)
         fields = csv_fields(sampling.metric, sampling.units) + (CHANGE_FIELDS if has_change
                                                                 else [])
         w.writerow(list(by) + fields + ["metric", "unit", "warmup", "confidence",
-                                        "schema_version"])
+                                        "schema_version"] + (["limit"] if has_limits else []))
         for r in contract.finite(rows):
             w.writerow([csv_cell(r["keys"][k]) for k in by]
                        + ["" if r.get(f) is None else r.get(f) for f in fields]
                        + [sampling.metric, unit, sampling.warmup, confidence,
-                          contract.OUTPUT_VERSION])
+                          contract.OUTPUT_VERSION]
+                       + ([csv_cell(limit_verdicts.cell(r))] if has_limits else []))
         return out.getvalue().rstrip("\n")
     head = list(by) + columns(sampling.metric, sampling.units) + (["change % ±95%"]
-                                                                   if has_change else [])
+                                                                   if has_change else []) \
+        + (["limit"] if has_limits else [])
     head = [h.replace("95%", f"{confidence * 100:g}%") for h in head]
     body = [[printable(r["keys"][k]) for k in by]
             + _figure_cells(r, sampling.metric, sampling.units)
-            + ([_change_cell(r)] if has_change else []) for r in rows]
+            + ([_change_cell(r)] if has_change else [])
+            + ([limit_verdicts.cell(r)] if has_limits else []) for r in rows]
     head = [printable(h) for h in head]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h)
               for i, h in enumerate(head)]
@@ -391,6 +398,7 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         notes.append(f"first-done -: {said}{advice}")
     notes += own_notes(rows, by)
     notes += confounded_notes(rows, by)
+    notes += [limit_verdicts.NOTE] if has_limits else []
     if fmt == "markdown":
         lines = ["| " + " | ".join(_md(h) for h in head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]

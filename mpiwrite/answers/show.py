@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from mpiwrite.answers import clientcpu, netcheck, waits
+from mpiwrite.answers import clientcpu, limits, netcheck, waits
 from mpiwrite.answers.state import ABANDONED, verdict
 from mpiwrite.clients import registry
 from mpiwrite.errors import ConfigError
@@ -165,6 +165,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      + (f"clock offset {off[0]:+.6f}s ±{off[1]:.6f}" if off[0] == off[0]
                         else "clock offset - (not measured: no iteration's clock check ran)"))
     lines += [printable(x) for x in netcheck.lines(rec)]
+    lines += [printable(x) for x in limits.lines(rec)]
     for it in rec.iterations:
         lines.append(f"iteration {it['iteration']}: {Status.label_of(it['status'])}"
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "

@@ -26,6 +26,7 @@ from mpiwrite.text import printable
 # What the man page and `mpiwrite help` show under EXAMPLES (cli/manpage.py)
 EXAMPLES = {
     "report": ["mpiwrite report results/ --by lustre,checksums --baseline lustre=1.6.4.3",
+               "mpiwrite report results/ --by checksums --limits",
               "mpiwrite report results/ --by nodes --metric first-done --format csv"],
 }
 
@@ -45,11 +46,15 @@ EXAMPLES = {
               help="The aggregate over this part of each iteration only (seconds from its "
                    "first write, e.g. 10:40), from the recorded samples: bytes write() "
                    "accepted, durable ones with --direct or --fsync-every.")
+@click.option("--limits", "limits", is_flag=True,
+              help="A column naming what limited each row's runs (the link, the client's "
+                   "CPU, a target, dirty throttling, the page cache, the writer, the "
+                   "storage), as `show` says it with its evidence; JSON: each run's verdict.")
 @invalid_option
 @units_option
 @cache_options
 def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad, where,
-           window, include_invalid, units, cache_dir, no_cache):
+           window, limits, include_invalid, units, cache_dir, no_cache):
     """One row per configuration over the records under PATHS (files, folders, globs).
 
     To send it: `mpiwrite page PATHS -o FILE.html` writes the table, its verdicts and plots
@@ -62,7 +67,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
     if span and metric != "aggregate":
         raise ConfigError("--window: takes the aggregate from the samples; give it with "
                           "--metric aggregate")
-    store, code = open_store(paths, skip_bad, level="full" if span else level_for(metric),
+    store, code = open_store(paths, skip_bad, level="full" if span or limits else level_for(metric),
                          cache=cache_choice(cache_dir, no_cache))
     store.include_invalid, store.window = include_invalid, span
     flt = where_filter(where)
@@ -71,7 +76,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
             raise ConfigError(f"--where: no complete run matches {', '.join(where)}")
         store = Where(store, flt)
     keys = key_list(by)
-    rows, used = report_rows(store, keys, sampling, baseline)
+    rows, used = report_rows(store, keys, sampling, baseline, limits=limits)
     if not rows:
         text = no_rows_text(store, metric, warmup)
         if store.bad:

@@ -5,6 +5,7 @@ they are complete documents; what the table of metrics (vocab/metrics.py) and th
 of the contract (formats/contract.py) declare is not written by hand in them but generated:
 
 - each output's `metric` enum: every metric of the table;
+- report's `limits[].limit` enum: the limits a verdict names (vocab/limits.py);
 - the stat blocks (`$defs/stat` for MB/s, `$defs/stat_<suffix>` for each other unit, and
   `$defs/stat_MiB_per_s` where the output takes --units): one definition, here;
 - the `allOf` branches that tie a metric to its stat block (a rate in MB/s or MiB/s, each
@@ -26,6 +27,7 @@ from typing import Any, Dict, List
 
 from mpiwrite.formats.contract import GEO_NAMES, SCHEMA_DIR, SCHEMAS, stat_keys
 from mpiwrite.vocab import metrics
+from mpiwrite.vocab.limits import LIMITS
 
 # the outputs whose documents carry a metric (run --json has no --metric)
 METRIC_OUTPUTS = ("report", "compare", "explain", "study-report")
@@ -86,6 +88,10 @@ def generate(output: str, doc: Dict[str, Any]) -> Dict[str, Any]:
             defs["stat"] = stat_def(metrics.RATE_SUFFIX, metrics.BY_NAME["aggregate"].unit_words)
         return doc
     doc["properties"]["metric"] = {"enum": list(metrics.NAMES)}
+    limit = (defs.get("row", {}).get("properties", {}).get("limits", {}).get("items", {})
+             .get("properties", {}).get("limit"))
+    if limit is not None:  # report --limits: the verdict's names, or null (no per-rank rows)
+        limit["enum"] = list(LIMITS) + [None]
     takes_units = "units" in doc["properties"]
     for m in metrics.TABLE:
         if m.name in metrics.RATES and m.name != "aggregate":

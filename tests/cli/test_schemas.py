@@ -114,7 +114,7 @@ def test_every_json_output_is_valid_for_every_metric(tmp_path, metric):
     study.write_text(STUDY.format(data=tmp_path / "data", results=tmp_path / "sr"))
     synth.study_records(str(study), lambda p: 400.0 if p["block_size"] == "64KiB" else 500.0)
     commands = {
-        "report": ["report", str(folder), "--by", "tag.cfg", "--format", "json"],
+        "report": ["report", str(folder), "--by", "tag.cfg", "--format", "json", "--limits"],
         "compare": ["compare", str(folder / "r0.h5"), str(folder / "r1.h5"), "--json"],
         "explain": ["explain", str(folder), "--format", "json"],
         "study-report": ["study", "report", str(study), "--format", "json"],
@@ -132,6 +132,8 @@ def test_every_json_output_is_valid_for_every_metric(tmp_path, metric):
             continue
         doc = json.loads(out.stdout)
         assert doc["metric"] == metric
+        if output == "report":  # --limits: each run's verdict, in the schema
+            assert all(len(r["limits"]) == r["runs"] for r in doc["rows"]), doc["rows"]
         jsonschema.validate(doc, contract.schema(output))
         written += 1
     assert written or metric in ("read", "client-cpu", "cpu-per-GB")
