@@ -9,7 +9,7 @@ import math
 import os
 import shlex
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -25,7 +25,9 @@ EXAMPLES = {
     "tune get": ["mpiwrite tune get 'osc.*.max_rpcs_in_flight' /lustre/scratch/$USER/mpiwrite"],
     "tune set": ["mpiwrite tune set 'osc.*.max_rpcs_in_flight' 16 /lustre/scratch/$USER/mpiwrite"],
     "tune plan": ["mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml "
-                 "--budget 30min"],
+                 "--budget 30min",
+                  "mpiwrite tune plan /lustre/scratch/$USER/mpiwrite -o tune.toml "
+                  "--from results/mpiwrite-20261129T220833Z-524bd3.h5"],
     "tune report": ["mpiwrite tune report tune.toml",
                    "mpiwrite tune report tune.toml --format json"],
     "tune": ["mpiwrite tune list /lustre/scratch/$USER/mpiwrite",
@@ -44,13 +46,16 @@ def _levels(spec: str) -> Tuple[str, List[str]]:
     return name.strip(), levels
 
 
-def _factors(client, where, params: List[str]) -> List[Tuple[Any, List[str], str]]:
+def _factors(client, where, params: List[str], only: Optional[List[str]] = None
+             ) -> List[Tuple[Any, List[str], str]]:
     """(tunable, [first level, second level], value now): the first level is the value now
-    when it is one of the two (the report's `current`)."""
+    when it is one of the two (the report's `current`).  `only`: the catalogue's tunables
+    to take (--from: those acting on the run's limit)."""
     from mpiwrite.clients import tuning
 
     wanted = [_levels(p) for p in params] if params else [
-        (t.name, []) for t in client.tunables.values() if not t.remount]
+        (t.name, []) for t in client.tunables.values() if not t.remount
+        and (only is None or t.name in only)]
     names = [w[0] for w in wanted]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -85,6 +90,31 @@ def _factors(client, where, params: List[str]) -> List[Tuple[Any, List[str], str
     return out
 
 
+def _from_limit(record: str, client) -> List[str]:
+    """The names of the client's tunables that act on the limit the run `record` met
+    (answers/limits.py), said on standard output; ConfigError where it has no verdict or no
+    tunable acts on it."""
+    from mpiwrite.answers import limits
+    from mpiwrite.cli.lookup import one_run
+
+    try:
+        rec, _code = one_run(record, ["results"], False)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("RUN:", "--from:", 1)) from None
+    got = limits.of_record(rec)
+    if got is None:
+        raise ConfigError(f"--from: {printable(record)!r} has no limit verdict (no good "
+                          "iteration with per-rank figures: an imported or failed run)")
+    names = [t.name for t in client.tunables.values()
+             if got["limit"] in t.acts_on and not t.remount]
+    said = f"the run's limit: {got['limit']} ({got['confidence']}): {got['evidence']}"
+    if not names:
+        raise ConfigError(f"--from: {said}; no tunable of the {client.name} client's "
+                          f"catalogue acts on it (try: {got['advice']})")
+    click.echo(printable(f"{said}; factors acting on it: {', '.join(names)}"))
+    return names
+
+
 def _readable_ones(client, where, wanted):
     """Without --param: the catalogue's tunables that can be read back (others left out)."""
     from mpiwrite.clients import tuning
@@ -114,9 +144,12 @@ def setting_name(tunable: str) -> str:
               "(time=20s, block_size=1MiB, fsync=true; repeatable).")
 @click.option("--name", default="tune", show_default=True, help="The study's name.")
 @click.option("--results", default="results", show_default=True)
+@click.option("--from", "from_run", default=None, metavar="RECORD",
+              help="A run whose limit (as `show` names it) chooses the factors: the "
+                   "catalogue's tunables that act on it (instead of them all).")
 @rate_option
 @_SYSROOT
-def plan(target, output, params, budget, run_opts, name, results, rate, sysroot):
+def plan(target, output, params, budget, run_opts, name, results, from_run, rate, sysroot):
     """Write a screening study over the tunables of the client serving TARGET: two levels
     each, k factors in about k+1 points, repetitions fitted to the budget, in a balanced
     seeded order (each level after each level about equally often)."""
@@ -145,7 +178,13 @@ def plan(target, output, params, budget, run_opts, name, results, rate, sysroot)
     if "{value}" in where.sysroot:  # as resolved (a link to a folder holding it)
         raise ConfigError(f"--sysroot: {printable(where.sysroot)!r} holds '{{value}}', which "
                           "a study would replace in its commands; give a path without it")
-    factors = _factors(client, where, list(params))
+    only = None
+    if from_run is not None:
+        if params:
+            raise ConfigError("--from: give --from or --param, not both (--from chooses "
+                              "the factors)")
+        only = _from_limit(from_run, client)
+    factors = _factors(client, where, list(params), only)
     _refuse_root_ones(factors, target, params, run_opts, budget)
     fixed: Dict[str, Any] = {}
     for opt in run_opts:
