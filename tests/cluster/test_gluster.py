@@ -175,9 +175,15 @@ def test_aggregate_grows_with_hosts(bed):
 
 
 def test_host_with_a_slower_link_is_the_slowest_node(bed):
+    """h1's link at 60 Mbit/s, the others' at 160: h1 is the slowest node, and with MPI over
+    the links (testbed.TCP) the network check measures each node's link, so the limit
+    verdict names the link on every node, with h1's rate a share of its own ceiling (one
+    rank a host: its link carries one stream at the link's rate, as a lone dd's)."""
     bed.h.limit(1, "60mbit")
     try:
-        out, doc = bed.run(HOSTS, write_args(bed, "slow"))
+        # one rank a host: with MPI told to use no shared memory (TCP), ranks of one host
+        # would each be a node of their own
+        out, doc = bed.run(HOSTS, write_args(bed, "slow"), env=testbed.TCP, per_host=1)
     finally:
         bed.h.limit(1, RATE)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -187,6 +193,16 @@ def test_host_with_a_slower_link_is_the_slowest_node(bed):
     assert rates["h1"] < 0.6 * min(rates["h0"], rates["h2"]), rates
     assert doc["summary"]["slowest"]["host"] == "h1"
     assert "node h1" in out.stderr  # the human summary names it too (on stderr with --json -)
+    from mpiwrite.answers import limits
+
+    rec = only_record(os.path.join(bed.folder, "slow"))
+    got = limits.of_record(rec)
+    print(f"limit: {got['limit']} ({got['confidence']}): {got['evidence']}")
+    by_host = {n["host"]: n for n in got["nodes"]}
+    assert got["limit"] == "link" and got["differ"] == [], got
+    assert by_host["h1"]["ceiling_MB_per_s"] < 0.6 * by_host["h0"]["ceiling_MB_per_s"], got
+    show = cli(["show", rec.path], cwd=bed.folder).stdout
+    assert "limit: link" in show and "of its link's ceiling" in show, show
 
 
 def test_verify_from_another_host(bed):
@@ -528,6 +544,59 @@ def test_show_by_target_names_the_slow_brick(bed):
     assert verdict["brick1"] == "slow" and verdict["brick0"] != "slow", found["targets"]
     target = next(f for f in found["factors"] if "target" in f["keys"])
     assert target["p_value"] < 0.05, target
+    # the limit verdict: one storage target, the ranks whose files it holds named
+    from mpiwrite.answers import limits
+
+    got = limits.of_record(rec)
+
+    print(f"limit: {got['limit']} ({got['confidence']}): {got['evidence']}")
+    assert got["limit"] == "target" and "brick1" in got["evidence"], got
+    on1 = sorted({r for b, ranks in bricks.items() if b.endswith("brick1") for r in ranks})
+    assert got["ranks"] == on1, (got, bricks)
+    assert "limit: target" in cli(["show", rec.path], cwd=bed.folder).stdout
+
+
+def test_a_fuse_client_held_to_a_small_cpu_share_is_named_the_limit(bed):
+    """Host 0's FUSE client (its glusterfs daemon) in a cgroup held to 5% of a CPU (cgroup
+    v1 cpu quota) while 2 ranks write: the writers wait in FUSE requests, the daemon waits
+    for a CPU far longer than it runs, and the verdict is the client's CPU, with the gluster
+    catalogue's CPU tunables to try (`tune plan --from`)."""
+    cpu = "/sys/fs/cgroup/cpu"
+    if not os.path.exists(os.path.join(cpu, "cpu.cfs_quota_us")):
+        pytest.skip("no cgroup-v1 cpu controller")
+    pid = bed.fs.client_pid(0)
+    group = os.path.join(cpu, f"mpiwrite-test-{os.getpid()}")
+    os.mkdir(group)
+    try:
+        with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as fh:
+            fh.write("5000")  # of the default 100000 us period
+        with open(os.path.join(group, "cgroup.procs"), "w") as fh:
+            fh.write(str(pid))
+        out, _doc = bed.run(1, write_args(bed, "cpu", "4M"), timeout=180)
+    finally:
+        with open(os.path.join(group, "cgroup.procs")) as fh:
+            inside = fh.read().split()
+        for p in inside:  # back where they were: the hierarchy's root
+            with open(os.path.join(cpu, "cgroup.procs"), "w") as fh:
+                fh.write(p)
+        os.rmdir(group)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    from mpiwrite.answers import limits
+
+    rec = only_record(os.path.join(bed.folder, "cpu"))
+    got = limits.of_record(rec)
+    print(f"limit: {got['limit']} ({got['confidence']}): {got['evidence']}")
+    assert got["limit"] == "client cpu" and "waited" in got["evidence"], got
+    assert "performance.client-io-threads" in got["try"], got
+    (own,) = [c["delta"]["client_cpu"] for c in rec.client_counters]
+    waited, ran = sum(own["waited"].values()), own["seconds"]
+    assert waited > 3 * ran, own  # held by its quota: it waited far longer than it ran
+    gluster = shlex.quote(f"nsenter -t {bed.fs.server.pid} -n -m gluster")
+    plan = bed.h.run(0, f"MPIWRITE_GLUSTER_CLI={gluster} {MPIWRITE} tune plan "
+                        f"{bed.mount} -o {os.path.join(bed.folder, 'cpu.toml')} --from "
+                        f"{rec.path} --budget 2h --run size=1MiB", timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    assert "performance.client-io-threads" in plan.stdout.split("factors:")[-1], plan.stdout
 
 
 def test_brick_server_killed_mid_run_fails_collectively(bed):

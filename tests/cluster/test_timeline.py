@@ -22,11 +22,14 @@ def _run(cmd, **kw):
 
 
 @contextlib.contextmanager
-def throttled_disk(folder, rate: int = RATE, dirty_bytes: int = 0):
+def throttled_disk(folder, rate: int = RATE, dirty_bytes: int = 0, writeback: bool = False):
     """An ext4 on a loop device whose image sits on tmpfs, its writes throttled by a cgroup-v1
     blkio rule; yields (mount point, a command prefix that runs inside the cgroup).  With
     `dirty_bytes`, the device's own dirty-page limit (its bdi's max_bytes, strict): a
-    buffered writer is throttled by the kernel after that much, whatever the node's limits."""
+    buffered writer is throttled by the kernel after that much, whatever the node's limits.
+    With `writeback`, the rule is also the root group's, where the kernel's flusher threads
+    run: cgroup v1 charges writeback to them, so otherwise the device flushes as fast as
+    tmpfs (the rule names only this loop device, and is removed after)."""
     blkio = "/sys/fs/cgroup/blkio"
     if not os.path.isdir(blkio) or not os.path.exists(f"{blkio}/blkio.throttle.write_bps_device"):
         pytest.skip("no cgroup-v1 blkio controller")
@@ -47,6 +50,11 @@ def throttled_disk(folder, rate: int = RATE, dirty_bytes: int = 0):
         os.mkdir(group)
         with open(os.path.join(group, "blkio.throttle.write_bps_device"), "w") as fh:
             fh.write(f"{major}:{minor} {rate}\n")
+        if writeback:
+            root_rule = os.path.join(blkio, "blkio.throttle.write_bps_device")
+            with open(root_rule, "w") as fh:
+                fh.write(f"{major}:{minor} {rate}\n")
+            restore.append((root_rule, f"{major}:{minor} 0"))  # 0: no rule
         if dirty_bytes:
             bdi = f"/sys/class/bdi/{major}:{minor}"
             if not os.path.exists(f"{bdi}/max_bytes"):

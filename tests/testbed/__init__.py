@@ -14,5 +14,5 @@ module having to say so.
 
 from __future__ import annotations
 
-from testbed.beds import FILESYSTEMS, PER_HOST, Bed, fixture, testbed, why_not  # noqa: F401
+from testbed.beds import FILESYSTEMS, PER_HOST, TCP, Bed, fixture, testbed, why_not  # noqa: F401
 from testbed.hosts import needs  # noqa: F401

@@ -25,6 +25,9 @@ from testbed import hosts as hostlib
 
 FILESYSTEMS = ("gluster", "ceph")
 PER_HOST = 2
+# MPI's messages between the emulated hosts over their links (tc-limited), not through the
+# shared memory of their one kernel: the network check then measures the links
+TCP = {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp"}
 
 
 def _library(name: str):
@@ -55,15 +58,17 @@ class Bed:
     def target(self, name: str) -> str:
         return os.path.join(self.fs.mount, name)
 
-    def command(self, nhosts, args, per_host=PER_HOST):
+    def command(self, nhosts, args, per_host=PER_HOST, env=None):
         hosts = ",".join(self.h.ips[:nhosts])
-        return (self.h.mpiexec(MPIEXEC) + ["-hosts", hosts, "-ppn", str(per_host), "-n",
-                                           str(nhosts * per_host), MPIWRITE] + list(args))
+        genv = [w for k, v in (env or {}).items() for w in ("-genv", k, v)]
+        return (self.h.mpiexec(MPIEXEC) + genv + ["-hosts", hosts, "-ppn", str(per_host), "-n",
+                                                  str(nhosts * per_host), MPIWRITE] + list(args))
 
-    def run(self, nhosts, args, timeout=120, per_host=PER_HOST):
-        """`mpiwrite ARGS --json -` over the first nhosts hosts: (completed, parsed JSON)."""
-        out = bounded(self.command(nhosts, list(args) + ["--json", "-"], per_host), timeout,
-                      cwd=self.folder, env=clean_env())
+    def run(self, nhosts, args, timeout=120, per_host=PER_HOST, env=None):
+        """`mpiwrite ARGS --json -` over the first nhosts hosts: (completed, parsed JSON);
+        `env`: variables for every rank (TCP: MPI's messages over the hosts' links)."""
+        out = bounded(self.command(nhosts, list(args) + ["--json", "-"], per_host, env),
+                      timeout, cwd=self.folder, env=clean_env())
         try:
             doc = json.loads(out.stdout)
         except ValueError:

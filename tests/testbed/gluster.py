@@ -210,6 +210,15 @@ class Gluster:
                 return pid
         raise LookupError(f"no process serves {self.bricks[i]}")
 
+    def client_pid(self, i: int) -> int:
+        """The pid of host i's FUSE client (the glusterfs daemon logging to client-hI.log)."""
+        mine = f"client-h{i}.log"
+        for pid in os.listdir("/proc"):
+            line = hostlib.cmdline(pid) if pid.isdigit() else ""
+            if self.top in line and f"/{mine} " in line + " " and "--process-name fuse" in line:
+                return int(pid)
+        raise LookupError(f"no FUSE client of host {i} under {self.top}")
+
     def kill_brick(self, i: int) -> None:
         """A brick server dies (SIGKILL): clients with files there get errors at once."""
         os.kill(self.brick_pid(i), signal.SIGKILL)
