@@ -146,6 +146,37 @@ def test_three_host_run_records_client_facts_and_counters(bed):
     assert line.endswith("(ceph-fuse)"), line
 
 
+@pytest.mark.mpi
+def test_a_buffered_run_above_the_link_is_named_the_page_cache(bed):
+    """Every host's link at 80 Mbit/s (10 MB/s), one rank a host, MPI over the links
+    (testbed.TCP, so the network check measures them), 24 MiB a rank without fsync: ceph-fuse's
+    object cacher holds up to 100 MiB dirty, so the writes end far faster than the link
+    carries them, and the verdict is the page cache (the client's), on every node."""
+    from mpiwrite.answers import limits
+
+    res = os.path.join(bed.folder, "cache")
+    for i in range(HOSTS):
+        bed.h.limit(i, "80mbit")
+    try:
+        out, _doc = bed.run(HOSTS, ["run", bed.target("cache"), "-s", "24M", "--no-fsync",
+                                    "--results", res, "--progress-interval", "0"],
+                            timeout=180, per_host=1, env=testbed.TCP)
+    finally:
+        for i in range(HOSTS):
+            bed.h.limit(i, None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = only_record(res)
+    got = limits.of_record(rec)
+    print(f"limit: {got['limit']} ({got['confidence']}): {got['evidence']}")
+    assert got["limit"] == "page cache" and got["differ"] == [], got
+    for node in got["nodes"]:
+        assert node["MB_per_s"] > 1.15 * node["ceiling_MB_per_s"], got
+        assert node["ceiling_MB_per_s"] < 15, got  # the link's, measured over TCP
+    show = cli(["show", rec.path], cwd=bed.folder).stdout
+    assert "limit: page cache" in show and "did not all leave the node" in show
+    bed.h.run(0, f"rm -rf {bed.target('cache')}", timeout=60)
+
+
 def _set_everywhere(bed, value):
     for i in range(HOSTS):
         bed.fs.set_client(i, "client_oc_max_dirty", value)
