@@ -126,9 +126,13 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     # durability settings are different questions, never pooled in one share: the runs are
     # explained within each combination of them (a stratum), and the settings themselves
     # are ranked over all runs on the ratio scale (the log of the rate)
+    from mpiwrite.answers import method
+
+    methods = method.between_tools(runs, keys_of, sampling.metric)  # read before the factors
     mixed = [dk for dk in DURABILITY_KEYS if len({str(keys_of(r).get(dk)) for r in runs}) > 1]
     if mixed:
-        return _stratified(runs, keys_of, sampling, unit, mixed, permutations, seed)
+        doc = _stratified(runs, keys_of, sampling, unit, mixed, permutations, seed)
+        return dict(doc, methods=methods) if methods else doc
     s = Samples(runs, keys_of, sampling, unit)
     if not s.values:
         raise ConfigError(no_figure_text("PATHS", len(runs), sampling.metric, sampling.warmup,
@@ -136,6 +140,8 @@ def explain(runs, keys_of, sampling: Sampling, permutations: int = stats.PERMUTA
     doc = _header(sampling, unit, s, runs)
     doc.update(analyse(s, sampling.confidence, metric_info(sampling.metric).suffix,
                        permutations, seed))
+    if methods:
+        doc["methods"] = methods
     return contract.finite(doc)
 
 

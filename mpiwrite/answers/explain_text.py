@@ -128,13 +128,18 @@ def format_explain(doc: Dict[str, Any], fmt: str = "table") -> str:
         return contract.dumps(doc)
     if fmt not in ("table", "markdown"):
         raise ConfigError(f"--format: {fmt!r} is not one of table, markdown, json")
+    from mpiwrite.answers import method
+
+    first = method.explain_text(doc.get("methods") or [])  # the tools' ways, before all
+    first = [("- " if fmt == "markdown" else "") + printable(ln) for ln in first]
     if doc.get("strata") is None:
-        return _format(doc, fmt)
+        return "\n".join(first + [_format(doc, fmt)])
     md = fmt == "markdown"
     scale = "the log of the metric (a ratio)" if doc.get("scale") == "log" else "the metric"
     pooled = dict(doc, labels=[], outcomes=[])
-    text = [_format(pooled, fmt, order=f"durability settings over all runs, on {scale}, by "
-                    "the share they explain (each stratum below is explained on its own)")]
+    text = first + [_format(pooled, fmt, order=f"durability settings over all runs, on "
+                            f"{scale}, by the share they explain (each stratum below is "
+                            "explained on its own)")]
     for part in doc["strata"]:
         where = ", ".join(f"{k}={v}" for k, v in part["where"].items())
         title = f"within {where}: {part['runs']} runs, n={part['samples']}"

@@ -163,3 +163,32 @@ def text(found: List[Dict[str, str]]) -> List[str]:
         if f["what"] != "tool":
             lines.append(f"     A: {f['a_moves']}; B: {f['b_moves']}")
     return lines
+
+
+def between_tools(runs, keys_of, metric: str = "aggregate") -> List[Dict[str, Any]]:
+    """explain's account over runs of several tools: for each tool beside the first (mpiwrite
+    where it is one), the differences of method against the first's runs, as `differences`
+    gives them: [{a, b, differences}]; [] where one tool measured every run."""
+    by_tool: Dict[str, list] = {}
+    for r in runs:
+        by_tool.setdefault(_known(keys_of(r).get("tool")) or "unknown", []).append(r)
+    if len(by_tool) < 2:
+        return []
+    names = sorted(by_tool, key=lambda t: (t != "mpiwrite", t))
+    out = []
+    for other in names[1:]:
+        found = differences(by_tool[names[0]], by_tool[other], keys_of, metric)
+        if found:
+            out.append({"a": names[0], "b": other, "differences": found})
+    return out
+
+
+def explain_text(pairs: List[Dict[str, Any]]) -> List[str]:
+    """explain's lines, before its factors: each pair of tools' differences of method."""
+    lines: List[str] = []
+    for pair in pairs:
+        found = text(pair["differences"])
+        lines.append(found[0].replace("differences of method", f"differences of method, "
+                                      f"A {pair['a']} against B {pair['b']}", 1))
+        lines += found[1:]
+    return lines

@@ -230,6 +230,22 @@ def test_an_lmdd_line_beside_an_mpiwrite_run_lists_the_methods_before_the_verdic
     code, doc, err = cli(capsys, "compare", "run_id=2026-m0", "run_id=2026-m1", "--in",
                          tmp_path / "r", "--json")
     assert code == 0 and json.loads(doc)["method_differences"] == [], err
+    # explain over both tools' runs: the same differences, first, before any factor
+    code, text, err = cli(capsys, "explain", tmp_path / "r")
+    assert code == 0, err
+    lines = text.splitlines()
+    assert lines[0].startswith("differences of method, A mpiwrite against B lmdd"), text
+    assert any(ln.strip().startswith("timed interval: A from the first write")
+               for ln in lines[:8]), text
+    code, doc, err = cli(capsys, "explain", tmp_path / "r", "--format", "json")
+    doc = json.loads(doc)
+    jsonschema.validate(doc, contract.schema("explain"))
+    (pair,) = doc["methods"]
+    assert (pair["a"], pair["b"]) == ("mpiwrite", "lmdd")
+    assert [m["what"] for m in pair["differences"]][:2] == ["tool", "timed interval"]
+    code, doc, err = cli(capsys, "explain", tmp_path / "r", "--where", "tool=mpiwrite",
+                         "--format", "json")
+    assert code == 0 and "methods" not in json.loads(doc), err  # one tool: none
 
 
 @pytest.mark.timeout(60)
