@@ -13,9 +13,11 @@ first whose evidence holds is the node's:
    balance_dirty_pages, more than in any other wait;
 5. the writer: the ranks were running (copying into memory) at least 60 % of their samples:
    their own work is the limit (the client's CPU where it filled the node's cores);
-6. the client's CPU: the node's cores were at least 90 % busy, or the client's own processes
-   (a FUSE daemon, Lustre's threads) waited for a CPU at least as long as they ran and for
-   at least a fifth of the timed phase (a cgroup's quota, cores taken by others);
+6. the client's CPU: the client's own processes (a FUSE daemon, Lustre's threads) waited for
+   a CPU at least as long as they ran and for at least a fifth of the timed phase (a
+   cgroup's quota, cores taken by others), or the node's cores were at least 90 % busy while
+   the writers were on or waiting for a CPU at least 30 % of their samples (busy cores do not
+   hold writers asleep on the storage);
 7. the storage: the writers waited mostly for the device or the servers (writeback, the
    client's network or FUSE requests), none singled out;
 8. no single limit.
@@ -149,15 +151,20 @@ def _node_verdict(rate: float, span: float, ceiling, how: str, local: bool, buff
                        f"the writers were running {shares[W.RUNNING]:.0%} of their samples "
                        f"(copying into memory){used}")
     ran, waited = own
-    if busy is not None and busy >= 0.9:
-        return out(L.CPU, HIGH if busy >= 0.97 else MEDIUM,
-                   f"the node's cores were {busy:.0%} busy over the timed phase")
     if ran is not None and waited is not None and span > 0 and waited >= ran \
             and waited >= 0.2 * span:
         return out(L.CPU, HIGH if waited >= 0.5 * span else MEDIUM,
                    f"the client's own processes' threads waited {waited:.2f} s in all for a "
                    f"CPU and ran {ran:.2f} s, in a {span:.2f} s timed phase (a CPU quota, or "
                    "cores taken by others)")
+    # busy cores limit the run only where its writers wanted one: on a CPU or waiting for
+    # one (both sampled as R), not while they slept on the storage
+    wanted = shares[W.RUNNING] if shares else None
+    if busy is not None and busy >= 0.9 and (wanted is None or wanted >= 0.3):
+        return out(L.CPU, HIGH if busy >= 0.97 and wanted is not None else MEDIUM,
+                   f"the node's cores were {busy:.0%} busy over the timed phase"
+                   + (f"; the writers on or waiting for a CPU {wanted:.0%} of their samples"
+                      if wanted is not None else ""))
     if shares:
         storage = sum(shares[c] for c in (W.WRITEBACK, W.NETWORK, W.FUSE))
         if storage >= 0.5:
