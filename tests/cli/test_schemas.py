@@ -104,15 +104,23 @@ block_size = ["64KiB", "1MiB"]
 ALL_OUTPUTS = ("aggregate", "stonewall", "cpu-per-GB", "per-node")
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize("metric", metrics.NAMES)
-def test_every_json_output_is_valid_for_every_metric(tmp_path, metric):
-    folder = tmp_path / "r"
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """The records and the study every metric's outputs read (made once: only read)."""
+    top = tmp_path_factory.mktemp("schemas")
+    folder = top / "r"
     folder.mkdir()
     _records(folder)
-    study = tmp_path / "m.toml"
-    study.write_text(STUDY.format(data=tmp_path / "data", results=tmp_path / "sr"))
+    study = top / "m.toml"
+    study.write_text(STUDY.format(data=top / "data", results=top / "sr"))
     synth.study_records(str(study), lambda p: 400.0 if p["block_size"] == "64KiB" else 500.0)
+    return folder, study
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("metric", metrics.NAMES)
+def test_every_json_output_is_valid_for_every_metric(tmp_path, metric, made):
+    folder, study = made
     commands = {
         "report": ["report", str(folder), "--by", "tag.cfg", "--format", "json", "--limits"],
         "compare": ["compare", str(folder / "r0.h5"), str(folder / "r1.h5"), "--json"],
