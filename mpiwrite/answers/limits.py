@@ -4,8 +4,10 @@
 Each node of each good iteration gets one limit (vocab/limits.py), tried in this order; the
 first whose evidence holds is the node's:
 
-1. the page cache: a network client's node wrote faster than its link can carry (its measured
-   or nominal ceiling): the data did not all leave the node in the timed interval;
+1. the page cache: a network client's node wrote faster than its link can carry: above 1.15x
+   its nominal rate, or 2x what the network check measured (a measured ceiling is what the
+   link carried at least: a loaded node measures less); the data did not all leave the node
+   in the timed interval;
 2. the node's link: its rate is at least 70 % of that ceiling;
 3. one storage target: `show --by target` names a target slower than the others beyond noise
    and this node's ranks wrote to it (the ranks on it are named);
@@ -124,14 +126,19 @@ def _node_verdict(rate: float, span: float, ceiling, how: str, local: bool, buff
             confidence = MEDIUM
         return {"limit": limit, "confidence": confidence, "evidence": evidence}
 
-    if not local and ceiling and rate > 1.15 * ceiling:
+    # a measured ceiling is what the link carried at least (a loaded node measures less):
+    # only a rate far above it says the data stayed; a nominal rate is the link's most
+    above = 2.0 if how == "measured" else 1.15
+    if not local and ceiling and rate > above * ceiling:
         return out(L.CACHE, HIGH if buffered else MEDIUM,
                    f"{rate:.1f} MB/s is {rate / ceiling:.1f}x its link's ceiling of "
                    f"{ceiling:.1f} MB/s ({how}): the data did not all leave the node")
     if not local and ceiling and rate >= 0.7 * ceiling:
         return out(L.LINK, HIGH if rate >= 0.85 * ceiling else MEDIUM,
                    f"{rate:.1f} MB/s, {rate / ceiling:.0%} of its link's ceiling of "
-                   f"{ceiling:.1f} MB/s ({how})")
+                   f"{ceiling:.1f} MB/s ({how})" + (
+                       "; above it: the check measured less than the link carries"
+                       if rate > ceiling else ""))
     if on_slow:
         return out(L.TARGET, HIGH, slow_text)
     if shares:

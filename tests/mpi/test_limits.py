@@ -36,6 +36,8 @@ def _verdict(rate=100.0, ceiling=None, local=False, buffered=False, shares=None,
 @pytest.mark.parametrize("given,limit,confidence", [
     # above the link: the page cache; at it: the link; well below: not the link
     (dict(rate=300.0, ceiling=100.0, buffered=True), L.CACHE, "high"),
+    # a measured ceiling is a floor of the link: 1.5x it is still the link
+    (dict(rate=150.0, ceiling=100.0, buffered=True), L.LINK, "high"),
     (dict(rate=95.0, ceiling=100.0), L.LINK, "high"),
     (dict(rate=75.0, ceiling=100.0), L.LINK, "medium"),
     (dict(rate=300.0, ceiling=100.0, local=True, shares=_shares(RUNNING=0.9)), L.WRITER,
