@@ -558,7 +558,8 @@ def test_show_by_target_names_the_slow_brick(bed):
 
 def test_a_fuse_client_held_to_a_small_cpu_share_is_named_the_limit(bed):
     """Host 0's FUSE client (its glusterfs daemon) in a cgroup held to 1% of a CPU (cgroup
-    v1 cpu quota; at 5% a loaded suite once starved the bricks as much) while 2 ranks write: the writers wait in FUSE requests, the daemon waits
+    v1 cpu quota; at 5% a loaded suite once starved the bricks as much) while 2 ranks
+    write: the writers wait in FUSE requests, the daemon waits
     for a CPU far longer than it runs, and the verdict is the client's CPU, with the gluster
     catalogue's CPU tunables to try (`tune plan --from`)."""
     cpu = "/sys/fs/cgroup/cpu"
