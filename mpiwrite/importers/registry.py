@@ -16,12 +16,14 @@ if TYPE_CHECKING:
     from mpiwrite.importers.base import Importer, Source, Test
 
 # In the order the content is matched: the most specific marks first (mpiwrite's own JSON
-# names itself; fio's JSON has `fio version`; IOR's banner, CSV header or JSON keys), then
+# names itself; fio's JSON has `fio version`; IOR's banner, CSV header or JSON keys;
+# elbencho's CSV labels), then
 # dd's `records in/out` lines before lmdd's bare summary lines.
 IMPORTERS: Dict[str, str] = {
     "mpiwrite-json": "mpiwrite.importers.mpiwrite_json",
     "fio": "mpiwrite.importers.fio",
     "ior": "mpiwrite.importers.ior",
+    "elbencho": "mpiwrite.importers.elbencho",
     "dd": "mpiwrite.importers.dd",
     "lmdd": "mpiwrite.importers.lmdd",
 }

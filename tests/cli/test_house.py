@@ -384,6 +384,8 @@ SPELLING_EXEMPT = {
     "records.check": "the facts' own structure (lustre, fs and client are objects there), "
                      "checked before any key is made from them",
     "importers.fio": "fio's own option names (direct, fsync), which two jobs must share",
+    "importers.elbencho": "elbencho's own settings (block size, direct IO), which a WRITE and "
+                          "the READ after it must share to be one run",
     "importers.ior": "which of a test's settings IOR's command line already gave",
     "importers.mpiwrite_json": "an mpiwrite JSON document's fields, checked by their types "
                                "before any key is made from them",

@@ -790,3 +790,100 @@ def test_mpiwrite_own_run_json_becomes_a_record_of_what_it_states(tmp_path, caps
     bad = tmp_path / "failed.json"
     bad.write_text(path.read_text().replace('"status": "complete"', '"status": "failed"'))
     assert "only a complete run" in _refused(capsys, tmp_path / "x", bad)
+
+
+# -- elbencho ----------------------------------------------------------------------------
+def _elbencho_rows(name):
+    """The fixture's data-moving phases, read here without the importer: CSV rows or JSON
+    objects, in the file's order."""
+    import csv
+
+    text = (FIX / name).read_text()
+    if name.endswith(".json"):
+        return [d for d in map(json.loads, text.splitlines()) if d["phase_type"] in
+                ("WRITE", "READ")]
+    return [r for r in csv.DictReader(text.splitlines()) if r["operation"] in ("WRITE", "READ")]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", ["elbencho-3.1.csv", "elbencho-3.1.json"])
+def test_elbencho_csv_and_json_figures_are_the_files(tmp_path, capsys, name):
+    """elbencho 3.1 (built here from breuner/elbencho), a folder run (2 threads x 4 files x
+    64 MiB, write then read, --sync) and a shared file (2 threads, 128 MiB, --direct --rand):
+    each WRITE with its READ one run, its figures the file's: the CSV's whole MiB/s x 1.048576,
+    the JSON's bytes/s exactly; first done and the tail from its first and last worker."""
+    code, _out, err = cli(capsys, "import", FIX / name, "--results", tmp_path)
+    assert code == 0, err
+    got = sorted(recs(tmp_path), key=lambda r: r.imported()["index"])
+    rows = _elbencho_rows(name)
+    writes = [r for r in rows if r.get("operation", r.get("phase_type")) == "WRITE"]
+    assert len(got) == len(writes) == 2
+    for rec, w in zip(got, writes):
+        it = rec.iterations[0]
+        imp = rec.imported()
+        assert imp["tool"] == "elbencho" and imp["tool_version"] == "3.1-10"
+        if name.endswith(".json"):
+            last, first = w["last_done"], w["first_done"]
+            assert agg(rec) == [int(last["bytes/s"]) / MB]
+            assert float(it["first_done_MB_per_s"]) == int(first["bytes/s"]) / MB
+            assert int(it["bytes"]) == int(last["bytes"])
+            tail = (int(last["elapsed_time_ms"]) - int(first["elapsed_time_ms"])) / 1e3
+            threads = int(w["config"]["threads"])
+        else:
+            assert agg(rec) == [int(w["MiB/s [last]"]) * TO_MB]
+            assert float(it["first_done_MB_per_s"]) == int(w["MiB/s [first]"]) * TO_MB
+            assert int(it["bytes"]) // MIB == int(w["MiB [last]"])
+            tail = (int(w["time ms [last]"]) - int(w["time ms [first]"])) / 1e3
+            threads = int(w["threads"])
+        assert float(it["tail_seconds"]) == pytest.approx(tail)
+        assert rec.attrs["ranks"] == threads and rec.attrs["nodes"] == 1
+        assert "elbencho" in rec.attrs["command_line"] and imp["command_source"] == "file"
+    folder, shared = got
+    keys = [r.keys() for r in got]
+    assert (keys[0]["layout"], keys[0]["direct"], keys[0]["pattern"]) == ("fpp", "off",
+                                                                          "sequential")
+    assert (keys[1]["layout"], keys[1]["direct"], keys[1]["pattern"]) == ("shared", "on",
+                                                                          "random")
+    assert {k["fsync"] for k in keys} == {"off"}  # --sync is a phase of its own
+    assert int(folder.iterations["bytes"][0]) == 2 * 4 * 64 * MIB
+    read = next(r for r in rows if r.get("operation", r.get("phase_type")) == "READ")
+    want = (int(read["last_done"]["bytes/s"]) / MB if name.endswith(".json")
+            else int(read["MiB/s [last]"]) * TO_MB)
+    assert agg(folder, "read_aggregate_MB_per_s") == [want]
+    assert not (shared.iterations["read_aggregate_MB_per_s"] == shared.iterations[
+        "read_aggregate_MB_per_s"]).any()  # NaN: no read phase
+    notes = " ".join(folder.imported()["notes"])
+    assert "SYNC phase of" in notes and "MKDIRS" in notes and "RMFILES" in notes
+
+
+@pytest.mark.timeout(60)
+def test_elbencho_files_cut_short_or_inconsistent_are_refused_whole(tmp_path, capsys):
+    text = (FIX / "elbencho-3.1.csv").read_text()
+    lines = text.splitlines()
+    cut = tmp_path / "cut.csv"
+    cut.write_text("\n".join(lines[:-1] + [lines[-1][:60]]) + "\n")
+    code, _o, err = cli(capsys, "import", cut, "--results", tmp_path / "r1")
+    assert code == 2 and "cells for" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "r1").exists() or not list((tmp_path / "r1").glob("*.h5"))
+    # a WRITE row whose MiB [last] is not what its settings move: not one run's row
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    at = rows[0].index("MiB [last]")
+    for r in rows[1:]:
+        if r[rows[0].index("operation")] == "WRITE":
+            r[at] = str(int(r[at]) + 7)
+            break
+    bad = tmp_path / "bad.csv"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    bad.write_text(buf.getvalue())
+    code, _o, err = cli(capsys, "import", bad, "--results", tmp_path / "r2")
+    assert code == 2 and "not one run's row" in err, err
+    jbad = tmp_path / "bad.json"
+    jtext = (FIX / "elbencho-3.1.json").read_text()  # elbencho escapes the slash: bytes\/s
+    assert '"bytes\\/s":"' in jtext
+    jbad.write_text(jtext.replace('"bytes\\/s":"', '"bytes\\/s":"-', 1))
+    code, _o, err = cli(capsys, "import", jbad, "--results", tmp_path / "r3")
+    assert code == 2 and "bytes/s" in err, err

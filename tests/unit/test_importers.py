@@ -21,6 +21,7 @@ FIXTURES = {
             "fpp-write-i2.csv", "fpp-write-read-fsyncperwrite.txt",
             "glusterfs-3hosts-6ranks.txt"],
     "fio": ["fio-write-2jobs.json", "fio-randrw70-libaio.json"],
+    "elbencho": ["elbencho-3.1.csv", "elbencho-3.1.json"],
     "lmdd": ["lmdd-tmpfs.txt"],
     "dd": ["dd-fsync.txt"],
     "mpiwrite-json": ["mpiwrite-run.json"],

@@ -1,0 +1,286 @@
+"""elbencho's results files (`--csvfile FILE`, `--jsonfile FILE`) as imported tests
+(docs/import.md).
+
+elbencho appends one entry per benchmark phase to each file: a CSV row (the labels first, when
+the file was empty) or a JSON object on a line of its own.  Each holds the date the phase
+started, the run's settings (label, path type, paths, hosts, threads, dirs, files, file size,
+block size, direct IO, random; elbencho 3.1 also its version and command) and the phase's
+results twice: when the first worker finished (`[first]`, `first_done`: elbencho's
+stonewall) and when the last did (`[last]`, `last_done`).  elbencho never syncs inside a
+WRITE phase: `--sync` is a SYNC phase of its own after it, so the figure is not durable
+(fsync off) and the SYNC's time is noted.  A WRITE entry is one run; a READ
+entry that follows it with the same settings is that run's read phase; a READ alone is a run
+of its own.  Other phases (MKDIRS, RMFILES, ...) move no data and are left out, said.
+
+Against the file: the JSON's `bytes/s` and `bytes` are exact; the CSV prints whole MiB/s and
+whole MiB (the integer part), so a CSV figure is known to 1.05 MB/s and its bytes come from
+the settings (threads x hosts x dirs x files x file size for a folder run; the paths' file
+size otherwise), checked against `MiB [last]`.  The last worker's rate is the aggregate, the
+first's mpiwrite's first-done, their times' difference the tail.  elbencho's threads are the
+ranks, its hosts the nodes.  Neither format says the host's name.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+from typing import Any, Dict, List
+
+from mpiwrite.formats.numbers import BYTES, COUNT, MS, RANKS, RATE_MIB, number
+from mpiwrite.importers.base import (
+    MIB_TO_MB,
+    UNKNOWN,
+    Importer,
+    Phase,
+    Source,
+    Test,
+    iso_utc,
+    refuse,
+)
+from mpiwrite.text import printable
+from mpiwrite.units import MB, MiB, format_size
+
+HEAD = ("ISO date", "label", "path type", "paths", "hosts", "threads")
+NEED = ("ISO date", "path type", "paths", "hosts", "threads", "dirs", "files", "file size",
+        "block size", "direct IO", "random", "operation", "time ms [first]", "time ms [last]",
+        "MiB/s [first]", "MiB/s [last]", "MiB [last]")
+MOVES_DATA = ("WRITE", "READ")
+SAME = ("label", "path_type", "paths", "hosts", "threads", "dirs", "files", "file_size",
+        "block_size", "direct", "random", "command")
+MAX_ENTRIES = 100_000
+
+
+def _csv_entries(src: Source) -> List[Dict[str, Any]]:
+    lines = [ln for ln in src.text.splitlines() if ln.strip()]
+    if not lines or not lines[0].startswith(",".join(HEAD)):
+        raise refuse(src.path, "no elbencho CSV labels (ISO date,label,path type,...): "
+                     "elbencho writes them first into an empty --csvfile; keep that line")
+    reader = csv.reader(io.StringIO("\n".join(lines)))
+    header = next(reader)
+    lacking = [n for n in NEED if n not in header]
+    if lacking:
+        raise refuse(src.path, f"elbencho CSV labels lack {', '.join(lacking)}")
+    out = []
+    for i, cells in enumerate(reader, start=2):
+        if cells == header:  # runs appended to a file whose labels were printed again
+            continue
+        if len(cells) != len(header):
+            raise refuse(src.path, f"line {i}: {len(cells)} cells for {len(header)} labels "
+                         "(cut short, or another tool's line)")
+        r = dict(zip(header, cells))
+        out.append({"where": f"line {i}", "op": r["operation"].strip().upper(),
+                    "label": r["label"], "date": r["ISO date"], "path_type": r["path type"],
+                    "paths": r["paths"], "hosts": r["hosts"], "threads": r["threads"],
+                    "dirs": r["dirs"], "files": r["files"], "file_size": r["file size"],
+                    "block_size": r["block size"], "direct": r["direct IO"].strip() == "1",
+                    "random": r["random"].strip() == "1", "version": r.get("version", ""),
+                    "command": r.get("command", ""), "first_ms": r["time ms [first]"],
+                    "last_ms": r["time ms [last]"], "first_MiB_s": r["MiB/s [first]"],
+                    "last_MiB_s": r["MiB/s [last]"], "last_MiB": r["MiB [last]"],
+                    "original": r})
+    return out
+
+
+def _json_entries(src: Source) -> List[Dict[str, Any]]:
+    out = []
+    for i, line in enumerate(src.text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            raise refuse(src.path, f"line {i}: not a JSON object (elbencho writes one a "
+                         "line)") from None
+        if not isinstance(d, dict) or not isinstance(d.get("config"), dict) or not all(
+                isinstance(d.get(k), dict) for k in ("first_done", "last_done")):
+            raise refuse(src.path, f"line {i}: no elbencho phase (phase_type, config, "
+                         "first_done, last_done)")
+        c, first, last = d["config"], d["first_done"], d["last_done"]
+        out.append({"where": f"line {i}", "op": str(d.get("phase_type", "")).upper(),
+                    "label": str(d.get("label", "")), "date": str(d.get("iso_start_date", "")),
+                    "path_type": str(c.get("path_type", "")), "paths": c.get("paths"),
+                    "hosts": c.get("hosts"), "threads": c.get("threads"),
+                    "dirs": c.get("dirs", ""), "files": c.get("files", ""),
+                    "file_size": c.get("file_size"), "block_size": c.get("block_size"),
+                    "direct": str(c.get("direct_io")) == "true",
+                    "random": str(c.get("random_offsets")) == "true",
+                    "version": str(c.get("version", "")), "command": str(c.get("command", "")),
+                    "first_ms": first.get("elapsed_time_ms"),
+                    "last_ms": last.get("elapsed_time_ms"),
+                    "first_Bps": first.get("bytes/s"), "last_Bps": last.get("bytes/s"),
+                    "last_bytes": last.get("bytes"),
+                    "original": {k: v for k, v in d.items() if k != "config"}})
+    return out
+
+
+def _entries(src: Source) -> List[Dict[str, Any]]:
+    text = src.text.lstrip()
+    got = _json_entries(src) if text.startswith("{") else _csv_entries(src)
+    if not got:
+        raise refuse(src.path, "no elbencho phase in the file")
+    if len(got) > MAX_ENTRIES:
+        raise refuse(src.path, f"{len(got)} phases: more than {MAX_ENTRIES}")
+    return got
+
+
+def _iso(text: str) -> str:
+    """elbencho's local ISO date with its zone (2026-12-06T21:40:01.123+0000) in UTC, or ''."""
+    try:
+        t = datetime.datetime.strptime(str(text).strip(), "%Y-%m-%dT%H:%M:%S.%f%z")
+    except ValueError:
+        return ""
+    return iso_utc(t.timestamp())
+
+
+def _settings_bytes(e: Dict[str, Any], path: str, where: str) -> int:
+    """The bytes the phase's settings move: a folder run's threads x hosts x dirs x files x
+    file size, else the paths' file size (each path written whole)."""
+    size = number(e["file_size"], BYTES, path, f"{where}: file size")
+    if e["path_type"].strip().lower() == "dir":
+        parts = [number(e[k], COUNT, path, f"{where}: {k}")
+                 for k in ("threads", "hosts", "dirs", "files")]
+        total = parts[0] * parts[1] * parts[2] * parts[3] * size
+    else:
+        total = number(e["paths"], COUNT, path, f"{where}: paths") * size
+    return number(total, BYTES, path, f"{where}: the bytes its settings move")
+
+
+def _phase(e: Dict[str, Any], path: str, test: Test) -> tuple:
+    """(Phase, first-done MB/s or NaN) of one entry, checked."""
+    where = f"{test.label}: {e['op']}"
+    if "last_Bps" in e:  # JSON: exact
+        nbytes = number(e["last_bytes"], BYTES, path, f"{where}: last_done bytes")
+        last = number(e["last_Bps"], COUNT, path, f"{where}: last_done bytes/s") / MB
+        got = e.get("first_Bps")
+        first = number(got, COUNT, path, f"{where}: first_done bytes/s") / MB \
+            if got not in (None, "") else float("nan")
+        return Phase(bytes=[nbytes], MB_per_s=[last]), first
+    last = number(e["last_MiB_s"], RATE_MIB, path, f"{where}: MiB/s [last]") * MIB_TO_MB
+    mib = number(e["last_MiB"], COUNT, path, f"{where}: MiB [last]")
+    nbytes = _settings_bytes(e, path, where)
+    if nbytes // MiB != mib:
+        raise refuse(path, f"{where}: MiB [last] is {mib}, but its settings make "
+                     f"{format_size(nbytes)}: not one run's row")
+    got = e["first_MiB_s"].strip()
+    first = number(got, RATE_MIB, path, f"{where}: MiB/s [first]") * MIB_TO_MB \
+        if got else float("nan")
+    return Phase(bytes=[nbytes], MB_per_s=[last]), first
+
+
+def _runs(entries: List[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    runs: List[List[Dict[str, Any]]] = []
+    for e in entries:
+        if e["op"] not in MOVES_DATA:
+            continue
+        prev = runs[-1] if runs else None
+        if e["op"] == "READ" and prev and len(prev) == 1 and prev[0]["op"] == "WRITE" and \
+                all(str(prev[0][k]) == str(e[k]) for k in SAME):
+            prev.append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _sync_after(entries: List[Dict[str, Any]], write: Dict[str, Any]) -> Any:
+    """The ms of the SYNC phase right after `write` (elbencho --sync), or None."""
+    i = next((k for k, e in enumerate(entries) if e is write), None)
+    if i is None or write["op"] != "WRITE" or i + 1 >= len(entries) or \
+            entries[i + 1]["op"] != "SYNC":
+        return None
+    got = entries[i + 1]["last_ms"]
+    try:
+        return float(got)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse(src: Source, command: str = "") -> List[Test]:
+    entries = _entries(src)
+    fmt = "elbencho-json" if "last_Bps" in entries[0] else "elbencho-csv"
+    skipped = sorted({printable(e["op"])[:20] for e in entries if e["op"] not in MOVES_DATA})
+    runs = _runs(entries)
+    if not runs:
+        raise refuse(src.path, "no WRITE or READ phase: elbencho moved no data in "
+                     + ", ".join(skipped))
+    out = []
+    for index, group in enumerate(runs):
+        first = group[0]
+        label = first["where"] + (f" ({printable(first['label'])[:40]})"
+                                  if first["label"] else "")
+        threads = number(first["threads"], RANKS, src.path, f"{label}: threads")
+        hosts = number(first["hosts"], RANKS, src.path, f"{label}: hosts")
+        own = first["command"].strip()
+        test = Test(index=index, label=label, tool="elbencho",
+                    tool_version=first["version"].strip(), fmt=fmt, ranks=threads * hosts,
+                    nodes=hosts, command=command or own,
+                    command_source="--command" if command else ("file" if own else UNKNOWN))
+        test.start_time = _iso(first["date"])
+        block = number(first["block_size"], BYTES, src.path, f"{label}: block size")
+        size = number(first["file_size"], BYTES, src.path, f"{label}: file size")
+        folder = first["path_type"].strip().lower() == "dir"
+        for e in group:
+            ph, first_done = _phase(e, src.path, test)
+            where = f"{label}: {e['op']}"
+            t_first = number(e["first_ms"], MS, src.path, f"{where}: first time ms")
+            t_last = number(e["last_ms"], MS, src.path, f"{where}: last time ms")
+            if t_first > t_last:
+                raise refuse(src.path, f"{where}: the first worker finished after the last "
+                             f"({t_first:g} ms > {t_last:g} ms)")
+            if e["op"] == "WRITE":
+                test.write = ph
+                test.columns["tail_seconds"] = [(t_last - t_first) / 1e3]
+                test.columns["first_done_MB_per_s"] = [first_done]
+            else:
+                test.read = ph
+            test.original.append(e["original"])
+        test.params.update(block_size=block, size=size, iterations=1, direct=first["direct"],
+                           layout="fpp" if folder else "shared",
+                           pattern="random" if first["random"] else "sequential",
+                           engine="elbencho", target="")
+        # elbencho's --sync is a phase of its own after the write: never in the WRITE time
+        test.params["fsync"] = False
+        test.keys = {"direct": "on" if first["direct"] else "off", "fsync": "off",
+                     "layout": test.params["layout"], "pattern": test.params["pattern"],
+                     "engine": "elbencho", "block_size": format_size(block)}
+        test.derived["params.fsync"] = ("off: elbencho does not sync inside a WRITE phase; "
+                                        "--sync runs a SYNC phase of its own after it")
+        sync = _sync_after(entries, group[0])
+        if sync is not None:
+            test.notes.append(f"a SYNC phase of {sync:g} ms followed the WRITE (elbencho "
+                              "--sync): the write figure leaves it out")
+        test.exact += ["ranks (threads x hosts)", "nodes (hosts)", "params.block_size",
+                       "params.size (file size)", "params.direct (direct IO)",
+                       "params.pattern (random)", "tail_seconds (last - first time ms)"]
+        test.exact += ["tool_version"] if test.tool_version else []
+        test.exact += ["command_line"] if own and not command else []
+        if fmt == "elbencho-json":
+            test.exact += ["bytes (last_done bytes)", "aggregate_MB_per_s (last_done "
+                           "bytes/s / 10^6)", "first_done_MB_per_s (first_done bytes/s)"]
+        else:
+            test.exact.append("bytes (its settings, checked against MiB [last])")
+            test.derived.update({
+                "aggregate_MB_per_s": "MiB/s [last] x 1.048576: the CSV prints whole MiB/s, "
+                                      "so the figure is known to 1.05 MB/s",
+                "first_done_MB_per_s": "MiB/s [first] x 1.048576 (when the first worker "
+                                       "finished: elbencho's stonewall)"})
+        test.derived["params.layout"] = ("a file per thread in a folder run (path type dir), "
+                                         "else the given files shared by the threads")
+        if test.read:
+            test.derived["read_aggregate_MB_per_s"] = "as the write figure, for reads"
+        if skipped:
+            test.notes.append("phases that move no data left out: " + ", ".join(skipped))
+        test.unknown += ["host"] + ([] if test.tool_version else ["tool_version"]) + (
+            [] if test.command else ["command_line"])
+        out.append(test)
+    return out
+
+
+def detect(text: str) -> bool:
+    head = text.lstrip()[:4096]
+    return head.startswith(",".join(HEAD)) or (
+        head.startswith('{"phase_type"') and '"first_done"' in head)
+
+
+IMPORTER = Importer(name="elbencho", title="elbencho", detect=detect, parse=parse)
