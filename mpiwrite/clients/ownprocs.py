@@ -11,7 +11,7 @@ threads shared with everything else: not counted.
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from mpiwrite.sysroot import Reader
 
@@ -33,16 +33,23 @@ def threads(reader: Reader, prefixes: Sequence[str]) -> List[int]:
     return found
 
 
+def _stat(reader: Reader, pid: int) -> Optional[Tuple[str, List[str]]]:
+    """(its name, the fields of /proc/PID/stat after it) of a process still there, or None."""
+    text, _ = reader.read(f"proc/{int(pid)}/stat", keep=False)
+    if not text or ")" not in text:
+        return None
+    return text[text.find("(") + 1:text.rfind(")")], text[text.rfind(")") + 2:].split()
+
+
 def seconds(reader: Reader, pids: Sequence[int]) -> Dict[str, float]:
     """{'PID name': user + system CPU seconds} of each process still there."""
     tick = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
     out: Dict[str, float] = {}
     for pid in pids:
-        text, _ = reader.read(f"proc/{int(pid)}/stat", keep=False)
-        if not text or ")" not in text:
+        got = _stat(reader, pid)
+        if got is None:
             continue
-        name = text[text.find("(") + 1:text.rfind(")")]
-        fields = text[text.rfind(")") + 2:].split()
+        name, fields = got
         try:  # fields 14 and 15 of stat(5), counted from the state (field 3)
             out[f"{pid} {name}"] = (int(fields[11]) + int(fields[12])) / tick
         except (IndexError, ValueError):
@@ -57,10 +64,10 @@ def waited(reader: Reader, pids: Sequence[int]) -> Dict[str, float]:
     verdict (answers/limits.py) reads it beside the CPU seconds."""
     out: Dict[str, float] = {}
     for pid in pids:
-        text, _ = reader.read(f"proc/{int(pid)}/stat", keep=False)
-        if not text or ")" not in text:
+        got = _stat(reader, pid)
+        if got is None:
             continue
-        name = text[text.find("(") + 1:text.rfind(")")]
+        name = got[0]
         total = 0
         for rel in reader.glob(f"proc/{int(pid)}/task/[0-9]*")[:MAX_PROCESSES]:
             got, _ = reader.read(f"{rel}/schedstat", keep=False)
