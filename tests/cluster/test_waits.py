@@ -39,7 +39,7 @@ def test_a_buffered_writer_held_by_dirty_throttling_and_a_direct_one_by_the_devi
     with throttled_disk(str(tmp_path / "disk"), rate=50 << 20, dirty_bytes=4 << 20,
                         writeback=True) as (mnt, inside):
         (tmp_path / "buffered").mkdir()
-        rec = _run(inside, [os.path.join(mnt, "b"), "-s", "160M", "--results", "r"],
+        rec = _run(inside, [os.path.join(mnt, "b"), "-s", "64M", "--results", "r"],
                    str(tmp_path / "buffered"), n=2)
         _largest_class, mean = _largest(rec)
         # the writer waits in dirty throttling more than in anything else it waits in (the
