@@ -91,7 +91,7 @@ def render(p: Page, now: Optional[str] = None) -> str:
     if not p.study and len(rows) > 1:  # a records page leads with the comparison
         parts.append(("chart", "The configurations side by side",
                       _chart_html(p, rows, by, sampling)))
-    parts += [("table", "Table", _table_html(rows, by, sampling, unit)),
+    parts += [("table", "Table", _table_html(rows, by, sampling, unit) + _left_out(p)),
              ("verdicts", "Verdicts", _verdicts_html(p, rows, by, sampling)),
              ("plots", "Plots", _plots_html(p, rows, groups, sampling)),
              ("differ", "Node facts and settings that differ",
@@ -159,6 +159,29 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
                  "per-rank times (an imported record has none: blank)")
     notes.append(limits.NOTE)
     return h.table(head, body, right=range(len(by), len(head))) + "\n" + h.items(notes)
+
+
+def _left_out(p: Page) -> str:
+    """What the table does not count, as `report` says it on its standard error: runs that
+    did not complete, and complete runs that are not valid (formats/validity.py), each with
+    its reasons."""
+    from mpiwrite.answers.results import INVALID
+
+    store = getattr(p.store, "store", p.store)  # under --where: the records it selects from
+    skipped = store.not_complete() if hasattr(store, "not_complete") else {}
+    if not skipped:
+        return ""
+    said = ", ".join(f"{n} {state}" for state, n in sorted(skipped.items()))
+    lines = [f"left out: {sum(skipped.values())} run(s) ({said})"]
+    if INVALID in skipped:
+        from mpiwrite.formats import validity
+
+        for r in store.runs:
+            if r.status == "complete" and not store.counted(r):
+                why = "; ".join(validity.stored(r).get("reasons", [])[:3]) or "not valid"
+                lines.append(f"not valid: {r.run_id}: {why}")
+        lines.append("--include-invalid counts them (as report's, compare's and explain's)")
+    return "\n" + h.items(lines[:20])
 
 
 def _chart_html(p: Page, rows, by, sampling: Sampling) -> str:

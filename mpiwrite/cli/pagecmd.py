@@ -18,6 +18,7 @@ from mpiwrite.cli.options import (
     Where,
     cache_choice,
     cache_options,
+    invalid_option,
     sampling_from,
     sampling_options,
     units_option,
@@ -55,10 +56,11 @@ SUFFIXES = (".html", ".htm")
 @click.option("--generation", type=click.IntRange(0), default=None,
               help="With a study file: this generation (default: the newest).")
 @click.option("--skip-bad", is_flag=True, help="Exit 0 even if some records were unreadable.")
+@invalid_option
 @cache_options
 @click.pass_context
 def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, where, units,
-         results, generation, skip_bad, cache_dir, no_cache):
+         results, generation, skip_bad, include_invalid, cache_dir, no_cache):
     """Write one self-contained HTML file to send: table, verdicts, plots, records.
 
     The page holds the table and the verdicts with their intervals (as report, compare and
@@ -93,6 +95,7 @@ def page(ctx, paths, output, by, metric, unit, warmup, confidence, baseline, whe
         tune = _tune_answer(st, keys, runs, sampling)
     else:
         store = Store(paths, level="full", cache=cache)
+        store.include_invalid = include_invalid
         runs = store
         flt = where_filter(where)
         if flt:

@@ -141,6 +141,25 @@ def test_a_stonewall_the_ranks_never_reached_is_not_valid_and_reports_leave_it_o
     assert cmp.returncode == 0, cmp.stderr
 
 
+def test_the_page_says_which_runs_it_left_out_as_not_valid_and_why(runs):
+    """The page's table counts what report counts: the run that never reached its stonewall
+    is left out, named under the table with its reasons, and counted with
+    --include-invalid (the page shows a window and validity where report does)."""
+    where, made = runs
+    short = read_record(made["short"])
+    got = cli(["page", "r", "--by", "which", "-o", "p.html"], cwd=where)
+    assert got.returncode == 0, got.stderr
+    page = (where / "p.html").read_text()
+    table = page.split('id="table"')[1].split("</section>")[0]
+    assert "left out: " in table and "not valid" in table, table[-2000:]
+    assert f"not valid: {short.run_id}: stonewall shorter than asked" in table
+    assert "<td>short</td>" not in table and "<td>a</td>" in table
+    got = cli(["page", "r", "--by", "which", "-o", "q.html", "--include-invalid"], cwd=where)
+    assert got.returncode == 0, got.stderr
+    table = (where / "q.html").read_text().split('id="table"')[1].split("</section>")[0]
+    assert "<td>short</td>" in table and "left out" not in table
+
+
 def test_an_io500_preset_is_valid_for_io500_only_with_its_300_s_stonewall(runs):
     where, made = runs
     verdict = read_record(made["preset"]).attrs["validity"]
