@@ -14,7 +14,8 @@ first whose evidence holds is the node's:
 4. dirty throttling: the writers spent at least a quarter of their samples in
    balance_dirty_pages, more than in any other wait;
 5. the writer: the ranks were running (copying into memory) at least 60 % of their samples:
-   their own work is the limit (the client's CPU where it filled the node's cores);
+   their own work is the limit (the client's CPU where it took 3/4 of the node's cores or
+   more: ranks that crowd the cores are runnable, not running, part of the time);
 6. the client's CPU: the client's own processes (a FUSE daemon, Lustre's threads) waited for
    a CPU at least as long as they ran and for at least a fifth of the timed phase (a
    cgroup's quota, cores taken by others), or the node's cores were at least 90 % busy while
@@ -149,7 +150,9 @@ def _node_verdict(rate: float, span: float, ceiling, how: str, local: bool, buff
                        f"the writers spent {waiting[main]:.0%} of their time in "
                        f"balance_dirty_pages")
         used = f"; they used {ranks_cores:.2f} of its {cores} cores" if ranks_cores else ""
-        if shares[W.RUNNING] >= 0.6 and ranks_cores and cores and ranks_cores >= 0.9 * cores:
+        # 3/4 of the cores: the writers' share when they crowd them (4 ranks on 2 cores
+        # used 1.53, each runnable, not running, part of the time)
+        if shares[W.RUNNING] >= 0.6 and ranks_cores and cores and ranks_cores >= 0.75 * cores:
             return out(L.CPU, HIGH if shares[W.RUNNING] >= 0.8 else MEDIUM,
                        f"the writers were running {shares[W.RUNNING]:.0%} of their samples"
                        f"{used}: their own work filled the node's cores")

@@ -50,6 +50,9 @@ def _verdict(rate=100.0, ceiling=None, local=False, buffered=False, shares=None,
     (dict(shares=_shares(DIRTY=0.3, WRITEBACK=0.5, RUNNING=0.2)), L.STORAGE, "low"),
     (dict(shares=_shares(RUNNING=0.9), ranks_cores=1.0, cores=4), L.WRITER, "high"),
     (dict(shares=_shares(RUNNING=0.9), ranks_cores=3.9, cores=4), L.CPU, "high"),
+    # 4 ranks on 2 cores, each runnable part of the time: their own work fills the cores
+    (dict(shares=_shares(RUNNING=0.81), ranks_cores=1.53, cores=2), L.CPU, "high"),
+    (dict(shares=_shares(RUNNING=0.81), ranks_cores=1.2, cores=2), L.WRITER, "high"),
     (dict(shares=_shares(FUSE=0.5, RUNNING=0.5), busy=0.99), L.CPU, "high"),
     # busy cores while the writers slept on the storage: the storage (a loaded machine)
     (dict(shares=_shares(WRITEBACK=1.0), busy=0.99), L.STORAGE, "medium"),
