@@ -107,7 +107,10 @@ def rows(rec, by: str = "rank", interval: Optional[float] = None,
             order = np.argsort(ts, kind="stable")
             cum = np.interp(edges, np.asarray(ts)[order], np.maximum.accumulate(
                 np.asarray(bs)[order]))
-            per_rank.append((int(row["rank"]), int(row["node"]), np.diff(cum)))
+            # whole bytes at each edge, then their differences: the intervals' bytes are
+            # whole and add up to the rank's exactly (rounding each interval's share on its
+            # own left a 16-rank run's rows up to 3 bytes off a rank's)
+            per_rank.append((int(row["rank"]), int(row["node"]), np.diff(np.rint(cum))))
         yield from _emit(it, by, edges, per_rank, hosts, at)
 
 
