@@ -308,8 +308,9 @@ def tunables_for(rec, limit: str) -> List[str]:
         client = registry.for_fs(fs) if fs else None
     except (KeyError, TypeError, ValueError):
         return []
-    return [t.name for t in (getattr(client, "tunables", None) or {}).values()
-            if limit in getattr(t, "acts_on", ())]
+    from mpiwrite.clients.tunables import acting_on
+
+    return [t.name for t in acting_on(getattr(client, "tunables", None) or {}, limit)]
 
 
 def lines(rec) -> List[str]:

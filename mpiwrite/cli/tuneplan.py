@@ -105,8 +105,9 @@ def _from_limit(record: str, client) -> List[str]:
     if got is None:
         raise ConfigError(f"--from: {printable(record)!r} has no limit verdict (no good "
                           "iteration with per-rank figures: an imported or failed run)")
-    names = [t.name for t in client.tunables.values()
-             if got["limit"] in t.acts_on and not t.remount]
+    from mpiwrite.clients.tunables import acting_on
+
+    names = [t.name for t in acting_on(client.tunables, got["limit"]) if not t.remount]
     said = f"the run's limit: {got['limit']} ({got['confidence']}): {got['evidence']}"
     if not names:
         raise ConfigError(f"--from: {said}; no tunable of the {client.name} client's "

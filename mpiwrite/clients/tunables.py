@@ -13,7 +13,7 @@ filesystems' whole documentation: a tunable not here can still be a hand-written
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from mpiwrite.units import MiB, format_size, parse_size
 from mpiwrite.vocab.limits import CACHE, CPU, DIRTY, LINK, STORAGE, TARGET
@@ -264,6 +264,12 @@ BLOCK = {t.name: t for t in (
        ("mq-deadline", "writes batched, reads first")], "the I/O scheduler (those offered "
        "are in its file)", path="sys/class/block/{disk}/queue/scheduler", acts_on=(STORAGE,)),
 )}
+
+
+def acting_on(catalogue: Dict[str, Tunable], limit: str) -> List[Tunable]:
+    """The tunables of a client's catalogue that act on `limit` (vocab/limits.py): what
+    `show` offers to try and `tune plan --from` plans over."""
+    return [t for t in catalogue.values() if limit in t.acts_on]
 
 
 def merged(*parts: Dict[str, Tunable]) -> Dict[str, Tunable]:
