@@ -200,7 +200,9 @@ def test_host_with_a_slower_link_is_the_slowest_node(bed):
     print(f"limit: {got['limit']} ({got['confidence']}): {got['evidence']}")
     by_host = {n["host"]: n for n in got["nodes"]}
     assert got["limit"] == "link" and got["differ"] == [], got
-    assert by_host["h1"]["ceiling_MB_per_s"] < 0.6 * by_host["h0"]["ceiling_MB_per_s"], got
+    # h1's measured ceiling is its 60 Mbit/s link's (7.5 MB/s); another node's is only a
+    # floor of its link (a loaded node measured 9.8 MB/s for 20), so it is not compared
+    assert by_host["h1"]["ceiling_MB_per_s"] < 1.3 * 60 / 8, got
     show = cli(["show", rec.path], cwd=bed.folder).stdout
     assert "limit: link" in show and "of its link's ceiling" in show, show
 
