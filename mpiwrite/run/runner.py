@@ -399,11 +399,14 @@ class Run:
                 team.raise_abort()
             progress.finish(res.bytes, progress.t0 + watch_s if watch_s else float("inf"),
                             lambda missing, stuck: self._timed_out(missing, it, watch_s, stuck))
-            window_end = clock()
             self.phase = f"iteration {it}: agree" if name == "write" else \
                 f"iteration {it}: {name} agree"
             any_failed, any_signal = team.disarm_abort(
                 extra=[1 if res.failed else 0, 1 if self.signals.received else 0])
+            # after the agreement every rank has left its stream, close and all: a rank's
+            # 'done' can come before its close ends (MPI-IO counts a rank done once its part
+            # is written, and a collective close may return on rank 0 first)
+            window_end = clock()
         finally:
             watchdog.cancel()
             progress.close()
