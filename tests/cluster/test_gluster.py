@@ -437,7 +437,7 @@ def test_write_behind_as_a_once_setting_is_found_and_restored(bed):
     assert rows["performance.write-behind-window-size"]["value"] == "1MB"  # not "(DEFAULT)"
     study, res = os.path.join(bed.folder, "wb.toml"), os.path.join(bed.folder, "wb-res")
     out = bed.h.run(0, f"{pre} tune plan {target} -o {study} "
-                       "--param performance.write-behind=on,off --budget 35s --run size=8MiB "
+                       "--param performance.write-behind=on,off --budget 60s --run size=8MiB "
                        f"--run block_size=4KiB --run progress_interval=0 --results {res}",
                     timeout=120)
     assert out.returncode == 0, out.stderr
