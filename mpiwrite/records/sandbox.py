@@ -20,6 +20,13 @@ crashed reading it" or "did not finish reading it".  Workers write no core files
 stderr (HDF5's and glibc's messages) is dropped, and their address space is bounded
 (MEMORY_BYTES more than they hold after start-up: a record's declared sizes are bounded
 before anything is allocated, this is the backstop).
+
+A worker is forked from the command where that is safe (one thread, no MPI loaded, no HDF5
+file open in it): the command loads the HDF5 library and the readers once (it never runs them
+on a record itself), and each worker starts without an interpreter and its imports of its
+own (about half a second of CPU each, most of a small `report`'s cost).  Elsewhere (a
+program with threads, such as a notebook; an MPI rank) a worker is a fresh interpreter
+(`python -m mpiwrite.records.worker`), as before.  Either way it answers the same requests.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
@@ -83,8 +91,82 @@ def crashed(path: str, code: int, hung: bool = False, seconds: Optional[float] =
     return f"{path}: the HDF5 library crashed reading it ({how}); not read"
 
 
+def _forkable() -> bool:
+    """Whether a worker may be forked from this process: it can fork, runs one thread (a
+    fork copies only the caller's: another's locks would be held for ever in the child), has
+    no MPI loaded (a rank's network and shared memory are not the child's to copy) and holds
+    no HDF5 file open (the child's library would share its state)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1 or "mpi4py.MPI" in sys.modules:
+        return False
+    h5f = sys.modules.get("h5py.h5f")
+    try:
+        return h5f is None or int(h5f.get_obj_count(h5f.OBJ_ALL, h5f.OBJ_FILE)) == 0
+    except Exception:  # noqa: BLE001 - an h5py that cannot say: a fresh interpreter then
+        return False
+
+
+class _Forked:
+    """A worker forked from this command, with the part of subprocess.Popen's surface that
+    _Worker uses (stdin, stdout, kill, wait)."""
+
+    def __init__(self) -> None:
+        from mpiwrite.records import worker
+
+        worker.preload()  # once here, not in every worker
+        down_r, down_w = os.pipe()  # requests: command -> worker
+        up_r, up_w = os.pipe()  # answers: worker -> command
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns into the command's code
+            code = 1
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGHUP, signal.SIG_DFL)
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(down_r, 0)
+                os.dup2(up_w, 1)
+                os.dup2(null, 2)
+                # none of the command's files: another worker's pipes held open here would
+                # keep it from ever seeing its end
+                os.closerange(3, max(3, os.sysconf("SC_OPEN_MAX")))
+                # the command's own buffered stdout is never flushed from here: fresh streams
+                worker.serve(open(0, "rb", closefd=False), open(1, "wb", closefd=False))
+                code = 0
+            except BaseException:  # noqa: BLE001 - its end is its answer
+                pass
+            finally:
+                os._exit(code)  # no atexit, no flush of the command's buffers
+        os.close(down_r)
+        os.close(up_w)
+        self.pid = pid
+        self.returncode: Optional[int] = None
+        self.stdin = open(down_w, "wb")
+        self.stdout = open(up_r, "rb", buffering=0)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # our own child, by its pid
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if end is None else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif time.monotonic() >= end:
+                raise subprocess.TimeoutExpired(f"record worker {self.pid}", timeout)
+            else:
+                time.sleep(0.01)
+        return self.returncode
+
+
 class _Worker:
     def __init__(self) -> None:
+        if _forkable():
+            self._started(_Forked())
+            return
         import mpiwrite
 
         env = dict(os.environ)
@@ -99,6 +181,10 @@ class _Worker:
 
             raise RunError(f"cannot start a process to read records in ({sys.executable}: "
                            f"{exc.strerror or exc})") from None
+        self._started(self.proc)
+
+    def _started(self, proc) -> None:
+        self.proc = proc
         self.fd = self.proc.stdout.fileno()
         self.buf = b""
         self.sent: Deque[int] = deque()  # job numbers whose answers are awaited, in order

@@ -42,9 +42,23 @@ def _serve_one(op: str, path: str) -> Dict[str, Any]:
             "stats": b64(rec.rank_stats.tobytes())}
 
 
-def serve() -> None:
-    """A worker's loop: one JSON request a line in, one JSON answer a line out."""
+def preload() -> None:
+    """What a worker needs, loaded in the command before it forks workers (records/sandbox.py):
+    loaded once there, not in each of them.  Nothing here reads a record."""
+    import h5py  # noqa: F401
+
+    from mpiwrite import host  # noqa: F401
+    from mpiwrite.formats import runkeys  # noqa: F401
+    from mpiwrite.records import h5, runlevel, runrows  # noqa: F401
+
+
+def serve(requests=None, answers=None) -> None:
+    """A worker's loop: one JSON request a line in (stdin), one JSON answer a line out
+    (stdout), or on the binary streams given (a forked worker: records/sandbox.py)."""
     import resource
+
+    requests = requests if requests is not None else sys.stdin.buffer
+    answers = answers if answers is not None else sys.stdout.buffer
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; its end ends us
@@ -65,7 +79,7 @@ def serve() -> None:
     except (OSError, ValueError):
         pass
 
-    for line in sys.stdin.buffer:
+    for line in requests:
         req = json.loads(line)
         path = str(req.get("path"))
         try:
@@ -75,8 +89,8 @@ def serve() -> None:
         except Exception as exc:  # noqa: BLE001 - named as the reading process would
             out = {"ok": False, "error": f"{path}: unusable record ({type(exc).__name__}: "
                                          f"{exc})"}
-        sys.stdout.write(json.dumps(out) + "\n")
-        sys.stdout.flush()
+        answers.write((json.dumps(out) + "\n").encode())
+        answers.flush()
 
 
 if __name__ == "__main__":

@@ -188,12 +188,13 @@ def test_the_import_graph_has_no_cycle():
 
 
 # The modules that may start a process: the bounded runner, and the record sandbox's
-# long-lived workers (which bound themselves: records/sandbox.py).
+# long-lived workers, spawned or forked (which bound themselves: records/sandbox.py).
 STARTS_PROCESSES = {"procs", "records.sandbox"}
 STARTERS = {("subprocess", a) for a in ("run", "Popen", "call", "check_call", "check_output",
                                          "getoutput", "getstatusoutput")} \
     | {("os", a) for a in ("system", "popen", "spawnl", "spawnlp", "spawnv", "spawnvp",
-                           "execv", "execvp", "execve", "posix_spawn", "posix_spawnp")}
+                           "execv", "execvp", "execve", "posix_spawn", "posix_spawnp", "fork",
+                           "forkpty")}
 
 
 def test_every_external_command_goes_through_the_bounded_runner():

@@ -107,3 +107,37 @@ def test_a_bad_hang_limit_is_one_line_and_exit_2(tmp_path, value):
               env={isolated.HANG_ENV: value})
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and isolated.HANG_ENV in out.stderr, out.stderr
+
+
+FORKED = """
+import sys, threading
+from mpiwrite.records import sandbox
+if sys.argv[1] == "thread":
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+print("said once", end="")  # buffered in the command (stdout is a pipe), not yet written
+pool = sandbox.Pool(1)
+got = pool.run([("runlevel", p) for p in sys.argv[2:]])
+print("", type(pool.workers[0].proc).__name__ if pool.workers else "-", file=sys.stderr)
+print("", [g["ok"] for g in got], [g.get("error", "")[-30:] for g in got], file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("how, kind", [("alone", "_Forked"), ("thread", "Popen")])
+def test_a_forked_worker_crashes_alone_and_the_command_says_its_words_once(tmp_path, how,
+                                                                           kind):
+    """A command of one thread forks its workers (no interpreter to start for each); one with
+    threads starts a fresh interpreter.  Either way a record that kills libhdf5 kills only
+    the worker, the next one reads on, and nothing the command had buffered is written twice
+    (the forked worker never flushes the command's streams)."""
+    r = folder_with(tmp_path, SEGFAULTS)
+    paths = [str(r / "a-bad.h5")] + [str(r / f"good{i}.h5") for i in range(3)]
+    out = subprocess.run([sys.executable, "-c", FORKED, how] + paths, capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "said once", out.stdout
+    lines = out.stderr.split("\n")
+    assert lines[0].split() == [kind], out.stderr
+    assert lines[1].startswith(" [False, True, True, True]") and "(SIGSEGV); not read" in \
+        lines[1], out.stderr
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("core")]
