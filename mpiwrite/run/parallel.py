@@ -350,6 +350,7 @@ class Team:
         MPI, comm = self.MPI, self.leaders
         size, me = comm.Get_size(), comm.Get_rank()
         send, recv = bytearray(message), bytearray(message)
+        go, gview = bytearray(8), memoryview(bytearray(8))
         shifts = sorted({1, size - 1, size // 2})
         mine: Dict[str, Dict[str, float]] = {"in": {}}
         started = clock()
@@ -361,15 +362,21 @@ class Team:
             nbytes = min(NET_FIRST, message)  # grown alike on every leader (the agreement)
             while True:
                 t0 = clock()
-                reqs = [comm.Isend([sview[:nbytes], MPI.BYTE], dest=dest, tag=TAG_NET),
-                        comm.Irecv([rview[:nbytes], MPI.BYTE], source=src, tag=TAG_NET)]
-                done = [0.0, 0.0]
+                # a small message, then the message: the receiver times the message from the
+                # small one's arrival (one source's messages match in order), so a sender
+                # that began late (it heard the last agreement later, through a slow link's
+                # full queue) is not taken for a slow link of its own
+                reqs = [comm.Irecv([gview, MPI.BYTE], source=src, tag=TAG_NET),
+                        comm.Irecv([rview[:nbytes], MPI.BYTE], source=src, tag=TAG_NET),
+                        comm.Isend([go, MPI.BYTE], dest=dest, tag=TAG_NET),
+                        comm.Isend([sview[:nbytes], MPI.BYTE], dest=dest, tag=TAG_NET)]
+                done = [0.0] * len(reqs)
                 while not all(done):  # spun, not napped: a nap would be counted as transfer
                     for k, req in enumerate(reqs):
                         if not done[k] and req.Test():
                             done[k] = clock()
                     self.check()
-                ins.append(done[1] - t0)
+                ins.append(done[1] - done[0])
                 # one agreement: whether the time is up, and the slowest message of all
                 said = array("q", [1 if clock() - t_shift >= seconds else 0,
                                    int((max(done) - t0) * 1e6)])
