@@ -93,9 +93,19 @@ def _journal_warning(args) -> None:
         sys.stderr.write(printable(line) + "\n")
 
 
+def _one_blas_thread() -> None:
+    """numpy's BLAS starts a thread per core when it loads, and they spin: 0.1 s of CPU in
+    each process (a command, each rank, each record worker), taken on a node whose cores the
+    ranks' writers want, for arithmetic that is small.  One thread unless the site or the
+    user set another number (the Python API, in someone else's program, sets nothing)."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
 def main() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):  # at once: kept until we know which to use
         signal.signal(s, _defer)
+    _one_blas_thread()  # before anything loads numpy
     closed = _closed_streams()
     if "stdout" in closed and "stderr" not in closed:
         sys.stderr.write("mpiwrite: warning: standard output is closed; what would be "
