@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import importlib
 import json
 import os
 import selectors
@@ -49,6 +50,7 @@ AHEAD = 16  # requests sent to a worker before its answers come back
 ATTEMPTS = 2
 HANG_SECONDS = 60.0  # a worker that answers nothing for this long is ended
 HANG_ENV = "MPIWRITE_RECORD_HANG_SECONDS"  # a site's (or a test's) own limit instead
+WORKER = "mpiwrite.records.worker"  # the worker's program (run by name, never imported here)
 MEMORY_BYTES = 3 * 2**31  # three tables of the largest size recordcheck lets through
 
 
@@ -110,8 +112,10 @@ class _Forked:
     _Worker uses (stdin, stdout, kill, wait)."""
 
     def __init__(self) -> None:
-        from mpiwrite.records import worker
-
+        # the worker is a program this module runs by its name, forked or spawned (`-m`),
+        # never a module it imports: the worker imports this one and the readers, which
+        # import this one (the house holds the import graph free of cycles)
+        worker = importlib.import_module(WORKER)
         worker.preload()  # once here, not in every worker
         down_r, down_w = os.pipe()  # requests: command -> worker
         up_r, up_w = os.pipe()  # answers: worker -> command
@@ -128,8 +132,13 @@ class _Forked:
                 # none of the command's files: another worker's pipes held open here would
                 # keep it from ever seeing its end
                 os.closerange(3, max(3, os.sysconf("SC_OPEN_MAX")))
-                # the command's own buffered stdout is never flushed from here: fresh streams
-                worker.serve(open(0, "rb", closefd=False), open(1, "wb", closefd=False))
+                # the command's own streams (what it has buffered) are never flushed from
+                # here: held until os._exit, fresh ones on the worker's pipes in their place
+                _held = (sys.stdin, sys.stdout, sys.stderr)
+                sys.stdin, sys.stdout, sys.stderr = (
+                    open(fd, mode, closefd=False) for fd, mode in ((0, "r"), (1, "w"),
+                                                                   (2, "w")))
+                worker.serve()  # its program's loop, as `python -m` runs it
                 code = 0
             except BaseException:  # noqa: BLE001 - its end is its answer
                 pass
@@ -173,7 +182,7 @@ class _Worker:
         top = os.path.dirname(os.path.dirname(os.path.abspath(mpiwrite.__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (top, env.get("PYTHONPATH")) if p)
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "mpiwrite.records.worker"],
+            self.proc = subprocess.Popen([sys.executable, "-m", WORKER],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, env=env, close_fds=True)
         except OSError as exc:

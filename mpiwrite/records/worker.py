@@ -52,13 +52,11 @@ def preload() -> None:
     from mpiwrite.records import h5, runlevel, runrows  # noqa: F401
 
 
-def serve(requests=None, answers=None) -> None:
-    """A worker's loop: one JSON request a line in (stdin), one JSON answer a line out
-    (stdout), or on the binary streams given (a forked worker: records/sandbox.py)."""
+def serve() -> None:
+    """A worker's loop: one JSON request a line in, one JSON answer a line out."""
     import resource
 
-    requests = requests if requests is not None else sys.stdin.buffer
-    answers = answers if answers is not None else sys.stdout.buffer
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash here leaves no core file
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; its end ends us
