@@ -71,7 +71,8 @@ class Test:
     label: str  # "test 0", "group 0 (jobs w)", "line 2": for messages
     tool: str
     tool_version: str
-    fmt: str  # ior-json, ior-text, ior-csv, fio-json, elbencho-csv, elbencho-json, lmdd, dd
+    fmt: str  # ior-json, ior-text, ior-csv, fio-json, elbencho-csv, elbencho-json,
+    # io500-result, lmdd, dd
     ranks: int
     nodes: int = 0  # 0: unknown
     host: str = UNKNOWN

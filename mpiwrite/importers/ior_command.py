@@ -44,7 +44,8 @@ def command_flags(command: str) -> Dict[str, Any]:
                 if not letters[j + 1:]:
                     i += 1
                 key = {"a": "api", "b": "block", "t": "transfer", "s": "segments",
-                       "i": "reps", "N": "tasks", "o": "testfile", "O": "O"}.get(c)
+                       "i": "reps", "N": "tasks", "o": "testfile", "O": "O",
+                       "D": "stonewall"}.get(c)
                 if key == "O":
                     for opt in value.split(","):
                         k, _e, v = opt.partition("=")

@@ -10,23 +10,31 @@ module and one line here (docs/architecture.md).
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:
     from mpiwrite.importers.base import Importer, Source, Test
 
 # In the order the content is matched: the most specific marks first (mpiwrite's own JSON
-# names itself; fio's JSON has `fio version`; IOR's banner, CSV header or JSON keys;
+# names itself; fio's JSON has `fio version`; IO500's result.txt its [run] and config hash
+# (its phases name IOR's command lines); IOR's banner, CSV header or JSON keys;
 # elbencho's CSV labels), then
 # dd's `records in/out` lines before lmdd's bare summary lines.
 IMPORTERS: Dict[str, str] = {
     "mpiwrite-json": "mpiwrite.importers.mpiwrite_json",
     "fio": "mpiwrite.importers.fio",
+    "io500": "mpiwrite.importers.io500",
     "ior": "mpiwrite.importers.ior",
     "elbencho": "mpiwrite.importers.elbencho",
     "dd": "mpiwrite.importers.dd",
     "lmdd": "mpiwrite.importers.lmdd",
 }
+
+
+# The one tool whose results are a folder: `import FOLDER` reads this file of it (and the
+# importer the files beside it).
+FOLDER_FILE = "result.txt"
 
 
 def names() -> Tuple[str, ...]:
@@ -75,6 +83,8 @@ def read_tests(path: str, tool: Optional[str] = None,
     agree with); ImportRefused naming the file and why otherwise."""
     from mpiwrite.importers.base import check_test, read_source, refuse
 
+    if os.path.isdir(path) and tool in (None, "io500"):
+        path = os.path.join(path, FOLDER_FILE)  # an IO500 result folder: its result.txt
     src = read_source(path)
     found = detect(src.text)
     if tool is None:

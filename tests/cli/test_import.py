@@ -887,3 +887,91 @@ def test_elbencho_files_cut_short_or_inconsistent_are_refused_whole(tmp_path, ca
     jbad.write_text(jtext.replace('"bytes\\/s":"', '"bytes\\/s":"-', 1))
     code, _o, err = cli(capsys, "import", jbad, "--results", tmp_path / "r3")
     assert code == 2 and "bytes/s" in err, err
+
+
+# -- IO500 -------------------------------------------------------------------------------
+IO500 = FIX / "io500-isc26"
+
+
+def _io500_phases():
+    """{phase: (score GiB/s, IOR's bytes moved, ERROR INVALID reasons)} read from the
+    fixture's own files, apart from the importer."""
+    import re
+
+    out, name = {}, None
+    for line in (IO500 / "result.txt").read_text().splitlines():
+        if line.startswith("["):
+            name = line.strip("[] ")
+            out[name] = [None, None, []]
+        elif line.startswith("score"):
+            out[name][0] = float(line.split("=")[1])
+        elif line.startswith("; ERROR INVALID"):
+            out[name][2].append(line[len("; ERROR INVALID"):].strip())
+    for phase in ("ior-easy-write", "ior-hard-write"):
+        log = (IO500 / f"{phase}.txt").read_text()
+        out[phase][1] = int(re.search(r"actual aggregate bytes moved = (\d+)", log).group(1))
+    return out
+
+
+@pytest.mark.timeout(60)
+def test_an_io500_result_folder_imports_its_write_phases_exactly(tmp_path, capsys):
+    """A result folder of the real io500 (isc26, IOR 4.1.0+dev, 2 ranks, a 2 s stonewall, so
+    invalid by IO500's rules): ior-easy-write and ior-hard-write become runs whose MB/s is
+    IO500's score x 2^30 / 10^6 exactly and whose bytes are IOR's own count; easy is a
+    file per process, hard a strided shared file; IO500's verdict, its config hash and its
+    score hash are kept; the folder and its result.txt are the same file (imported once)."""
+    code, _out, err = cli(capsys, "import", IO500, "--results", tmp_path)
+    assert code == 0, err
+    got = {r.params()["preset"]: r for r in recs(tmp_path)}
+    want = _io500_phases()
+    assert sorted(got) == ["ior-easy-write", "ior-hard-write"]
+    for phase, rec in got.items():
+        score, moved, invalid = want[phase]
+        it = rec.iterations[0]
+        assert agg(rec) == [score * 2**30 / MB]
+        assert int(it["bytes"]) == moved
+        assert rec.attrs["ranks"] == 2 and rec.status == "complete"
+        imp = rec.imported()
+        assert imp["tool"] == "io500" and imp["tool_version"].startswith("io500-isc26")
+        (own,) = imp["original"]
+        assert own["config_hash"] == "D7D60658" and own["score_hash"] != "unknown"
+        assert own["io500_valid"] is False
+        assert own["io500_invalid"] == want["run"][2] + invalid and invalid
+        assert rec.params()["stonewall"] == 2
+    easy, hard = got["ior-easy-write"].params(), got["ior-hard-write"].params()
+    assert (easy["layout"], easy["pattern"], easy["block_size"]) == ("fpp", "sequential", MIB)
+    assert (hard["layout"], hard["pattern"], hard["block_size"]) == ("shared", "strided", 47008)
+    shown = subprocess.run([str(ROOT / ".venv" / "bin" / "mpiwrite"), "show",
+                            got["ior-hard-write"].path], capture_output=True, text=True,
+                           timeout=60) if (ROOT / ".venv" / "bin" / "mpiwrite").exists() \
+        else None
+    if shown is not None:
+        assert "IO500: not valid: IO500 asks a 300s stonewall" in shown.stdout, shown.stderr
+        assert "IO500 marked this phase invalid: stonewall-time 2s != 300s" in shown.stdout
+    code, out, err = cli(capsys, "import", IO500 / "result.txt", "--results", tmp_path)
+    assert code == 0 and "0 record(s) made, 2 already there" in out, (out, err)
+
+
+@pytest.mark.timeout(60)
+def test_an_io500_folder_with_a_planted_log_or_a_bad_score(tmp_path, capsys):
+    """The files beside result.txt are read as regular files only: a symlink planted for
+    IOR's log is not followed (the bytes come from the per-rank CSV instead, said so); a
+    score that is not a number is one line and exit 2, nothing made."""
+    folder = tmp_path / "res"
+    shutil.copytree(IO500, folder)
+    (tmp_path / "elsewhere.txt").write_text("Using actual aggregate bytes moved = 1\n")
+    (folder / "ior-hard-write.txt").unlink()
+    (folder / "ior-hard-write.txt").symlink_to(tmp_path / "elsewhere.txt")
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r")
+    assert code == 0, err
+    (hard,) = [r for r in recs(tmp_path / "r") if r.params()["preset"] == "ior-hard-write"]
+    rows = (IO500 / "ior-hard-write.csv").read_text().splitlines()[1:]
+    want = round(sum(float(r.split(",")[4]) * float(r.split(",")[2]) for r in rows))
+    assert int(hard.iterations[0]["bytes"]) == want != 1
+    assert "per-rank CSV" in hard.imported()["derived"]["bytes"]
+    text = (IO500 / "result.txt").read_text().replace("score           = 0.222782",
+                                                      "score           = nan", 1)
+    (folder / "result.txt").write_text(text)
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r2")
+    assert code == 2 and err.count("\n") == 1 and "phase ior-hard-write: score" in err, err
+    assert not list((tmp_path / "r2").glob("*.h5")) if (tmp_path / "r2").exists() else True

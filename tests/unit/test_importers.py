@@ -22,6 +22,7 @@ FIXTURES = {
             "glusterfs-3hosts-6ranks.txt"],
     "fio": ["fio-write-2jobs.json", "fio-randrw70-libaio.json"],
     "elbencho": ["elbencho-3.1.csv", "elbencho-3.1.json"],
+    "io500": ["io500-isc26/result.txt"],
     "lmdd": ["lmdd-tmpfs.txt"],
     "dd": ["dd-fsync.txt"],
     "mpiwrite-json": ["mpiwrite-run.json"],
