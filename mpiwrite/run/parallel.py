@@ -343,8 +343,9 @@ class Team:
         to stop and how large the next messages are.  What counts is when each message has
         arrived (a send completes once the data is in the socket's buffer, not on the wire):
         a node whose own link is fast receives fast from a peer whose link is fast.  On rank
-        0: {"message_bytes", "seconds", "shifts", "nodes": [{"in": {s: MB/s}}, ...]} in node
-        order; None elsewhere and with one node."""
+        0: {"message_bytes" (the largest timed), "seconds", "shifts", "nodes": [{"in": {s:
+        MB/s}, "bytes": {s: its messages' size}}, ...]} in node order; None elsewhere and
+        with one node."""
         if self.leaders == self.MPI.COMM_NULL or self.nnodes < 2:
             return None
         MPI, comm = self.MPI, self.leaders
@@ -352,24 +353,27 @@ class Team:
         send, recv = bytearray(message), bytearray(message)
         go, gview = bytearray(8), memoryview(bytearray(8))
         shifts = sorted({1, size - 1, size // 2})
-        mine: Dict[str, Dict[str, float]] = {"in": {}}
+        mine: Dict[str, Dict[str, float]] = {"in": {}, "bytes": {}}
         started = clock()
         sview, rview = memoryview(send), memoryview(recv)
         for s in shifts:
             dest, src = (me + s) % size, (me - s) % size
             ins: List[float] = []
             t_shift = clock()
-            nbytes = min(NET_FIRST, message)  # grown alike on every leader (the agreement)
+            # each sender's messages grow (4x) while its receiver takes them in under 50 ms:
+            # a fast link is timed on messages long enough to time, whatever a slow one does
+            # elsewhere; every leader learns every receiver's time from the agreement, so a
+            # receiver grows what it expects as its sender grows what it sends
+            out_n = in_n = min(NET_FIRST, message)
             while True:
-                t0 = clock()
                 # a small message, then the message: the receiver times the message from the
                 # small one's arrival (one source's messages match in order), so a sender
                 # that began late (it heard the last agreement later, through a slow link's
                 # full queue) is not taken for a slow link of its own
                 reqs = [comm.Irecv([gview, MPI.BYTE], source=src, tag=TAG_NET),
-                        comm.Irecv([rview[:nbytes], MPI.BYTE], source=src, tag=TAG_NET),
+                        comm.Irecv([rview[:in_n], MPI.BYTE], source=src, tag=TAG_NET),
                         comm.Isend([go, MPI.BYTE], dest=dest, tag=TAG_NET),
-                        comm.Isend([sview[:nbytes], MPI.BYTE], dest=dest, tag=TAG_NET)]
+                        comm.Isend([sview[:out_n], MPI.BYTE], dest=dest, tag=TAG_NET)]
                 done = [0.0] * len(reqs)
                 while not all(done):  # spun, not napped: a nap would be counted as transfer
                     for k, req in enumerate(reqs):
@@ -377,24 +381,29 @@ class Team:
                             done[k] = clock()
                     self.check()
                 ins.append(done[1] - done[0])
-                # one agreement: whether the time is up, and the slowest message of all
-                said = array("q", [1 if clock() - t_shift >= seconds else 0,
-                                   int((max(done) - t0) * 1e6)])
-                agreed = array("q", [0, 0])
+                # one agreement: whether the time is up, and each leader's receive time
+                said = array("q", [0] * (size + 1))
+                said[0] = 1 if clock() - t_shift >= seconds else 0
+                said[1 + me] = int((done[1] - done[0]) * 1e6)
+                agreed = array("q", [0] * (size + 1))
                 self.wait(comm.Iallreduce([said, MPI.INT64_T], [agreed, MPI.INT64_T],
                                           op=MPI.MAX))
                 if agreed[0]:
                     break
-                if agreed[1] < 50000 and nbytes < message:  # too short to time well
-                    nbytes, ins = min(nbytes * 4, message), []
+                if agreed[1 + dest] < 50000 and out_n < message:  # too short to time well
+                    out_n = min(out_n * 4, message)
+                if agreed[1 + me] < 50000 and in_n < message:  # my sender grows alike
+                    in_n, ins = min(in_n * 4, message), []
             # the median message's time: one slow message (a retransmit) does not decide
             mid = sorted(ins)[len(ins) // 2]
-            mine["in"][str(s)] = nbytes / mid / 1e6 if mid > 0 else float("nan")
+            mine["in"][str(s)] = in_n / mid / 1e6 if mid > 0 else float("nan")
+            mine["bytes"][str(s)] = in_n
         texts = self.gather_texts(json.dumps(mine), comm)
         if texts is None:
             return None
-        return {"message_bytes": nbytes, "seconds": round(clock() - started, 3),
-                "shifts": shifts, "nodes": [json.loads(t) for t in texts]}
+        nodes = [json.loads(t) for t in texts]
+        return {"message_bytes": max(max(n["bytes"].values()) for n in nodes),
+                "seconds": round(clock() - started, 3), "shifts": shifts, "nodes": nodes}
 
     def clock_offsets(self) -> Optional[np.ndarray]:
         """Each node's monotonic-clock offset to rank 0's (run/clocks.py): on rank 0; None
