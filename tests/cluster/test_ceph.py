@@ -337,7 +337,7 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
     study, res = os.path.join(bed.folder, "tune.toml"), os.path.join(bed.folder, "tune-res")
     params = [f"--param={n}={a},{b}" for n, (a, b) in TUNED.items()]
     out = bed.h.run(0, f"{MPIWRITE} tune plan {target} -o {study} {' '.join(params)} "
-                       f"--budget 75s --rate 30 --run size=32MiB --run progress_interval=0 "
+                       f"--budget 110s --rate 30 --run size=32MiB --run progress_interval=0 "
                        f"--results {res}", timeout=60)
     assert out.returncode == 0, out.stderr
     try:
@@ -352,7 +352,7 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
             for name, (default, _) in TUNED.items():
                 bed.fs.client_admin(i, "config", "set", name, default)
     recs = [read_record(p) for p in records_in(res)]
-    assert len(recs) >= 8 and all(r.status == "complete" for r in recs)
+    assert len(recs) >= 12 and all(r.status == "complete" for r in recs)
     for rec in recs:
         assert sorted(c["node"] for c in rec.client_counters) == list(range(HOSTS))
         for c in rec.client_counters:
@@ -361,7 +361,9 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
             assert s["asked"]["client_oc_max_dirty"] == rec.tags()[
                 "setting.client_oc_max_dirty"]
     # at the default 95%: with 8 runs, 3 factors and the blocks the fit keeps 3 degrees of
-    # freedom, and Holm's correction over the 3 factors at 99% asks t > 10
+    # freedom, and Holm's correction over the 3 factors at 99% asks t > 10; 8 runs left the
+    # factor that matters within noise once on an idle machine here (-60%, CI to +32%), and
+    # another factor at +40% beside it in a loaded suite: the budget buys 12 runs
     rep = cli(["tune", "report", study, "--format", "json"], cwd=bed.folder)
     assert rep.returncode == 0, rep.stderr
     got = json.loads(rep.stdout)
@@ -371,9 +373,9 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
     # the others are far smaller; at 12 runs on a shared 2-core machine a 14% drift of one of
     # them has come out significant at 99% (once in three clean runs), so their size, not
     # their verdict, is what holds: the screening ranks the factor that matters first.  The
-    # budget buys 2 or 3 rounds of the 4 points (8 or 12 runs; --rate fixes the estimate,
-    # which a 16 MiB probe of the FUSE mount made vary from run to run): write-through
-    # halves the rate, a difference 8 runs settle
+    # budget buys 3 rounds of the 4 points (12 runs; --rate fixes the estimate, which a
+    # 16 MiB probe of the FUSE mount made vary from run to run): write-through halves the
+    # rate
     for f in others:
         assert abs(f["effect_percent"]) < abs(first["effect_percent"]) / 3, got
     assert got["recommended"]["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
