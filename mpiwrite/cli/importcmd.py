@@ -43,11 +43,12 @@ EXAMPLES = {
                    "read from it.")
 def import_(files, results, tags, facts, node_facts, tool, command):
     """Turn IOR (JSON, text, CSV), fio (JSON, json+), elbencho (--csvfile, --jsonfile), IO500
-    (a result folder or its result.txt), lmdd and dd output, and mpiwrite's own run --json,
-    into records.
+    (a result folder or its result.txt), Darshan logs (the `darshan` extra), lmdd and dd
+    output, and mpiwrite's own run --json, into records.
 
     One record per IOR test, fio group, elbencho WRITE phase (with the READ after it), IO500
-    write phase (ior-easy-write, ior-hard-write) or lmdd/dd summary line; its run id comes from the
+    write phase (ior-easy-write, ior-hard-write), Darshan log (an observed job) or lmdd/dd
+    summary line; its run id comes from the
     file's sha256, so importing the same file again adds nothing. A file that is not what it
     claims (cut short, another tool's, errors printed into it) is refused with one line and
     nothing is written (exit 2); text IOR or fio printed into their output is removed with a

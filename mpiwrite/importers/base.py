@@ -104,11 +104,13 @@ class Source:
     size_bytes: int
     text: str
     repairs: List[str] = dataclasses.field(default_factory=list)  # warnings of repairs made
+    data: Optional[bytes] = None  # a binary log's bytes (its text then ""): Darshan's
 
 
-def read_source(path: str) -> Source:
+def read_source(path: str, binary: Optional[Callable[[bytes], bool]] = None) -> Source:
     """The file's text: a regular file (a FIFO or device is refused without blocking), at
-    most MAX_INPUT_BYTES, UTF-8 (other bytes kept as escapes in what is stored)."""
+    most MAX_INPUT_BYTES, UTF-8 (other bytes kept as escapes in what is stored); or, where
+    `binary` knows the bytes for a tool's binary log, the bytes themselves."""
     try:
         data = files.read_regular(path, MAX_INPUT_BYTES)
     except OSError as exc:
@@ -117,6 +119,9 @@ def read_source(path: str) -> Source:
                          "(no tool's summary is that large)") from None
         raise refuse(path, f"cannot read: {why(exc)}") from None
     if b"\x00" in data:
+        if binary is not None and binary(data):
+            return Source(path=path, sha256=hashlib.sha256(data).hexdigest(),
+                          size_bytes=len(data), text="", data=data)
         raise refuse(path, "holds NUL bytes: a binary file, not a tool's output")
     # a UTF-8 byte order mark (an editor's) is not the tool's output: every format alike
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
@@ -136,6 +141,7 @@ class Importer:
     title: str
     detect: Callable[[str], bool]
     parse: Callable[[Source, str], List[Test]]
+    detect_bytes: Optional[Callable[[bytes], bool]] = None  # a binary log's tool
 
 
 def run_id(src: Source, tool: str, index: int, test: Optional[Test] = None) -> str:

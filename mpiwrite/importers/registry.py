@@ -27,6 +27,7 @@ IMPORTERS: Dict[str, str] = {
     "io500": "mpiwrite.importers.io500",
     "ior": "mpiwrite.importers.ior",
     "elbencho": "mpiwrite.importers.elbencho",
+    "darshan": "mpiwrite.importers.darshan",
     "dd": "mpiwrite.importers.dd",
     "lmdd": "mpiwrite.importers.lmdd",
 }
@@ -51,6 +52,12 @@ def get(name: str) -> Importer:
 def every() -> List[Importer]:
     """Every registered importer, in detection order."""
     return [get(n) for n in IMPORTERS]
+
+
+def detect_binary(data: bytes) -> Optional[str]:
+    """The name of the importer whose tool wrote these bytes (a binary log), or None."""
+    return next((imp.name for imp in every() if imp.detect_bytes is not None
+                 and imp.detect_bytes(data)), None)
 
 
 def detect(text: str) -> Optional[str]:
@@ -85,8 +92,8 @@ def read_tests(path: str, tool: Optional[str] = None,
 
     if os.path.isdir(path) and tool in (None, "io500"):
         path = os.path.join(path, FOLDER_FILE)  # an IO500 result folder: its result.txt
-    src = read_source(path)
-    found = detect(src.text)
+    src = read_source(path, binary=lambda data: detect_binary(data) is not None)
+    found = detect_binary(src.data) if src.data is not None else detect(src.text)
     if tool is None:
         if found is None:
             raise refuse(path, f"{what_it_is(src.text)}: not the output of {known_tools()} "

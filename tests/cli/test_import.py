@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -941,13 +942,11 @@ def test_an_io500_result_folder_imports_its_write_phases_exactly(tmp_path, capsy
     easy, hard = got["ior-easy-write"].params(), got["ior-hard-write"].params()
     assert (easy["layout"], easy["pattern"], easy["block_size"]) == ("fpp", "sequential", MIB)
     assert (hard["layout"], hard["pattern"], hard["block_size"]) == ("shared", "strided", 47008)
-    shown = subprocess.run([str(ROOT / ".venv" / "bin" / "mpiwrite"), "show",
+    shown = subprocess.run([sys.executable, "-m", "mpiwrite", "show",
                             got["ior-hard-write"].path], capture_output=True, text=True,
-                           timeout=60) if (ROOT / ".venv" / "bin" / "mpiwrite").exists() \
-        else None
-    if shown is not None:
-        assert "IO500: not valid: IO500 asks a 300s stonewall" in shown.stdout, shown.stderr
-        assert "IO500 marked this phase invalid: stonewall-time 2s != 300s" in shown.stdout
+                           timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "IO500: not valid: IO500 asks a 300s stonewall" in shown.stdout, shown.stderr
+    assert "IO500 marked this phase invalid: stonewall-time 2s != 300s" in shown.stdout
     code, out, err = cli(capsys, "import", IO500 / "result.txt", "--results", tmp_path)
     assert code == 0 and "0 record(s) made, 2 already there" in out, (out, err)
 
@@ -975,3 +974,76 @@ def test_an_io500_folder_with_a_planted_log_or_a_bad_score(tmp_path, capsys):
     code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r2")
     assert code == 2 and err.count("\n") == 1 and "phase ior-hard-write: score" in err, err
     assert not list((tmp_path / "r2").glob("*.h5")) if (tmp_path / "r2").exists() else True
+
+
+# -- Darshan -----------------------------------------------------------------------------
+DARSHAN_IOR = FIX / "darshan-3.2.1-ior-hdf5.darshan"
+DARSHAN_WRITE = FIX / "darshan-3.2.1-write-only.darshan"
+
+
+def _darshan_own(path, module):
+    """What the darshan package itself says of a log: (nprocs, POSIX bytes written, the
+    module's aggregate performance by the slowest rank in MiB/s, all I/O, as it computes it)."""
+    darshan = pytest.importorskip("darshan", reason="the `darshan` extra (in test-full)")
+    from darshan.backend.cffi_backend import accumulate_records
+
+    rep = darshan.DarshanReport(str(path), read_all=True)
+    nprocs = rep.metadata["job"]["nprocs"]
+    posix = rep.records["POSIX"].to_df()["counters"]
+    acc = accumulate_records(rep.records[module].to_df(), module, nprocs)
+    return nprocs, int(posix["POSIX_BYTES_WRITTEN"].sum()), acc.derived_metrics.agg_perf_by_slowest
+
+
+@pytest.mark.timeout(120)
+def test_a_darshan_log_is_an_observed_run_with_darshans_own_figures(tmp_path, capsys):
+    """Two real logs of Darshan 3.2.1 (from the darshan package's examples): a job that only
+    wrote, and IOR's HDF5 run that wrote and read one shared file through MPI-IO.  The bytes
+    are POSIX_BYTES_WRITTEN summed; the rate of the write-only job is exactly the package's
+    own aggregate performance by the slowest rank x 1.048576; a job that also read gets the
+    same figure over its writes (less than its all-I/O figure, its MPI-IO module's); the
+    record says it was observed, not benchmarked."""
+    nprocs, written, mib = _darshan_own(DARSHAN_WRITE, "POSIX")
+    code, _out, err = cli(capsys, "import", DARSHAN_WRITE, DARSHAN_IOR, "--results", tmp_path)
+    assert code == 0, err
+    got = {r.imported()["file"]: r for r in recs(tmp_path)}
+    alone = got[str(DARSHAN_WRITE)]
+    assert agg(alone) == [mib * MIB / MB] and int(alone.iterations[0]["bytes"]) == written
+    assert alone.attrs["ranks"] == nprocs == 1
+    imp = alone.imported()
+    assert imp["tool"] == "darshan" and imp["format"] == "darshan-log"
+    assert any("observed by Darshan" in n and "not a benchmark" in n for n in imp["notes"])
+    nprocs, written, mib_all = _darshan_own(DARSHAN_IOR, "MPI-IO")
+    ior = got[str(DARSHAN_IOR)]
+    assert int(ior.iterations[0]["bytes"]) == written and ior.attrs["ranks"] == nprocs == 4
+    assert 0 < agg(ior)[0] < mib_all * MIB / MB
+    assert "MPI-IO aggregate performance by the slowest rank" in \
+        ior.imported()["derived"]["aggregate_MB_per_s"]
+    assert ior.params()["layout"] == "shared" and "ior -a HDF5" in ior.attrs["command_line"]
+    code, out, _err = cli(capsys, "import", DARSHAN_WRITE, "--results", tmp_path)
+    assert code == 0 and "0 record(s) made, 1 already there" in out
+
+
+@pytest.mark.timeout(120)
+def test_a_damaged_darshan_log_or_no_package_is_one_line(tmp_path, capsys):
+    """libdarshan-util reads a log in a process of its own: a log cut short or with its
+    compressed records overwritten is refused in one line naming it (exit 2), nothing is
+    made and the command lives; without the darshan package it says which to install."""
+    pytest.importorskip("darshan", reason="the `darshan` extra (in test-full)")
+    data = DARSHAN_IOR.read_bytes()
+    cut, bent = tmp_path / "cut.darshan", tmp_path / "bent.darshan"
+    cut.write_bytes(data[:len(data) // 2])
+    bent.write_bytes(data[:1200] + bytes(b ^ 0x5A for b in data[1200:2400]) + data[2400:])
+    for bad in (cut, bent):
+        code, _out, err = cli(capsys, "import", bad, "--results", tmp_path / "r")
+        assert code == 2 and err.count("\n") == 1 and str(bad) in err, err
+        assert "Traceback" not in err
+    assert not (tmp_path / "r").exists() or not list((tmp_path / "r").glob("*.h5"))
+    shadow = tmp_path / "shadow" / "darshan"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no darshan here')\n")
+    out = subprocess.run([sys.executable, "-m", "mpiwrite", "import",
+                          str(DARSHAN_WRITE), "--results", str(tmp_path / "r2")],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [str(tmp_path / "shadow"), str(ROOT)])))
+    assert out.returncode == 2 and "pip install 'mpiwrite[darshan]'" in out.stderr, out.stderr

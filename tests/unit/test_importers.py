@@ -12,7 +12,13 @@ from common import FIXTURES
 
 from mpiwrite.formats.numbers import ImportRefused
 from mpiwrite.importers import registry
-from mpiwrite.importers.base import check_test, read_source
+from mpiwrite.importers.base import check_test
+from mpiwrite.importers.base import read_source as read_text
+
+
+def read_source(path):
+    """A fixture as `import` reads it: its text, or a binary log's bytes (Darshan's)."""
+    return read_text(path, binary=lambda data: registry.detect_binary(data) is not None)
 
 FIX = FIXTURES / "import"
 # Real outputs of each registered tool (the IOR JSON broken by a warning is refused: not here).
@@ -23,6 +29,7 @@ FIXTURES = {
     "fio": ["fio-write-2jobs.json", "fio-randrw70-libaio.json"],
     "elbencho": ["elbencho-3.1.csv", "elbencho-3.1.json"],
     "io500": ["io500-isc26/result.txt"],
+    "darshan": ["darshan-3.2.1-ior-hdf5.darshan", "darshan-3.2.1-write-only.darshan"],
     "lmdd": ["lmdd-tmpfs.txt"],
     "dd": ["dd-fsync.txt"],
     "mpiwrite-json": ["mpiwrite-run.json"],
@@ -64,12 +71,18 @@ def test_the_registry_loads_what_it_names():
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_an_importer_reads_its_real_outputs(name):
+    if name == "darshan":  # its logs are read by the package (the `darshan` extra)
+        pytest.importorskip("darshan", reason="reading Darshan logs needs the darshan "
+                            "package (pip install 'mpiwrite[darshan]', in `test-full`)")
     imp = registry.get(name)
     for f in FIXTURES[name]:
         path = str(FIX / f)
         src = read_source(path)
-        assert imp.detect(src.text), f
-        assert registry.detect(src.text) == name, f
+        if src.data is not None:
+            assert imp.detect_bytes(src.data) and registry.detect_binary(src.data) == name
+        else:
+            assert imp.detect(src.text), f
+            assert registry.detect(src.text) == name, f
         tests = imp.parse(src, "")
         assert tests, f
         for t in tests:
@@ -95,6 +108,7 @@ def test_an_importer_refuses_the_other_tools_outputs(name):
         path = str(FIX / f)
         src = read_source(path)
         assert not imp.detect(src.text), f
+        assert src.data is None or imp.detect_bytes is None or not imp.detect_bytes(src.data)
         _one_line_refusal(imp.parse, path, src, "")
         assert "but the file is" in _one_line_refusal(registry.read_tests, path, path, name)
 
