@@ -119,7 +119,12 @@ class _Forked:
         worker.preload()  # once here, not in every worker
         down_r, down_w = os.pipe()  # requests: command -> worker
         up_r, up_w = os.pipe()  # answers: worker -> command
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (EAGAIN, ENOMEM): the caller spawns instead
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            raise
         if pid == 0:  # the worker: never returns into the command's code
             code = 1
             try:
@@ -174,8 +179,11 @@ class _Forked:
 class _Worker:
     def __init__(self) -> None:
         if _forkable():
-            self._started(_Forked())
-            return
+            try:
+                self._started(_Forked())
+                return
+            except OSError:
+                pass  # a fork refused: a fresh interpreter, which says why if it fails too
         import mpiwrite
 
         env = dict(os.environ)

@@ -115,6 +115,11 @@ from mpiwrite.records import sandbox
 if sys.argv[1] == "thread":
     stop = threading.Event()
     threading.Thread(target=stop.wait, daemon=True).start()
+if sys.argv[1] == "no-fork":  # the kernel refuses a process (EAGAIN): as if at a limit
+    import errno, os
+    def refused():
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+    os.fork = refused
 print("said once", end="")  # buffered in the command (stdout is a pipe), not yet written
 pool = sandbox.Pool(1)
 got = pool.run([("runlevel", p) for p in sys.argv[2:]])
@@ -123,13 +128,14 @@ print("", [g["ok"] for g in got], [g.get("error", "")[-30:] for g in got], file=
 """
 
 
-@pytest.mark.parametrize("how, kind", [("alone", "_Forked"), ("thread", "Popen")])
+@pytest.mark.parametrize("how, kind", [("alone", "_Forked"), ("thread", "Popen"),
+                                       ("no-fork", "Popen")])
 def test_a_forked_worker_crashes_alone_and_the_command_says_its_words_once(tmp_path, how,
                                                                            kind):
     """A command of one thread forks its workers (no interpreter to start for each); one with
-    threads starts a fresh interpreter.  Either way a record that kills libhdf5 kills only
-    the worker, the next one reads on, and nothing the command had buffered is written twice
-    (the forked worker never flushes the command's streams)."""
+    threads, or whose fork is refused, starts a fresh interpreter.  Either way a record that
+    kills libhdf5 kills only the worker, the next one reads on, and nothing the command had
+    buffered is written twice (the forked worker never flushes the command's streams)."""
     r = folder_with(tmp_path, SEGFAULTS)
     paths = [str(r / "a-bad.h5")] + [str(r / f"good{i}.h5") for i in range(3)]
     out = subprocess.run([sys.executable, "-c", FORKED, how] + paths, capture_output=True,
