@@ -29,7 +29,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
-from mpiwrite.formats.numbers import BYTES, RANKS, RATE, SECONDS, number
+from mpiwrite.formats.numbers import BYTES, MAX_BYTES, RANKS, RATE, SECONDS, number
 from mpiwrite.importers import ior_command
 from mpiwrite.importers.base import (
     MAX_INPUT_BYTES,
@@ -111,7 +111,7 @@ def _bytes_moved(src: Source, phase: str, test: Test) -> int:
                 test.derived["bytes"] = (f"the per-rank CSV ({phase}.csv): each rank's rate "
                                          "times its time, open included, summed")
                 return number(round(total), BYTES, src.path, f"{phase}.csv: bytes")
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, OverflowError):  # inf, NaN, words
             pass
     test.unknown.append("bytes (neither IOR's log nor its per-rank CSV is beside result.txt)")
     return 0
@@ -150,6 +150,8 @@ def parse(src: Source, command: str = "") -> List[Test]:
             transfer = size_text(flags.get("transfer", "262144"))
             block = size_text(flags.get("block", "1048576"))
             segments = int(flags.get("segments", "1"))
+            if not 1 <= segments <= 10**12 or block * segments > MAX_BYTES:
+                raise ValueError
         except ValueError:
             raise refuse(src.path, f"{label}: the IOR command's -t, -b or -s is not a size") \
                 from None

@@ -1047,3 +1047,25 @@ def test_a_damaged_darshan_log_or_no_package_is_one_line(tmp_path, capsys):
                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                              [str(tmp_path / "shadow"), str(ROOT)])))
     assert out.returncode == 2 and "pip install 'mpiwrite[darshan]'" in out.stderr, out.stderr
+
+
+@pytest.mark.timeout(60)
+def test_an_io500_folder_with_numbers_no_run_has(tmp_path, capsys):
+    """A per-rank CSV whose rate is infinite (and no IOR log beside it) leaves the bytes
+    unknown, said so; an IOR command line of -5 segments is refused in one line."""
+    folder = tmp_path / "res"
+    shutil.copytree(IO500, folder)
+    (folder / "ior-easy-write.txt").unlink()
+    rows = (folder / "ior-easy-write.csv").read_text().splitlines()
+    cells = rows[1].split(",")
+    cells[4] = "inf"
+    (folder / "ior-easy-write.csv").write_text("\n".join([rows[0], ",".join(cells)] + rows[2:]))
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r")
+    assert code == 0, err
+    (easy,) = [r for r in recs(tmp_path / "r") if r.params()["preset"] == "ior-easy-write"]
+    assert int(easy.iterations[0]["bytes"]) == 0
+    assert any(u.startswith("bytes (neither IOR's log") for u in easy.imported()["unknown"])
+    text = (IO500 / "result.txt").read_text().replace("-s 40000", "-s -5", 1)
+    (folder / "result.txt").write_text(text)
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r2")
+    assert code == 2 and err.count("\n") == 1 and "-t, -b or -s is not a size" in err, err
