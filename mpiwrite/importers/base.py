@@ -107,12 +107,14 @@ class Source:
     data: Optional[bytes] = None  # a binary log's bytes (its text then ""): Darshan's
 
 
-def read_source(path: str, binary: Optional[Callable[[bytes], bool]] = None) -> Source:
+def read_source(path: str, binary: Optional[Callable[[bytes], bool]] = None,
+                follow: bool = True) -> Source:
     """The file's text: a regular file (a FIFO or device is refused without blocking), at
     most MAX_INPUT_BYTES, UTF-8 (other bytes kept as escapes in what is stored); or, where
-    `binary` knows the bytes for a tool's binary log, the bytes themselves."""
+    `binary` knows the bytes for a tool's binary log, the bytes themselves.  follow=False:
+    a symlink is refused (a file inside a folder named, not the file named)."""
     try:
-        data = files.read_regular(path, MAX_INPUT_BYTES)
+        data = files.read_regular(path, MAX_INPUT_BYTES, follow=follow)
     except OSError as exc:
         if exc.errno == errno.EFBIG:
             raise refuse(path, f"larger than {MAX_INPUT_BYTES // MiB} MiB; refused "

@@ -47,8 +47,9 @@ from mpiwrite.vocab.presets import PRESETS
 
 WRITE_PHASES = ("ior-easy-write", "ior-hard-write")
 _SECTION = re.compile(r"^\[([A-Za-z0-9_.-]{1,64})\]\s*$")
-_MOVED = re.compile(r"Using actual aggregate bytes moved\s*=\s*(\d{1,20})\s*$", re.M)
+_MOVED = re.compile(r"Using actual aggregate bytes moved\s*=\s*(\S*)\s*$", re.M)
 MAX_SECTIONS = 200
+MAX_RESULT_BYTES = 1 << 20  # IO500's result.txt is a few KB
 
 
 def detect(text: str) -> bool:
@@ -59,6 +60,9 @@ def detect(text: str) -> bool:
 
 def sections(src: Source) -> List[Tuple[str, Dict[str, str], List[str]]]:
     """(name, its `key = value` pairs, its `ERROR INVALID` reasons), in the file's order."""
+    if src.size_bytes > MAX_RESULT_BYTES:
+        raise refuse(src.path, f"larger than {MAX_RESULT_BYTES // 1024} KiB: not IO500's "
+                     "result.txt (a few KB)")
     out: List[Tuple[str, Dict[str, str], List[str]]] = []
     for n, line in enumerate(src.text.splitlines(), 1):
         line = line.strip()
@@ -66,6 +70,9 @@ def sections(src: Source) -> List[Tuple[str, Dict[str, str], List[str]]]:
         if m:
             if len(out) >= MAX_SECTIONS:
                 raise refuse(src.path, f"more than {MAX_SECTIONS} sections: not IO500's")
+            if any(m.group(1) == name for name, _kv, _why in out):
+                raise refuse(src.path, f"line {n}: a second [{m.group(1)}]: IO500 writes "
+                             "each phase once")
             out.append((m.group(1), {}, []))
             continue
         if not line:
@@ -98,9 +105,13 @@ def _sibling(src: Source, name: str) -> Optional[str]:
 def _bytes_moved(src: Source, phase: str, test: Test) -> int:
     log = _sibling(src, f"{phase}.txt")
     found = _MOVED.findall(log) if log else []
-    if len(found) == 1:
+    if len(found) > 1:
+        raise refuse(src.path, f"{phase}.txt: IOR's log says {len(found)} times how many "
+                     "bytes it moved (one test a phase)")
+    if found:
+        moved = number(found[0], BYTES, src.path, f"{phase}.txt: bytes moved")
         test.derived["bytes"] = f"IOR's log ({phase}.txt): actual aggregate bytes moved"
-        return number(found[0], BYTES, src.path, f"{phase}.txt: bytes moved")
+        return moved
     rows = _sibling(src, f"{phase}.csv")
     if rows:
         try:
@@ -108,9 +119,10 @@ def _bytes_moved(src: Source, phase: str, test: Test) -> int:
             total = sum(float(r["throughput-withopenclose"]) * float(r["runtime-with-openclose"])
                         for r in got if r.get("access") == "write")
             if got and all(r.get("access") == "write" for r in got):
+                moved = number(round(total), BYTES, src.path, f"{phase}.csv: bytes")
                 test.derived["bytes"] = (f"the per-rank CSV ({phase}.csv): each rank's rate "
                                          "times its time, open included, summed")
-                return number(round(total), BYTES, src.path, f"{phase}.csv: bytes")
+                return moved
         except (KeyError, ValueError, TypeError, OverflowError):  # inf, NaN, words
             pass
     test.unknown.append("bytes (neither IOR's log nor its per-rank CSV is beside result.txt)")
@@ -127,6 +139,7 @@ def parse(src: Source, command: str = "") -> List[Test]:
     version = run.get("version", UNKNOWN)
     score_kv = next((kv for name, kv, _why in found if name == "SCORE"), {})
     tests: List[Test] = []
+    failed: List[str] = []
     for name, kv, invalid in found:
         if name not in WRITE_PHASES:
             continue
@@ -134,6 +147,9 @@ def parse(src: Source, command: str = "") -> List[Test]:
         if "score" not in kv:
             raise refuse(src.path, f"{label}: no score")
         gib = number(kv["score"], RATE, src.path, f"{label}: score")
+        if gib == 0:  # IO500's mark of a phase that failed: no measurement to import
+            failed.append(name)
+            continue
         seconds = number(kv.get("t_delta", "0"), SECONDS, src.path, f"{label}: t_delta")
         exe = kv.get("exe", "")
         test = Test(index=len(tests), label=label, tool="io500", tool_version=version,
@@ -186,8 +202,12 @@ def parse(src: Source, command: str = "") -> List[Test]:
             "IO500's score: IOR's bandwidth, timed from the first open to the last close")
         tests.append(test)
     if not tests:
-        raise refuse(src.path, "no ior-easy-write or ior-hard-write phase: nothing written to "
-                     "import")
+        raise refuse(src.path, "no ior-easy-write or ior-hard-write phase with a score: "
+                     "nothing written to import" + (f" (IO500 scored {', '.join(failed)} 0: "
+                                                     "failed)" if failed else ""))
+    for test in tests:
+        test.notes += [f"phase {name} left out: IO500 scored it 0 (a phase that failed)"
+                       for name in failed]
     return tests
 
 

@@ -79,8 +79,8 @@ def what_it_is(text: str) -> str:
     stripped = text.lstrip()
     if not stripped:
         return "an empty file"
-    if stripped[:1] in "{[":
-        return "JSON of no tool known here"
+    if stripped[:1] == "{" or stripped[:1] == "[" and not stripped[1:2].isalpha():
+        return "JSON of no tool known here"  # "[run]", "[global]": an INI-like text
     return "text of no tool known here"
 
 
@@ -90,9 +90,14 @@ def read_tests(path: str, tool: Optional[str] = None,
     agree with); ImportRefused naming the file and why otherwise."""
     from mpiwrite.importers.base import check_test, read_source, refuse
 
-    if os.path.isdir(path) and tool in (None, "io500"):
-        path = os.path.join(path, FOLDER_FILE)  # an IO500 result folder: its result.txt
-    src = read_source(path, binary=lambda data: detect_binary(data) is not None)
+    named = True  # the file named, not one found in a folder named
+    if os.path.isdir(path):
+        inside = os.path.join(path, FOLDER_FILE)
+        if tool not in (None, "io500") or not os.path.lexists(inside):
+            raise refuse(path, f"a folder: only an IO500 result folder (with its {FOLDER_FILE}) "
+                         "is read as a folder; name the files")
+        path, named = inside, False  # read as the files beside it: never through a symlink
+    src = read_source(path, binary=lambda data: detect_binary(data) is not None, follow=named)
     found = detect_binary(src.data) if src.data is not None else detect(src.text)
     if tool is None:
         if found is None:

@@ -1069,3 +1069,31 @@ def test_an_io500_folder_with_numbers_no_run_has(tmp_path, capsys):
     (folder / "result.txt").write_text(text)
     code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r2")
     assert code == 2 and err.count("\n") == 1 and "-t, -b or -s is not a size" in err, err
+
+
+@pytest.mark.timeout(60)
+def test_an_io500_folder_that_repeats_a_phase_fails_one_or_is_no_io500_folder(tmp_path,
+                                                                             capsys):
+    """A second [ior-easy-write] is refused, not made a third run; a phase IO500 scored 0 (it
+    failed) is left out and said so beside the other; a folder that is not an IO500 result
+    is named as such; a result.txt that is a symlink inside the folder is not followed."""
+    folder = tmp_path / "res"
+    shutil.copytree(IO500, folder)
+    text = (IO500 / "result.txt").read_text()
+    (folder / "result.txt").write_text(text.replace("[mdtest-easy-write]", "[ior-easy-write]"))
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r1")
+    assert code == 2 and "a second [ior-easy-write]" in err and err.count("\n") == 1, err
+    (folder / "result.txt").write_text(text.replace("score           = 0.222782",
+                                                    "score           = 0.000000"))
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r2")
+    assert code == 0, err
+    (easy,) = recs(tmp_path / "r2")
+    assert easy.params()["preset"] == "ior-easy-write"
+    assert "phase ior-hard-write left out: IO500 scored it 0 (a phase that failed)" in \
+        easy.imported()["notes"]
+    code, _out, err = cli(capsys, "import", FIX, "--results", tmp_path / "r3")
+    assert code == 2 and "only an IO500 result folder" in err, err
+    (folder / "result.txt").unlink()
+    (folder / "result.txt").symlink_to(IO500 / "result.txt")
+    code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r4")
+    assert code == 2 and "symbolic link" in err and err.count("\n") == 1, err
