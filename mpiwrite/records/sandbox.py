@@ -100,11 +100,29 @@ def _forkable() -> bool:
     no HDF5 file open (the child's library would share its state)."""
     if not hasattr(os, "fork") or threading.active_count() != 1 or "mpi4py.MPI" in sys.modules:
         return False
+    try:  # the threads of C libraries too (numpy's BLAS with more than one)
+        if len(os.listdir("/proc/self/task")) != 1:
+            return False
+    except OSError:
+        pass  # no /proc: Python's own count it is
     h5f = sys.modules.get("h5py.h5f")
     try:
         return h5f is None or int(h5f.get_obj_count(h5f.OBJ_ALL, h5f.OBJ_FILE)) == 0
     except Exception:  # noqa: BLE001 - an h5py that cannot say: a fresh interpreter then
         return False
+
+
+def _die_with(parent: int) -> None:
+    """This worker ends when the command does, however it ends (SIGKILL too): Linux's
+    parent-death signal, then a check that the parent had not already gone."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: its end is still seen on its pipe
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 class _Forked:
@@ -119,6 +137,7 @@ class _Forked:
         worker.preload()  # once here, not in every worker
         down_r, down_w = os.pipe()  # requests: command -> worker
         up_r, up_w = os.pipe()  # answers: worker -> command
+        parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:  # no process to be had (EAGAIN, ENOMEM): the caller spawns instead
@@ -128,6 +147,7 @@ class _Forked:
         if pid == 0:  # the worker: never returns into the command's code
             code = 1
             try:
+                _die_with(parent)  # a command killed for good takes its workers along
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 signal.signal(signal.SIGHUP, signal.SIG_DFL)
                 null = os.open(os.devnull, os.O_WRONLY)
@@ -306,7 +326,8 @@ class Pool:
         finally:
             sel.close()
             for w in [w for w in self.workers if w.sent]:  # left mid-way: its answers are
-                w.end()  # of no one now
+                w.hung = True  # of no one now: ended at once, not waited for (a stuck read)
+                w.end()
                 self.workers.remove(w)
 
     def _died(self, w: _Worker, jobs, out, todo, tries) -> None:

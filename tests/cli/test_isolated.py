@@ -10,6 +10,7 @@ readers checked the tables' types first: the earlier one was refused by that che
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -147,3 +148,63 @@ def test_a_forked_worker_crashes_alone_and_the_command_says_its_words_once(tmp_p
     assert lines[1].startswith(" [False, True, True, True]") and "(SIGSEGV); not read" in \
         lines[1], out.stderr
     assert not [f for f in os.listdir(tmp_path) if f.startswith("core")]
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(x) for x in fh.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_worker_stuck_in_libhdf5_ends_with_its_command(tmp_path):
+    """`show` of a record on which libhdf5 never returns: the command killed for good
+    (SIGKILL, no handler runs) takes its worker along; a report stuck the same way ends at
+    once on SIGINT, its worker with it, not 10 s later."""
+    from common import MPIWRITE
+
+    proc = subprocess.Popen([MPIWRITE, "show", HANGS], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not _children(proc.pid):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        (worker,) = _children(proc.pid)
+        time.sleep(0.5)  # inside libhdf5 by now
+        proc.kill()  # our own child, by its pid
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while _alive(worker):
+            assert time.monotonic() < deadline, f"worker {worker} outlived its command"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    r = folder_with(tmp_path, HANGS)
+    proc = subprocess.Popen([MPIWRITE, "report", str(r), "--no-cache"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not _children(proc.pid):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 130 and time.monotonic() - t0 < 3
+        time.sleep(0.5)
+        assert not [w for w in workers if _alive(w)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
