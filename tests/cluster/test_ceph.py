@@ -367,17 +367,21 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
     rep = cli(["tune", "report", study, "--format", "json"], cwd=bed.folder)
     assert rep.returncode == 0, rep.stderr
     got = json.loads(rep.stdout)
+    said = json.dumps(got["factors"])
     first, *others = got["factors"]
-    assert first["name"] == "client_oc_max_dirty" and first["verdict"] == "real", got
-    assert first["effect_percent"] < -25, got
-    # the others are far smaller; at 12 runs on a shared 2-core machine a 14% drift of one of
-    # them has come out significant at 99% (once in three clean runs), so their size, not
-    # their verdict, is what holds: the screening ranks the factor that matters first.  The
+    # ranked first, the loss it is; "real" on a quiet machine (twice here, -61% and -84%),
+    # within noise under a loaded suite (three factors and their carry-over leave 12 runs
+    # few degrees of freedom): never a confident wrong answer either way
+    assert first["name"] == "client_oc_max_dirty" and first["effect_percent"] < -25, said
+    assert first["verdict"] in ("real", "within noise"), said
+    assert not [f for f in others if f["verdict"] == "real"], said
+    # the others are far smaller (and, above, never called real: a drift of one of them once
+    # came out significant at 12 runs, before the fit held carry-over and blocks).  The
     # budget buys 3 rounds of the 4 points (12 runs; --rate fixes the estimate, which a
     # 16 MiB probe of the FUSE mount made vary from run to run): write-through halves the
     # rate
     for f in others:
-        assert abs(f["effect_percent"]) < abs(first["effect_percent"]) / 3, got
+        assert abs(f["effect_percent"]) < abs(first["effect_percent"]) / 3, said
     assert got["recommended"]["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
     # what the study found before it began was back on every host when it ended
     assert after == {i: {n: float(default) for n, (default, _) in TUNED.items()}
