@@ -375,13 +375,13 @@ def test_tune_from_the_mount_ranks_client_oc_max_dirty_first_and_restores(bed):
     assert first["name"] == "client_oc_max_dirty" and first["effect_percent"] < -25, said
     assert first["verdict"] in ("real", "within noise"), said
     assert not [f for f in others if f["verdict"] == "real"], said
-    # the others are far smaller (and, above, never called real: a drift of one of them once
-    # came out significant at 12 runs, before the fit held carry-over and blocks).  The
-    # budget buys 3 rounds of the 4 points (12 runs; --rate fixes the estimate, which a
-    # 16 MiB probe of the FUSE mount made vary from run to run): write-through halves the
-    # rate
+    # the others ranked below it and (above) never called real; their point estimates are
+    # not held to a size: under a loaded suite an idle one came out at +31%, CI -16% to
+    # +106%, within noise, as the tool said.  The budget buys 3 rounds of the 4 points (12
+    # runs; --rate fixes the estimate, which a 16 MiB probe of the FUSE mount made vary from
+    # run to run): write-through halves the rate
     for f in others:
-        assert abs(f["effect_percent"]) < abs(first["effect_percent"]) / 3, said
+        assert abs(f["effect_percent"]) < abs(first["effect_percent"]), said
     assert got["recommended"]["client_oc_max_dirty"] == DEFAULT_MAX_DIRTY
     # what the study found before it began was back on every host when it ended
     assert after == {i: {n: float(default) for n, (default, _) in TUNED.items()}
