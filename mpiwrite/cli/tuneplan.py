@@ -186,7 +186,6 @@ def plan(target, output, params, budget, run_opts, name, results, from_run, rate
                               "the factors)")
         only = _from_limit(from_run, client)
     factors = _factors(client, where, list(params), only)
-    _refuse_root_ones(factors, target, params, run_opts, budget)
     fixed: Dict[str, Any] = {}
     for opt in run_opts:
         key, sep, value = opt.partition("=")
@@ -254,6 +253,9 @@ def plan(target, output, params, budget, run_opts, name, results, from_run, rate
 
     # the same estimate as `study plan` prints for the file written (study/estimate.py)
     text, st, configs = study_of(1)
+    # a user's bad input is named first; then, before the target is probed for a rate, a
+    # tunable only root may set is refused with what an administrator would run
+    _refuse_root_ones(factors, target, params, run_opts, budget)
     speed = estimate.rate_for(target, rate_from(rate)).mb_per_s \
         if any(c.size and not c.time_limit for c in configs) else 1.0
     settles = spec.mode != "none"
