@@ -67,13 +67,18 @@ class Outcome(NamedTuple):
         if self.code is None:
             return "did not end"
         if self.code < 0:
-            try:
-                return f"killed by {signal.Signals(-self.code).name}"
-            except ValueError:
-                return f"killed by signal {-self.code}"
+            return f"killed by {signal_name(-self.code)}"
         if self.code:
             return f"exit {self.code}"
         return ""
+
+
+def signal_name(signum: int) -> str:
+    """SIGSEGV for 11: how a process that a signal ended is named ("signal N" if unknown)."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

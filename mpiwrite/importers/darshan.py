@@ -19,7 +19,6 @@ Files written, shared or not, fsync calls and the most common access sizes are k
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from typing import Any, Dict, List
 
@@ -43,7 +42,7 @@ def detect(text: str) -> bool:
 
 
 def _read(src: Source) -> Dict[str, Any]:
-    from mpiwrite.procs import run_bounded
+    from mpiwrite.procs import run_bounded, signal_name
 
     got = run_bounded([sys.executable, "-m", "mpiwrite.importers.darshan_log"], TIMEOUT,
                       output_cap=OUTPUT_CAP, input=src.data)
@@ -54,12 +53,8 @@ def _read(src: Source) -> Dict[str, Any]:
         raise refuse(src.path, f"the Darshan library did not finish reading it in "
                      f"{TIMEOUT:g} s; not read")
     if not got.ok:
-        how = f"exit status {got.code}"
-        if got.code is not None and got.code < 0:
-            try:
-                how = signal.Signals(-got.code).name
-            except ValueError:
-                how = f"signal {-got.code}"
+        how = signal_name(-got.code) if got.code is not None and got.code < 0 \
+            else f"exit status {got.code}"
         raise refuse(src.path, f"the Darshan library crashed reading it ({how}); not read")
     said = [ln.strip() for ln in got.text("err").splitlines() if ln.startswith("Error:")]
     if said:  # libdarshan-util's own complaint, on its stderr

@@ -84,12 +84,9 @@ def crashed(path: str, code: int, hung: bool = False, seconds: Optional[float] =
     if hung:
         return (f"{path}: the HDF5 library did not finish reading it in "
                 f"{HANG_SECONDS if seconds is None else seconds:g} s; not read")
-    how = f"signal {-code}" if code < 0 else f"exit status {code}"
-    try:
-        if code < 0:
-            how = f"{signal.Signals(-code).name}"
-    except ValueError:
-        pass
+    from mpiwrite.procs import signal_name
+
+    how = signal_name(-code) if code < 0 else f"exit status {code}"
     return f"{path}: the HDF5 library crashed reading it ({how}); not read"
 
 
