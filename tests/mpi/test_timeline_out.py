@@ -112,3 +112,39 @@ def test_an_imported_run_has_no_samples_and_a_planted_link_is_never_written(run,
     fresh = tmp_path / "fresh.csv"
     got = cli(["timeline", path, "-o", str(fresh)], cwd=str(tmp_path))
     assert got.returncode == 0 and fresh.read_text().startswith("iteration,rank,")
+
+
+def test_a_16_rank_run_has_one_row_per_rank_per_interval_summing_to_the_record(tmp_path):
+    """Issue 43's done-when: `timeline` of a 16-rank run (oversubscribed on this machine)
+    writes one row per rank per interval, and its bytes add up to each rank's and to each
+    iteration's bytes in the record, exactly; by node, one row per interval with all 16."""
+    out = mpirun(16, ["run", str(tmp_path / "data"), "-s", "4M", "-b", "64k", "-i", "2",
+                      "--fsync-every", "8", "--sample-interval", "0.02", "--results",
+                      str(tmp_path / "res"), "--progress-interval", "0"], cwd=str(tmp_path),
+                 timeout=170)
+    assert out.returncode == 0, out.stderr
+    rec = only_record(str(tmp_path / "res"))
+    path = records_in(str(tmp_path / "res"))[0]
+    assert rec.attrs["ranks"] == 16
+    got = cli(["timeline", path, "--interval", "0.01s"], cwd=str(tmp_path))
+    assert got.returncode == 0, got.stderr
+    rows = _csv(got.stdout)
+    for it in (0, 1):
+        mine = [r for r in rows if r["iteration"] == str(it)]
+        intervals = sorted({(float(r["t_start"]), float(r["t_end"])) for r in mine})
+        assert len(intervals) >= 2
+        for span in intervals:  # every rank once in every interval, none twice
+            at = [int(r["rank"]) for r in mine
+                  if (float(r["t_start"]), float(r["t_end"])) == span]
+            assert sorted(at) == list(range(16)), (it, span, at)
+        assert len(mine) == 16 * len(intervals)
+        want = rec.ranks[rec.ranks["iteration"] == it]
+        for rank in range(16):
+            got_bytes = sum(int(r["bytes"]) for r in mine if r["rank"] == str(rank))
+            assert got_bytes == int(want["bytes"][want["rank"] == rank][0]) == 4 * 2**20
+        total = int(rec.iterations["bytes"][rec.iterations["iteration"] == it][0])
+        assert sum(int(r["bytes"]) for r in mine) == total == 16 * 4 * 2**20
+    nodes = _csv(cli(["timeline", path, "--interval", "0.01s", "--by", "node"],
+                     cwd=str(tmp_path)).stdout)
+    assert nodes and all(n["ranks"] == "16" for n in nodes)
+    assert sum(int(n["bytes"]) for n in nodes) == int(rec.iterations["bytes"].sum())
