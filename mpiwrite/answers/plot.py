@@ -52,7 +52,9 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     """Mean per x with its confidence interval (clipped at zero: no negative bandwidth) on a
     log2 x axis with the x values as integer ticks, and each bandwidth line's ideal (linear
     from its first point) dashed in the same colour; client CPU has no linear ideal.  A run
-    without the metric's figure (a record from before it) is left out, not drawn as a gap."""
+    without the metric's figure (a record from before it) is left out, not drawn as a gap, and
+    so is one imported without a count on the x axis (IOR's CSV and IO500 do not say the
+    nodes: 0), which a log axis has no place for."""
     from mpiwrite.answers.report import DEFAULT_SAMPLING, check_pooling
 
     sampling = sampling or DEFAULT_SAMPLING
@@ -61,14 +63,19 @@ def scaling(store: Store, out: str, by: Sequence[str], x: str = "nodes",
     units = getattr(sampling, "units", "MB")
     info = metric_info(metric, units)
     members: Dict[tuple, Dict[int, list]] = {}
+    unplaced = 0
     for r in store.select():
         if not metric_values(r, metric, warm):
             continue
         k = store.keys(r)
+        if int(k[x]) <= 0:  # imported, its tool silent on its nodes: no place on the axis
+            unplaced += 1
+            continue
         g = tuple(str(k.get(b, "-")) for b in by)
         members.setdefault(g, {}).setdefault(int(k[x]), []).append(r)
     if not members:
-        raise ConfigError(f"no complete runs with {metric} figures to plot")
+        raise ConfigError(f"no complete runs with {metric} figures to plot" + (
+            f" ({unplaced} imported without a count of {x})" if unplaced else ""))
     point_runs = {",".join(f"{b}={v}" for b, v in zip(by, g)) + f" {x}={xv}": runs
                   for g, pts in members.items() for xv, runs in pts.items()}
     check_pooling(point_runs, store.keys, by, "--by")
