@@ -49,9 +49,10 @@ class RankSamples:
         unique_names = len(set(hosts)) == len(hosts)
         used = sorted({int(n) for n in rows["node"]})
         facts = {i: {**fact_keys([nodes[i]]), **common_keys([nodes[i]])}
-                 for i in used if i < len(nodes)}
+                 for i in used if 0 <= i < len(nodes)}
         cols: Dict[str, List[str]] = {
-            "host": [hosts[n] if unique_names and n < len(hosts) else f"node {n}"
+            "host": [hosts[n] if unique_names and 0 <= n < len(hosts) else
+                     (f"node {n}" if n >= 0 else "node not known")
                      for n in map(int, rows["node"])],
             "rank": [str(r) for r in rows["rank"]]}
         if len(iterations) > 1:

@@ -16,6 +16,7 @@ from mpiwrite.answers.results import (
     sample_values,
 )
 from mpiwrite.errors import ConfigError
+from mpiwrite.formats.summary import host_of
 from mpiwrite.units import MB
 
 SUFFIXES = (".png", ".svg", ".pdf")
@@ -197,7 +198,8 @@ def ranks(rec, out: str, iteration=None) -> None:
     rates = np.asarray(rows["MB_per_s"], dtype=float)
     finite = np.isfinite(rates)
     slow = int(np.argmin(np.where(finite, rates, np.inf))) if finite.any() else None
-    slow_text = (f"slowest: rank {rows['rank'][slow]} on {hosts[int(rows['node'][slow])]} "
+    slow_text = (f"slowest: rank {rows['rank'][slow]} on "
+                 f"{host_of(hosts, int(rows['node'][slow]), 'a node not known')} "
                  f"({rates[slow]:.1f} MB/s)") if slow is not None else "no finished rank"
     title = f"per-rank MB/s, run {rec.run_id}, iteration {it} ({len(rows)} ranks)"
     if len(rows) <= BARS_UP_TO:
@@ -213,7 +215,8 @@ def ranks(rec, out: str, iteration=None) -> None:
         step = max(1, int(np.ceil(len(rows) / 40)))
         ax.set_xticks(range(0, len(rows), step))
         ax.set_xticklabels([str(r) for r in rows["rank"][::step]], fontsize="x-small")
-        ax.set_xlabel("rank (grouped by node; colour = node)")
+        ax.set_xlabel("rank (grouped by node; colour = node)" if (rows["node"] >= 0).all()
+                      else "rank (the tool named no node)")
         legend = slow is not None
     else:
         nodes = sorted(set(int(n) for n in rows["node"]))
@@ -224,7 +227,7 @@ def ranks(rec, out: str, iteration=None) -> None:
             ax.boxplot([data[i] for i in keep], positions=[i + 1 for i in keep], widths=0.6,
                        showfliers=True, flierprops={"markersize": 2})
             ax.set_xticks(range(1, len(nodes) + 1))
-            ax.set_xticklabels([hosts[n] for n in nodes], rotation=60, ha="right",
+            ax.set_xticklabels([host_of(hosts, n) for n in nodes], rotation=60, ha="right",
                                fontsize="x-small")
             ax.set_xlabel("node (box: quartiles of its ranks; whiskers 1.5 IQR; dots: outliers)")
             title += ", per node"

@@ -18,6 +18,7 @@ import numpy as np
 from mpiwrite.errors import ConfigError, RecordError
 from mpiwrite.files import same_bytes
 from mpiwrite.formats.runkeys import run_keys  # noqa: F401 - the keys, defined once there
+from mpiwrite.formats.summary import host_of
 from mpiwrite.records.model import RunRecord
 from mpiwrite.records.store import FolderStore, Read
 from mpiwrite.text import printable
@@ -415,10 +416,10 @@ def _metric_values(rec: RunRecord, metric: str, warmup: int) -> List[float]:
         from mpiwrite.formats.summary import node_totals
 
         for it in its["iteration"]:
-            rows = rec.ranks[rec.ranks["iteration"] == it]
-            if not len(rows):  # an imported record: no per-rank rows, no node figure
+            totals = node_totals(rec.ranks[rec.ranks["iteration"] == it])["MB_per_s"]
+            if not np.isfinite(totals).any():  # an imported record: no rank on a node
                 continue
-            vals.append(float(np.nanmean(node_totals(rows)["MB_per_s"])))
+            vals.append(float(np.nanmean(totals)))
         return vals
     if source == metricnames.CPU:
         return _cpu_values(rec, its, metric)
@@ -526,7 +527,7 @@ def load(paths, skip_bad: bool = True, tables: Sequence[str] = TABLES, cache: An
             df = pd.DataFrame(getattr(rec, name))
             df.insert(0, "run_id", rec.run_id)
             if name == "ranks" and len(df):
-                df["host"] = [hosts[int(i)] for i in df["node"]]
+                df["host"] = [host_of(hosts, int(i)) for i in df["node"]]
             for k, v in tags.items():  # never over a measured column (a crafted record's tags)
                 df[k if k not in df.columns else f"tag.{k}"] = v
             into.append(df)

@@ -218,51 +218,87 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
             raise ValueError(f"its last iteration, {it}, has no per-rank rows")
         if not len(rows):
             raise ConfigError(f"--iteration: the run has no iteration {it}")
-        rates = rows["MB_per_s"][np.isfinite(rows["MB_per_s"])]
-        if rates.size and rates.max() > 0:
-            cv = rates.std(ddof=1) / rates.mean() * 100 if rates.size > 1 else 0.0
-            tail = float(np.nanmax(rows["t_close_end"]) - np.nanmin(rows["t_close_end"]))
-            lines.append(f"iteration {it}: imbalance slowest/fastest "
-                         f"{rates.min() / rates.max():.3f}, coefficient of variation "
-                         f"{cv:.1f}%, straggler tail {format_seconds(tail)}")
-        lines += [printable(x) for x in waits.lines(rec, it)]
-        lines.append(f"per node, iteration {it}:")
-        for n in node_totals(rows):
-            busy = rows["node_cpu_busy"][rows["node"] == n["node"]]
-            cpu = f", CPU {busy[0]:.0%} busy" if len(busy) and np.isfinite(busy[0]) else ""
-            lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
-                         f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s"
-                         f"{cpu}")
-        counted = [c for c in rec.client_counters if c.get("iteration") == it]
-        if counted:
-            lines.append(f"client counters, iteration {it} (what each node's client did in "
-                         "the timed phase):")
-            for c in sorted(counted, key=lambda c: c.get("node", 0)):
-                node = c.get("node")
-                host = hosts[node] if isinstance(node, int) and 0 <= node < len(hosts) else "?"
-                lines.append(f"  {host:<16} {counter_text(c.get('delta') or {})}")
-        lines.append(f"per rank, slowest first, iteration {it}:")
-        lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
-                     f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'cpu s':>6} "
-                     f"{'p99 ms':>7} {'offset s':>10} status")
-        order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
-        for r in rows[order]:
-            lines.append(f"  {r['rank']:>5} {hosts[int(r['node'])]:<16} "
-                         f"{_num(float(r['MB_per_s'])):>9} {format_size(int(r['bytes'])):>9} "
-                         f"{_num(float(r['open_seconds']), 4):>8} "
-                         f"{_num(float(r['write_seconds']), 3):>8} "
-                         f"{_num(float(r['fsync_seconds']), 3):>8} "
-                         f"{_num(float(r['close_seconds']), 4):>8} "
-                         f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
-                         f"{_bucket_ms(r['write_latency_p99_seconds']):>7} "
-                         f"{_offset(r['clock_offset_seconds']):>10} "
-                         f"{Status.label_of(r['status'])}")
+        timed = bool(np.isfinite(rows["t_close_end"]).any())
+        lines += _spread_lines(rows, it, timed)
+        if not timed and rec.imported():
+            lines += _untimed_rank_lines(rec, rows, it)
+        else:
+            lines += _timed_rank_lines(rec, rows, it, hosts)
     for w in rec.warnings():
         lines.append(f"warning: {w}")
     for e in rec.errors:
         lines.append(f"error: iteration {e.get('iteration')} rank {e.get('rank')} on "
                      f"{e.get('host')}: {e.get('phase')} {e.get('path')}: {e.get('message')}")
     return "\n".join(printable(ln) for ln in lines)
+
+
+def _spread_lines(rows, it: int, timed: bool) -> List[str]:
+    """The ranks' spread in one line: imbalance, variation and (on a timeline) the tail."""
+    rates = rows["MB_per_s"][np.isfinite(rows["MB_per_s"])]
+    if not rates.size or rates.max() <= 0:
+        return []
+    cv = rates.std(ddof=1) / rates.mean() * 100 if rates.size > 1 else 0.0
+    line = (f"iteration {it}: imbalance slowest/fastest {rates.min() / rates.max():.3f}, "
+            f"coefficient of variation {cv:.1f}%")
+    if timed:
+        tail = float(np.nanmax(rows["t_close_end"]) - np.nanmin(rows["t_close_end"]))
+        line += f", straggler tail {format_seconds(tail)}"
+    return [line]
+
+
+def _timed_rank_lines(rec, rows, it: int, hosts) -> List[str]:
+    """A run's rank rows on its common timeline: waits, per node, counters, per rank."""
+    lines: List[str] = []
+    lines += [printable(x) for x in waits.lines(rec, it)]
+    lines.append(f"per node, iteration {it}:")
+    for n in node_totals(rows):
+        busy = rows["node_cpu_busy"][rows["node"] == n["node"]]
+        cpu = f", CPU {busy[0]:.0%} busy" if len(busy) and np.isfinite(busy[0]) else ""
+        lines.append(f"  {hosts[int(n['node'])]:<16} {_count(int(n['ranks']), 'rank'):>10} "
+                     f"{format_size(int(n['bytes'])):>9} {_num(float(n['MB_per_s']))} MB/s"
+                     f"{cpu}")
+    counted = [c for c in rec.client_counters if c.get("iteration") == it]
+    if counted:
+        lines.append(f"client counters, iteration {it} (what each node's client did in "
+                     "the timed phase):")
+        for c in sorted(counted, key=lambda c: c.get("node", 0)):
+            node = c.get("node")
+            host = hosts[node] if isinstance(node, int) and 0 <= node < len(hosts) else "?"
+            lines.append(f"  {host:<16} {counter_text(c.get('delta') or {})}")
+    lines.append(f"per rank, slowest first, iteration {it}:")
+    lines.append(f"  {'rank':>5} {'host':<16} {'MB/s':>9} {'bytes':>9} {'open s':>8} "
+                 f"{'write s':>8} {'fsync s':>8} {'close s':>8} {'cpu s':>6} "
+                 f"{'p99 ms':>7} {'offset s':>10} status")
+    order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
+    for r in rows[order]:
+        lines.append(f"  {r['rank']:>5} {hosts[int(r['node'])]:<16} "
+                     f"{_num(float(r['MB_per_s'])):>9} {format_size(int(r['bytes'])):>9} "
+                     f"{_num(float(r['open_seconds']), 4):>8} "
+                     f"{_num(float(r['write_seconds']), 3):>8} "
+                     f"{_num(float(r['fsync_seconds']), 3):>8} "
+                     f"{_num(float(r['close_seconds']), 4):>8} "
+                     f"{_num(float(r['cpu_user_seconds'] + r['cpu_system_seconds']), 2):>6} "
+                     f"{_bucket_ms(r['write_latency_p99_seconds']):>7} "
+                     f"{_offset(r['clock_offset_seconds']):>10} "
+                     f"{Status.label_of(r['status'])}")
+    return lines
+
+
+def _untimed_rank_lines(rec, rows, it: int) -> List[str]:
+    """An imported record's rank rows: the tool's own figures, each rank timed on its own
+    clock (IOR's per-rank CSV): no node, no time on a common clock, so no per-node lines."""
+    lines = [f"per rank, slowest first, iteration {it} ({rec.imported().get('tool')}'s own "
+             "figures: each rank's time on its own clock; no node, no timeline):",
+             f"  {'rank':>5} {'MB/s':>9} {'bytes':>9} {'seconds':>9}"
+             + (f" {'read MB/s':>9}" if np.isfinite(rows["read_MB_per_s"]).any() else "")]
+    order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
+    for r in rows[order]:
+        read = f" {_num(float(r['read_MB_per_s'])):>9}" \
+            if np.isfinite(rows["read_MB_per_s"]).any() else ""
+        lines.append(f"  {r['rank']:>5} {_num(float(r['MB_per_s'])):>9} "
+                     f"{format_size(int(r['bytes'])):>9} "
+                     f"{_num(float(r['elapsed_seconds']), 4):>9}{read}")
+    return lines
 
 
 def imported_lines(rec) -> List[str]:

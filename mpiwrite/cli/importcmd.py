@@ -81,6 +81,9 @@ def import_(files, results, tags, facts, node_facts, tool, command):
             for w in src.repairs:
                 sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {w}") + "\n")
             for test in tests:
+                if test.per_rank_note:
+                    sys.stderr.write(printable(f"mpiwrite: warning: {src.path}: {test.label}: "
+                                               f"{test.per_rank_note}") + "\n")
                 rec = build(test, src, tag_map, fact_map, node=node)
                 name = records.record_path("", rec.run_id)
                 try:

@@ -304,6 +304,12 @@ def iteration_summary(ranks: np.ndarray, samples: Optional[np.ndarray] = None,
     return out
 
 
+def host_of(hosts, node: int, unknown: str = "?") -> str:
+    """The host of a rank row's node: `unknown` for a node the record does not hold (an
+    imported record's rank rows say node -1: the tool named none)."""
+    return str(hosts[node]) if 0 <= node < len(hosts) else unknown
+
+
 NODE_DTYPE = np.dtype([("node", "<i4"), ("ranks", "<i4"), ("bytes", "<i8"),
                        ("MB_per_s", "<f8"), ("slowest_rank_MB_per_s", "<f8")])
 
@@ -313,8 +319,10 @@ def node_totals(ranks: np.ndarray) -> np.ndarray:
     --ramp where there was one: its bytes and time left out).
 
     Vectorised (bincount and ufunc.at), so 100,000 ranks on 6,000 nodes cost milliseconds.
-    A node with a rank that never finished has no rate.
+    A node with a rank that never finished has no rate.  Rows of no node (-1: an imported
+    record's) are left out.
     """
+    ranks = ranks[ranks["node"] >= 0]
     nodes, inv = np.unique(ranks["node"], return_inverse=True)
     k = len(nodes)
     out = np.zeros(k, dtype=NODE_DTYPE)
@@ -369,12 +377,13 @@ def run_stats(ranks: np.ndarray, iterations: np.ndarray, hosts) -> Dict[str, obj
         finite = sel[np.isfinite(sel["MB_per_s"])]
         row = finite[np.argmin(finite["MB_per_s"])]
         stats["slowest"] = {"rank": int(row["rank"]), "iteration": int(row["iteration"]),
-                            "host": hosts[int(row["node"])], "MB_per_s": float(row["MB_per_s"])}
+                            "host": host_of(hosts, int(row["node"])),
+                            "MB_per_s": float(row["MB_per_s"])}
     nodes = []
     if len(sel):
         last = sel[sel["iteration"] == max(its)] if its else sel
         for n in node_totals(last):
-            nodes.append({"node": int(n["node"]), "host": hosts[int(n["node"])],
+            nodes.append({"node": int(n["node"]), "host": host_of(hosts, int(n["node"])),
                           "ranks": int(n["ranks"]), "bytes": int(n["bytes"]),
                           "MB_per_s": float(n["MB_per_s"])})
     stats["nodes"] = nodes

@@ -5,8 +5,9 @@ text is its tool's output (`detect`) and turns the text of one file into `Test`s
 one per test of IOR, per group of fio jobs, per summary line of lmdd or dd, per run of
 mpiwrite's own `--json`.  This module reads the file (a regular file, bounded in size) and
 builds the record of each test: its iterations hold the tool's figures converted to mpiwrite's
-units; it has no per-rank rows (none of these tools times each rank on a common timeline: IOR
-reports aggregates only, fio per job without a common clock, dd one process), no node rows
+units; it has no per-rank rows on a timeline (none of these tools times each rank on a common
+clock: IOR reports aggregates, and each rank's own times only in its per-rank CSV, which become
+rank rows without a node or a time: `rank_rows`; fio per job, dd one process), no node rows
 (nothing was observed on a node), and an `imported` attribute that says from what file (path,
 sha256), by which tool and version, which figures are exact, which derived and which unknown,
 and which facts the user stated.  Pure: no MPI, no command line.
@@ -65,6 +66,14 @@ class Phase:
 
 
 @dataclasses.dataclass
+class RankTimes:
+    """One phase of one iteration, rank by rank, as the tool timed each rank on its own clock
+    (IOR's per-rank CSV): durations only, no time on a common clock."""
+    bytes: List[int]
+    seconds: List[float]  # the rank's time of the phase (IOR: its access, fsync included)
+
+
+@dataclasses.dataclass
 class Test:
     """One run as another tool reported it, in mpiwrite's terms."""
     index: int  # its place in the file: part of the run id
@@ -95,6 +104,10 @@ class Test:
     columns: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
     run_id: str = ""  # the run's own id where the file states one (else from the sha256)
     tags: Dict[str, str] = dataclasses.field(default_factory=dict)  # the file's; --tag wins
+    # per phase ("write", "read"), per iteration: the ranks' own figures where the tool gives
+    # them (IOR's per-rank CSV); the record's rank rows.  Empty: none.
+    rank_times: Dict[str, List[RankTimes]] = dataclasses.field(default_factory=dict)
+    per_rank_note: str = ""  # why there are no rank rows, where the tool could have given them
 
 
 @dataclasses.dataclass
@@ -287,7 +300,7 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "unknown": sorted((set(test.unknown) | set(stated_unknown)) - set(facts)
                           - (set(FACT_KEYS) if node is not None else set())),
         "stated_facts": dict(facts), "original": test.original,
-        "per_rank": "none: the tool reports no per-rank figures on a common timeline",
+        "per_rank": per_rank_said(test),
         "repairs": list(src.repairs), "notes": list(test.notes),
     }
     if node is not None:
@@ -304,11 +317,68 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "host": clean(test.host), "error": "", "mpi_library": "",
         "ranks": int(test.ranks), "nodes": int(test.nodes),
         "params": params, "tags": {**test.tags, **tags}, "keys": _keys(test, facts, node),
-        "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs],
+        "warnings": [f"imported from {test.tool}: {w}" for w in src.repairs]
+        + ([f"imported from {test.tool}: {test.per_rank_note}"] if test.per_rank_note else []),
         "notes": list(test.notes), "first_done_note": "", "imported": imported,
     }
-    return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=iterations(test),
+    its = iterations(test)
+    ranks = rank_rows(test, its)
+    return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=its, ranks=ranks,
                      nodes=[json.loads(json.dumps(node))] if node is not None else [])
+
+
+NO_RANKS = "none: the tool reports no per-rank figures on a common timeline"
+RANKS_UNTIMED = ("the tool's own per-rank figures (bytes and each rank's time on its own "
+                 "clock): no time on a common timeline (no first-done, tail or timeline), "
+                 "no node (node -1: no per-node figure)")
+
+
+def per_rank_said(test: Test) -> str:
+    if test.rank_times:
+        return RANKS_UNTIMED
+    return f"{NO_RANKS} ({test.per_rank_note})" if test.per_rank_note else NO_RANKS
+
+
+def rank_rows(test: Test, its: np.ndarray) -> np.ndarray:
+    """The rank table of a test whose tool gave per-rank figures (else empty), and their
+    spread in the iteration table (rank min/mean/max/sd, slowest and fastest rank): each
+    rank's bytes and rate, its node -1 (not known) and its times on the common clock NaN
+    (the tool gives none), so nothing that needs a timeline takes them."""
+    from mpiwrite.formats.summary import RANK_DTYPE
+
+    n = len(its)
+    if not test.rank_times or not n:
+        return np.zeros(0, dtype=RANK_DTYPE)
+    out = np.zeros(n * test.ranks, dtype=RANK_DTYPE)
+    for name in RANK_DTYPE.names:
+        if RANK_DTYPE[name].kind == "f":
+            out[name] = np.nan
+    out["iteration"] = np.repeat(np.arange(n), test.ranks)
+    out["rank"] = np.tile(np.arange(test.ranks), n)
+    out["node"] = out["read_source_rank"] = -1
+    for phase in ("write", "read"):
+        for i, t in enumerate(test.rank_times.get(phase, [])[:n]):
+            at = slice(i * test.ranks, (i + 1) * test.ranks)
+            b = np.asarray(t.bytes, dtype=np.int64)
+            secs = np.asarray(t.seconds, dtype=float)
+            rate = np.where(secs > 0, b / np.where(secs > 0, secs, 1) / MB, np.nan)
+            if phase == "write":
+                out["bytes"][at], out["elapsed_seconds"][at], out["MB_per_s"][at] = b, secs, rate
+                blk = int(test.params.get("block_size") or 0)
+                out["blocks"][at] = b // blk if blk > 0 else 0
+                row = its[i]
+                row["rank_min_MB_per_s"], row["rank_max_MB_per_s"] = rate.min(), rate.max()
+                row["rank_mean_MB_per_s"] = rate.mean()
+                row["rank_std_MB_per_s"] = rate.std(ddof=1) if len(rate) > 1 else 0.0
+                row["slowest_rank"], row["fastest_rank"] = rate.argmin(), rate.argmax()
+            else:
+                out["read_bytes"][at], out["read_seconds"][at] = b, secs
+                out["read_MB_per_s"][at] = rate
+                row = its[i]
+                row["read_rank_min_MB_per_s"], row["read_rank_max_MB_per_s"] = (rate.min(),
+                                                                                rate.max())
+                row["read_rank_mean_MB_per_s"] = rate.mean()
+    return out
 
 
 def check_test(test: Test, path: str) -> None:

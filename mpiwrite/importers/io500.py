@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 
 from mpiwrite import files
 from mpiwrite.formats.numbers import BYTES, MAX_BYTES, RANKS, RATE, SECONDS, number
-from mpiwrite.importers import ior_command
+from mpiwrite.importers import ior_command, ior_ranks
 from mpiwrite.importers.base import (
     MAX_INPUT_BYTES,
     UNKNOWN,
@@ -182,6 +182,8 @@ def parse(src: Source, command: str = "") -> List[Test]:
                 "from the command line")
         moved = _bytes_moved(src, name, test)
         test.write = Phase(bytes=[moved], MB_per_s=[gib * 2**30 / MB], open_included=True)
+        if moved:
+            ior_ranks.read_for([test], src.path, flags)
         test.exact += ["aggregate_MB_per_s (IO500's score, GiB/s x 1.073741824)",
                        "ranks (procs)"]
         if wall is not None:

@@ -29,6 +29,7 @@ from mpiwrite.formats.numbers import (
     parse_json,
     shown,
 )
+from mpiwrite.importers import ior_ranks
 from mpiwrite.importers.base import (
     MIB_TO_MB,
     UNKNOWN,
@@ -504,6 +505,8 @@ def parse(src: Source, command: str = "") -> List[Test]:
         tests = from_json(src)
     else:
         raise refuse(src.path, "neither IOR's JSON, text nor CSV output")
+    if tests:
+        ior_ranks.read_for(tests, src.path, command_flags(tests[0].command))
     if command:
         for t in tests:
             t.notes.append("--command ignored: the output states its command line")

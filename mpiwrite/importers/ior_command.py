@@ -15,7 +15,7 @@ _FLAGS = {"w": "write", "r": "read", "F": "fpp", "e": "fsync", "Y": "fsyncperwri
 def command_flags(command: str) -> Dict[str, Any]:
     """What an IOR command line says about the test: flags (write, read, fpp, fsync,
     fsyncperwrite, direct, ...) and values (block, transfer, segments, reps, api, tasks,
-    testfile).  Unparsable parts are left out."""
+    testfile, rank_csv: -O saveRankPerformanceDetailsCSV=FILE).  Unparsable parts are left out."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -51,6 +51,8 @@ def command_flags(command: str) -> Dict[str, Any]:
                         k, _e, v = opt.partition("=")
                         if k.strip() in ("useO_DIRECT", "posix.odirect") and v.strip() in ("", "1"):
                             out["direct"] = True
+                        elif k.strip().lower() == "saverankperformancedetailscsv" and v.strip():
+                            out["rank_csv"] = v.strip()  # IOR compares option names without case
                 elif key:
                     out[key] = value
                 break

@@ -235,6 +235,25 @@ class Checker:
             if int(r.min()) < 0 or int(r.max()) > n:
                 raise self.fail("ranks.iteration", f"out of range 0..{n}")
 
+    def rank_places(self, ranks: np.ndarray, nranks: int, nnodes: int,
+                    imported: bool) -> None:
+        """Each rank row's rank is one of the run's, its node one of the node rows; or, in
+        an imported record, -1: a tool's own per-rank figures say no node
+        (importers/base.rank_rows)."""
+        if not len(ranks):
+            return
+        node = ranks["node"]
+        if not nnodes and not imported:
+            raise self.fail("nodes", "empty, but the ranks table has rows")
+        bad = (node < 0) | (node >= nnodes)
+        if imported:
+            bad &= node != -1
+        if bad.any():
+            raise self.fail("ranks.node", f"index {int(node[bad][0])} out of range "
+                            f"0..{nnodes - 1}" + (" (or -1, not known)" if imported else ""))
+        if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
+            raise self.fail("ranks.rank", f"out of range 0..{nranks - 1}")
+
     def finite(self, name: str, table: np.ndarray, fields=None) -> None:
         """No infinite value in the float fields (of `fields`) of a table: one pass over the
         8-byte floats of all of them, a field named only when there is one."""

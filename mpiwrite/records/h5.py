@@ -69,8 +69,11 @@ def _node_table(rec: RunRecord):
                   + [("mem_total_bytes", "<i8"), ("clock_offset_seconds", "<f8"),
                      ("clock_uncertainty_seconds", "<f8"), ("facts_json", s)])
     out = np.zeros(len(rec.nodes), dtype=dt)
-    counts = np.bincount(rec.ranks["node"][rec.ranks["iteration"] == rec.ranks["iteration"].min()],
-                         minlength=len(rec.nodes)) if len(rec.ranks) else np.zeros(len(rec.nodes))
+    first = rec.ranks[rec.ranks["iteration"] == rec.ranks["iteration"].min()] \
+        if len(rec.ranks) else rec.ranks
+    placed = first["node"][first["node"] >= 0]  # an imported record's -1: no node known
+    counts = np.bincount(placed, minlength=len(rec.nodes)) if len(placed) \
+        else np.zeros(len(rec.nodes), dtype=int)
     from mpiwrite.formats.nodekeys import summary_value  # the one flattening of node facts
 
     for i, facts in enumerate(rec.nodes):
@@ -381,15 +384,7 @@ def _from_h5(h5, path: str) -> RunRecord:
         facts = ck.node(i, ck.json(f"nodes[{i}].facts_json", row["facts_json"]))
         facts["raw"] = ck.json(f"nodes_raw[{i}]", raws[i], dict) if i < len(raws) else {}
         nodes.append(facts)
-    if len(ranks):
-        if not nodes:
-            raise RecordError(f"{path}: nodes: empty, but the ranks table has rows")
-        bad = (ranks["node"] < 0) | (ranks["node"] >= len(nodes))
-        if bad.any():
-            raise RecordError(f"{path}: ranks.node: index {int(ranks['node'][bad][0])} out of "
-                              f"range 0..{len(nodes) - 1}")
-        if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
-            raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
+    ck.rank_places(ranks, nranks, len(nodes), "imported" in attrs)
     clock = np.stack([nodes_tbl["clock_offset_seconds"].astype(float),
                       nodes_tbl["clock_uncertainty_seconds"].astype(float)], axis=1) \
         if len(nodes_tbl) else None

@@ -240,15 +240,7 @@ def _extract(path: str, data: bytes, whole: bool = False) -> Dict[str, Any]:
             full = whole_type(tid)
             d.read(h5py.h5s.ALL, h5py.h5s.ALL, np.empty(n, full), mtype(full))
     facts = [h5._text(v) for v in nodes["facts_json"]]
-    if len(ranks):
-        if not n:
-            raise RecordError(f"{path}: nodes: empty, but the ranks table has rows")
-        bad = (ranks["node"] < 0) | (ranks["node"] >= n)
-        if bad.any():
-            raise RecordError(f"{path}: ranks.node: index {int(ranks['node'][bad][0])} out of "
-                              f"range 0..{n - 1}")
-        if ((ranks["rank"] < 0) | (ranks["rank"] >= nranks)).any():
-            raise RecordError(f"{path}: ranks.rank: out of range 0..{nranks - 1}")
+    ck.rank_places(ranks, nranks, n, "imported" in attrs)
     _unread(ck, root, per_rank, n)
     optional = _whole_check(ck, root, links, ranks, nranks, len(its), n) if whole else []
     counters: List[Dict[str, Any]] = []

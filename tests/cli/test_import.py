@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import jsonschema
+import numpy as np
 import pytest
 import synth
 from common import FIXTURES, ROOT, read_record
@@ -1110,3 +1111,142 @@ def test_an_io500_folder_that_repeats_a_phase_fails_one_or_is_no_io500_folder(tm
     (folder / "result.txt").symlink_to(IO500 / "result.txt")
     code, _out, err = cli(capsys, "import", folder, "--results", tmp_path / "r4")
     assert code == 2 and "symbolic link" in err and err.count("\n") == 1, err
+
+
+# -- IOR's per-rank CSV (-O saveRankPerformanceDetailsCSV=FILE) as rank rows -----------------
+def _rank_csv(path):
+    """IOR's per-rank CSV read apart from the importer: [(access, rank, runtime, rate B/s)]."""
+    rows = [line.split(",") for line in pathlib.Path(path).read_text().splitlines()[1:]]
+    return [(r[0], int(r[1]), float(r[3]), float(r[5])) for r in rows]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("output, reps, ranks, read", [
+    ("ior-ranks-fpp-i2.json", 2, 3, True), ("ior-ranks-shared-i3.txt", 3, 2, False)])
+def test_ior_per_rank_csv_beside_its_output_gives_each_rank_its_own_figures(
+        tmp_path, capsys, output, reps, ranks, read):
+    """The CSV IOR wrote (`-O saveRankPerformanceDetailsCSV=`, found by that name beside the
+    output) becomes the record's rank rows: each rank's rate IOR's throughput / 10^6 and its
+    time IOR's runtime, exactly; its bytes the test's over the ranks; no node (-1) and no time
+    on a common clock; the iteration's spread (min, mean, max, slowest) from them, which
+    `report --metric rank-mean` and `show` then give."""
+    csv_rows = _rank_csv(FIX / output.replace(".json", ".csv").replace(".txt", ".csv"))
+    assert len(csv_rows) == reps * ranks * (2 if read else 1)
+    code, _out, err = cli(capsys, "import", FIX / output, "--results", tmp_path)
+    assert code == 0 and "warning" not in err, err
+    rec = one(tmp_path)
+    assert len(rec.ranks) == reps * ranks
+    per_rep = ranks * (2 if read else 1)
+    for it in range(reps):
+        mine = csv_rows[it * per_rep:(it + 1) * per_rep]
+        rows = rec.ranks[rec.ranks["iteration"] == it]
+        writes = [r for r in mine if r[0] == "write"]
+        assert list(rows["rank"]) == [r[1] for r in writes] == list(range(ranks))
+        assert list(rows["MB_per_s"]) == pytest.approx([r[3] / MB for r in writes], rel=1e-9)
+        assert list(rows["elapsed_seconds"]) == [r[2] for r in writes]
+        share = int(rec.iterations["bytes"][it]) // ranks
+        assert list(rows["bytes"]) == [share] * ranks
+        if read:
+            reads = [r for r in mine if r[0] == "read"]
+            assert list(rows["read_MB_per_s"]) == pytest.approx([r[3] / MB for r in reads],
+                                                                rel=1e-9)
+        assert (rows["node"] == -1).all() and np.isnan(rows["t_write_start"]).all()
+        i = rec.iterations[it]
+        rates = [r[3] / MB for r in writes]
+        assert float(i["rank_mean_MB_per_s"]) == pytest.approx(sum(rates) / ranks)
+        assert float(i["rank_min_MB_per_s"]) == pytest.approx(min(rates))
+        assert int(i["slowest_rank"]) == rates.index(min(rates))
+    assert rec.imported()["per_rank"] == imported.RANKS_UNTIMED
+    assert "ranks table" in rec.imported()["derived"]
+    code, out, err = cli(capsys, "report", tmp_path, "--metric", "rank-mean", "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    want = [float(x) for x in rec.iterations["rank_mean_MB_per_s"]]
+    assert row["mean_MB_per_s"] == pytest.approx(sum(want) / len(want))
+    code, out, err = cli(capsys, "show", rec.path)
+    assert code == 0 and "ior's own figures: each rank's time on its own clock" in out, err
+    assert "per node" not in out and "straggler tail" not in out
+    code, out, err = cli(capsys, "timeline", rec.path)
+    assert code == 2 and "holds no throughput samples" in err
+    code, out, err = cli(capsys, "explain", rec.path)  # rank to rank: a node not known
+    assert code == 0 and "host=node not known" in out, (out, err)
+
+
+@pytest.mark.timeout(60)
+def test_ior_per_rank_csv_absent_planted_or_not_this_runs_gives_no_rank_rows(tmp_path, capsys):
+    """Without the CSV beside the output, through a symlink, cut short, of another run (its
+    rates not the output's bytes over its times) or with a rank left out: the test is
+    imported whole, without rank rows, and the import says why in a warning kept in the
+    record; nothing is read through the link."""
+    json_name, csv_name = "ior-ranks-fpp-i2.json", "ior-ranks-fpp-i2.csv"
+    good = (FIX / csv_name).read_text().splitlines(keepends=True)
+    other = (FIX / "ior-ranks-shared-i3.csv").read_text()
+    cases = {
+        "absent": None,
+        "cut short": "".join(good[:-2]),
+        "another run": "".join(good[:4]).replace("write,2,", "write,2,1") + "".join(good[4:]),
+        "a rank left out": "".join(good[:2] + good[3:]),
+        "another file": other,
+        "planted": "link",
+    }
+    for name, text in cases.items():
+        d = tmp_path / name.replace(" ", "-")
+        d.mkdir()
+        shutil.copy(FIX / json_name, d / json_name)
+        if text == "link":
+            os.symlink(FIX / csv_name, d / csv_name)
+        elif text is not None:
+            (d / csv_name).write_text(text)
+        res = d / "res"
+        code, _out, err = cli(capsys, "import", d / json_name, "--results", res)
+        assert code == 0, (name, err)
+        rec = one(res)
+        assert len(rec.ranks) == 0, name
+        assert err.count("warning") == 1, (name, err)
+        if text is None or text == "link":
+            assert "put that file beside the output" in err, (name, err)
+        else:
+            assert "does not fit this output" in err, (name, err)
+        assert any("per-rank CSV" in w or "per-rank figures" in w for w in rec.warnings())
+        assert "none:" in rec.imported()["per_rank"], name
+        assert agg(rec) == pytest.approx(agg(one_of(FIX / json_name, tmp_path, capsys)))
+
+
+def one_of(path, tmp_path, capsys):
+    """The record of `path` imported with its CSV beside it (the fixtures' folder)."""
+    out = tmp_path / ("ref-" + path.name)
+    if not out.exists():
+        code, _o, err = cli(capsys, "import", path, "--results", out)
+        assert code == 0, err
+    return one(out)
+
+
+@pytest.mark.timeout(60)
+def test_an_io500_phase_has_its_ranks_from_ior_s_per_rank_csv(tmp_path, capsys):
+    """IO500's ior-easy-write.csv (IOR's per-rank CSV, named by the phase's command line,
+    beside result.txt) gives the phase's two rank rows, their rates IOR's throughputs."""
+    code, _out, err = cli(capsys, "import", IO500, "--results", tmp_path)
+    assert code == 0, err
+    for rec in recs(tmp_path):
+        phase = rec.params()["preset"]
+        want = [r for r in _rank_csv(IO500 / f"{phase}.csv") if r[0] == "write"]
+        assert list(rec.ranks["MB_per_s"]) == pytest.approx([r[3] / MB for r in want],
+                                                             rel=1e-9)
+        assert int(rec.ranks["bytes"].sum()) == int(rec.iterations["bytes"][0])
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_row_without_a_node_is_refused_in_a_record_not_imported(tmp_path, capsys):
+    """Node -1 ("not known") is an imported record's only: the same table in a record
+    without the `imported` attribute is refused by the record check, in one line."""
+    import h5py
+
+    from mpiwrite.errors import RecordError
+
+    code, _out, err = cli(capsys, "import", FIX / "ior-ranks-fpp-i2.json", "--results", tmp_path)
+    assert code == 0, err
+    path = one(tmp_path).path
+    with h5py.File(path, "r+") as h5:
+        del h5.attrs["imported"]
+    with pytest.raises(RecordError, match="nodes: empty, but the ranks table has rows"):
+        read_record(path)

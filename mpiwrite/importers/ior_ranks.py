@@ -1,0 +1,174 @@
+"""IOR's per-rank CSV (`-O saveRankPerformanceDetailsCSV=FILE`) as an imported test's rank
+rows (docs/import.md).
+
+IOR (ior.c StoreRankInformation) truncates the file and writes its header when it parses the
+option, then appends, after every repetition of every test and for each access (the write, then
+the read), one row per rank in rank order: `access,rank,runtime-with-openclose,runtime,
+throughput-withopenclose,throughput`.  The times are the rank's own: from its open to its close,
+and its access (its writes and, with -e, the fsync after them; not the open, not the close).
+The throughputs are the test's bytes over the ranks (IOR gives every rank the mean: its
+aggregate / tasks) over those times, in B/s.  There is no test or repetition column: the rows
+are matched to the output's tests and repetitions by their order, and must all be accounted
+for.  The file is found by the name the command line gave it, beside the output imported (a
+regular file, never through a symlink).
+
+A CSV that does not fit its output (another run's, cut short, another count of rows or ranks,
+rates that are not the output's bytes over the times, a rank that took longer than IOR's own
+total) is not read: the test is imported without rank rows, and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import List, Optional, Tuple
+
+from mpiwrite import files
+from mpiwrite.importers.base import MAX_INPUT_BYTES, RankTimes, Test
+from mpiwrite.text import printable
+
+HEADER = "access,rank,runtime-with-openclose,runtime,throughput-withopenclose,throughput"
+
+
+@dataclasses.dataclass
+class _Row:
+    access: str
+    rank: int
+    with_open: float
+    access_seconds: float
+    rate_with_open: float
+    rate: float
+
+
+class Misfit(ValueError):
+    """The CSV does not fit the output: why, in a few words."""
+
+
+def named(command_flags) -> str:
+    """The file the command line told IOR to write its per-rank figures to ('' for none)."""
+    return str(command_flags.get("rank_csv") or "")
+
+
+def _rows(text: str) -> List[_Row]:
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != HEADER:
+        raise Misfit("its first line is not IOR's header")
+    out = []
+    for n, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        cells = line.split(",")
+        if len(cells) != 6 or cells[0] not in ("write", "read") or not cells[1].isdigit() \
+                or len(cells[1]) > 8:
+            raise Misfit(f"line {n} is not a row of IOR's")
+        try:
+            values = [float(c) for c in cells[2:]]
+        except ValueError:
+            raise Misfit(f"line {n}: a time or a rate that is not a number") from None
+        if not all(math.isfinite(v) and 0 <= v < 1e15 for v in values) or values[1] <= 0 \
+                or values[0] <= 0:
+            raise Misfit(f"line {n}: a time or a rate out of range")
+        out.append(_Row(cells[0], int(cells[1]), *values))
+    return out
+
+
+def _take(test: Test, rows: List[_Row], at: int,
+          total_seconds: List[Tuple[str, List[float]]]) -> int:
+    """Give `test` its rank rows from rows[at:], in IOR's order; the index after them."""
+    n = test.ranks
+    phases = [(name, ph) for name, ph in (("write", test.write), ("read", test.read)) if ph]
+    reps = max(len(ph.bytes) for _n, ph in phases)
+    times = dict(total_seconds)
+    got = {name: [] for name, _ph in phases}
+    for rep in range(reps):
+        for name, ph in phases:
+            mine = rows[at:at + n]
+            if len(mine) < n:
+                raise Misfit(f"repetition {rep}: {name}: {len(mine)} rows for {n} ranks")
+            if [r.rank for r in mine] != list(range(n)) or any(r.access != name for r in mine):
+                raise Misfit(f"repetition {rep}: {name}: not ranks 0 to {n - 1} of a {name}, "
+                             "in order")
+            share = ph.bytes[rep] / n
+            for r in mine:
+                for rate, secs in ((r.rate, r.access_seconds), (r.rate_with_open, r.with_open)):
+                    if abs(rate * secs - share) > 1e-6 * share + 1:  # IOR prints 11 digits
+                        raise Misfit(f"repetition {rep}: {name}: rank {r.rank}'s rate x time "
+                                     f"is {rate * secs:.6g} bytes, the output's {share:.6g} a "
+                                     "rank")
+            total = times.get(name, [])
+            longest = max(r.with_open for r in mine)
+            if rep < len(total) and not 0.9 * total[rep] - 0.01 <= longest \
+                    <= total[rep] * 1.001 + 0.001:
+                raise Misfit(f"repetition {rep}: {name}: its longest rank took "
+                             f"{longest:.4g} s from open to close, IOR's total is "
+                             f"{total[rep]:.4g} s")
+            got[name].append(RankTimes(bytes=[round(share)] * n,
+                                       seconds=[r.access_seconds for r in mine]))
+            at += n
+    for name, per_rep in got.items():
+        test.rank_times[name] = per_rep
+    return at
+
+
+def read_for(tests: List[Test], path: str, command_flags) -> None:
+    """Give the tests of the IOR output at `path` (in its order) their rank rows from the
+    per-rank CSV its command line names, found beside it; or none, each test saying why
+    (`per_rank_note`: the record's `per_rank`, and a warning at the import)."""
+    name = named(command_flags)
+    if not name or not tests:
+        return
+    text, where = beside(path, name)
+    why = where if text is None else attach(tests, text, where)
+    for test in tests:
+        test.per_rank_note = why or ""
+
+
+def attach(tests: List[Test], text: str, where: str) -> Optional[str]:
+    """Give `tests` (one IOR output's, in its order) their rank rows from the CSV's text, or
+    none at all and say why."""
+    try:
+        rows = _rows(text)
+        at = 0
+        for test in tests:
+            at = _take(test, rows, at, _totals(test))
+        if at != len(rows):
+            raise Misfit(f"{len(rows)} rows where the output's tests and repetitions make {at}")
+    except Misfit as exc:
+        for test in tests:
+            test.rank_times.clear()
+        return f"IOR's per-rank CSV {printable(where)} does not fit this output ({exc}): " \
+               "imported without rank rows"
+    for test in tests:
+        test.derived["ranks table"] = (
+            f"IOR's per-rank CSV ({printable(os.path.basename(where))}): each rank's bytes "
+            "IOR's mean (its bytes / tasks: a stonewall without wear-out leaves ranks with "
+            "other amounts), its rate that over its access time (its writes and -e's fsync; "
+            "IOR counts neither its open nor its close there)")
+    return None
+
+
+def _totals(test: Test) -> List[Tuple[str, List[float]]]:
+    """Per phase, IOR's own total time of each repetition (its bandwidth is bytes over it)."""
+    out = []
+    for name, ph in (("write", test.write), ("read", test.read)):
+        if ph and ph.open_included:
+            out.append((name, [b / (r * 1e6) if r > 0 else math.inf
+                               for b, r in zip(ph.bytes, ph.MB_per_s)]))
+    return out
+
+
+def beside(path: str, name: str) -> Tuple[Optional[str], str]:
+    """(the text of the file `name` names, found by its base name beside `path`; or None,
+    and why not)."""
+    base = os.path.basename(name.rstrip("/"))
+    if not base or base in (".", ".."):
+        return None, f"the command names {printable(name)!r}"
+    near = os.path.join(os.path.dirname(os.path.abspath(path)), base)
+    try:
+        data = files.read_regular(near, MAX_INPUT_BYTES, follow=False)
+    except OSError:
+        return None, (f"IOR wrote per-rank figures to {printable(name)} "
+                      "(-O saveRankPerformanceDetailsCSV); put that file beside the output to "
+                      "import them")
+    return data.decode("utf-8", "replace"), near
