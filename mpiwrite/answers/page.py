@@ -26,6 +26,7 @@ from mpiwrite.answers.report import (
     mark_confounded,
     report_rows,
     unit_text,
+    window_notes,
 )
 from mpiwrite.answers.results import metric_info, metric_values
 from mpiwrite.errors import ConfigError
@@ -157,6 +158,7 @@ def _table_html(rows, by, sampling: Sampling, unit: str) -> str:
                      + "; ~ = within noise")
     notes.append("first-done: the rate of the first rank to finish, where the record has "
                  "per-rank times (an imported record has none: blank)")
+    notes += window_notes(rows)
     notes.append(limits.NOTE)
     return h.table(head, body, right=range(len(by), len(head))) + "\n" + h.items(notes)
 

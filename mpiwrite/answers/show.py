@@ -14,8 +14,8 @@ from mpiwrite.errors import ConfigError
 from mpiwrite.formats import steady
 from mpiwrite.formats.summary import node_totals
 from mpiwrite.text import printable
-from mpiwrite.units import finite, format_seconds, format_size
 from mpiwrite.units import format_number as _num
+from mpiwrite.units import format_seconds, format_size
 from mpiwrite.units import plural as _count
 from mpiwrite.vocab import keys as keytable
 from mpiwrite.vocab.status import Status
@@ -76,27 +76,6 @@ def _verified(rec, params, iteration: int) -> str:
 
 def _options(text) -> str:
     return f" ({unique_options(text)})" if text else ""
-
-
-def steady_of(rec, iteration: int) -> List[Dict[str, Any]]:
-    """The record's --steady finding of an iteration, checked (an attribute is untrusted)."""
-    out = []
-    got = rec._json("steady", None)
-    for found in got if isinstance(got, list) else []:
-        if not isinstance(found, dict) or found.get("iteration") != iteration:
-            continue
-        names = ("at_seconds", "figure_pct", "rate_MB_per_s")
-        nums = {k: finite(found.get(k)) for k in names}
-        windows = found.get("windows")
-        if not isinstance(found.get("steady"), bool) or not isinstance(
-                found.get("criterion"), str) or type(windows) is not int \
-                or not 0 <= windows <= 10**9 \
-                or any(nums[k] is None and found.get(k) is not None for k in names) \
-                or ((found["steady"] or windows) and nums["figure_pct"] is None) \
-                or (found["steady"] and None in nums.values()):
-            continue
-        out.append({**found, **nums, "criterion": found["criterion"][:64]})
-    return out
 
 
 def validity_line(rec) -> str:
@@ -171,7 +150,7 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
                      f", aggregate {_num(it['aggregate_MB_per_s'])} MB/s, first done "
                      f"{_num(it['first_done_MB_per_s'])} MB/s, tail "
                      f"{format_seconds(float(it['tail_seconds']))}")
-        for found in steady_of(rec, int(it["iteration"])):
+        for found in steady.stored(rec, int(it["iteration"])):
             lines.append("  " + printable(steady.text(found)))
         if p.get("ramp") and it["ramp_bytes"] > 0:
             lines.append(f"  the rates count after each rank's {p['ramp']:g}s ramp (--ramp): "

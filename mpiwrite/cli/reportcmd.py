@@ -99,16 +99,11 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
 def note_never_steady(store) -> None:
     """On stderr: the counted runs with an iteration that never became steady by its
     --steady criterion (beside the figures they are part of; `show` says more)."""
-    from mpiwrite.answers.show import steady_of
+    from mpiwrite.answers.report import steady_note
 
-    never = [r for r in store.select()
-             if any(not f["steady"] for i in r.iterations["iteration"]
-                    for f in steady_of(r, int(i)))]
-    if never:
-        sys.stderr.write(printable(f"mpiwrite: {len(never)} run(s) counted had an iteration "
-                                   f"that never became steady by its --steady criterion "
-                                   f"(e.g. {never[0].run_id}: `mpiwrite show` says more)")
-                         + "\n")
+    said = steady_note(store.select())
+    if said:
+        sys.stderr.write(printable(f"mpiwrite: {said}") + "\n")
 
 
 def say_left_out(store) -> None:

@@ -18,12 +18,12 @@ durable ones under --direct or --fsync-every) is what the rates are.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import numpy as np
 
 from mpiwrite.formats.summary import bytes_at
-from mpiwrite.units import parse_time
+from mpiwrite.units import finite, parse_time
 
 KINDS = ("bw_slope", "bw")
 DEFAULT_DUR = 10.0
@@ -119,3 +119,30 @@ def text(found: Dict[str, Any]) -> str:
                 "a shorter window)")
     return (f"never steady: the smallest {kind} over {found['windows']} window(s) of {dur} was "
             f"{found['figure_pct']:.3g}%, above {pct}")
+
+
+def stored(rec, iteration: int) -> List[Dict[str, Any]]:
+    """The record's --steady finding of an iteration, checked (an attribute is untrusted)."""
+    out = []
+    got = rec._json("steady", None)
+    for found in got if isinstance(got, list) else []:
+        if not isinstance(found, dict) or found.get("iteration") != iteration:
+            continue
+        names = ("at_seconds", "figure_pct", "rate_MB_per_s")
+        nums = {k: finite(found.get(k)) for k in names}
+        windows = found.get("windows")
+        if not isinstance(found.get("steady"), bool) or not isinstance(
+                found.get("criterion"), str) or type(windows) is not int \
+                or not 0 <= windows <= 10**9 \
+                or any(nums[k] is None and found.get(k) is not None for k in names) \
+                or ((found["steady"] or windows) and nums["figure_pct"] is None) \
+                or (found["steady"] and None in nums.values()):
+            continue
+        out.append({**found, **nums, "criterion": found["criterion"][:64]})
+    return out
+
+
+def never_steady(runs) -> List[Any]:
+    """The runs with an iteration that never became steady by their --steady criterion."""
+    return [r for r in runs if any(not f["steady"] for i in r.iterations["iteration"]
+                                   for f in stored(r, int(i)))]

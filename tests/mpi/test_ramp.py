@@ -99,6 +99,32 @@ def test_steady_is_found_per_iteration_recorded_and_shown_beside_its_figure(tmp_
     assert "never steady" in cli(["show", path], cwd=tmp_path).stdout
     rep = cli(["report", "r"], cwd=tmp_path)
     assert rep.returncode == 0 and "never became steady" in rep.stderr
+    assert "1 run(s) counted had an iteration that never became steady" in rep.stderr
+
+
+def test_report_and_the_page_say_which_runs_count_after_a_ramp_and_which_never_settled(
+        tmp_path):
+    """Issue 43: the page and report show the window where it applies: report's notes (and
+    the page's, which has no standard error) name the ramp the rates count after, and the
+    page the runs that never became steady; runs without either get neither note."""
+    got, _p = _run(tmp_path, "-t", "0.5")
+    assert got.returncode == 0, got.stderr
+    rep = cli(["report", "r"], cwd=tmp_path)
+    page = cli(["page", "r", "-o", "p0.html"], cwd=tmp_path)
+    assert rep.returncode == 0 and page.returncode == 0, (rep.stderr, page.stderr)
+    plain = (tmp_path / "p0.html").read_text()
+    assert "ramp:" not in rep.stdout and "ramp: " not in plain and "steady: " not in plain
+    got, _p = _run(tmp_path, "-t", "0.8", "--ramp", "0.3", "--steady",
+                   "bw_slope:0.0001%:0.5s", "--sample-interval", "0.1")
+    assert got.returncode == 0, got.stderr
+    rep = cli(["report", "r", "--by", "ramp"], cwd=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    assert "ramp: 1 of the 2 run(s) count their rates after a ramp of 0.30s" in rep.stdout
+    page = cli(["page", "r", "--by", "ramp", "-o", "p.html"], cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "p.html").read_text()
+    assert "ramp: 1 of the 2 run(s) count their rates after a ramp of 0.30s" in html
+    assert "steady: 1 run(s) counted had an iteration that never became steady" in html
 
 
 def test_a_steady_criterion_that_is_not_fios_is_refused_in_one_line(tmp_path):
