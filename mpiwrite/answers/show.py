@@ -304,6 +304,19 @@ def imported_lines(rec) -> List[str]:
                      f"{nf.get('sha256')}): {nf.get('note')}")
     for note in imp.get("notes") or []:
         lines.append(f"  note: {note}")
+    rows = imp.get("per_service") or []
+    if rows:
+        lines.append(f"per service ({imp.get('tool')}'s services' own figures, each timed on "
+                     "its own clock from the phase's start):")
+        lines.append(f"  {'service':<24} {'phase':<5} {'threads':>7} {'bytes':>9} "
+                     f"{'first-done MB/s':>15} {'last-done MB/s':>14} {'last done':>9}")
+        for r in rows:
+            first = r["first_done_MB_per_s"]
+            first = "-" if first is None else _num(float(first))
+            lines.append(f"  {str(r['service'])[:24]:<24} {r['phase']:<5} {r['threads']:>7} "
+                         f"{format_size(int(r['bytes'])):>9} {first:>15} "
+                         f"{_num(float(r['last_done_MB_per_s'])):>14} "
+                         f"{format_seconds(float(r['last_done_seconds'])):>9}")
     return lines
 
 

@@ -70,6 +70,8 @@ def import_(files, results, tags, facts, node_facts, tool, command):
     for path in files:
         src, tests = registry.read_tests(path, tool, command)
         parsed.append((src, tests))
+    kept = {id(t) for t in registry.combine([t for _s, ts in parsed for t in ts])}
+    parsed = [(src, [t for t in tests if id(t) in kept]) for src, tests in parsed]
     folder = _open_results(results)
     made = skipped = 0
     try:

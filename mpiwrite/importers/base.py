@@ -108,6 +108,12 @@ class Test:
     # them (IOR's per-rank CSV); the record's rank rows.  Empty: none.
     rank_times: Dict[str, List[RankTimes]] = dataclasses.field(default_factory=dict)
     per_rank_note: str = ""  # why there are no rank rows, where the tool could have given them
+    # A piece of a test of another file (an elbencho service's own result): the key its
+    # importer's `combine` matches it to that test by; never a record of its own.
+    part_of: str = ""
+    # per service (node) of a distributed tool, its own figures, from other files given
+    # with this one (elbencho's services' own --jsonfile): the record's imported.per_service
+    parts: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -157,6 +163,9 @@ class Importer:
     detect: Callable[[str], bool]
     parse: Callable[[Source, str], List[Test]]
     detect_bytes: Optional[Callable[[bytes], bool]] = None  # a binary log's tool
+    # the files' tests together: give the pieces of one file's tests (`part_of`) to the tests
+    # they belong to, or refuse (ImportRefused); every part given to a test or refused
+    combine: Optional[Callable[[List[Test]], None]] = None
 
 
 def run_id(src: Source, tool: str, index: int, test: Optional[Test] = None) -> str:
@@ -303,6 +312,8 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         "per_rank": per_rank_said(test),
         "repairs": list(src.repairs), "notes": list(test.notes),
     }
+    if test.parts:
+        imported["per_service"] = test.parts
     if node is not None:
         imported["node_facts"] = dict(node["node_facts_source"], host=node.get("host"),
                                       note="read by `mpiwrite env --json` on the client, "

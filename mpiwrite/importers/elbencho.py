@@ -18,6 +18,15 @@ the settings (threads x hosts x dirs x files x file size for a folder run; the p
 size otherwise), checked against `MiB [last]`.  The last worker's rate is the aggregate, the
 first's mpiwrite's first-done, their times' difference the tail.  elbencho's threads are the
 ranks, its hosts the nodes.  Neither format says the host's name.
+
+A distributed run's master file holds the phase's aggregate only.  A service started with its
+own `--jsonfile` (`elbencho --service --jsonfile F`) writes its own share of each phase there:
+its threads' first-done and last-done on its own clock, the same `phase_id` and start date.
+Given with the master's file, each such entry becomes a row of the master's record
+(`imported.per_service`), checked against it: one entry a service, their bytes the master's,
+their slowest thread the master's last-done time and their fastest its first-done time.  Alone
+(no master's phase among the files), a service's entry is refused: it is a share of a run,
+never a run.
 """
 
 from __future__ import annotations
@@ -26,7 +35,10 @@ import csv
 import datetime
 import io
 import json
-from typing import Any, Dict, List
+import os
+import re
+import shlex
+from typing import Any, Dict, List, Optional
 
 from mpiwrite.formats.numbers import BYTES, COUNT, MS, RANKS, RATE_MIB, number
 from mpiwrite.importers.base import (
@@ -196,8 +208,139 @@ def _sync_after(entries: List[Dict[str, Any]], write: Dict[str, Any]) -> Any:
         return None
 
 
+def _words(command: str) -> List[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _is_service(e: Dict[str, Any]) -> bool:
+    """An entry a service wrote to its own result file (its command: elbencho --service)."""
+    return "--service" in _words(e["command"])
+
+
+def _key(date: Any, op: Any) -> str:
+    """What ties a service's share of a phase to the master's entry: its start and kind."""
+    return f"{str(date).strip()} {str(op).strip().upper()}"
+
+
+def _part(e: Dict[str, Any], src: Source, index: int) -> Test:
+    """A service's own share of a phase, as a piece of the master's test (`combine`)."""
+    where = f"{e['where']} (a service's own {e['op']})"
+    if "last_Bps" not in e:
+        raise refuse(src.path, f"{where}: a service's share is read from its --jsonfile")
+    threads = number(e["threads"], RANKS, src.path, f"{where}: threads")
+    nbytes = number(e["last_bytes"], BYTES, src.path, f"{where}: last_done bytes")
+    first_ms = number(e["first_ms"], MS, src.path, f"{where}: first time ms")
+    last_ms = number(e["last_ms"], MS, src.path, f"{where}: last time ms")
+    if first_ms > last_ms:
+        raise refuse(src.path, f"{where}: the first worker finished after the last")
+    got = e.get("first_Bps")
+    words = _words(e["command"])
+    port = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--port"), "")
+    part = {"service": f"port {port}" if port.isdigit() else os.path.basename(src.path),
+            "port": port if port.isdigit() else "", "phase": e["op"], "threads": threads,
+            "bytes": nbytes, "first_done_seconds": first_ms / 1e3,
+            "last_done_seconds": last_ms / 1e3,
+            "first_done_MB_per_s": number(got, COUNT, src.path, f"{where}: first_done "
+                                          "bytes/s") / MB if got not in (None, "") else None,
+            "last_done_MB_per_s": number(e["last_Bps"], COUNT, src.path,
+                                         f"{where}: last_done bytes/s") / MB,
+            "file": os.path.abspath(src.path), "sha256": src.sha256, "line": e["where"]}
+    test = Test(index=index, label=where, tool="elbencho", tool_version=e["version"].strip(),
+                fmt="elbencho-json", ranks=threads, nodes=1, part_of=_key(e["date"], e["op"]),
+                parts=[part])
+    test.write = Phase(bytes=[nbytes], MB_per_s=[part["last_done_MB_per_s"]])
+    return test
+
+
+def _master_phases(test: Test) -> Dict[str, Dict[str, Any]]:
+    """{key: (op, first ms, last ms, bytes)} of a master's test, from its entries as read."""
+    out = {}
+    for o in test.original:
+        if "phase_type" in o:  # JSON
+            op, date = str(o["phase_type"]).upper(), o.get("iso_start_date", "")
+            first, last = o["first_done"].get("elapsed_time_ms"), \
+                o["last_done"].get("elapsed_time_ms")
+        else:
+            op, date = str(o.get("operation", "")).upper(), o.get("ISO date", "")
+            first, last = o.get("time ms [first]"), o.get("time ms [last]")
+        ph = test.write if op == "WRITE" else test.read
+        out[_key(date, op)] = {"op": op, "first_ms": _ms(first), "last_ms": _ms(last),
+                               "bytes": ph.bytes[0] if ph else None}
+    return out
+
+
+def _ms(text: Any) -> Optional[float]:
+    """A time the master's entry printed (checked when it was read), or None where blank."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _service_names(test: Test, parts: List[Dict[str, Any]]) -> None:
+    """Name each service as the master's --hosts names it (host:port), where its port says
+    which one; else by its port."""
+    words = _words(test.command)
+    hosts = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--hosts"), "")
+    names = [h for h in re.split(r"[,\s]+", hosts) if h]
+    for p in parts:
+        mine = [h for h in names if p["port"] and h.rsplit(":", 1)[-1] == p["port"]]
+        if len(mine) == 1:
+            p["service"] = mine[0]
+
+
+def combine(tests: List[Test]) -> None:
+    """Give every service's share (`part_of`) to the master's test of the same phase among
+    the files, checked against it (a share a service, their bytes the master's, the slowest
+    and the fastest thread its last-done and first-done times); refuse a share that has
+    none or does not add up."""
+    shares = [t for t in tests if t.tool == "elbencho" and t.part_of]
+    if not shares:
+        return
+    masters = {k: (t, ph) for t in tests if t.tool == "elbencho" and not t.part_of
+               for k, ph in _master_phases(t).items()}
+    by_key: Dict[str, List[Test]] = {}
+    for s in shares:
+        by_key.setdefault(s.part_of, []).append(s)
+    for key, mine in by_key.items():
+        found = masters.get(key)
+        path = mine[0].parts[0]["file"]
+        if found is None:
+            raise refuse(path, f"{mine[0].label}: a service's own share of a distributed run "
+                         "(elbencho --service --jsonfile): import it with the master's "
+                         f"--jsonfile or --csvfile of the same run (its phase of "
+                         f"{key.split()[0]} is in none of the files given)")
+        test, ph = found
+        parts = [p for s in mine for p in s.parts]
+        said = [("services", len(parts), test.nodes),
+                ("bytes", sum(p["bytes"] for p in parts), ph["bytes"]),
+                ("last-done ms", max(p["last_done_seconds"] for p in parts) * 1e3,
+                 ph["last_ms"]),
+                ("first-done ms", min(p["first_done_seconds"] for p in parts) * 1e3,
+                 ph["first_ms"])]
+        for what, got, want in said:
+            if want is not None and abs(got - want) > 1e-6 * abs(want):
+                raise refuse(path, f"{mine[0].label}: the services' shares of {ph['op']} at "
+                             f"{key.split()[0]} make {got:g} {what}, the master's "
+                             f"{test.label} {want:g}: not that run's services")
+        _service_names(test, parts)
+        test.parts += sorted(parts, key=lambda p: (p["phase"] != "WRITE", p["service"]))
+        test.exact.append("imported.per_service (the services' own --jsonfile: bytes, "
+                          "first_done and last_done, each on its own clock)")
+
+
 def parse(src: Source, command: str = "") -> List[Test]:
     entries = _entries(src)
+    moving = [e for e in entries if e["op"] in MOVES_DATA]
+    shares = [e for e in moving if _is_service(e)]
+    if shares and len(shares) != len(moving):
+        raise refuse(src.path, "holds both a service's own shares (elbencho --service) and "
+                     "a master's phases: one elbencho process writes each file")
+    if shares:
+        return [_part(e, src, i) for i, e in enumerate(shares)]
     fmt = "elbencho-json" if "last_Bps" in entries[0] else "elbencho-csv"
     skipped = sorted({printable(e["op"])[:20] for e in entries if e["op"] not in MOVES_DATA})
     runs = _runs(entries)
@@ -283,4 +426,5 @@ def detect(text: str) -> bool:
         head.startswith('{"phase_type"') and '"first_done"' in head)
 
 
-IMPORTER = Importer(name="elbencho", title="elbencho", detect=detect, parse=parse)
+IMPORTER = Importer(name="elbencho", title="elbencho", detect=detect, parse=parse,
+                    combine=combine)

@@ -84,6 +84,16 @@ def what_it_is(text: str) -> str:
     return "text of no tool known here"
 
 
+def combine(tests: List[Test]) -> List[Test]:
+    """The files' tests together: the pieces of a test that another file holds (an elbencho
+    service's own share of the master's phase) given to it by their importer, which refuses
+    what fits nothing; the tests that are records, in their order."""
+    for imp in every():
+        if imp.combine is not None:
+            imp.combine(tests)
+    return [t for t in tests if not t.part_of]
+
+
 def read_tests(path: str, tool: Optional[str] = None,
                command: str = "") -> Tuple[Source, List[Test]]:
     """The file's tests, by the tool its content shows (or `tool`, which the content must

@@ -11,6 +11,7 @@ wrong.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Dict, List, Optional
 
@@ -157,7 +158,31 @@ class Checker:
         for key in ("derived", "stated_facts"):
             if not isinstance(imp.get(key, {}), dict):
                 raise self.fail(f"imported.{key}", "expected a JSON object")
+        self.per_service(imp.get("per_service", []))
         return imp
+
+    PER_SERVICE_FIGURES = ("bytes", "threads", "first_done_seconds", "last_done_seconds",
+                           "first_done_MB_per_s", "last_done_MB_per_s")
+
+    def per_service(self, rows: Any) -> None:
+        """An imported record's services' own figures (elbencho's services' --jsonfile):
+        a list of objects, each a service's text name, its phase, and its figures numbers
+        of at least 0 (first-done's may be null)."""
+        where = "imported.per_service"
+        if not isinstance(rows, list) or len(rows) > MAX_RANKS * 2:
+            raise self.fail(where, "expected a JSON array of at most 2 x 10^7 objects")
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise self.fail(f"{where}[{i}]", "expected a JSON object")
+            for key in ("service", "phase", "file"):
+                self.text(f"{where}[{i}].{key}", row.get(key))
+            if row["phase"] not in ("WRITE", "READ"):
+                raise self.fail(f"{where}[{i}].phase", "expected WRITE or READ")
+            for key in self.PER_SERVICE_FIGURES:
+                value = self.number(f"{where}[{i}].{key}", row.get(key),
+                                    optional=key == "first_done_MB_per_s")
+                if value is not None and not (value >= 0 and math.isfinite(value)):
+                    raise self.fail(f"{where}[{i}].{key}", "expected a finite number >= 0")
 
     def node(self, i: int, facts: Any) -> Dict[str, Any]:
         where = f"nodes[{i}]"

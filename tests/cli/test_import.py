@@ -1250,3 +1250,73 @@ def test_a_rank_row_without_a_node_is_refused_in_a_record_not_imported(tmp_path,
         del h5.attrs["imported"]
     with pytest.raises(RecordError, match="nodes: empty, but the ranks table has rows"):
         read_record(path)
+
+
+# -- elbencho's services' own result files as per-service rows ------------------------------
+SVC = [FIX / "elbencho-3.1-svc-1611.json", FIX / "elbencho-3.1-svc-1612.json"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("master", ["elbencho-3.1-svc-master.json",
+                                    "elbencho-3.1-svc-master.csv"])
+def test_elbencho_services_own_files_become_the_masters_per_service_rows(
+        tmp_path, capsys, master):
+    """A distributed elbencho run (2 services on localhost, each started with its own
+    --jsonfile): the master's file with the services' files is one record, whose
+    imported.per_service holds each service's own bytes, first-done and last-done exactly as
+    its file says, named as the master's --hosts names it; `show` lists them."""
+    code, out, err = cli(capsys, "import", FIX / master, *SVC, "--results", tmp_path)
+    assert code == 0 and "1 record(s) made" in out, (out, err)
+    rec = one(tmp_path)
+    rows = rec.imported()["per_service"]
+    assert [r["service"] for r in rows] == ["localhost:1611", "localhost:1612"]
+    for r, path in zip(rows, SVC):
+        own = json.loads(path.read_text())
+        assert r["bytes"] == int(own["last_done"]["bytes"])
+        assert r["last_done_MB_per_s"] == int(own["last_done"]["bytes/s"]) / MB
+        assert r["first_done_MB_per_s"] == int(own["first_done"]["bytes/s"]) / MB
+        assert r["last_done_seconds"] == int(own["last_done"]["elapsed_time_ms"]) / 1e3
+        assert r["threads"] == 2 and r["phase"] == "WRITE" and r["file"] == str(path)
+    assert sum(r["bytes"] for r in rows) == int(rec.iterations["bytes"][0])
+    code, out, err = cli(capsys, "show", rec.path)
+    assert code == 0 and "per service (elbencho's services' own figures" in out, err
+    assert "localhost:1612           WRITE       2    512MiB           780.9          688.6" \
+        in out
+
+
+@pytest.mark.timeout(60)
+def test_an_elbencho_services_share_alone_or_not_adding_up_is_refused(tmp_path, capsys):
+    """A service's own file is a share of a run, never a run: alone, with one service of
+    two, or with figures that do not add up to the master's, it is one line and exit 2, and
+    nothing is made."""
+    master = FIX / "elbencho-3.1-svc-master.json"
+    other = tmp_path / "svc-1612.json"
+    doc = json.loads(SVC[1].read_text())
+    doc["last_done"]["bytes"] = str(int(doc["last_done"]["bytes"]) - 2**20)
+    other.write_text(json.dumps(doc) + "\n")
+    for files, says in (([SVC[0]], "a service's own share of a distributed run"),
+                        ([master, SVC[0]], "make 1 services, the master's"),
+                        ([master, SVC[0], other], "bytes, the master's"),
+                        ([FIX / "elbencho-3.1.json", *SVC], "is in none of the files")):
+        res = tmp_path / "res"
+        code, out, err = cli(capsys, "import", *files, "--results", res)
+        assert code == 2 and says in err and err.count("\n") == 1, (files, err)
+        assert not list(res.glob("*.h5")) if res.exists() else True
+
+
+@pytest.mark.timeout(60)
+def test_a_crafted_per_service_row_is_refused_by_the_record_check(tmp_path, capsys):
+    import h5py
+
+    from mpiwrite.errors import RecordError
+
+    code, _o, err = cli(capsys, "import", FIX / "elbencho-3.1-svc-master.json", *SVC,
+                        "--results", tmp_path)
+    assert code == 0, err
+    path = one(tmp_path).path
+    with h5py.File(path, "r+") as h5:
+        imp = json.loads(h5.attrs["imported"])
+        imp["per_service"][1]["bytes"] = -5
+        h5.attrs["imported"] = json.dumps(imp)
+    with pytest.raises(RecordError, match=r"imported.per_service\[1\].bytes"):
+        read_record(path)
