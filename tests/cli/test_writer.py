@@ -51,10 +51,21 @@ def test_never_overwrites_an_existing_file(tmp_path):
 
 
 def test_time_limit_stops_within_a_block(tmp_path):
-    res = _stream(tmp_path / "f", nbytes=None, time_limit=0.3, block_size=65536, fsync=False)
-    assert res.stopped_by == "time"
-    assert 0.3 <= res.t_write_end - res.t_write_start < 0.3 + 0.05
-    assert res.bytes == os.path.getsize(tmp_path / "f") == res.blocks * 65536
+    """The limit is looked at after every block: the write ends within a block's time of it.
+    A loaded machine can stall one write for longer than 50 ms (seen in a suite beside other
+    work), so the best of three tries is held to it: a writer that looks at the clock less
+    often overshoots every time."""
+    over = []
+    for i in range(3):
+        f = tmp_path / f"f{i}"
+        res = _stream(f, nbytes=None, time_limit=0.3, block_size=65536, fsync=False)
+        assert res.stopped_by == "time"
+        assert res.t_write_end - res.t_write_start >= 0.3
+        assert res.bytes == os.path.getsize(f) == res.blocks * 65536
+        over.append(res.t_write_end - res.t_write_start - 0.3)
+        if over[-1] < 0.05:
+            break
+    assert min(over) < 0.05, over
 
 
 def test_samples_are_monotonic(tmp_path):
