@@ -188,8 +188,10 @@ def show_text(rec, store_keys: Dict[str, Any], iteration: Optional[int] = None) 
         if cpu is not None and math.isfinite(cpu.total):
             lines.append("  " + cpu_text(cpu))
     if len(rec.iterations) and not len(rec.ranks) and rec.imported():
-        lines.append("per rank: none (imported: the tool reports no per-rank figures on a "
-                     "common timeline)")
+        said = rec.imported().get("per_rank")
+        lines.append(f"per rank: {said}" if isinstance(said, str) and said.startswith("none")
+                     else "per rank: none (imported: the tool reports no per-rank figures on "
+                     "a common timeline)")
     elif len(rec.iterations):
         it = int(rec.iterations["iteration"][-1]) if iteration is None else iteration
         rows = rec.ranks[rec.ranks["iteration"] == it]
@@ -304,19 +306,22 @@ def imported_lines(rec) -> List[str]:
                      f"{nf.get('sha256')}): {nf.get('note')}")
     for note in imp.get("notes") or []:
         lines.append(f"  note: {note}")
+    if imp.get("rank_csv"):
+        lines.append(f"  rank rows from {imp['rank_csv']['file']} (sha256 "
+                     f"{imp['rank_csv']['sha256']})")
     rows = imp.get("per_service") or []
     if rows:
         lines.append(f"per service ({imp.get('tool')}'s services' own figures, each timed on "
                      "its own clock from the phase's start):")
-        lines.append(f"  {'service':<24} {'phase':<5} {'threads':>7} {'bytes':>9} "
-                     f"{'first-done MB/s':>15} {'last-done MB/s':>14} {'last done':>9}")
+        lines.append(f"  {'phase':<5} {'threads':>7} {'bytes':>9} {'first-done MB/s':>15} "
+                     f"{'last-done MB/s':>14} {'last done':>9}  service")
         for r in rows:
             first = r["first_done_MB_per_s"]
             first = "-" if first is None else _num(float(first))
-            lines.append(f"  {str(r['service'])[:24]:<24} {r['phase']:<5} {r['threads']:>7} "
+            lines.append(f"  {r['phase']:<5} {r['threads']:>7} "
                          f"{format_size(int(r['bytes'])):>9} {first:>15} "
                          f"{_num(float(r['last_done_MB_per_s'])):>14} "
-                         f"{format_seconds(float(r['last_done_seconds'])):>9}")
+                         f"{format_seconds(float(r['last_done_seconds'])):>9}  {r['service']}")
     return lines
 
 

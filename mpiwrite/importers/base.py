@@ -108,6 +108,7 @@ class Test:
     # them (IOR's per-rank CSV); the record's rank rows.  Empty: none.
     rank_times: Dict[str, List[RankTimes]] = dataclasses.field(default_factory=dict)
     per_rank_note: str = ""  # why there are no rank rows, where the tool could have given them
+    rank_csv: Dict[str, str] = dataclasses.field(default_factory=dict)  # their file, sha256
     # A piece of a test of another file (an elbencho service's own result): the key its
     # importer's `combine` matches it to that test by; never a record of its own.
     part_of: str = ""
@@ -314,6 +315,8 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
     }
     if test.parts:
         imported["per_service"] = test.parts
+    if test.rank_csv:
+        imported["rank_csv"] = dict(test.rank_csv)
     if node is not None:
         imported["node_facts"] = dict(node["node_facts_source"], host=node.get("host"),
                                       note="read by `mpiwrite env --json` on the client, "

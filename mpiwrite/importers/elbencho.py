@@ -247,7 +247,8 @@ def _part(e: Dict[str, Any], src: Source, index: int) -> Test:
                                           "bytes/s") / MB if got not in (None, "") else None,
             "last_done_MB_per_s": number(e["last_Bps"], COUNT, src.path,
                                          f"{where}: last_done bytes/s") / MB,
-            "file": os.path.abspath(src.path), "sha256": src.sha256, "line": e["where"]}
+            "file": os.path.abspath(src.path), "sha256": src.sha256, "line": e["where"],
+            "phase_id": str(e["original"].get("phase_id") or "")}
     test = Test(index=index, label=where, tool="elbencho", tool_version=e["version"].strip(),
                 fmt="elbencho-json", ranks=threads, nodes=1, part_of=_key(e["date"], e["op"]),
                 parts=[part])
@@ -268,7 +269,8 @@ def _master_phases(test: Test) -> Dict[str, Dict[str, Any]]:
             first, last = o.get("time ms [first]"), o.get("time ms [last]")
         ph = test.write if op == "WRITE" else test.read
         out[_key(date, op)] = {"op": op, "first_ms": _ms(first), "last_ms": _ms(last),
-                               "bytes": ph.bytes[0] if ph else None}
+                               "bytes": ph.bytes[0] if ph else None,
+                               "phase_id": str(o.get("phase_id") or "")}
     return out
 
 
@@ -280,16 +282,21 @@ def _ms(text: Any) -> Optional[float]:
         return None
 
 
-def _service_names(test: Test, parts: List[Dict[str, Any]]) -> None:
-    """Name each service as the master's --hosts names it (host:port), where its port says
-    which one; else by its port."""
+def _service_names(test: Test, parts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The parts, each named as the master's --hosts names its service (host:port) where its
+    port says which one; else by its port and its file (elbencho's default: one service a
+    host, all on one port, and a service's file does not say its host)."""
     words = _words(test.command)
     hosts = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--hosts"), "")
     names = [h for h in re.split(r"[,\s]+", hosts) if h]
+    out = []
     for p in parts:
         mine = [h for h in names if p["port"] and h.rsplit(":", 1)[-1] == p["port"]]
-        if len(mine) == 1:
-            p["service"] = mine[0]
+        file = os.path.basename(p["file"])
+        named = mine[0] if len(mine) == 1 else (
+            f"port {p['port']} ({file})" if p["port"] else file)
+        out.append(dict(p, service=named))
+    return out
 
 
 def combine(tests: List[Test]) -> None:
@@ -300,36 +307,59 @@ def combine(tests: List[Test]) -> None:
     shares = [t for t in tests if t.tool == "elbencho" and t.part_of]
     if not shares:
         return
-    masters = {k: (t, ph) for t in tests if t.tool == "elbencho" and not t.part_of
-               for k, ph in _master_phases(t).items()}
+    masters: Dict[str, List[Any]] = {}
+    for t in tests:
+        if t.tool == "elbencho" and not t.part_of:
+            for k, ph in _master_phases(t).items():
+                masters.setdefault(k, []).append((t, ph))
     by_key: Dict[str, List[Test]] = {}
     for s in shares:
         by_key.setdefault(s.part_of, []).append(s)
     for key, mine in by_key.items():
-        found = masters.get(key)
         path = mine[0].parts[0]["file"]
-        if found is None:
+        parts = [p for s in mine for p in s.parts]
+        seen = [p["sha256"] + p["line"] for p in parts]
+        if len(set(seen)) != len(seen):
+            raise refuse(path, f"{mine[0].label}: given twice: each service's share once")
+        if not masters.get(key):
             raise refuse(path, f"{mine[0].label}: a service's own share of a distributed run "
                          "(elbencho --service --jsonfile): import it with the master's "
                          f"--jsonfile or --csvfile of the same run (its phase of "
                          f"{key.split()[0]} is in none of the files given)")
-        test, ph = found
-        parts = [p for s in mine for p in s.parts]
-        said = [("services", len(parts), test.nodes),
-                ("bytes", sum(p["bytes"] for p in parts), ph["bytes"]),
-                ("last-done ms", max(p["last_done_seconds"] for p in parts) * 1e3,
-                 ph["last_ms"]),
-                ("first-done ms", min(p["first_done_seconds"] for p in parts) * 1e3,
-                 ph["first_ms"])]
-        for what, got, want in said:
-            if want is not None and abs(got - want) > 1e-6 * abs(want):
-                raise refuse(path, f"{mine[0].label}: the services' shares of {ph['op']} at "
-                             f"{key.split()[0]} make {got:g} {what}, the master's "
-                             f"{test.label} {want:g}: not that run's services")
-        _service_names(test, parts)
-        test.parts += sorted(parts, key=lambda p: (p["phase"] != "WRITE", p["service"]))
-        test.exact.append("imported.per_service (the services' own --jsonfile: bytes, "
-                          "first_done and last_done, each on its own clock)")
+        # every master file of the phase gets them (its CSV and its JSON, or a file named
+        # twice): each is a record of the run
+        for test, ph in masters[key]:
+            _check_shares(test, ph, parts, key, mine[0].label, path)
+            if not any(p["phase"] == ph["op"] for p in test.parts):
+                test.parts += sorted(_service_names(test, parts),
+                                     key=lambda p: (p["phase"] != "WRITE", p["service"]))
+            said = ("imported.per_service (the services' own --jsonfile: bytes, "
+                    "first_done and last_done, each on its own clock)")
+            if said not in test.exact:
+                test.exact.append(said)
+
+
+def _check_shares(test: Test, ph: Dict[str, Any], parts: List[Dict[str, Any]], key: str,
+                  label: str, path: str) -> None:
+    """The services' shares of one phase against the master's entry of it: one share a
+    host, each with the master's threads a host and phase id, their bytes the master's,
+    their slowest and fastest thread its last-done and first-done times."""
+    threads = test.ranks // max(test.nodes, 1)
+    ids = {p["phase_id"] for p in parts} | ({ph["phase_id"]} if ph["phase_id"] else set())
+    said = [("services", len(parts), test.nodes),
+            ("bytes", sum(p["bytes"] for p in parts), ph["bytes"]),
+            ("last-done ms", max(p["last_done_seconds"] for p in parts) * 1e3, ph["last_ms"]),
+            ("first-done ms", min(p["first_done_seconds"] for p in parts) * 1e3,
+             ph["first_ms"])]
+    said += [("threads on a service", p["threads"], threads) for p in parts]
+    for what, got, want in said:
+        if want is not None and abs(got - want) > 1e-6 * abs(want):
+            raise refuse(path, f"{label}: the services' shares of {ph['op']} at "
+                         f"{key.split()[0]} make {got:g} {what}, the master's "
+                         f"{test.label} {want:g}: not that run's services")
+    if len(ids - {""}) > 1:
+        raise refuse(path, f"{label}: phase ids {', '.join(sorted(ids - {''}))[:200]} for "
+                     f"one {ph['op']} of {key.split()[0]}: not that run's services")
 
 
 def parse(src: Source, command: str = "") -> List[Test]:

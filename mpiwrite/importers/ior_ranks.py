@@ -20,15 +20,25 @@ total) is not read: the test is imported without rank rows, and says why.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import hashlib
 import math
 import os
-from typing import List, Optional, Tuple
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from mpiwrite import files
+from mpiwrite.errors import why
+from mpiwrite.formats.numbers import MAX_MB_PER_S
 from mpiwrite.importers.base import MAX_INPUT_BYTES, RankTimes, Test
 from mpiwrite.text import printable
+from mpiwrite.units import MB
 
 HEADER = "access,rank,runtime-with-openclose,runtime,throughput-withopenclose,throughput"
+_RANK = re.compile(r"[0-9]{1,8}")  # ASCII digits: str.isdigit() takes '²', int() does not
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")  # as IOR's %.10e prints
+LATER = ("to add them: remove this run's record from the results folder, then import the "
+         "output again with the CSV beside it")
 
 
 @dataclasses.dataclass
@@ -58,17 +68,19 @@ def _rows(text: str) -> List[_Row]:
     for n, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
-        cells = line.split(",")
-        if len(cells) != 6 or cells[0] not in ("write", "read") or not cells[1].isdigit() \
-                or len(cells[1]) > 8:
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 6 or cells[0] not in ("write", "read") or not _RANK.fullmatch(cells[1]):
             raise Misfit(f"line {n} is not a row of IOR's")
-        try:
-            values = [float(c) for c in cells[2:]]
-        except ValueError:
-            raise Misfit(f"line {n}: a time or a rate that is not a number") from None
-        if not all(math.isfinite(v) and 0 <= v < 1e15 for v in values) or values[1] <= 0 \
-                or values[0] <= 0:
+        if not all(_NUMBER.fullmatch(c) for c in cells[2:]):
+            raise Misfit(f"line {n}: a time or a rate that is not a number")
+        values = [float(c) for c in cells[2:]]
+        if not all(math.isfinite(v) and 0 < v < 1e15 for v in values):
             raise Misfit(f"line {n}: a time or a rate out of range")
+        if values[1] > values[0] * (1 + 1e-9):  # its access is inside its open to close
+            raise Misfit(f"line {n}: its runtime is longer than its runtime with open and "
+                         "close")
+        if values[3] / MB > MAX_MB_PER_S:
+            raise Misfit(f"line {n}: a rank's rate above 10^9 MB/s")
         out.append(_Row(cells[0], int(cells[1]), *values))
     return out
 
@@ -89,6 +101,8 @@ def _take(test: Test, rows: List[_Row], at: int,
             if [r.rank for r in mine] != list(range(n)) or any(r.access != name for r in mine):
                 raise Misfit(f"repetition {rep}: {name}: not ranks 0 to {n - 1} of a {name}, "
                              "in order")
+            if rep >= len(ph.bytes):
+                raise Misfit(f"repetition {rep}: {name}: not in the output")
             share = ph.bytes[rep] / n
             for r in mine:
                 for rate, secs in ((r.rate, r.access_seconds), (r.rate_with_open, r.with_open)):
@@ -118,10 +132,12 @@ def read_for(tests: List[Test], path: str, command_flags) -> None:
     name = named(command_flags)
     if not name or not tests:
         return
-    text, where = beside(path, name)
-    why = where if text is None else attach(tests, text, where)
+    found, where = beside(path, name)
+    said = where if found is None else attach(tests, found["text"], where)
     for test in tests:
-        test.per_rank_note = why or ""
+        test.per_rank_note = f"{said}; {LATER}" if said else ""
+        if found is not None and not said:
+            test.rank_csv = {"file": found["file"], "sha256": found["sha256"]}
 
 
 def attach(tests: List[Test], text: str, where: str) -> Optional[str]:
@@ -158,17 +174,22 @@ def _totals(test: Test) -> List[Tuple[str, List[float]]]:
     return out
 
 
-def beside(path: str, name: str) -> Tuple[Optional[str], str]:
-    """(the text of the file `name` names, found by its base name beside `path`; or None,
-    and why not)."""
+def beside(path: str, name: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    """({text, file, sha256} of the file `name` names, found by its base name beside `path`,
+    and where; or None, and why not)."""
     base = os.path.basename(name.rstrip("/"))
     if not base or base in (".", ".."):
-        return None, f"the command names {printable(name)!r}"
+        return None, f"the command names {printable(name)!r} for IOR's per-rank CSV: no file"
     near = os.path.join(os.path.dirname(os.path.abspath(path)), base)
     try:
         data = files.read_regular(near, MAX_INPUT_BYTES, follow=False)
-    except OSError:
-        return None, (f"IOR wrote per-rank figures to {printable(name)} "
-                      "(-O saveRankPerformanceDetailsCSV); put that file beside the output to "
-                      "import them")
-    return data.decode("utf-8", "replace"), near
+    except OSError as exc:
+        if not os.path.lexists(near):
+            return None, (f"IOR wrote per-rank figures to {printable(name)} "
+                          "(-O saveRankPerformanceDetailsCSV), which is not beside the output")
+        said = f"over {MAX_INPUT_BYTES >> 20} MiB" if exc.errno == errno.EFBIG else (
+            "a symlink (never followed)" if os.path.islink(near) else why(exc))
+        return None, (f"IOR's per-rank CSV {printable(near)} is not read: {said} (a regular "
+                      f"file of at most {MAX_INPUT_BYTES >> 20} MiB is)")
+    return {"text": data.decode("utf-8", "replace"), "file": near,
+            "sha256": hashlib.sha256(data).hexdigest()}, near

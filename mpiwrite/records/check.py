@@ -159,6 +159,11 @@ class Checker:
             if not isinstance(imp.get(key, {}), dict):
                 raise self.fail(f"imported.{key}", "expected a JSON object")
         self.per_service(imp.get("per_service", []))
+        csv_of = imp.get("rank_csv", {})
+        if not isinstance(csv_of, dict) or csv_of and (
+                not isinstance(csv_of.get("file"), str)
+                or not re.fullmatch(r"[0-9a-f]{64}", str(csv_of.get("sha256")))):
+            raise self.fail("imported.rank_csv", "expected {file, sha256}")
         return imp
 
     PER_SERVICE_FIGURES = ("bytes", "threads", "first_done_seconds", "last_done_seconds",

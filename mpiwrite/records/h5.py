@@ -159,13 +159,18 @@ def _seen(own: bytes, rec: RunRecord) -> RunRecord:
         return rec
 
 
+def schema_of(rec: RunRecord) -> int:
+    """The oldest schema that holds the record: 2 for rank rows without a node, else 1."""
+    return SCHEMA_VERSION if len(rec.ranks) and bool((rec.ranks["node"] < 0).any()) else 1
+
+
 def _build(rec: RunRecord, attrs: Dict[str, Any]) -> bytes:
     import h5py
 
     with h5py.File(f"mpiwrite-{id(rec)}.h5", "w", driver="core", backing_store=False,
                    libver="earliest") as h5:
         attrs = dict(attrs)
-        attrs.update(format=FORMAT, schema_version=SCHEMA_VERSION, mpiwrite_version=__version__)
+        attrs.update(format=FORMAT, schema_version=schema_of(rec), mpiwrite_version=__version__)
         for k, v in attrs.items():
             h5.attrs[k] = v if not isinstance(v, (dict, list)) else json.dumps(v)
         _dataset(h5, "ranks", rec.ranks.astype(RANK_DTYPE, copy=False))

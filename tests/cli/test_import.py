@@ -1158,6 +1158,12 @@ def test_ior_per_rank_csv_beside_its_output_gives_each_rank_its_own_figures(
         assert int(i["slowest_rank"]) == rates.index(min(rates))
     assert rec.imported()["per_rank"] == imported.RANKS_UNTIMED
     assert "ranks table" in rec.imported()["derived"]
+    import hashlib
+
+    csv_path = FIX / output.replace(".json", ".csv").replace(".txt", ".csv")
+    assert rec.imported()["rank_csv"] == {"file": str(csv_path), "sha256": hashlib.sha256(
+        csv_path.read_bytes()).hexdigest()}
+    assert rec.attrs["schema_version"] == 2  # rank rows without a node: a reader of 1 refuses
     code, out, err = cli(capsys, "report", tmp_path, "--metric", "rank-mean", "--format", "json")
     assert code == 0, err
     (row,) = json.loads(out)["rows"]
@@ -1188,6 +1194,14 @@ def test_ior_per_rank_csv_absent_planted_or_not_this_runs_gives_no_rank_rows(tmp
         "a rank left out": "".join(good[:2] + good[3:]),
         "another file": other,
         "planted": "link",
+        # found by a hostile review: a digit int() does not read, a runtime longer than the
+        # rank's open to close (a rate of 3 x 10^8 MB/s in report)
+        "a superscript rank": "".join(good[:1]) + good[1].replace("write,0,", "write,\u00b2,")
+        + "".join(good[2:]),
+        "a runtime past its close": "".join(good[:1]) + ",".join(
+            good[1].split(",")[:3] + [f"{float(good[1].split(',')[2]) * 2:.10e}"]
+            + good[1].split(",")[4:]) + "".join(good[2:]),
+        "a directory": "dir",
     }
     for name, text in cases.items():
         d = tmp_path / name.replace(" ", "-")
@@ -1195,6 +1209,8 @@ def test_ior_per_rank_csv_absent_planted_or_not_this_runs_gives_no_rank_rows(tmp
         shutil.copy(FIX / json_name, d / json_name)
         if text == "link":
             os.symlink(FIX / csv_name, d / csv_name)
+        elif text == "dir":
+            (d / csv_name).mkdir()
         elif text is not None:
             (d / csv_name).write_text(text)
         res = d / "res"
@@ -1203,12 +1219,20 @@ def test_ior_per_rank_csv_absent_planted_or_not_this_runs_gives_no_rank_rows(tmp
         rec = one(res)
         assert len(rec.ranks) == 0, name
         assert err.count("warning") == 1, (name, err)
-        if text is None or text == "link":
-            assert "put that file beside the output" in err, (name, err)
+        if text is None:
+            assert "which is not beside the output" in err, (name, err)
+        elif text == "link":
+            assert "is not read: a symlink (never followed)" in err, (name, err)
+        elif text == "dir":
+            assert "is not read:" in err and "regular file" in err, (name, err)
         else:
             assert "does not fit this output" in err, (name, err)
+        assert "remove this run's record from the results folder, then import" in err
+        assert err.count("\n") == 1, err
         assert any("per-rank CSV" in w or "per-rank figures" in w for w in rec.warnings())
         assert "none:" in rec.imported()["per_rank"], name
+        assert "rank_csv" not in rec.imported()
+        assert f"per rank: {rec.imported()['per_rank']}" in cli(capsys, "show", rec.path)[1]
         assert agg(rec) == pytest.approx(agg(one_of(FIX / json_name, tmp_path, capsys)))
 
 
@@ -1280,7 +1304,7 @@ def test_elbencho_services_own_files_become_the_masters_per_service_rows(
     assert sum(r["bytes"] for r in rows) == int(rec.iterations["bytes"][0])
     code, out, err = cli(capsys, "show", rec.path)
     assert code == 0 and "per service (elbencho's services' own figures" in out, err
-    assert "localhost:1612           WRITE       2    512MiB           780.9          688.6" \
+    assert "  WRITE       2    512MiB           780.9          688.6     0.78s  localhost:1612" \
         in out
 
 
@@ -1294,14 +1318,56 @@ def test_an_elbencho_services_share_alone_or_not_adding_up_is_refused(tmp_path, 
     doc = json.loads(SVC[1].read_text())
     doc["last_done"]["bytes"] = str(int(doc["last_done"]["bytes"]) - 2**20)
     other.write_text(json.dumps(doc) + "\n")
+    threads = tmp_path / "threads-1612.json"
+    doc = json.loads(SVC[1].read_text())
+    doc["config"]["threads"] = "99"
+    threads.write_text(json.dumps(doc) + "\n")
+    phase = tmp_path / "phase-1612.json"
+    doc = json.loads(SVC[1].read_text())
+    doc["phase_id"] = "00000000-0000-0000-0000-000000000000"
+    phase.write_text(json.dumps(doc) + "\n")
     for files, says in (([SVC[0]], "a service's own share of a distributed run"),
                         ([master, SVC[0]], "make 1 services, the master's"),
                         ([master, SVC[0], other], "bytes, the master's"),
-                        ([FIX / "elbencho-3.1.json", *SVC], "is in none of the files")):
+                        ([FIX / "elbencho-3.1.json", *SVC], "is in none of the files"),
+                        ([master, SVC[0], SVC[0]], "given twice"),
+                        ([master, SVC[0], threads], "99 threads on a service, the master's"),
+                        ([master, SVC[0], phase], "phase ids")):
         res = tmp_path / "res"
         code, out, err = cli(capsys, "import", *files, "--results", res)
         assert code == 2 and says in err and err.count("\n") == 1, (files, err)
         assert not list(res.glob("*.h5")) if res.exists() else True
+
+
+@pytest.mark.timeout(60)
+def test_every_master_file_of_the_phase_gets_the_services_rows(tmp_path, capsys):
+    """The master's CSV and JSON of the run given together (or its file named twice): each
+    record of the run gets the per-service rows, none is left without them (a hostile
+    review found the rows given to a copy that was then skipped as already imported)."""
+    master = FIX / "elbencho-3.1-svc-master.json"
+    code, out, err = cli(capsys, "import", master, master, FIX / "elbencho-3.1-svc-master.csv",
+                         *SVC, "--results", tmp_path)
+    assert code == 0 and "2 record(s) made, 1 already there" in out, (out, err)
+    for rec in recs(tmp_path):
+        assert [r["service"] for r in rec.imported()["per_service"]] == [
+            "localhost:1611", "localhost:1612"]
+
+
+@pytest.mark.timeout(60)
+def test_services_on_one_port_are_told_apart_by_their_files(tmp_path, capsys):
+    """elbencho's default: a service a host, every one on the same port; a service's file
+    does not say its host, so each row is named by its port and its file."""
+    master = tmp_path / "master.json"
+    master.write_text((FIX / "elbencho-3.1-svc-master.json").read_text().replace(
+        "localhost:1611 localhost:1612", "nodeA:1611 nodeB:1611"))
+    b = tmp_path / "svc-b.json"
+    b.write_text(SVC[1].read_text().replace('\\"1612\\"', '\\"1611\\"'))
+    assert '\\"1611\\"' in b.read_text()
+    code, out, err = cli(capsys, "import", master, SVC[0], b, "--results", tmp_path / "r")
+    assert code == 0, err
+    rows = one(tmp_path / "r").imported()["per_service"]
+    assert sorted(r["service"] for r in rows) == [
+        "port 1611 (elbencho-3.1-svc-1611.json)", "port 1611 (svc-b.json)"]
 
 
 @pytest.mark.timeout(60)
