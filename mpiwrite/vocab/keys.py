@@ -296,7 +296,9 @@ OPTIONS: Tuple[Opt, ...] = (
         "up to its ramp's end are left out of the rates, and with --time the run writes "
         "--time more after it; with fsync, an fsync ends the ramp, so what counts after it "
         "is what was written after it (the record keeps the whole run's rate too).",
-        runkey=_opt(SETTING, engine="posix", when_used=True, unit=DURATION)),
+        # a figure after a ramp counts another part of the run than one without: never
+        # pooled with it (report, compare, explain: as the durability settings)
+        runkey=_opt(DURABILITY, engine="posix", when_used=True, unit=DURATION)),
     Opt("steady", ("--steady",), "text", None,
         "Say whether and when each iteration's aggregate rate became steady, by fio's "
         "criteria: bw_slope:PCT[:DUR] (the slope of the rates over a DUR window, in percent "
