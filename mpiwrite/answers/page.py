@@ -26,9 +26,9 @@ from mpiwrite.answers.report import (
     mark_confounded,
     report_rows,
     unit_text,
-    window_notes,
 )
 from mpiwrite.answers.results import metric_info, metric_values
+from mpiwrite.answers.window import window_notes
 from mpiwrite.errors import ConfigError
 from mpiwrite.vocab.keys import IDENTITY, LABEL, kind, outcome_keys, relevance
 

@@ -24,6 +24,7 @@ from mpiwrite.answers.results import (
     resolve_unit,
     sample_values,
 )
+from mpiwrite.answers.window import window_notes
 from mpiwrite.errors import ConfigError
 from mpiwrite.formats import contract
 from mpiwrite.records.runlevel import pooled, stats_of
@@ -414,37 +415,6 @@ def format_rows(rows: List[Dict[str, Any]], by: Sequence[str], fmt: str,
         lines.append("  ".join(c.rjust(w) if i in right else c.ljust(w)
                                for i, (c, w) in enumerate(zip(b, widths))).rstrip())
     return "\n".join(lines + notes)
-
-
-def steady_note(runs) -> str:
-    """The runs counted with an iteration that never became steady by its --steady
-    criterion, in a line ('' for none)."""
-    from mpiwrite.formats.steady import never_steady
-
-    never = never_steady(runs)
-    return (f"{len(never)} run(s) counted had an iteration that never became steady by its "
-            f"--steady criterion (e.g. {never[0].run_id}: `mpiwrite show` says more)"
-            if never else "")
-
-
-def window_notes(rows: List[Dict[str, Any]], steady: bool = True) -> List[str]:
-    """What part of their runs the rows' figures count (report's and the page's notes): after
-    a --ramp, and (`steady`) whether every iteration became steady by its criterion."""
-    from mpiwrite.units import format_seconds
-
-    runs = list({id(r): r for row in rows for r in row.get("_runs", [])}.values())
-    ramps = sorted({float(r.params().get("ramp") or 0) for r in runs
-                    if isinstance(r.params().get("ramp"), (int, float))} - {0.0})
-    notes = []
-    if ramps:
-        ramped = sum(1 for r in runs if isinstance(r.params().get("ramp"), (int, float))
-                     and r.params()["ramp"] > 0)
-        notes.append(f"ramp: {ramped} of the {len(runs)} run(s) count their rates after a "
-                     f"ramp of {', '.join(format_seconds(x) for x in ramps[:4])}: each "
-                     "rank's bytes and time before its end are left out (`mpiwrite show RUN` "
-                     "gives the whole run's rate)")
-    unsteady = steady_note(runs) if steady else ""
-    return notes + ([f"steady: {unsteady}"] if unsteady else [])
 
 
 def own_notes(rows: List[Dict[str, Any]], by: Sequence[str]) -> List[str]:

@@ -99,7 +99,7 @@ def report(paths, by, metric, unit, warmup, confidence, baseline, fmt, skip_bad,
 def note_never_steady(store) -> None:
     """On stderr: the counted runs with an iteration that never became steady by its
     --steady criterion (beside the figures they are part of; `show` says more)."""
-    from mpiwrite.answers.report import steady_note
+    from mpiwrite.answers.window import steady_note
 
     said = steady_note(store.select())
     if said:

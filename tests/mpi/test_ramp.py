@@ -108,7 +108,7 @@ def test_steady_is_found_per_iteration_recorded_and_shown_beside_its_figure(tmp_
 
 def test_report_and_the_page_say_which_runs_count_after_a_ramp_and_which_never_settled(
         tmp_path):
-    """Issue 43: the page and report show the window where it applies: report's notes (and
+    """The page and report show the window where it applies: report's notes (and
     the page's, which has no standard error) name the ramp the rates count after, and the
     page the runs that never became steady; runs without either get neither note."""
     got, _p = _run(tmp_path, "-t", "0.5")

@@ -115,7 +115,7 @@ def test_an_imported_run_has_no_samples_and_a_planted_link_is_never_written(run,
 
 
 def test_a_16_rank_run_has_one_row_per_rank_per_interval_summing_to_the_record(tmp_path):
-    """Issue 43's done-when: `timeline` of a 16-rank run (oversubscribed on this machine)
+    """`timeline` of a 16-rank run (oversubscribed on this machine)
     writes one row per rank per interval, and its bytes add up to each rank's and to each
     iteration's bytes in the record, exactly; by node, one row per interval with all 16."""
     out = mpirun(16, ["run", str(tmp_path / "data"), "-s", "4M", "-b", "64k", "-i", "2",
