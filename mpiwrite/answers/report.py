@@ -70,7 +70,8 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
         for dk in DURABILITY_KEYS:
             if dk in by:
                 continue
-            seen = sorted({str(keys_of(r).get(dk)) for r in members})
+            # a key only of the runs that used it (--ramp) is '-' where absent, as --by says
+            seen = sorted({str(keys_of(r).get(dk, "-")) for r in members})
             if len(seen) > 1:
                 advice = (f"add {dk} to --by (or select one value: --where {dk}={seen[0]})"
                           if option == "--by"

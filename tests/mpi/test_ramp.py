@@ -55,7 +55,8 @@ def test_a_ramp_is_a_key_of_the_runs_that_used_it(tmp_path):
     # a rate after a ramp and one of the whole run count different parts: never one mean
     # (a hostile review found report pooling them into a figure neither run had)
     rep = cli(["report", "r"], cwd=tmp_path)
-    assert rep.returncode == 2 and "would pool runs with ramp" in rep.stderr, rep.stderr
+    assert rep.returncode == 2 and "would pool runs with ramp - and 0.5" in rep.stderr, \
+        rep.stderr
 
 
 def test_a_run_that_ends_before_its_ramp_is_not_valid(tmp_path):
