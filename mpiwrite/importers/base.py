@@ -23,7 +23,7 @@ import json
 import math
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -149,6 +149,19 @@ def read_source(path: str, binary: Optional[Callable[[bytes], bool]] = None,
     text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
     return Source(path=path, sha256=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
                   text=text)
+
+
+def beside(path: str, name: str) -> str:
+    """The path of the file `name` (a base name) in the folder of the file `path`."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name)
+
+
+def read_beside(path: str, name: str) -> Tuple[str, bytes]:
+    """(its path, its bytes) of the file `name` (a base name) beside `path`: a regular file
+    of at most MAX_INPUT_BYTES, never through a symlink (a folder anyone may have filled);
+    OSError otherwise."""
+    near = beside(path, name)
+    return near, files.read_regular(near, MAX_INPUT_BYTES, follow=False)
 
 
 @dataclasses.dataclass(frozen=True)

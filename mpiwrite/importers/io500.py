@@ -22,22 +22,18 @@ host are in the folder.
 
 from __future__ import annotations
 
-import csv
-import io
-import os
 import re
 from typing import Dict, List, Optional, Tuple
 
-from mpiwrite import files
 from mpiwrite.formats.numbers import BYTES, MAX_BYTES, RANKS, RATE, SECONDS, number
 from mpiwrite.importers import ior_command, ior_ranks
 from mpiwrite.importers.base import (
-    MAX_INPUT_BYTES,
     UNKNOWN,
     Importer,
     Phase,
     Source,
     Test,
+    read_beside,
     refuse,
     size_text,
 )
@@ -92,14 +88,12 @@ def sections(src: Source) -> List[Tuple[str, Dict[str, str], List[str]]]:
 
 
 def _sibling(src: Source, name: str) -> Optional[str]:
-    """The text of a file beside result.txt, or None where there is none: a regular file
-    only, never through a symlink (a folder anyone may have filled)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(src.path)), name)
+    """The text of a file beside result.txt, or None where there is none (base.read_beside:
+    a regular file only, never through a symlink)."""
     try:
-        data = files.read_regular(path, MAX_INPUT_BYTES, follow=False)
+        return read_beside(src.path, name)[1].decode("utf-8", "replace")
     except OSError:
         return None
-    return data.decode("utf-8", "replace")
 
 
 def _bytes_moved(src: Source, phase: str, test: Test) -> int:
@@ -112,19 +106,17 @@ def _bytes_moved(src: Source, phase: str, test: Test) -> int:
         moved = number(found[0], BYTES, src.path, f"{phase}.txt: bytes moved")
         test.derived["bytes"] = f"IOR's log ({phase}.txt): actual aggregate bytes moved"
         return moved
-    rows = _sibling(src, f"{phase}.csv")
-    if rows:
-        try:
-            got = list(csv.DictReader(io.StringIO(rows)))
-            total = sum(float(r["throughput-withopenclose"]) * float(r["runtime-with-openclose"])
-                        for r in got if r.get("access") == "write")
-            if got and all(r.get("access") == "write" for r in got):
-                moved = number(round(total), BYTES, src.path, f"{phase}.csv: bytes")
-                test.derived["bytes"] = (f"the per-rank CSV ({phase}.csv): each rank's rate "
-                                         "times its time, open included, summed")
-                return moved
-        except (KeyError, ValueError, TypeError, OverflowError):  # inf, NaN, words
-            pass
+    text = _sibling(src, f"{phase}.csv")
+    try:
+        rows = ior_ranks.rows(text) if text else []
+    except ior_ranks.Misfit:  # not IOR's rows: no bytes from it
+        rows = []
+    if rows and all(r.access == "write" for r in rows):
+        total = sum(r.rate_with_open * r.with_open for r in rows)
+        moved = number(round(total), BYTES, src.path, f"{phase}.csv: bytes")
+        test.derived["bytes"] = (f"the per-rank CSV ({phase}.csv): each rank's rate "
+                                 "times its time, open included, summed")
+        return moved
     test.unknown.append("bytes (neither IOR's log nor its per-rank CSV is beside result.txt)")
     return 0
 

@@ -27,10 +27,9 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from mpiwrite import files
 from mpiwrite.errors import why
 from mpiwrite.formats.numbers import MAX_MB_PER_S
-from mpiwrite.importers.base import MAX_INPUT_BYTES, RankTimes, Test
+from mpiwrite.importers.base import MAX_INPUT_BYTES, RankTimes, Test, beside, read_beside
 from mpiwrite.text import printable
 from mpiwrite.units import MB
 
@@ -60,7 +59,8 @@ def named(command_flags) -> str:
     return str(command_flags.get("rank_csv") or "")
 
 
-def _rows(text: str) -> List[_Row]:
+def rows(text: str) -> List[_Row]:
+    """IOR's rows, each checked (Misfit: the text is not IOR's per-rank CSV)."""
     lines = text.splitlines()
     if not lines or lines[0].strip() != HEADER:
         raise Misfit("its first line is not IOR's header")
@@ -132,7 +132,7 @@ def read_for(tests: List[Test], path: str, command_flags) -> None:
     name = named(command_flags)
     if not name or not tests:
         return
-    found, where = beside(path, name)
+    found, where = found_beside(path, name)
     said = where if found is None else attach(tests, found["text"], where)
     for test in tests:
         test.per_rank_note = f"{said}; {LATER}" if said else ""
@@ -144,12 +144,12 @@ def attach(tests: List[Test], text: str, where: str) -> Optional[str]:
     """Give `tests` (one IOR output's, in its order) their rank rows from the CSV's text, or
     none at all and say why."""
     try:
-        rows = _rows(text)
+        got = rows(text)
         at = 0
         for test in tests:
-            at = _take(test, rows, at, _totals(test))
-        if at != len(rows):
-            raise Misfit(f"{len(rows)} rows where the output's tests and repetitions make {at}")
+            at = _take(test, got, at, _totals(test))
+        if at != len(got):
+            raise Misfit(f"{len(got)} rows where the output's tests and repetitions make {at}")
     except Misfit as exc:
         for test in tests:
             test.rank_times.clear()
@@ -174,15 +174,15 @@ def _totals(test: Test) -> List[Tuple[str, List[float]]]:
     return out
 
 
-def beside(path: str, name: str) -> Tuple[Optional[Dict[str, Any]], str]:
+def found_beside(path: str, name: str) -> Tuple[Optional[Dict[str, Any]], str]:
     """({text, file, sha256} of the file `name` names, found by its base name beside `path`,
     and where; or None, and why not)."""
     base = os.path.basename(name.rstrip("/"))
     if not base or base in (".", ".."):
         return None, f"the command names {printable(name)!r} for IOR's per-rank CSV: no file"
-    near = os.path.join(os.path.dirname(os.path.abspath(path)), base)
+    near = beside(path, base)
     try:
-        data = files.read_regular(near, MAX_INPUT_BYTES, follow=False)
+        data = read_beside(path, base)[1]
     except OSError as exc:
         if not os.path.lexists(near):
             return None, (f"IOR wrote per-rank figures to {printable(name)} "
