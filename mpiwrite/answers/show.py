@@ -268,14 +268,14 @@ def _timed_rank_lines(rec, rows, it: int, hosts) -> List[str]:
 def _untimed_rank_lines(rec, rows, it: int) -> List[str]:
     """An imported record's rank rows: the tool's own figures, each rank timed on its own
     clock (IOR's per-rank CSV): no node, no time on a common clock, so no per-node lines."""
+    reads = bool(np.isfinite(rows["read_MB_per_s"]).any())
     lines = [f"per rank, slowest first, iteration {it} ({rec.imported().get('tool')}'s own "
              "figures: each rank's time on its own clock; no node, no timeline):",
              f"  {'rank':>5} {'MB/s':>9} {'bytes':>9} {'seconds':>9}"
-             + (f" {'read MB/s':>9}" if np.isfinite(rows["read_MB_per_s"]).any() else "")]
+             + (f" {'read MB/s':>9}" if reads else "")]
     order = np.argsort(np.where(np.isfinite(rows["MB_per_s"]), rows["MB_per_s"], -1))
     for r in rows[order]:
-        read = f" {_num(float(r['read_MB_per_s'])):>9}" \
-            if np.isfinite(rows["read_MB_per_s"]).any() else ""
+        read = f" {_num(float(r['read_MB_per_s'])):>9}" if reads else ""
         lines.append(f"  {r['rank']:>5} {_num(float(r['MB_per_s'])):>9} "
                      f"{format_size(int(r['bytes'])):>9} "
                      f"{_num(float(r['elapsed_seconds']), 4):>9}{read}")

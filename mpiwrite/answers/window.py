@@ -23,13 +23,12 @@ def window_notes(rows: List[Dict[str, Any]], steady: bool = True) -> List[str]:
     """What part of their runs the rows' figures count (report's and the page's notes): after
     a --ramp, and (`steady`) whether every iteration became steady by its criterion."""
     runs = list({id(r): r for row in rows for r in row.get("_runs", [])}.values())
-    ramps = sorted({float(r.params().get("ramp") or 0) for r in runs
-                    if isinstance(r.params().get("ramp"), (int, float))} - {0.0})
+    ramp_of = [r.params().get("ramp") for r in runs]
+    ramped = [float(x) for x in ramp_of if isinstance(x, (int, float)) and x > 0]
     notes = []
-    if ramps:
-        ramped = sum(1 for r in runs if isinstance(r.params().get("ramp"), (int, float))
-                     and r.params()["ramp"] > 0)
-        notes.append(f"ramp: {ramped} of the {len(runs)} run(s) count their rates after a "
+    if ramped:
+        ramps = sorted(set(ramped))
+        notes.append(f"ramp: {len(ramped)} of the {len(runs)} run(s) count their rates after a "
                      f"ramp of {', '.join(format_seconds(x) for x in ramps[:4])}: each "
                      "rank's bytes and time before its end are left out (`mpiwrite show RUN` "
                      "gives the whole run's rate)")

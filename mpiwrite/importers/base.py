@@ -336,7 +336,8 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
                                            "not during this run: one node row stands for "
                                            "every node")
     params = dict(test.params)
-    params.setdefault("iterations", len(iterations(test)))
+    its = iterations(test)
+    params.setdefault("iterations", len(its))
     attrs = {
         "run_id": run_id(src, test.tool, test.index, test), "status": RunStatus.COMPLETE.value,
         "start_time": test.start_time, "end_time": test.end_time,
@@ -348,7 +349,6 @@ def build(test: Test, src: Source, tags: Dict[str, str], facts: Dict[str, str],
         + ([f"imported from {test.tool}: {test.per_rank_note}"] if test.per_rank_note else []),
         "notes": list(test.notes), "first_done_note": "", "imported": imported,
     }
-    its = iterations(test)
     ranks = rank_rows(test, its)
     return RunRecord(attrs=json.loads(json.dumps(attrs)), iterations=its, ranks=ranks,
                      nodes=[json.loads(json.dumps(node))] if node is not None else [])

@@ -215,6 +215,11 @@ def _words(command: str) -> List[str]:
         return command.split()
 
 
+def _value(words: List[str], flag: str) -> str:
+    """The word after `flag` on a command line ('' where it is not given)."""
+    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w == flag), "")
+
+
 def _is_service(e: Dict[str, Any]) -> bool:
     """An entry a service wrote to its own result file (its command: elbencho --service)."""
     return "--service" in _words(e["command"])
@@ -238,7 +243,7 @@ def _part(e: Dict[str, Any], src: Source, index: int) -> Test:
         raise refuse(src.path, f"{where}: the first worker finished after the last")
     got = e.get("first_Bps")
     words = _words(e["command"])
-    port = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--port"), "")
+    port = _value(words, "--port")
     part = {"service": f"port {port}" if port.isdigit() else os.path.basename(src.path),
             "port": port if port.isdigit() else "", "phase": e["op"], "threads": threads,
             "bytes": nbytes, "first_done_seconds": first_ms / 1e3,
@@ -287,7 +292,7 @@ def _service_names(test: Test, parts: List[Dict[str, Any]]) -> List[Dict[str, An
     port says which one; else by its port and its file (elbencho's default: one service a
     host, all on one port, and a service's file does not say its host)."""
     words = _words(test.command)
-    hosts = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--hosts"), "")
+    hosts = _value(words, "--hosts")
     names = [h for h in re.split(r"[,\s]+", hosts) if h]
     out = []
     for p in parts:
