@@ -55,20 +55,36 @@ def parse(text: str) -> Spec:
 
 
 def rates(ranks: np.ndarray, samples: Optional[np.ndarray], step: float):
-    """(window ends' times from the first write start, aggregate MB/s per step) of one
-    iteration, up to the first rank's last write (after it, fewer ranks write, and no sample
-    is taken in the final fsync: between the last sample and the close there is no rate)."""
+    """(window ends' times from the first write start, aggregate MB/s per step, whether each
+    step was observed) of one iteration, up to the first rank's last write (after it, fewer
+    ranks write, and no sample is taken in the final fsync: between the last sample and the
+    close there is no rate).  A step is observed when every rank has a point (its start, a
+    sample, its last write's end) at most 2 steps before and after it: between two points
+    far apart the rate is a straight line drawn through what nobody saw (a writer held in a
+    ramp's fsync, a stall), and a straight line is as steady as a rate can look."""
     good = ranks[np.isfinite(ranks["t_write_start"]) & np.isfinite(ranks["t_write_end"])
                  & np.isfinite(ranks["t_close_end"])]
+    none = np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool)
     if not len(good) or not step > 0:
-        return np.zeros(0), np.zeros(0)
+        return none
     t0, first = float(good["t_write_start"].min()), float(good["t_write_end"].min())
     n = int((first - t0) / step)
     if n < 2:
-        return np.zeros(0), np.zeros(0)
+        return none
     grid = t0 + step * np.arange(n + 1)
     total = np.array([bytes_at(float(t), samples, good) for t in grid])
-    return grid[1:] - t0, np.diff(total) / step / 1e6
+    mids = (grid[:-1] + grid[1:]) / 2
+    seen = np.ones(n, dtype=bool)
+    for r in good:
+        mine = samples["t"][samples["rank"] == r["rank"]] if samples is not None and \
+            len(samples) else np.zeros(0)
+        points = np.sort(np.concatenate([[r["t_write_start"], r["t_write_end"]], mine]))
+        at = np.searchsorted(points, mids)
+        inside = (at > 0) & (at < len(points))
+        gap = np.full(n, np.inf)
+        gap[inside] = points[at[inside]] - points[at[inside] - 1]
+        seen &= gap <= 2 * step + 1e-9
+    return grid[1:] - t0, np.diff(total) / step / 1e6, seen
 
 
 def criterion(spec: Spec, t: np.ndarray, y: np.ndarray) -> float:
@@ -87,12 +103,16 @@ def detect(spec: Spec, ranks: np.ndarray, samples: Optional[np.ndarray],
            step: float) -> Dict[str, Any]:
     """{criterion, steady, at_seconds (from the first write start, or None), figure_pct (at
     that window, or the smallest seen), rate_MB_per_s (that window's mean), windows}."""
-    t, y = rates(ranks, samples, step)
+    t, y, seen = rates(ranks, samples, step)
     width = max(2, int(round(spec.dur / step)))
     out: Dict[str, Any] = {"criterion": str(spec), "steady": False, "at_seconds": None,
-                           "figure_pct": None, "rate_MB_per_s": None, "windows": 0}
+                           "figure_pct": None, "rate_MB_per_s": None, "windows": 0,
+                           "unobserved": 0}
     best = None
     for end in range(width, len(y) + 1):
+        if not seen[end - width:end].all():  # a rate nobody saw: no verdict from it
+            out["unobserved"] += 1
+            continue
         yy, tt = y[end - width:end], t[end - width:end]
         fig = criterion(spec, tt, yy)
         out["windows"] += 1
@@ -114,11 +134,17 @@ def text(found: Dict[str, Any]) -> str:
     if found.get("steady"):
         return (f"steady from {found['at_seconds']:g}s ({kind} {found['figure_pct']:.3g}% <= "
                 f"{pct} over {dur}, {found['rate_MB_per_s']:.1f} MB/s)")
+    unseen = found.get("unobserved") or 0
+    left = (f"; {unseen} window(s) left out: a writer went more than 2 samples without one "
+            "(a ramp's fsync, a stall), and a rate drawn across that gap says nothing"
+            if unseen else "")
     if not found.get("windows"):
+        if unseen:
+            return f"never steady: no {dur} window of {kind} was observed throughout{left}"
         return (f"never steady: shorter than one {dur} window of {kind} (a longer --time, or "
                 "a shorter window)")
     return (f"never steady: the smallest {kind} over {found['windows']} window(s) of {dur} was "
-            f"{found['figure_pct']:.3g}%, above {pct}")
+            f"{found['figure_pct']:.3g}%, above {pct}{left}")
 
 
 def stored(rec, iteration: int) -> List[Dict[str, Any]]:
@@ -131,7 +157,9 @@ def stored(rec, iteration: int) -> List[Dict[str, Any]]:
         names = ("at_seconds", "figure_pct", "rate_MB_per_s")
         nums = {k: finite(found.get(k)) for k in names}
         windows = found.get("windows")
-        if not isinstance(found.get("steady"), bool) or not isinstance(
+        unseen = found.get("unobserved", 0)  # absent from records before it
+        if type(unseen) is not int or not 0 <= unseen <= 10**9 \
+                or not isinstance(found.get("steady"), bool) or not isinstance(
                 found.get("criterion"), str) or type(windows) is not int \
                 or not 0 <= windows <= 10**9 \
                 or any(nums[k] is None and found.get(k) is not None for k in names) \

@@ -76,3 +76,23 @@ def test_a_rank_whose_ramp_ended_with_its_last_write_makes_the_run_not_valid():
     assert not got["valid"] and got["reasons"] == [
         "rank(s) 0 wrote nothing after the 0.1s ramp in iteration 0 (its end came with the "
         "last write: give more --size or --time)"]
+
+
+def test_a_stretch_no_sample_saw_is_no_window_however_flat_its_line():
+    """Between two samples far apart (a writer held in a ramp's fsync) the rate is a straight
+    line, which meets any slope: no window over it counts; a window of real samples after it
+    still can."""
+    # a rate that keeps climbing: steady nowhere, but straight across the unseen 2 s to 8 s
+    ranks, samples = _iteration(lambda t: 100 + 20 * t, 20)
+    held = samples[(samples["t"] < 2) | (samples["t"] > 8)]
+    got = steady.detect(steady.parse("bw_slope:0.0001%:3s"), ranks, held, STEP)
+    assert not got["steady"] and got["unobserved"] > 0, got
+    assert "window(s) left out: a writer went more than 2 samples without one" in \
+        steady.text(got)
+    # a rate that holds from 6 s: steady from real samples after the gap, never inside it
+    ranks, samples = _iteration(lambda t: np.where(t < 6, 100 + 80 * t, 500.0), 20)
+    held = samples[(samples["t"] < 2) | (samples["t"] > 8)]
+    seen = steady.detect(steady.parse("bw_slope:0.5%:3s"), ranks, held, STEP)
+    assert seen["steady"] and seen["at_seconds"] > 8 + 3, seen
+    assert steady.detect(steady.parse("bw_slope:0.5%:3s"), ranks, samples, STEP)[
+        "at_seconds"] <= 9.5
