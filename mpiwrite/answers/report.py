@@ -73,9 +73,10 @@ def check_pooling(groups: Dict[str, list], keys_of, by: Sequence[str], option: s
             # a key only of the runs that used it (--ramp) is '-' where absent, as --by says
             seen = sorted({str(keys_of(r).get(dk, "-")) for r in members})
             if len(seen) > 1:
-                advice = (f"add {dk} to --by (or select one value: --where {dk}={seen[0]})"
+                one = next((v for v in seen if v != "-"), seen[0])  # a value --where takes
+                advice = (f"add {dk} to --by (or select one value: --where {dk}={one})"
                           if option == "--by"
-                          else f"select one value, e.g. {dk}={seen[0]} in each side")
+                          else f"select one value, e.g. {dk}={one} in each side")
                 raise ConfigError(
                     f"{option}: {printable(label)} would pool runs with {dk} "
                     f"{' and '.join(seen)}, which measure different things; {advice}")
